@@ -1,0 +1,63 @@
+"""The technique catalogue (CATALOG.md): every ID the suite must cover, with its tier.
+
+The project keeps a copy beside this module so the suite and the reports work on machines that
+only have the repository (a GPU box); a test keeps the copy equal to ``../shared/CATALOG.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+CATALOG_PATH = Path(__file__).with_name("CATALOG.md")
+
+_TIER = re.compile(r"^##\s+Tier\s+(\d)")
+_ROW = re.compile(r"^\|\s*`(?P<id>[a-z0-9_]+\.[a-z0-9_]+)`\s*\|(?P<rest>.*)\|\s*$")
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    tier: int
+    technique: str
+    source: str
+    check: str
+    measure: str  # empty for Tier 3
+
+
+def _split_cells(text: str) -> list[str]:
+    """Split a table row on ``|`` outside backtick spans (the catalogue writes `|x|²` in code)."""
+    cells, current, in_code = [], [], False
+    for char in text:
+        if char == "`":
+            in_code = not in_code
+        if char == "|" and not in_code:
+            cells.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    cells.append("".join(current).strip())
+    return cells
+
+
+def parse(text: str) -> list[Entry]:
+    entries, tier = [], None
+    for line in text.splitlines():
+        heading = _TIER.match(line)
+        if heading:
+            tier = int(heading.group(1))
+            continue
+        if line.startswith("## "):
+            tier = None  # e.g. "Out of scope"
+            continue
+        row = _ROW.match(line)
+        if row and tier is not None:
+            cells = _split_cells(row.group("rest"))
+            cells += [""] * (4 - len(cells))
+            entries.append(Entry(row.group("id"), tier, cells[0], cells[1], cells[2], cells[3]))
+    return entries
+
+
+def load(path: Path = CATALOG_PATH) -> list[Entry]:
+    return parse(path.read_text(encoding="utf-8"))

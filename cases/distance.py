@@ -1,0 +1,214 @@
+"""Pairwise squared Euclidean distance: broadcasting vs the matmul expansion (notes 000/001, 距离计算).
+
+D[i, j] = |x_i - y_j|²  for x: (N, D), y: (M, D).
+
+The notes' "terrible way" broadcasts to an (N, M, D) difference tensor; the expansion
+|x|² - 2·x·yᵀ + |y|² does the same with one GEMM and never holds more than the (N, M) output.
+The expansion is not free: when x_i ≈ y_j it subtracts two large, nearly equal numbers, so its
+absolute error scales with |x|² rather than with the (small) distance. `cancellation` measures that.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
+
+FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
+
+
+def _normal(shape, dtype, device, generator):
+    # Drawn in fp32 on the CPU with a seeded generator: the same inputs on every device.
+    return torch.randn(shape, generator=generator, dtype=torch.float32).to(device=device, dtype=dtype)
+
+
+def make_points(size, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    return _normal((size["n"], size["d"]), dtype, device, g), _normal((size["m"], size["d"]), dtype, device, g)
+
+
+def make_unit_points(size, dtype, device, seed):
+    x, y = make_points(size, torch.float32, "cpu", seed)
+    x, y = torch.nn.functional.normalize(x, dim=1), torch.nn.functional.normalize(y, dim=1)
+    return x.to(device=device, dtype=dtype), y.to(device=device, dtype=dtype)
+
+
+def make_binary_points(size, dtype, device, seed):
+    """0/1 descriptors, as ORB's binary descriptors unpacked to one value per bit."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, 2, (size["n"], size["d"]), generator=g)
+    y = torch.randint(0, 2, (size["m"], size["d"]), generator=g)
+    return x.to(device=device, dtype=dtype), y.to(device=device, dtype=dtype)
+
+
+# ---- the variants -------------------------------------------------------------------------------
+
+
+def broadcast(x, y):
+    # Materialises (N, M, D) twice (the difference, then its square): 2·N·M·D elements written
+    # and read again by the sum. O(N·M·D) memory; pure bandwidth, no GEMM.
+    return ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1)
+
+
+def matmul(x, y):
+    # Reads x and y once for the norms (N + M outputs), once for one GEMM (2·N·M·D flops).
+    # addmm writes |y|² - 2·x·yᵀ into the (N, M) output and |x|² is added in place: the only
+    # tensor of size N·M is the result itself. The notes' version without a clamp: see
+    # `cancellation` for the small negatives that this produces on near-duplicates.
+    xx = (x * x).sum(1, keepdim=True)
+    yy = (y * y).sum(1)
+    return torch.addmm(yy, x, y.T, alpha=-2).add_(xx)
+
+
+def unit_norm(x, y):
+    # For |x| = |y| = 1 the norms are constants: one GEMM and one fused scale-and-shift.
+    return (x @ y.T).mul_(-2).add_(2)
+
+
+def binary(x, y):
+    # For 0/1 entries |x|² = Σx: the ORB form from the notes, with the norms shaped as a column
+    # (N, 1) and a row (M,) — the notes write both as (N,), which only broadcasts when N == M
+    # and is then wrong (see `notes_binary_snippet`).
+    return torch.addmm(y.sum(1), x, y.T, alpha=-2).add_(x.sum(1, keepdim=True))
+
+
+def cdist_mm(x, y):
+    return torch.cdist(x, y, compute_mode="use_mm_for_euclid_dist").square()
+
+
+def cdist_direct(x, y):
+    return torch.cdist(x, y, compute_mode="donot_use_mm_for_euclid_dist").square()
+
+
+def distances_float64(x, y, rows_per_block: int = 64):
+    """The truth: the definition Σ_k (x_ik - y_jk)² in float64, in row blocks to bound memory."""
+    x64, y64 = x.to(torch.float64), y.to(torch.float64)
+    blocks = [((xb[:, None, :] - y64[None, :, :]) ** 2).sum(-1) for xb in x64.split(rows_per_block)]
+    return torch.cat(blocks)
+
+
+def _nm(size, itemsize):
+    return size["n"] * size["m"] * itemsize
+
+
+# ---- checks beyond "every variant equals the oracle" -----------------------------------------
+
+
+def check_cancellation(device):
+    """Identical and near-duplicate points: the expansion loses what broadcasting keeps.
+
+    Rigorous bound for the expansion in fp32 (Higham, dot products): each of |x|², |y|², x·y is
+    off by at most γ_D·(its terms' magnitudes), γ_D = D·u/(1 - D·u), u = 2⁻²⁴, so
+    |error| ≤ γ_{D+2}·(|x|² + |y|² + 2|x||y|). A result past that bound means the computation
+    did not happen in fp32 (e.g. a silent bf16/TF32 downcast).
+    """
+    n, d = 512, 256
+    x, _ = make_points({"n": n, "m": 1, "d": d}, FP32, device, seed=7)
+    g = torch.Generator().manual_seed(8)
+    near = x + 1e-3 * torch.randn(x.shape, generator=g).to(device)  # distance ≈ 1e-6·D ≪ |x|²
+    u = 2.0**-24
+    gamma = (d + 2) * u / (1 - (d + 2) * u)
+    lines = []
+    for name, y in (("identical", x), ("near-duplicate", near)):
+        truth = distances_float64(x, y).diagonal()
+        expansion = matmul(x, y).diagonal().double()
+        direct = broadcast(x, y).diagonal().double()
+        err = (expansion - truth).abs()
+        nx, ny = x.double().norm(dim=1), y.double().norm(dim=1)
+        bound = gamma * (nx**2 + ny**2 + 2 * nx * ny)
+        assert (err <= bound).all(), f"{name}: expansion error {err.max().item():.3g} exceeds fp32 bound"
+        negative = int((expansion < 0).sum())
+        assert int(expansion.sqrt().isnan().sum()) == negative, "sqrt of a negative should be NaN"
+        assert not expansion.clamp_min(0).sqrt().isnan().any(), "clamp_min(0) should remove the NaNs"
+        if name == "identical":
+            # x - x is exactly 0 in floating point, so broadcasting is exact here and the
+            # expansion's error is absolute (the truth is 0).
+            assert (direct == 0).all(), "broadcast form should be exactly 0 for identical points"
+            detail = f"abs {err.max().item():.3g}, broadcast exact"
+        else:
+            rel = lambda e: (e / truth).max().item()  # noqa: E731 (truth > 0 here)
+            detail = f"rel {rel(err):.3g}, broadcast rel {rel((direct - truth).abs()):.3g}"
+        lines.append(f"{name}: expansion error {detail}; {negative}/{n} diagonal entries negative (NaN after sqrt)")
+    return Finding(None, "; ".join(lines) + "; clamp_min(0) before sqrt removes the NaNs")
+
+
+def check_notes_binary_snippet(device):
+    """The notes' ORB line `sum(des_tar,1) - 2*matmul(des_tar, des_cur.t()) + sum(des_cur,1)`.
+
+    Both sums are shape (N,), so both broadcast along the *last* axis: for N ≠ M it raises, and
+    for N == M it runs and adds |x_j|² where |x_i|² belongs.
+    """
+    x, y = make_binary_points({"n": 64, "m": 48, "d": 256}, FP32, device, seed=3)
+    try:
+        torch.sum(x, 1) - 2 * torch.matmul(x, y.t()) + torch.sum(y, 1)
+        raised = False
+    except RuntimeError:
+        raised = True
+    assert raised, "the literal snippet should not broadcast (N,) against (N, M) for N != M"
+    x, y = make_binary_points({"n": 64, "m": 64, "d": 256}, FP32, device, seed=3)
+    literal = torch.sum(x, 1) - 2 * torch.matmul(x, y.t()) + torch.sum(y, 1)
+    truth = distances_float64(x, y)
+    wrong = (literal.double() - truth).abs().max().item()
+    assert wrong > 1, "the literal snippet unexpectedly matched the truth"
+    fixed = (binary(x, y).double() - truth).abs().max().item()
+    assert fixed == 0, f"the corrected ORB form should be exact on 0/1 inputs, off by {fixed}"
+    return Finding(
+        Verdict.FAILS,
+        f"as written, the ORB line raises for N≠M (64 vs 48) and for N=M=64 is off by up to "
+        f"{wrong:.0f} (distances are ≤ 256); with |x|² as a column it is exact",
+    )
+
+
+def check_notes_orientation(device):
+    """The notes' broadcast snippet unsqueezes des_tar at 0 and des_cur at 1, so its [i, j] is
+    |cur_i - tar_j|², the transpose of the matmul lines' [i, j] = tar_i·cur_j."""
+    tar, cur = make_points({"n": 32, "m": 24, "d": 16}, FP32, device, seed=5)
+    compare = torch.sum((torch.unsqueeze(tar, 0) - torch.unsqueeze(cur, 1)) ** 2, 2)
+    assert compare.shape == (24, 32)
+    torch.testing.assert_close(compare.double(), distances_float64(cur, tar), rtol=1e-5, atol=1e-4)
+    return Finding(
+        Verdict.FAILS,
+        "the broadcast snippet returns shape (M, N) (cur × tar) while the matmul snippets return "
+        "(N, M) (tar × cur): the two 'equivalent' forms are transposes of each other",
+    )
+
+
+CASE = Case(
+    id="distance.pairwise",
+    tier=1,
+    claim="The matmul expansion |x|²-2xyᵀ+|y|² is faster and lighter than broadcasting "
+    "(x[:,None]-y[None])**2 for pairwise squared distances; 2-2xyᵀ for unit vectors; Σx-2xyᵀ+Σy for binary.",
+    source="000, 001 实际编写 / 距离计算",
+    make_inputs=make_points,
+    variants={
+        "broadcast": naive(broadcast, peak_bytes=lambda s, b: 2 * s["d"] * _nm(s, b) + _nm(s, b)),
+        "matmul": optimized(matmul, peak_bytes=lambda s, b: _nm(s, b)),
+        "unit_norm": optimized(unit_norm, inputs=make_unit_points, peak_bytes=lambda s, b: _nm(s, b)),
+        "binary": optimized(binary, inputs=make_binary_points, peak_bytes=lambda s, b: _nm(s, b)),
+        "cdist_mm": library(cdist_mm, peak_bytes=lambda s, b: 3 * _nm(s, b)),
+        # cdist's direct CUDA kernel is dispatched for float/double only.
+        "cdist_direct": library(cdist_direct, peak_bytes=lambda s, b: 2 * _nm(s, b), dtypes=(FP32,)),
+    },
+    oracle=distances_float64,
+    # Distances of N(0,1) points in D=256 are ≈ 2D = 512 (unit vectors: ≈ 2), so an absolute
+    # floor near the dtype's eps times that scale absorbs the GEMM's reordered sums.
+    tolerance={
+        FP32: Tol(rtol=1e-5, atol=1e-3),
+        BF16: Tol(rtol=2e-2, atol=0.5),
+        FP16: Tol(rtol=2e-3, atol=0.1),
+    },
+    dtypes={"cpu": (FP32,), "cuda": (FP32, BF16, FP16)},
+    sizes={
+        # Broadcast at n = m = 1024, d = 256 holds two 1 GiB fp32 intermediates: the CI ceiling.
+        "quick": [{"n": n, "m": n, "d": 256} for n in (128, 256, 512, 1024)],
+        # On an H200 broadcast fits up to n = 4096 (32 GiB); the matmul forms go to 32768.
+        "full": [{"n": n, "m": n, "d": 256} for n in (1024, 2048, 4096, 8192, 16384, 32768)],
+    },
+    checks={
+        "cancellation": Check(check_cancellation),
+        "notes_binary_snippet": Check(check_notes_binary_snippet),
+        "notes_orientation": Check(check_notes_orientation),
+    },
+    flops=lambda s: 2 * s["n"] * s["m"] * s["d"],
+    bytes_moved=lambda s, b: (s["n"] * s["d"] + s["m"] * s["d"] + s["n"] * s["m"]) * b,
+)

@@ -1,0 +1,162 @@
+"""The declaration of a case: what one catalogue technique is, with no notion of how it is run.
+
+A `Case` is frozen data. The pytest glue in `suite/` turns it into tests (check each variant
+against the oracle, time each variant, run each rule check); `reports/` reads the results and
+applies the case's `verdict` rule. Nothing here imports pytest.
+
+Calling conventions, so every case reads the same way:
+
+* ``make_inputs(size, dtype, device, seed) -> tuple`` — random (never all zeros), seeded.
+* a variant's ``fn(*inputs)`` returns a tensor (or a tuple of tensors) comparable with
+  ``oracle(*inputs)``, which returns the float64 truth.
+* a rule check's ``fn(device)`` raises ``AssertionError`` when behaviour differs from the truth
+  it encodes, and may return a `Finding`: the verdict on the *notes'* claim, computed from what
+  was observed (never written down in advance).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+
+Size = Mapping[str, int]
+"""One point of a size sweep, e.g. ``{"n": 1024, "m": 1024, "d": 256}``."""
+
+PROFILES = ("quick", "full")
+"""`quick`: CI on 2 CPU cores, seconds per case. `full`: sizes that fill a GPU."""
+
+
+class Role(str, enum.Enum):
+    NAIVE = "naive"
+    OPTIMIZED = "optimized"
+    LIBRARY = "library"
+
+
+class Verdict(str, enum.Enum):
+    """What the evidence says about the notes' claim."""
+
+    HOLDS = "holds"
+    FAILS = "fails"
+    DEPENDS = "depends"  # on hardware, torch version or size: the evidence says which
+    NOT_MEASURED = "not measured"
+
+
+@dataclass(frozen=True)
+class Tol:
+    """Element-wise bound ``|got - truth| <= atol + rtol * |truth|`` (torch.testing semantics)."""
+
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a check observed, and the verdict on the notes' claim it decides (None when the check
+    only reports a measurement, e.g. a cancellation error, without judging a claim)."""
+
+    verdict: Verdict | None
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of computing the case's result.
+
+    ``inputs`` overrides the case's input maker for variants that are only valid on special
+    inputs (a unit-norm shortcut needs unit vectors); the oracle is then evaluated on those.
+    ``peak_bytes(size, itemsize)`` estimates the variant's peak working set so that a size that
+    cannot fit is skipped with a reason before it is tried.
+    """
+
+    fn: Callable[..., Any]
+    role: Role
+    inputs: Callable[..., tuple] | None = None
+    peak_bytes: Callable[[Size, int], int] | None = None
+    requires: tuple[str, ...] = ()
+    dtypes: tuple[torch.dtype, ...] | None = None  # None: every dtype the case runs
+
+
+def naive(fn, **kw) -> Variant:
+    return Variant(fn, Role.NAIVE, **kw)
+
+
+def optimized(fn, **kw) -> Variant:
+    return Variant(fn, Role.OPTIMIZED, **kw)
+
+
+def library(fn, **kw) -> Variant:
+    return Variant(fn, Role.LIBRARY, **kw)
+
+
+@dataclass(frozen=True)
+class Check:
+    """A rule/behaviour check: ``fn(device)`` raises AssertionError or returns a `Finding`."""
+
+    fn: Callable[[torch.device], Finding | None]
+    requires: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    tier: int
+    claim: str
+    source: str
+    make_inputs: Callable[..., tuple] | None = None
+    variants: Mapping[str, Variant] = field(default_factory=dict)
+    oracle: Callable[..., Any] | None = None
+    tolerance: Mapping[torch.dtype, Tol] = field(default_factory=dict)
+    sizes: Mapping[str, Sequence[Size]] = field(default_factory=dict)
+    dtypes: Mapping[str, tuple[torch.dtype, ...]] = field(
+        default_factory=lambda: {"cpu": (torch.float32,), "cuda": (torch.float32,)}
+    )
+    checks: Mapping[str, Check] = field(default_factory=dict)
+    flops: Callable[[Size], float] | None = None
+    bytes_moved: Callable[[Size, int], float] | None = None
+    requires: tuple[str, ...] = ()
+    x: str | None = None  # the size parameter on the plots' x axis; default: the first one
+    verdict: Any = None  # a rule object with judge(...); see reports
+    gate_tolerance: float | None = None  # per-case override of the gate's allowed drop
+
+    def __post_init__(self):
+        if "." not in self.id or self.id != self.id.strip():
+            raise ValueError(f"case id {self.id!r} is not a catalogue ID like 'topic.name'")
+        if self.tier not in (1, 2, 3):
+            raise ValueError(f"{self.id}: tier must be 1, 2 or 3, not {self.tier!r}")
+        if self.variants:
+            if self.make_inputs is None or self.oracle is None:
+                raise ValueError(f"{self.id}: variants need make_inputs and an oracle")
+            for profile in self.sizes:
+                if profile not in PROFILES:
+                    raise ValueError(f"{self.id}: unknown profile {profile!r}; use {PROFILES}")
+            for dtypes in self.dtypes.values():
+                missing = [d for d in dtypes if d not in self.tolerance]
+                if missing:
+                    raise ValueError(f"{self.id}: no tolerance for {missing}")
+        if not self.variants and not self.checks:
+            raise ValueError(f"{self.id}: a case needs variants to time or checks to run")
+
+    def sizes_for(self, profile: str) -> Sequence[Size]:
+        return self.sizes.get(profile, ())
+
+    @property
+    def x_axis(self) -> str | None:
+        if self.x:
+            return self.x
+        for sizes in self.sizes.values():
+            for size in sizes:
+                return next(iter(size))
+        return None
+
+
+def size_label(size: Size) -> str:
+    """``{"n": 1024, "d": 256}`` → ``"n1024-d256"``: readable in test IDs and CSV rows."""
+    return "-".join(f"{k}{v}" for k, v in size.items())
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")

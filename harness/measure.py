@@ -1,0 +1,172 @@
+"""Timing wrappers, peak memory, saved-activation bytes and errors against an oracle.
+
+Why these and not wall-clock around a call: CUDA kernels are queued asynchronously, so a timer
+stopped when the Python call returns measures the launch, not the work. Every timed callable made
+here ends with the device idle (`synchronized`). Peak memory on CUDA comes from the caching
+allocator's statistics; on CPU torch keeps no such statistics, and RSS is off by tens of MiB
+(allocator caching, page faults), so the profiler's allocation events are replayed instead: they
+see every tensor allocation and free, in order, exactly.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+
+def synchronize(device: torch.device | str) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def synchronized(fn: Callable[[], Any], device: torch.device | str) -> Callable[[], Any]:
+    """`fn` followed by a device barrier, so a timer around the call sees the finished work."""
+    if torch.device(device).type != "cuda":
+        return fn
+    dev = torch.device(device)
+
+    def call():
+        result = fn()
+        torch.cuda.synchronize(dev)
+        return result
+
+    return call
+
+
+def peak_memory(fn: Callable[[], Any], device: torch.device | str) -> tuple[Any, int]:
+    """Run `fn` once; return its result and the peak bytes it allocated above what was live before.
+
+    The result stays alive until this returns, so an output that is the peak is counted.
+    """
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+        torch.cuda.reset_peak_memory_stats(dev)
+        before = torch.cuda.memory_allocated(dev)
+        result = fn()
+        torch.cuda.synchronize(dev)
+        return result, torch.cuda.max_memory_allocated(dev) - before
+    return _cpu_peak(fn)
+
+
+def _cpu_peak(fn):
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = fn()
+    # kineto_results holds the raw allocation events (+bytes on malloc, -bytes on free);
+    # the aggregated prof.events() folds allocations into their ops and loses the order.
+    events = [
+        (e.start_ns(), e.nbytes())
+        for e in prof.profiler.kineto_results.events()
+        if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
+    ]
+    live = peak = 0
+    for _, nbytes in sorted(events):
+        live += nbytes
+        peak = max(peak, live)
+    return result, peak
+
+
+def saved_tensor_bytes(fn: Callable[[], Any], exclude: tuple[torch.Tensor, ...] = ()) -> tuple[Any, int]:
+    """Bytes of tensors autograd saves for backward while `fn` runs (activation memory).
+
+    Each storage is counted once (a weight saved by two ops, or a view of an input, is one
+    allocation), and the storages of `exclude` (pass the parameters and inputs) are left out:
+    they exist whether or not anything is saved. Works on any device.
+    """
+    excluded = {t.untyped_storage().data_ptr() for t in exclude}
+    seen: dict[int, int] = {}
+
+    def pack(tensor):
+        storage = tensor.untyped_storage()
+        ptr = storage.data_ptr()
+        if ptr not in excluded and ptr not in seen:
+            seen[ptr] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        result = fn()
+    return result, sum(seen.values())
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and (
+        "out of memory" in text or "can't allocate memory" in text or "not enough memory" in text
+    )
+
+
+def free_memory(device: torch.device | str) -> None:
+    gc.collect()
+    if torch.device(device).type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def memory_budget(device: torch.device | str) -> int:
+    """Bytes a single variant may plan to use: most of a GPU's free memory (nothing else runs
+    there), half of the host's available memory (the oracle and the OS need the rest)."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(dev)
+        return int(free * 0.9)
+    return int(_cpu_available_bytes() * 0.5)
+
+
+def _cpu_available_bytes() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+@dataclass(frozen=True)
+class Error:
+    max_abs: float
+    max_rel: float  # max |got - truth| / max |truth|: normwise, defined where truth has zeros
+    within: bool  # every element inside atol + rtol * |truth|
+    worst: str  # where the largest excess over the bound sits, for the failure message
+
+
+def compare(got, truth, rtol: float, atol: float) -> Error:
+    """Compare a result (tensor or tuple of tensors) with the float64 truth, element-wise."""
+    gots, truths = _as_tuple(got), _as_tuple(truth)
+    if len(gots) != len(truths):
+        raise AssertionError(f"result has {len(gots)} tensors, the oracle {len(truths)}")
+    max_abs = max_rel = 0.0
+    within, worst = True, ""
+    for i, (g, t) in enumerate(zip(gots, truths)):
+        if g.shape != t.shape:
+            raise AssertionError(f"output {i}: shape {tuple(g.shape)} != oracle's {tuple(t.shape)}")
+        g64, t64 = g.detach().to(torch.float64), t.detach().to(device=g.device, dtype=torch.float64)
+        if g64.numel() == 0:
+            continue
+        diff = (g64 - t64).abs()
+        diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
+        scale = t64.abs().max().item()
+        max_abs = max(max_abs, diff.max().item())
+        max_rel = max(max_rel, diff.max().item() / scale if scale > 0 else diff.max().item())
+        excess = diff - (atol + rtol * t64.abs())
+        if excess.max().item() > 0:
+            within = False
+            flat = int(excess.argmax().item())
+            index = tuple(int(k) for k in torch.unravel_index(torch.tensor(flat), g64.shape))
+            worst = (
+                f"output {i} at {index}: got {g64.flatten()[flat].item():.6g}, "
+                f"truth {t64.flatten()[flat].item():.6g}, bound atol={atol:g} + rtol={rtol:g}*|truth|"
+            )
+    return Error(max_abs, max_rel, within, worst)
+
+
+def _as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)

@@ -1,0 +1,57 @@
+"""What a case or variant needs, as short tokens, and why it cannot run here when it cannot.
+
+Tokens: ``cuda``; ``cuda>=8.0`` (compute capability); ``gpus>=2``; ``module:NAME`` (an optional
+package); ``distributed`` (torch.distributed built in). The pytest markers and skip reasons are
+derived from these in one place (`conftest.py`), so a case never writes ``skipif`` itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import torch
+
+CUDA_MISSING = "CUDA not available"
+_COMPARE = re.compile(r"^(cuda|gpus)>=(\d+(?:\.\d+)?)$")
+
+
+def validate(token: str) -> None:
+    if token in {"cuda", "distributed"} or token.startswith("module:") or _COMPARE.match(token):
+        return
+    raise ValueError(
+        f"unknown requirement {token!r}; use cuda, cuda>=MAJOR.MINOR, gpus>=N, module:NAME or distributed"
+    )
+
+
+def needs_gpu(requires, device: str) -> bool:
+    return device == "cuda" or any(t == "cuda" or _COMPARE.match(t) for t in requires)
+
+
+def gpus_needed(requires) -> int:
+    counts = [int(float(m.group(2))) for t in requires if (m := _COMPARE.match(t)) and m.group(1) == "gpus"]
+    return max(counts, default=0)
+
+
+def unmet(requires, device: str) -> str | None:
+    """The reason these requirements are not met on this machine for `device`, or None."""
+    for token in requires:
+        validate(token)
+    if needs_gpu(requires, device) and not torch.cuda.is_available():
+        return CUDA_MISSING
+    for token in requires:
+        if token.startswith("module:"):
+            name = token.split(":", 1)[1]
+            if importlib.util.find_spec(name) is None:
+                return f"needs the optional package {name!r}"
+        elif token == "distributed" and not torch.distributed.is_available():
+            return "torch.distributed is not built into this torch"
+        elif m := _COMPARE.match(token):
+            kind, value = m.group(1), float(m.group(2))
+            if kind == "gpus" and torch.cuda.device_count() < value:
+                return f"needs >= {int(value)} GPUs, found {torch.cuda.device_count()}"
+            if kind == "cuda":
+                major, minor = torch.cuda.get_device_capability()
+                if major + minor / 10 < value:
+                    return f"needs compute capability >= {value}, found {major}.{minor}"
+    return None

@@ -1,0 +1,81 @@
+"""The three generic tests every case gets from its declaration.
+
+* ``test_check``: each variant equals the oracle within the dtype's tolerance.
+* ``test_benchmark``: each variant timed by pytest-benchmark (device-synchronized), with its peak
+  memory, error and cost model in ``extra_info``; an out-of-memory size is recorded and skipped.
+* ``test_rule``: each rule check of the case, with its finding on the notes' claim recorded.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+from cases.spec import dtype_name, size_label
+from harness import measure
+from suite.conftest import skip_if_too_big
+
+
+def _fail_on_error(point, err: measure.Error) -> None:
+    if not err.within:
+        pytest.fail(
+            f"{point.id}: outside tolerance rtol={point.tolerance.rtol:g} atol={point.tolerance.atol:g} "
+            f"(max abs error {err.max_abs:.3g}, max rel {err.max_rel:.3g}); worst {err.worst}",
+            pytrace=False,
+        )
+
+
+def _run_or_skip_on_oom(point, fn):
+    try:
+        return fn()
+    except Exception as exc:
+        if not measure.is_out_of_memory(exc):
+            raise
+    measure.free_memory(point.device)  # outside the except block: the traceback holds tensors
+    pytest.skip(f"out of memory at {point.id}")
+
+
+def test_check(variant_point, input_cache):
+    point = variant_point
+    skip_if_too_big(point)
+
+    def run():
+        inputs, truth = input_cache.get(point)
+        return measure.compare(point.variant.fn(*inputs), truth, point.tolerance.rtol, point.tolerance.atol)
+
+    _fail_on_error(point, _run_or_skip_on_oom(point, run))
+
+
+def test_benchmark(variant_point, input_cache, benchmark):
+    point, case = variant_point, variant_point.case
+    skip_if_too_big(point)
+    itemsize = torch.empty((), dtype=point.dtype).element_size()
+    benchmark.group = f"{case.id} {size_label(point.size)} {dtype_name(point.dtype)} {point.device}"
+    benchmark.extra_info.update(point.describe())
+    benchmark.extra_info.update(
+        tier=case.tier,
+        x=case.x_axis,
+        flops=case.flops(point.size) if case.flops else None,
+        bytes=case.bytes_moved(point.size, itemsize) if case.bytes_moved else None,
+    )
+
+    def measured_once():
+        inputs, truth = input_cache.get(point)
+        call = functools.partial(point.variant.fn, *inputs)
+        # The first call is also the warm-up (allocator, cuDNN/oneDNN kernel selection).
+        out, peak = measure.peak_memory(call, point.device)
+        return call, peak, measure.compare(out, truth, point.tolerance.rtol, point.tolerance.atol)
+
+    call, peak, err = _run_or_skip_on_oom(point, measured_once)
+    benchmark.extra_info.update(peak_bytes=peak, max_abs_err=err.max_abs, max_rel_err=err.max_rel)
+    _fail_on_error(point, err)  # timings of a wrong answer are not recorded as results
+    _run_or_skip_on_oom(point, lambda: benchmark(measure.synchronized(call, point.device)))
+
+
+def test_rule(check_point, record_property):
+    finding = check_point.check.fn(torch.device(check_point.device))
+    if finding is not None:
+        verdict = finding.verdict.value if finding.verdict is not None else None
+        record_property("finding", {"verdict": verdict, "evidence": finding.evidence})

@@ -1,0 +1,66 @@
+"""The case declarations: discovered, valid, and covering the catalogue."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from cases import all_cases, catalogue
+from cases.spec import Case, Check, Tol, naive
+
+SHARED_CATALOG = Path(__file__).resolve().parents[1].parent / "shared" / "CATALOG.md"
+
+
+def test_catalogue_copy_matches_shared():
+    if not SHARED_CATALOG.exists():
+        pytest.skip(f"{SHARED_CATALOG} not present on this machine")
+    assert catalogue.CATALOG_PATH.read_text() == SHARED_CATALOG.read_text(), (
+        "cases/CATALOG.md is out of date: copy ../shared/CATALOG.md over it"
+    )
+
+
+def test_catalogue_parses_every_tier():
+    entries = catalogue.load()
+    assert len({e.id for e in entries}) == len(entries) == 44
+    assert {e.tier for e in entries} == {1, 2, 3}
+    assert next(e for e in entries if e.id == "distance.pairwise").measure.startswith("time and peak memory")
+
+
+def test_every_case_is_in_the_catalogue_with_its_tier():
+    tiers = {e.id: e.tier for e in catalogue.load()}
+    for case in all_cases():
+        assert case.id in tiers, f"{case.id} is not a catalogue ID"
+        assert case.tier == tiers[case.id], f"{case.id}: tier {case.tier}, catalogue says {tiers[case.id]}"
+
+
+def test_every_catalogue_id_has_a_case():
+    missing = sorted({e.id for e in catalogue.load()} - {c.id for c in all_cases()})
+    if missing:
+        pytest.xfail(f"{len(missing)} catalogue IDs have no case yet: {', '.join(missing)}")
+
+
+def test_inputs_are_random_and_seeded():
+    for case in all_cases():
+        if not case.variants:
+            continue
+        size = case.sizes_for("quick")[0]
+        dtype = case.dtypes["cpu"][0]
+        makers = {case.make_inputs} | {v.inputs for v in case.variants.values() if v.inputs}
+        for maker in makers:
+            a, b = maker(size, dtype, torch.device("cpu"), 0), maker(size, dtype, torch.device("cpu"), 0)
+            for ta, tb in zip(a, b):
+                if isinstance(ta, torch.Tensor) and ta.is_floating_point():
+                    assert torch.equal(ta, tb), f"{case.id}: inputs differ for one seed"
+                    assert ta.count_nonzero() > 0, f"{case.id}: all-zero input"
+
+
+def test_declaration_errors_are_clear():
+    with pytest.raises(ValueError, match="catalogue ID"):
+        Case(id="nodot", tier=1, claim="", source="", checks={"x": Check(lambda d: None)})
+    with pytest.raises(ValueError, match="oracle"):
+        Case(id="a.b", tier=2, claim="", source="", variants={"v": naive(lambda: 0)})
+    with pytest.raises(ValueError, match="no tolerance"):
+        Case(
+            id="a.b", tier=2, claim="", source="", make_inputs=lambda *a: (), oracle=lambda: 0,
+            variants={"v": naive(lambda: 0)}, tolerance={torch.float64: Tol(0, 0)},
+        )
