@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from cases.rules import AllOf, Faster, Lighter
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
@@ -209,6 +210,7 @@ CASE = Case(
         "notes_binary_snippet": Check(check_notes_binary_snippet),
         "notes_orientation": Check(check_notes_orientation),
     },
+    verdict=AllOf((Faster("matmul", "broadcast"), Lighter("matmul", "broadcast"))),
     flops=lambda s: 2 * s["n"] * s["m"] * s["d"],
     bytes_moved=lambda s, b: (s["n"] * s["d"] + s["m"] * s["d"] + s["n"] * s["m"]) * b,
 )

@@ -119,7 +119,10 @@ class Case:
     bytes_moved: Callable[[Size, int], float] | None = None
     requires: tuple[str, ...] = ()
     x: str | None = None  # the size parameter on the plots' x axis; default: the first one
-    verdict: Any = None  # a rule object with judge(...); see reports
+    verdict: Any = None  # a rule from cases/rules.py; None: Faster() with variants, else FromFindings()
+    # Extra numbers measured once per variant point outside the timed region, stored in the
+    # benchmark's extra_info (e.g. {"saved_bytes": ...} from harness.measure.saved_tensor_bytes).
+    metrics: Callable[[str, tuple, torch.device], Mapping[str, float]] | None = None
     gate_tolerance: float | None = None  # per-case override of the gate's allowed drop
 
     def __post_init__(self):

@@ -70,6 +70,9 @@ def test_benchmark(variant_point, input_cache, benchmark):
 
     call, peak, err = _run_or_skip_on_oom(point, measured_once)
     benchmark.extra_info.update(peak_bytes=peak, max_abs_err=err.max_abs, max_rel_err=err.max_rel)
+    if case.metrics is not None:
+        inputs, _ = input_cache.get(point)
+        benchmark.extra_info.update(case.metrics(point.variant_name, inputs, torch.device(point.device)))
     _fail_on_error(point, err)  # timings of a wrong answer are not recorded as results
     _run_or_skip_on_oom(point, lambda: benchmark(measure.synchronized(call, point.device)))
 
