@@ -1,0 +1,117 @@
+"""Module hooks (notes 001 "hook"): ``register_forward_hook`` and the backward hooks.
+
+The notes use ``register_backward_hook``. It is deprecated: it attaches to the *last* autograd node
+of the module's forward, so for a module made of several ops its ``grad_input`` is the gradient
+w.r.t. that node's inputs, not the module's. ``register_full_backward_hook`` reports the module's
+true input and output gradients. For a one-op module (the notes' ``conv2``) both agree.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import nn
+
+from cases.spec import Case, Check, Finding, Verdict
+
+
+class TwoOps(nn.Module):
+    """relu(linear(x)) · 2: three autograd nodes, so the old hook sees only the last (the ·2)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(6, 4)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x)) * 2
+
+
+def _x(shape, device, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(device)
+
+
+def check_forward_hook(device):
+    conv = nn.Conv2d(3, 5, 3).to(device)
+    seen = {}
+
+    def printnorm(module, inputs, output):  # the notes' signature
+        seen.update(module=module, inputs=inputs, output=output)
+
+    handle = conv.register_forward_hook(printnorm)
+    x = _x((2, 3, 8, 8), device)
+    out = conv(x)
+    assert seen["module"] is conv and isinstance(seen["inputs"], tuple) and seen["inputs"][0] is x
+    assert seen["output"] is out and tuple(out.shape) == (2, 5, 6, 6)
+    # A forward hook that returns a value replaces the output.
+    handle.remove()
+    handle = conv.register_forward_hook(lambda m, i, o: o * 0 + 7)
+    assert torch.equal(conv(x), torch.full_like(out, 7.0))
+    handle.remove()
+    assert torch.equal(conv(x), out), "a removed hook should no longer act"
+    return Finding(Verdict.HOLDS, "forward hook gets (module, (input,), output) with input[0] the very tensor "
+                   "passed (2,3,8,8) and output (2,5,6,6); returning a tensor replaces the output")
+
+
+def _grads_seen(module, x, register):
+    seen = {}
+
+    def hook(m, grad_input, grad_output):
+        seen["grad_input"], seen["grad_output"] = grad_input, grad_output
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        handle = getattr(module, register)(hook)
+        x = x.clone().requires_grad_()
+        out = module(x)
+        out.retain_grad()
+        w = torch.linspace(-1, 1, out.numel(), device=out.device).view_as(out)
+        (out * w).sum().backward()
+    handle.remove()
+    return seen, x.grad, out.grad, [c for c in caught if issubclass(c.category, (FutureWarning, DeprecationWarning))]
+
+
+def check_full_backward_hook(device):
+    for module, shape in ((nn.Conv2d(3, 5, 3), (2, 3, 8, 8)), (TwoOps(), (7, 6))):
+        module = module.to(device)
+        seen, x_grad, out_grad, warned = _grads_seen(module, _x(shape, device), "register_full_backward_hook")
+        assert not warned, [str(w.message) for w in warned]
+        assert torch.equal(seen["grad_output"][0], out_grad), "grad_output should be dL/d(output)"
+        assert torch.equal(seen["grad_input"][0], x_grad), "grad_input should be dL/d(input)"
+        assert seen["grad_input"][0].shape == shape
+    return Finding(Verdict.HOLDS, "register_full_backward_hook: grad_input[0] == autograd's dL/dx and "
+                   "grad_output[0] == dL/dout exactly, for a conv and for a 3-op module, no warning")
+
+
+def check_notes_backward_hook(device):
+    conv = nn.Conv2d(3, 5, 3).to(device)
+    seen, x_grad, out_grad, warned = _grads_seen(conv, _x((2, 3, 8, 8), device), "register_backward_hook")
+    conv_ok = torch.equal(seen["grad_input"][0], x_grad) and torch.equal(seen["grad_output"][0], out_grad)
+    assert conv_ok, "for a single-op module the old hook should still see the true grads"
+    two = TwoOps().to(device)
+    seen, x_grad, out_grad, warned = _grads_seen(two, _x((7, 6), device), "register_backward_hook")
+    assert warned, "the old hook on a multi-node module should warn that it is deprecated"
+    got = seen["grad_input"][0]
+    wrong_shape = got.shape != x_grad.shape
+    off = float("inf") if wrong_shape else (got - x_grad).abs().max().item()
+    assert wrong_shape or off > 0, "the old hook unexpectedly reported the module's input gradient"
+    return Finding(
+        Verdict.DEPENDS,
+        f"register_backward_hook (notes) is right on conv2 (one op) but on relu(linear(x))·2 it warns "
+        f"'{warned[0].message.args[0][:50]}…' and its grad_input[0] has shape {tuple(got.shape)} vs "
+        f"dL/dx {tuple(x_grad.shape)}" + ("" if wrong_shape else f", off by {off:.3g}"),
+    )
+
+
+CASE = Case(
+    id="autograd.hooks",
+    tier=3,
+    claim="register_forward_hook sees a layer's input/output and register_backward_hook its grad_input/"
+    "grad_output.",
+    source="001 hook",
+    checks={
+        "forward_hook": Check(check_forward_hook),
+        "full_backward_hook": Check(check_full_backward_hook),
+        "notes_backward_hook": Check(check_notes_backward_hook),
+    },
+)
