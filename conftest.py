@@ -77,3 +77,18 @@ def pytest_benchmark_update_json(config, benchmarks, output_json):
         "seed": config.getoption("--seed"),
     }
     output_json["outcomes"] = list(_ledger)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The notes' claims judged in this run, one line each, so a plain run shows the verdicts
+    without a results file."""
+    findings = [e for e in _ledger if e.get("finding")]
+    if not findings:
+        return
+    terminalreporter.section("findings on the notes' claims")
+    for entry in findings:
+        verdict = entry["finding"]["verdict"] or "note"
+        evidence = entry["finding"]["evidence"]
+        if len(evidence) > 160:
+            evidence = evidence[:157] + "..."
+        terminalreporter.write_line(f"{verdict:>7}  {entry['case']}/{entry['check']} [{entry['device']}]: {evidence}")
