@@ -1,0 +1,193 @@
+"""Broadcasting: the rules (notes 002 "broadcast", 004 "广播") and the outer products built on them
+(004: AlphaFold's MSA → pair representation).
+
+The notes' rules (002): (1) every tensor has at least one dimension; (2) walking the dimensions from
+the last one, each pair is equal, or one of them is 1, or one of them does not exist. The check
+holds rule (2) against `torch.broadcast_shapes`, `numpy.broadcast_shapes` and a real elementwise op
+on hundreds of Hypothesis shape pairs, and asks whether rule (1) is still true.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import mutually_broadcastable_shapes
+
+from cases._properties import run_property, smallest
+from cases.rules import AllOf, Faster, Lighter
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
+
+FP32 = torch.float32
+
+
+def notes_broadcast(a: tuple, b: tuple) -> tuple | None:
+    """The notes' two rules, literally: the result shape, or None where they forbid it."""
+    if len(a) == 0 or len(b) == 0:
+        return None  # rule 1: "每个Tensor至少有一个维度"
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else None
+        y = b[-i] if i <= len(b) else None
+        if x is None or y is None:
+            out.append(y if x is None else x)
+        elif x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            return None
+    return tuple(reversed(out))
+
+
+def _torch_shape(a, b):
+    try:
+        return tuple(torch.broadcast_shapes(a, b))
+    except RuntimeError:
+        return None
+
+
+def _numpy_shape(a, b):
+    try:
+        return tuple(np.broadcast_shapes(a, b))
+    except ValueError:
+        return None
+
+
+def _op_shape(a, b, device):
+    try:
+        return tuple((torch.ones(a, device=device) + torch.ones(b, device=device)).shape)
+    except RuntimeError:
+        return None
+
+
+_shape = st.lists(st.integers(0, 4), max_size=4).map(tuple)
+shape_pairs = st.one_of(
+    st.tuples(_shape, _shape),  # mostly incompatible
+    mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=4, min_side=0, max_side=4).map(
+        lambda s: s.input_shapes
+    ),
+)
+
+
+def check_rules(device):
+    counts = {"compatible": 0, "incompatible": 0, "zero_dim": 0}
+
+    def prop(pair):
+        a, b = pair
+        torch_shape, numpy_shape = _torch_shape(a, b), _numpy_shape(a, b)
+        assert torch_shape == numpy_shape == _op_shape(a, b, device), (a, b, torch_shape, numpy_shape)
+        if len(a) == 0 or len(b) == 0:
+            counts["zero_dim"] += 1
+            return
+        assert notes_broadcast(a, b) == torch_shape, f"notes' rule 2 gives {notes_broadcast(a, b)} for {a}, {b}"
+        counts["compatible" if torch_shape is not None else "incompatible"] += 1
+
+    run = run_property(shape_pairs, prop)
+    assert counts["compatible"] and counts["incompatible"], counts
+    cex = smallest(shape_pairs, lambda p: notes_broadcast(*p) != _torch_shape(*p))
+    assert cex is None or len(cex[0]) == 0 or len(cex[1]) == 0, f"rule 2 should hold: {cex}"
+    scalar_ok = _op_shape((), (3,), device)
+    return Finding(
+        Verdict.FAILS if cex is not None else Verdict.HOLDS,
+        f"{run}: rule 2 (trailing alignment; equal, 1 or missing) matched torch.broadcast_shapes, "
+        f"numpy.broadcast_shapes and a real add on all {counts['compatible']} compatible and "
+        f"{counts['incompatible']} incompatible pairs (incompatible ones raise in all three). Rule 1 ('each "
+        f"tensor has at least one dimension') is false: smallest counterexample {cex}, torch gives "
+        f"{cex and _torch_shape(*cex)}; ones(()) + ones(3) has shape {scalar_ok}",
+    )
+
+
+def check_notes_examples(device):
+    """004's numpy outer sum/product example, and the AlphaFold outer sum feature ⊕ feature."""
+    a = torch.tensor([0.0, 10.0, 20.0, 30.0], device=device)
+    b = torch.tensor([1.0, 2.0, 3.0], device=device)
+    outer_sum = torch.tensor([[1.0, 2, 3], [11, 12, 13], [21, 22, 23], [31, 32, 33]], device=device)
+    outer_prod = torch.tensor([[0.0, 0, 0], [10, 20, 30], [20, 40, 60], [30, 60, 90]], device=device)
+    assert torch.equal(a[:, None] + b, outer_sum) and torch.equal(a.reshape(-1, 1) * b, outer_prod)
+    assert torch.equal(torch.outer(a, b), outer_prod)
+    g = torch.Generator().manual_seed(0)
+    feature = torch.randn((5, 3), generator=g).to(device)  # (r, c_z)
+    pair = feature[None, :, :] + feature[:, None, :]  # (1, r, c) + (r, 1, c) → (r, r, c)
+    loop = torch.stack([torch.stack([feature[i] + feature[j] for j in range(5)]) for i in range(5)])
+    assert pair.shape == (5, 5, 3) and torch.equal(pair, loop)
+    return Finding(Verdict.HOLDS, "the notes' outer sum/product arrays reproduce exactly; "
+                   "(1,r,c)+(r,1,c) gives the (r,r,c) pair representation equal to a double loop")
+
+
+BROADCAST_RULES = Case(
+    id="broadcast.rules",
+    tier=3,
+    claim="Two tensors broadcast when each has at least one dim and, from the trailing dim, each pair is "
+    "equal, or one is 1, or one is missing.",
+    source="002 broadcast; 004 广播",
+    checks={"rules": Check(check_rules), "notes_examples": Check(check_notes_examples)},
+)
+
+
+# ---- outer product mean: loops vs broadcasting vs einsum ----------------------------------------
+
+
+def make_msa(size, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    shape = (size["s"], size["r"], size["c"])
+    return tuple(torch.randn(shape, generator=g).to(device=device, dtype=dtype) for _ in range(2))
+
+
+def outer_loop(a, b):
+    # r² Python iterations, each a (c, s)·(s, c) GEMM: the interpreter, not the FPU, is the cost.
+    s, r, c = a.shape
+    out = a.new_empty((r, r, c, c))
+    for i in range(r):
+        for j in range(r):
+            out[i, j] = a[:, i, :].T @ b[:, j, :]
+    return out / s
+
+
+def outer_broadcast(a, b):
+    # (s, r, 1, c, 1) * (s, 1, r, 1, c) materialises s·r²·c² products before the mean reduces them:
+    # s times the output's size, written and read once more.
+    return (a[:, :, None, :, None] * b[:, None, :, None, :]).mean(0)
+
+
+def outer_einsum(a, b):
+    # One (r·c, s)·(s, r·c) GEMM: 2·s·r²·c² flops, only the output is written.
+    return torch.einsum("sic,sjd->ijcd", a, b) / a.shape[0]
+
+
+def outer_float64(a, b):
+    s, r, c = a.shape
+    a64 = a.double().permute(1, 2, 0).reshape(r * c, s)
+    b64 = b.double().permute(1, 2, 0).reshape(r * c, s)
+    return (a64 @ b64.T / s).reshape(r, c, r, c).permute(0, 2, 1, 3)
+
+
+def _out_bytes(s, b):
+    return s["r"] ** 2 * s["c"] ** 2 * b
+
+
+BROADCAST_OUTER = Case(
+    id="broadcast.outer",
+    tier=2,
+    claim="Outer products by broadcasting (AlphaFold's MSA → pair representation) replace Python loops; "
+    "the notes' quote warns broadcasting can waste memory — einsum computes the same without the s·r²·c² temporary.",
+    source="004 广播 (AlphaFold outer product / outer sum)",
+    make_inputs=make_msa,
+    variants={
+        "loop": naive(outer_loop, peak_bytes=lambda s, b: _out_bytes(s, b)),
+        "broadcast": optimized(outer_broadcast, peak_bytes=lambda s, b: (s["s"] + 1) * _out_bytes(s, b)),
+        "einsum": library(outer_einsum, peak_bytes=lambda s, b: 2 * _out_bytes(s, b)),
+    },
+    oracle=outer_float64,
+    # Sums of s products of N(0,1) values, divided by s: entries ≈ 1/√s; GEMM reorders the sum.
+    tolerance={FP32: Tol(rtol=1e-5, atol=1e-5), torch.bfloat16: Tol(rtol=2e-2, atol=2e-2)},
+    dtypes={"cpu": (FP32,), "cuda": (FP32, torch.bfloat16)},
+    sizes={
+        "quick": [{"s": 16, "r": r, "c": 8} for r in (8, 16, 32)],
+        "full": [{"s": 64, "r": r, "c": 32} for r in (32, 64, 128, 256)],
+    },
+    x="r",
+    verdict=AllOf((Faster("broadcast", "loop"), Lighter("einsum", "broadcast"))),
+    flops=lambda s: 2 * s["s"] * s["r"] ** 2 * s["c"] ** 2,
+    bytes_moved=lambda s, b: (2 * s["s"] * s["r"] * s["c"] + s["r"] ** 2 * s["c"] ** 2) * b,
+)

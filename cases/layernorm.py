@@ -1,0 +1,132 @@
+"""The notes' hand-written LayerNorm (004 "广播 / Layer Normalization", from the Annotated
+Transformer) against `nn.LayerNorm`. They are not the same function:
+
+    notes:        y = a·(x − μ) / (s + ε₁) + b,       s² = Σ(x − μ)² / (D − 1)   (unbiased std, ε added to std)
+    nn.LayerNorm: y = γ·(x − μ) / √(σ² + ε₂) + β,      σ² = Σ(x − μ)² / D         (biased variance, ε inside √)
+
+With a = γ, b = β and σ = √(Σ(x − μ)²/D), so s = σ·√(D/(D − 1)), the exact relation is
+
+    y_notes − b = (y_ln − β) · √(σ² + ε₂) / (σ·√(D/(D − 1)) + ε₁),
+
+which tends to √((D − 1)/D) as ε₁, ε₂ → 0: the notes' output is the library's shrunk by that factor
+(0.99902 for D = 512), plus an ε term that matters only when σ is small. `exact_relation` checks
+this to float64 round-off and measures how far the two are apart in fp32.
+
+The timed variants both compute nn.LayerNorm's function: the notes' step-by-step structure with the
+variance and ε corrected (three passes over x), and the fused `F.layer_norm`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from cases.rules import FromFindings
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
+
+FP32 = torch.float32
+
+
+class NotesLayerNorm(torch.nn.Module):
+    """The notes' module as written (its docstring's indentation repaired)."""
+
+    def __init__(self, features, eps=1e-6):
+        super().__init__()
+        self.a_2 = torch.nn.Parameter(torch.ones(features))
+        self.b_2 = torch.nn.Parameter(torch.zeros(features))
+        self.eps = eps
+
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        std = x.std(-1, keepdim=True)
+        return self.a_2 * (x - mean) / (std + self.eps) + self.b_2
+
+
+def _affine(d, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed + 1)
+    w = 1.0 + 0.1 * torch.randn(d, generator=g)
+    b = 0.1 * torch.randn(d, generator=g)
+    return w.to(device=device, dtype=dtype), b.to(device=device, dtype=dtype)
+
+
+def make_inputs(size, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = (3.0 + 2.0 * torch.randn((size["rows"], size["d"]), generator=g)).to(device=device, dtype=dtype)
+    return (x, *_affine(size["d"], dtype, device, seed))
+
+
+EPS = 1e-5
+
+
+def manual(x, w, b):
+    # Three passes over x (mean, variance, normalise) and two (rows, 1) temporaries: 3 reads of
+    # rows·D elements and one write, where the fused kernel reads twice (Welford) and writes once.
+    mean = x.mean(-1, keepdim=True)
+    var = x.var(-1, keepdim=True, unbiased=False)
+    return (x - mean) * torch.rsqrt(var + EPS) * w + b
+
+
+def fused(x, w, b):
+    return F.layer_norm(x, x.shape[-1:], w, b, EPS)
+
+
+def layernorm_float64(x, w, b):
+    x64 = x.double()
+    mean = x64.sum(-1, keepdim=True) / x.shape[-1]
+    var = ((x64 - mean) ** 2).sum(-1, keepdim=True) / x.shape[-1]
+    return (x64 - mean) / (var + EPS).sqrt() * w.double() + b.double()
+
+
+def check_exact_relation(device):
+    d, rows = 512, 256
+    x, w, b = make_inputs({"rows": rows, "d": d}, torch.float64, device, seed=3)
+    notes = NotesLayerNorm(d).to(device=device, dtype=torch.float64)
+    library_ln = torch.nn.LayerNorm(d).to(device=device, dtype=torch.float64)
+    with torch.no_grad():
+        notes.a_2.copy_(w), notes.b_2.copy_(b)
+        library_ln.weight.copy_(w), library_ln.bias.copy_(b)
+        y_notes, y_ln = notes(x), library_ln(x)
+        sigma = x.var(-1, keepdim=True, unbiased=False).sqrt()
+        predicted = b + (y_ln - b) * (sigma**2 + library_ln.eps).sqrt() / (sigma * math.sqrt(d / (d - 1)) + notes.eps)
+        rel = ((y_notes - predicted).abs().max() / y_notes.abs().max()).item()
+        assert rel < 1e-12, f"the stated relation is off by {rel:.3g} (relative) in float64"
+        # ε → 0: a pure rescaling by √((D−1)/D).
+        notes.eps, library_ln.eps = 0.0, 0.0
+        ratio = ((notes(x) - b) / (library_ln(x) - b)).flatten()
+        factor = math.sqrt((d - 1) / d)
+        assert (ratio - factor).abs().max().item() < 1e-9, "with ε = 0 the ratio should be √((D−1)/D)"
+        # What a user sees in fp32 with each module's default ε.
+        notes32, ln32 = NotesLayerNorm(d).to(device), torch.nn.LayerNorm(d).to(device)
+        x32 = x.float()
+        gap = (notes32(x32) - ln32(x32)).abs().max().item()
+    assert gap > 1e-4, "the two should differ by far more than fp32 round-off"
+    return Finding(
+        Verdict.FAILS,
+        f"the notes' LayerNorm is not nn.LayerNorm: y_notes − b = (y_ln − b)·√(σ²+ε_ln)/(σ·√(D/(D−1)) + ε_notes) "
+        f"holds to {rel:.1e} (float64, D={d}); with ε = 0 it is the constant factor √((D−1)/D) = {factor:.6f}; "
+        f"with the default ε (1e-6 vs 1e-5) and unit affine the fp32 outputs differ by up to {gap:.2e}, "
+        f"far above fp32 round-off",
+    )
+
+
+CASE = Case(
+    id="layernorm.manual",
+    tier=2,
+    claim="The step-by-step LayerNorm (mean, unbiased std, a·(x−μ)/(std+ε)+b) is layer normalization.",
+    source="004 广播 / Layer Normalization",
+    make_inputs=make_inputs,
+    variants={"manual": naive(manual), "layer_norm": library(fused)},
+    oracle=layernorm_float64,
+    tolerance={FP32: Tol(rtol=1e-5, atol=1e-5), torch.bfloat16: Tol(rtol=2e-2, atol=5e-2)},
+    dtypes={"cpu": (FP32,), "cuda": (FP32, torch.bfloat16)},
+    sizes={
+        "quick": [{"rows": 2048, "d": d} for d in (64, 512, 2048)],
+        "full": [{"rows": 65536, "d": d} for d in (256, 1024, 4096, 8192)],
+    },
+    x="d",
+    checks={"exact_relation": Check(check_exact_relation)},
+    verdict=FromFindings(),
+    bytes_moved=lambda s, b: 2 * s["rows"] * s["d"] * b,  # the minimum: read x once, write y once
+)

@@ -1,0 +1,433 @@
+"""Contiguity, views and copies (notes 004 "pytorch contiguous", 002 "补充").
+
+A strided tensor is (storage, offset, sizes, strides); element [i0..ik] lives at
+offset + Σ i_d·stride_d. `transpose`/`permute`/slicing/`expand`/`as_strided` change only the
+metadata; `view` must find strides for the new shape that address the same elements in the same
+row-major order, and raises when none exist; `reshape` is that view when it exists and a copy
+otherwise; `contiguous()` copies exactly when the tensor is not already row-major.
+
+The checks draw hundreds of random strided views with Hypothesis and hold each rule against an
+independent oracle: the notes' own `isContiguous` (written out below as the notes give it) and a
+brute-force search for view strides over the element addresses. The timed variants measure what
+`.contiguous()` costs when it has to copy: a transposing copy against a straight copy of the same
+bytes (the machine's copy bandwidth), with `bytes_moved` so reports give GB/s.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import torch
+from hypothesis import strategies as st
+
+from cases._properties import run_property, smallest
+from cases.rules import FromFindings
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
+
+FP32 = torch.float32
+
+
+# ---- the notes' algorithm, as written (only the indentation is repaired) --------------------------
+
+
+def is_contiguous_notes(tensor) -> bool:
+    """notes 004, "C++/Python描述Tensor是否连续的递归版本": size-1 dims are skipped."""
+    z = 1
+    d = tensor.dim() - 1
+    size = tensor.size()
+    stride = tensor.stride()
+    while d >= 0:
+        if size[d] != 1:
+            if stride[d] == z:
+                z *= size[d]
+            else:
+                return False
+        d -= 1
+    return True
+
+
+def is_contiguous_formula(tensor) -> bool:
+    """notes 004, the "递归数学定义": stride[k-1] = 1 and stride[i] = stride[i+1]·size[i+1] for
+    every i, with no exception for size-1 dims."""
+    size, stride = tensor.size(), tensor.stride()
+    k = len(size)
+    if k == 0:
+        return True
+    return stride[k - 1] == 1 and all(stride[i] == stride[i + 1] * size[i + 1] for i in range(k - 1))
+
+
+# ---- the oracle for view: brute force over element addresses -----------------------------------
+
+
+def _addresses(tensor) -> list[int]:
+    """Storage index of every element, in row-major (logical) order."""
+    off, stride = tensor.storage_offset(), tensor.stride()
+    return [off + sum(i * s for i, s in zip(idx, stride)) for idx in itertools.product(*map(range, tensor.shape))]
+
+
+def view_strides(tensor, shape) -> tuple[int, ...] | None:
+    """Non-negative strides under which `shape` addresses exactly the elements of `tensor` in its
+    row-major order, or None when no such strides exist (then `view` must raise).
+
+    Each new dim of size > 1 must step by the address difference of its unit step in the flattened
+    order; the candidate is then verified on every element. An empty tensor holds no addresses, so
+    any strides do (torch then gives it contiguous ones).
+    """
+    shape = tuple(shape)
+    contiguous = tuple(math.prod(shape[d + 1:]) for d in range(len(shape)))
+    if tensor.numel() == 0:
+        return contiguous
+    addr = _addresses(tensor)
+    strides = tuple(addr[contiguous[d]] - addr[0] if n > 1 else 0 for d, n in enumerate(shape))
+    if any(s < 0 for s in strides):
+        return None
+    for j, idx in enumerate(itertools.product(*map(range, shape))):
+        if addr[j] != addr[0] + sum(i * s for i, s in zip(idx, strides)):
+            return None
+    return strides
+
+
+def _same_storage(a, b) -> bool:
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+# ---- random strided views ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class View:
+    tensor: torch.Tensor
+    steps: str
+
+    def __repr__(self) -> str:
+        t = self.tensor
+        return f"{self.steps} → shape {tuple(t.shape)}, stride {t.stride()}, offset {t.storage_offset()}"
+
+
+@st.composite
+def strided_views(draw, device="cpu"):
+    """A contiguous tensor over a storage with spare room, then up to three metadata-only ops."""
+    shape = draw(st.lists(st.integers(1, 5), max_size=4))
+    if shape and draw(st.integers(0, 9)) == 0:  # one tensor in ten is empty
+        shape[draw(st.integers(0, len(shape) - 1))] = 0
+    numel, spare = math.prod(shape), draw(st.integers(0, 6))
+    t = torch.arange(numel + spare, dtype=FP32, device=device)[:numel].view(shape)
+    steps = [f"arange({numel + spare})[:{numel}].view{tuple(shape)}"]
+    for op in draw(st.lists(st.sampled_from(_OPS), max_size=3)):
+        t, step = op(draw, t)
+        if step:
+            steps.append(step)
+    return View(t, ".".join(steps))
+
+
+def _transpose(draw, t):
+    if t.dim() < 2:
+        return t, ""
+    i, j = draw(st.integers(0, t.dim() - 1)), draw(st.integers(0, t.dim() - 1))
+    return t.transpose(i, j), f"transpose({i}, {j})"
+
+
+def _permute(draw, t):
+    perm = draw(st.permutations(range(t.dim())))
+    return t.permute(tuple(perm)), f"permute{tuple(perm)}"
+
+
+def _slice(draw, t):
+    if t.dim() == 0:
+        return t, ""
+    d = draw(st.integers(0, t.dim() - 1))
+    start, step = draw(st.integers(0, t.shape[d])), draw(st.integers(1, 3))
+    index = (slice(None),) * d + (slice(start, None, step),)
+    return t[index], f"[{':, ' * d}{start}::{step}]"
+
+
+def _expand(draw, t):
+    lead = draw(st.integers(0, 1))
+    sizes = [draw(st.integers(0, 3)) if n == 1 else n for n in t.shape]
+    sizes = [draw(st.integers(1, 3))] * lead + sizes
+    return t.expand(tuple(sizes)), f"expand{tuple(sizes)}"
+
+
+def _unsqueeze(draw, t):
+    d = draw(st.integers(0, t.dim()))
+    return t.unsqueeze(d), f"unsqueeze({d})"
+
+
+def _as_strided(draw, t):
+    room = t.untyped_storage().nbytes() // t.element_size()
+    shape = draw(st.lists(st.integers(0, 4), max_size=3))
+    stride = [draw(st.integers(0, 6)) for _ in shape]
+    offset = draw(st.integers(0, 3))
+    if math.prod(shape) and offset + sum((n - 1) * s for n, s in zip(shape, stride)) >= room:
+        return t, ""  # out of bounds: as_strided would read past the storage
+    return t.as_strided(shape, stride, offset), f"as_strided({tuple(shape)}, {tuple(stride)}, {offset})"
+
+
+_OPS = (_transpose, _permute, _slice, _expand, _unsqueeze, _as_strided)
+
+
+@st.composite
+def new_shapes(draw, numel):
+    """A shape with `numel` elements: a random factorisation into 1 to 4 dims (size-1 dims too)."""
+    dims, rest = [], numel
+    for _ in range(draw(st.integers(0, 3))):
+        if rest == 0:
+            dims.append(draw(st.integers(0, 3)))
+            continue
+        divisors = [k for k in range(1, rest + 1) if rest % k == 0]
+        k = draw(st.sampled_from(divisors))
+        dims.append(k)
+        rest //= k
+    dims.append(rest)
+    return tuple(draw(st.permutations(dims)))
+
+
+@st.composite
+def views_and_shapes(draw, device="cpu"):
+    view = draw(strided_views(device))
+    return view, draw(new_shapes(view.tensor.numel()))
+
+
+# ---- checks -------------------------------------------------------------------------------------
+
+
+def check_notes_is_contiguous(device):
+    """The notes' isContiguous, and their formula, against Tensor.is_contiguous()."""
+    views = strided_views(str(device))
+    agree_nonempty = {"n": 0, "empty_disagree": 0, "empty": 0}
+
+    def prop(v):
+        t = v.tensor
+        if t.numel() == 0:
+            agree_nonempty["empty"] += 1
+            agree_nonempty["empty_disagree"] += is_contiguous_notes(t) != t.is_contiguous()
+            return
+        agree_nonempty["n"] += 1
+        # Torch's rule for a non-empty tensor is exactly the notes' loop: skip size-1 dims, and
+        # every other dim's stride is the product of the sizes after it.
+        assert is_contiguous_notes(t) == t.is_contiguous(), f"notes' isContiguous disagrees on {v}"
+
+    run = run_property(views, prop)
+    code_cex = smallest(views, lambda v: is_contiguous_notes(v.tensor) != v.tensor.is_contiguous())
+    formula_cex = smallest(views, lambda v: is_contiguous_formula(v.tensor) != v.tensor.is_contiguous())
+    if code_cex is not None:
+        assert code_cex.tensor.numel() == 0, "a non-empty counterexample should have failed the property"
+    evidence = (
+        f"{run}: the notes' isContiguous agrees with is_contiguous() on all {agree_nonempty['n']} "
+        f"non-empty views; on {agree_nonempty['empty_disagree']} of {agree_nonempty['empty']} empty ones it "
+        f"does not (torch calls every empty tensor contiguous). Smallest counterexample (code): "
+        f"{code_cex!r}, notes {code_cex and is_contiguous_notes(code_cex.tensor)}, torch "
+        f"{code_cex and code_cex.tensor.is_contiguous()}. The notes' formula (no skip for size-1 dims): "
+        f"{formula_cex!r}, formula {formula_cex and is_contiguous_formula(formula_cex.tensor)}, torch "
+        f"{formula_cex and formula_cex.tensor.is_contiguous()}"
+    )
+    return Finding(Verdict.FAILS if (code_cex or formula_cex) else Verdict.HOLDS, evidence)
+
+
+def check_view_rule(device):
+    """`view` succeeds exactly when strides exist (brute force), shares storage, keeps the order."""
+    counts = {"ok": 0, "raised": 0}
+
+    def prop(example):
+        v, shape = example
+        t, strides = v.tensor, view_strides(v.tensor, shape)
+        try:
+            out = t.view(shape)
+        except RuntimeError as exc:
+            assert strides is None, f"view{shape} raised but strides {strides} exist for {v}: {exc}"
+            assert "view size is not compatible" in str(exc), str(exc)
+            counts["raised"] += 1
+            return
+        assert strides is not None, f"view{shape} succeeded on {v} but no strides address those elements"
+        assert _same_storage(out, t) or t.numel() == 0
+        assert torch.equal(out.reshape(-1), t.reshape(-1)), "view changed the element order"
+        counts["ok"] += 1
+
+    run = run_property(views_and_shapes(str(device)), prop)
+    assert counts["ok"] and counts["raised"], f"the strategy should produce both outcomes: {counts}"
+    t = torch.arange(12.0, device=device).reshape(3, 4).t()
+    try:
+        t.view(12)
+        raised = False
+    except RuntimeError:
+        raised = True
+    assert raised, "view(12) on a transposed (4, 3) tensor should raise"
+    return Finding(
+        Verdict.HOLDS,
+        f"{run}: view succeeded on {counts['ok']} and raised on {counts['raised']}, each time exactly "
+        f"when the brute-force stride search said so; view(12) on arange(12).reshape(3,4).t() raises",
+    )
+
+
+def check_reshape_rule(device):
+    """`reshape` is a view when one exists and a copy otherwise — not `contiguous().view()`."""
+    counts = {"view": 0, "copy": 0, "view_of_noncontiguous": 0}
+
+    def prop(example):
+        v, shape = example
+        t = v.tensor
+        out = t.reshape(shape)
+        assert out.shape == shape
+        assert torch.equal(out, t.contiguous().view(shape)), "reshape's values differ from contiguous().view()"
+        if t.numel() == 0:
+            return
+        viewable = view_strides(t, shape) is not None
+        assert _same_storage(out, t) == viewable, f"reshape{shape} of {v}: view possible {viewable}"
+        counts["view" if viewable else "copy"] += 1
+        counts["view_of_noncontiguous"] += viewable and not t.is_contiguous()
+
+    run = run_property(views_and_shapes(str(device)), prop)
+    # The notes: reshape ≈ contiguous().view(), reusing memory "if the array was contiguous".
+    cex = smallest(
+        views_and_shapes(str(device)),
+        lambda e: e[0].tensor.numel() > 0 and not e[0].tensor.is_contiguous()
+        and _same_storage(e[0].tensor.reshape(e[1]), e[0].tensor),
+    )
+    assert counts["view"] and counts["copy"], f"the strategy should produce both outcomes: {counts}"
+    return Finding(
+        Verdict.FAILS if cex is not None else Verdict.HOLDS,
+        f"{run}: reshape returned a view {counts['view']} times and a copy {counts['copy']} times, exactly "
+        f"when a view exists; values always equal contiguous().view(). But {counts['view_of_noncontiguous']} "
+        f"of the views were of non-contiguous tensors, where contiguous().view() would have copied: "
+        f"smallest example {cex!r}.reshape{cex and cex[1]} shares storage",
+    )
+
+
+def check_contiguous_copies_only_when_needed(device):
+    counts = {"self": 0, "copied": 0}
+
+    def prop(v):
+        t = v.tensor
+        c = t.contiguous()
+        if t.is_contiguous():
+            assert c is t, f"contiguous() on contiguous {v} returned a new tensor"
+            counts["self"] += 1
+        else:
+            assert c.is_contiguous() and torch.equal(c, t)
+            assert not _same_storage(c, t), f"contiguous() of non-contiguous {v} shares storage"
+            counts["copied"] += 1
+
+    run = run_property(strided_views(str(device)), prop)
+    assert counts["self"] and counts["copied"], counts
+    return Finding(
+        Verdict.HOLDS,
+        f"{run}: contiguous() returned the tensor itself for all {counts['self']} contiguous views and a "
+        f"new contiguous storage with equal values for all {counts['copied']} others",
+    )
+
+
+def check_view_keeps_contiguity(device):
+    """The notes: "view ... and permute ... both make the tensor non-contiguous"."""
+    counts = {"views": 0, "noncontiguous_views": 0, "permutes": 0, "noncontiguous_permutes": 0}
+
+    def prop(example):
+        v, shape = example
+        t = v.tensor.contiguous()
+        out = t.view(shape)
+        assert t.is_contiguous(), "view changed the source tensor's contiguity"
+        counts["views"] += 1
+        counts["noncontiguous_views"] += not out.is_contiguous()
+        moved = [d for d in range(t.dim()) if t.shape[d] > 1]
+        if len(moved) >= 2 and t.numel() > 0:
+            perm = list(range(t.dim()))
+            perm[moved[0]], perm[moved[-1]] = perm[moved[-1]], perm[moved[0]]
+            counts["permutes"] += 1
+            counts["noncontiguous_permutes"] += not t.permute(tuple(perm)).is_contiguous()
+
+    run = run_property(views_and_shapes(str(device)), prop)
+    assert counts["noncontiguous_permutes"] == counts["permutes"] > 0, (
+        f"swapping two dims of size > 1 should always make a contiguous tensor non-contiguous: {counts}"
+    )
+    view_breaks = counts["noncontiguous_views"] > 0
+    return Finding(
+        Verdict.HOLDS if view_breaks else Verdict.FAILS,
+        f"{run}: {counts['noncontiguous_views']} of {counts['views']} views of contiguous tensors were "
+        f"non-contiguous (a view of a contiguous tensor is contiguous); {counts['noncontiguous_permutes']} of "
+        f"{counts['permutes']} permutes swapping two dims of size > 1 were non-contiguous. The claim holds "
+        f"for permute, not for view",
+    )
+
+
+def check_notes_snippet(device):
+    """notes 004: `a = torch.range(12).reshape(3,4)` … (True, False, True), shared data_ptr."""
+    try:
+        torch.range(12)
+        range_error = None
+    except TypeError as exc:
+        range_error = str(exc)
+    a = torch.arange(12, device=device).reshape(3, 4)
+    b = a.transpose(0, 1)
+    c = b.contiguous()
+    assert (a.is_contiguous(), b.is_contiguous(), c.is_contiguous()) == (True, False, True)
+    assert a.data_ptr() == b.data_ptr() and b.data_ptr() != c.data_ptr()
+    if range_error is None:
+        return Finding(Verdict.HOLDS, "torch.range(12) runs here; the printed results hold")
+    inclusive = torch.arange(0, 13).numel()  # what the deprecated torch.range(0, 12) would hold
+    return Finding(
+        Verdict.FAILS,
+        f"as written the snippet raises (torch.range(12): {range_error}); torch.range is deprecated and "
+        f"end-inclusive (range(0, 12) has {inclusive} elements, not 12). With torch.arange(12) the printed "
+        f"results hold: (True, False, True), a/b share data_ptr, c does not",
+    )
+
+
+# ---- timed: what .contiguous() costs when it copies --------------------------------------------
+
+
+def make_matrix(size, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn((size["n"], size["m"]), generator=g, dtype=FP32).to(device=device, dtype=dtype),)
+
+
+def make_transposed(size, dtype, device, seed):
+    """The same logical (n, m) matrix stored column-major: the view `.contiguous()` must copy."""
+    (x,) = make_matrix(size, dtype, device, seed)
+    return (x.t().contiguous().t(),)
+
+
+def transposed_copy(x):
+    # Reads n·m elements with stride n and writes them row-major: every read cache line
+    # carries one useful element unless the kernel tiles the transpose.
+    return x.contiguous()
+
+
+def straight_copy(x):
+    # Reads and writes n·m elements sequentially: the machine's copy bandwidth.
+    return x.clone()
+
+
+def copy_float64(x):
+    return x.to(torch.float64).contiguous()
+
+
+CASE = Case(
+    id="layout.contiguous",
+    tier=1,
+    claim="transpose/permute change strides, not storage; view needs compatible strides; reshape = view when "
+    "possible else copy; contiguous() copies only when needed (and the notes' isContiguous decides which).",
+    source="004 pytorch contiguous; 002 补充",
+    make_inputs=make_matrix,
+    variants={
+        "transposed_contiguous": naive(transposed_copy, inputs=make_transposed),
+        "clone": library(straight_copy),
+    },
+    oracle=copy_float64,
+    tolerance={FP32: Tol(rtol=0.0, atol=0.0), torch.bfloat16: Tol(rtol=0.0, atol=0.0)},  # copies are exact
+    dtypes={"cpu": (FP32,), "cuda": (FP32, torch.bfloat16)},
+    sizes={
+        "quick": [{"n": n, "m": n} for n in (256, 1024, 2048)],
+        "full": [{"n": n, "m": n} for n in (1024, 4096, 8192, 16384, 32768)],
+    },
+    checks={
+        "notes_is_contiguous": Check(check_notes_is_contiguous),
+        "view_rule": Check(check_view_rule),
+        "reshape_rule": Check(check_reshape_rule),
+        "contiguous_copies_only_when_needed": Check(check_contiguous_copies_only_when_needed),
+        "view_keeps_contiguity": Check(check_view_keeps_contiguity),
+        "notes_snippet": Check(check_notes_snippet),
+    },
+    verdict=FromFindings(),
+    bytes_moved=lambda s, b: 2 * s["n"] * s["m"] * b,  # read once, write once
+)

@@ -1,0 +1,126 @@
+"""Sampling and NaN helpers from notes 004 (items 33, 38, 39): `torch.multinomial`,
+`repeat_interleave` vs `repeat`, NaN comparisons and nan-aware reductions."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from cases.spec import Case, Check, Finding, Verdict
+
+
+def _raises(fn, exc=RuntimeError) -> bool:
+    try:
+        fn()
+    except exc:
+        return True
+    return False
+
+
+def check_multinomial_shapes(device):
+    g = torch.Generator(device=device).manual_seed(0)
+    w = torch.tensor([1.0, 2.0, 3.0, 4.0], device=device)  # unnormalised weights are fine
+    assert torch.multinomial(w, 3, generator=g).shape == (3,)
+    assert torch.multinomial(w.repeat(5, 1), 3, generator=g).shape == (5, 3)
+    assert _raises(lambda: torch.multinomial(torch.tensor([1.0, -1.0], device=device), 1))
+    assert _raises(lambda: torch.multinomial(torch.zeros(3, device=device), 1))
+    n = 200_000
+    counts = torch.bincount(torch.multinomial(w, n, replacement=True, generator=g), minlength=4).cpu().double()
+    p = w.cpu().double() / w.sum().item()
+    z = ((counts - n * p) / (n * p * (1 - p)).sqrt()).abs().max().item()
+    assert z < 6, f"with-replacement frequencies off by {z:.1f} standard deviations"
+    return Finding(
+        Verdict.HOLDS,
+        f"vector → (num_samples,), (m, n) → (m, num_samples); weights need not sum to 1 but must be "
+        f"non-negative with a non-zero sum (negative or all-zero raise); with replacement, {n} draws match "
+        f"p = w/Σw within {z:.1f} σ",
+    )
+
+
+def check_multinomial_bound(device):
+    """The notes: without replacement, num_samples must be *less than* the row length."""
+    g = torch.Generator(device=device).manual_seed(0)
+    w = torch.tensor([1.0, 1.0, 1.0], device=device)
+    try:
+        full = torch.multinomial(w, 3, generator=g)
+    except RuntimeError:
+        full = None
+    if full is not None:
+        assert sorted(full.tolist()) == [0, 1, 2], "all n drawn without replacement must be a permutation"
+    assert _raises(lambda: torch.multinomial(w, 4, generator=g)), "num_samples > n must raise"
+    return Finding(
+        Verdict.HOLDS if full is None else Verdict.FAILS,
+        "num_samples = n = 3 without replacement " + ("raises" if full is None else
+        f"runs and gives a permutation ({full.tolist()})") + "; n + 1 raises: the bound is num_samples ≤ n",
+    )
+
+
+def check_multinomial_zero_weights_last(device):
+    """The notes: without replacement, zero-weight entries are drawn only after all the others."""
+    g = torch.Generator(device=device).manual_seed(0)
+    w = torch.tensor([1.0, 0.0, 2.0, 0.0, 3.0], device=device)  # indices 0, 2, 4 carry the weight
+    try:
+        draws = torch.stack([torch.multinomial(w, 5, generator=g) for _ in range(200)]).cpu()
+    except RuntimeError as exc:
+        return Finding(Verdict.FAILS, f"on {device.type}, num_samples = 5 > 3 non-zero weights raises: "
+                       f"{str(exc).splitlines()[0]}")
+    assert (draws.sort(1).values == torch.arange(5)).all(), "each row must be a permutation"
+    positive_first = bool((draws[:, :3] % 2 == 0).all())
+    return Finding(
+        Verdict.HOLDS if positive_first else Verdict.FAILS,
+        f"on {device.type} (torch {torch.__version__}), num_samples = 5 > 3 non-zero weights runs, and in 200 "
+        f"draws the zero-weight indices came {'only' if positive_first else 'not only'} after all positive ones",
+    )
+
+
+def check_repeat_interleave(device):
+    x = torch.tensor([[1, 2], [3, 4]], device=device)
+    xn = x.cpu().numpy()
+    assert torch.equal(x.repeat_interleave(2).cpu(), torch.from_numpy(np.repeat(xn, 2)))  # flattens
+    assert torch.equal(x.repeat_interleave(2, dim=0).cpu(), torch.from_numpy(np.repeat(xn, 2, axis=0)))
+    reps = torch.tensor([1, 3], device=device)  # one count per row, each row then repeated whole
+    assert torch.equal(x.repeat_interleave(reps, dim=0).cpu(), torch.from_numpy(np.repeat(xn, [1, 3], axis=0)))
+    assert torch.equal(x.repeat(2, 1).cpu(), torch.from_numpy(np.tile(xn, (2, 1))))  # the whole tensor
+    assert _raises(lambda: x.repeat_interleave(torch.tensor([1, 2, 3], device=device), dim=0))
+    return Finding(
+        Verdict.HOLDS,
+        "repeat_interleave = np.repeat (per element; no dim flattens first; a repeats tensor must have "
+        "input.size(dim) entries, a wrong length raises), repeat = np.tile (whole tensor), as the notes say",
+    )
+
+
+def check_nan(device):
+    nan = float("nan")
+    assert nan != nan and not (np.nan == np.nan) and not (torch.nan == torch.nan)
+    t = torch.tensor([1.0, nan, float("inf")], device=device)
+    assert t.isnan().tolist() == [False, True, False] and t.isinf().tolist() == [False, False, True]
+    assert t.isfinite().tolist() == [True, False, False] and not bool((t == t).all())
+    x = np.arange(10.0)
+    x[3] = np.nan
+    assert np.isnan(x.sum()) and np.nansum(x) == 42.0
+    xt = torch.from_numpy(x).to(device)
+    assert torch.isnan(xt.sum()) and torch.nansum(xt).item() == 42.0 and torch.nanmean(xt).item() == 42.0 / 9
+    missing = [n for n in ("nanmax", "nanmin", "nanargmax", "nanargmin") if not hasattr(torch, n)]
+    assert all(hasattr(np, n) for n in ("nanmax", "nanmin", "nanargmax", "nanargmin"))
+    return Finding(
+        Verdict.HOLDS,
+        f"nan != nan (numpy and torch), isnan/isinf/isfinite as stated; x.sum() is nan and nansum is 42.0 "
+        f"in numpy and torch. The notes' numpy list has no torch twin for {', '.join(missing) or 'none'} "
+        f"(torch has nansum, nanmean, nanmedian, nanquantile)",
+    )
+
+
+CASE = Case(
+    id="misc.sampling_ops",
+    tier=3,
+    claim="multinomial samples indices per row (without replacement num_samples < n, zero weights last); "
+    "repeat_interleave repeats elements, repeat the whole tensor; nan != nan; nan-aware reductions.",
+    source="004 items 33, 38, 39",
+    checks={
+        "multinomial_shapes": Check(check_multinomial_shapes),
+        "multinomial_bound": Check(check_multinomial_bound),
+        "multinomial_zero_weights_last": Check(check_multinomial_zero_weights_last),
+        "repeat_interleave": Check(check_repeat_interleave),
+        "nan": Check(check_nan),
+    },
+)

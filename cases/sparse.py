@@ -1,0 +1,172 @@
+"""Sparse COO and CSR vs dense storage: memory and matmul time against density (notes 004
+"torch.sparse": "unless a tensor is very large and very sparse, contiguous storage is efficient").
+
+Bytes for an n×k fp32 matrix with nnz non-zeros: dense 4·n·k; COO 8·2·nnz (int64 indices,
+(ndim, nnz)) + 4·nnz = 20·nnz, so COO is smaller below density 4/20 = 0.2; CSR 8·(n+1) + 8·nnz
++ 4·nnz ≈ 12·nnz, smaller below ≈ 1/3. The time crossover is measured: sparse kernels do indexed,
+irregular work per non-zero where the dense GEMM streams at peak flops, so it lies far lower.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import torch
+
+from cases.rules import FromFindings
+from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
+from harness import measure
+
+FP32 = torch.float32
+
+
+def make_dense(size, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    n, k, m = size["n"], size["k"], size["m"]
+    mask = torch.rand((n, k), generator=g) < size["density_permille"] / 1000
+    a = torch.randn((n, k), generator=g) * mask
+    b = torch.randn((k, m), generator=g)
+    return a.to(device=device, dtype=dtype), b.to(device=device, dtype=dtype)
+
+
+def make_coo(size, dtype, device, seed):
+    a, b = make_dense(size, dtype, device, seed)
+    return a.to_sparse().coalesce(), b
+
+
+def make_csr(size, dtype, device, seed):
+    a, b = make_dense(size, dtype, device, seed)
+    return a.to_sparse_csr(), b
+
+
+def dense_mm(a, b):
+    return a @ b
+
+
+def coo_mm(a, b):
+    return torch.sparse.mm(a, b)
+
+
+def csr_mm(a, b):
+    return a @ b
+
+
+def product_float64(a, b):
+    return a.to_dense().double() @ b.double()
+
+
+def storage_bytes(a) -> int:
+    """Bytes of every tensor that holds the matrix (indices and values, or the dense block)."""
+    if a.layout == torch.sparse_coo:
+        parts = (a.indices(), a.values())
+    elif a.layout == torch.sparse_csr:
+        parts = (a.crow_indices(), a.col_indices(), a.values())
+    else:
+        parts = (a,)
+    return sum(p.numel() * p.element_size() for p in parts)
+
+
+def check_coo_layout(device):
+    a, _ = make_coo({"n": 64, "k": 48, "m": 1, "density_permille": 100}, FP32, device, seed=0)
+    nnz = a._nnz()
+    assert a.indices().dtype == torch.int64 and a.indices().shape == (2, nnz)
+    assert a.values().shape == (nnz,) and a.values().dtype == FP32
+    csr = a.to_sparse_csr()
+    assert csr.crow_indices().shape == (65,) and csr.col_indices().shape == (nnz,)
+    return Finding(Verdict.HOLDS, f"COO indices int64 of shape (ndim, nse) = (2, {nnz}), values ({nnz},) in the "
+                   f"value dtype, as stated; CSR: crow (n+1,), col (nnz,), values (nnz,)")
+
+
+def _median_time(fn, device, repeats=3):
+    """Median of `repeats` single calls after one warm-up: a handful of samples per point keeps
+    the sweep within CI's budget; the generic benchmarks time the case's own sizes properly."""
+    fn()
+    call = measure.synchronized(fn, device)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def _crossover(densities, ratios):
+    """Density where sparse/dense crosses 1 going up, interpolated in log-log; None if never."""
+    for (d0, r0), (d1, r1) in zip(zip(densities, ratios), zip(densities[1:], ratios[1:])):
+        if r0 <= 1 < r1:
+            t = (0 - math.log(r0)) / (math.log(r1) - math.log(r0))
+            return math.exp(math.log(d0) + t * (math.log(d1) - math.log(d0)))
+    if ratios[0] > 1:
+        return 0.0  # sparse never wins on this grid
+    return None  # sparse wins everywhere on the grid
+
+
+def check_crossover(device):
+    """Memory and matmul-time crossover densities at one size on this device."""
+    n = 512 if device.type == "cpu" else 8192
+    densities = [0.001, 0.01, 0.03, 0.1, 0.2, 0.35, 0.5]
+    rows = []
+    for d in densities:
+        size = {"n": n, "k": n, "m": 64, "density_permille": d * 1000}
+        dense = make_dense(size, FP32, device, seed=0)
+        coo, csr = (dense[0].to_sparse().coalesce(), dense[1]), (dense[0].to_sparse_csr(), dense[1])
+        truth = product_float64(*dense)
+        for fn, inputs in ((coo_mm, coo), (csr_mm, csr)):
+            err = measure.compare(fn(*inputs), truth, rtol=1e-5, atol=1e-4)
+            assert err.within, f"sparse product off at density {d}: {err.worst}"
+        t_dense, t_coo, t_csr = (_median_time(lambda f=f, i=i: f(*i), device)
+                                 for f, i in ((dense_mm, dense), (coo_mm, coo), (csr_mm, csr)))
+        rows.append((d, storage_bytes(dense[0]), storage_bytes(coo[0]), storage_bytes(csr[0]), t_dense, t_coo, t_csr))
+    # Bytes are linear in nnz: the crossover from the two measured points around it.
+    mem_coo = _crossover(densities, [r[2] / r[1] for r in rows])
+    mem_csr = _crossover(densities, [r[3] / r[1] for r in rows])
+    assert mem_coo is not None and 0.15 < mem_coo < 0.25, f"COO memory crossover {mem_coo} (20 bytes per nnz)"
+    assert mem_csr is not None and 0.28 < mem_csr < 0.38, f"CSR memory crossover {mem_csr} (12 bytes per nnz)"
+    time_coo = _crossover(densities, [r[5] / r[4] for r in rows])
+    time_csr = _crossover(densities, [r[6] / r[4] for r in rows])
+    best = max((x for x in (time_coo, time_csr) if x is not None), default=None)
+    table = "; ".join(f"{d:g}: dense {td * 1e3:.2f} ms, coo {tc * 1e3:.2f}, csr {tr * 1e3:.2f}"
+                      for d, _, _, _, td, tc, tr in rows)
+    # "Very sparse" taken as: sparse storage only pays for matmul below 10% density.
+    if best is None:
+        verdict = Verdict.FAILS
+    else:
+        verdict = Verdict.HOLDS if best <= 0.1 else Verdict.DEPENDS
+    fmt = lambda x: "never on this grid" if x == 0.0 else ("above 0.5" if x is None else f"{x:.3g}")  # noqa: E731
+    return Finding(
+        verdict,
+        f"{n}×{n} fp32 times {n}×64 on {device.type}: memory crossover COO {mem_coo:.3f}, CSR {mem_csr:.3f} "
+        f"(20 and 12 bytes per non-zero vs 4 dense); matmul-time crossover (sparse slower above) COO "
+        f"{fmt(time_coo)}, CSR {fmt(time_csr)}. Medians: {table}",
+    )
+
+
+def _metrics(name, inputs, device):
+    return {"storage_bytes": storage_bytes(inputs[0])}
+
+
+CASE = Case(
+    id="sparse.storage",
+    tier=2,
+    claim="Sparse COO/CSR storage pays only for very large, very sparse tensors; otherwise dense is efficient.",
+    source="004 torch.sparse",
+    make_inputs=make_dense,
+    variants={
+        "dense": naive(dense_mm),
+        "coo": optimized(coo_mm, inputs=make_coo),
+        "csr": optimized(csr_mm, inputs=make_csr),
+    },
+    oracle=product_float64,
+    tolerance={FP32: Tol(rtol=1e-5, atol=1e-4)},
+    sizes={
+        "quick": [{"n": 1024, "k": 1024, "m": 64, "density_permille": d} for d in (1, 10, 100, 300)],
+        "full": [{"n": 16384, "k": 16384, "m": 256, "density_permille": d} for d in (1, 3, 10, 30, 100, 300)],
+    },
+    x="density_permille",
+    checks={"coo_layout": Check(check_coo_layout), "crossover": Check(check_crossover)},
+    verdict=FromFindings(),
+    metrics=_metrics,
+    flops=lambda s: 2 * s["n"] * s["k"] * s["m"],
+)
