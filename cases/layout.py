@@ -398,6 +398,23 @@ def straight_copy(x):
     return x.clone()
 
 
+def check_timed_copies_are_row_major(device):
+    """The timed variants are only comparable if both really produce a new row-major tensor;
+    values alone (what the oracle sees) cannot tell a copy from a strided view."""
+    size = {"n": 64, "m": 48}
+    for name, fn, maker in (
+        ("transposed_contiguous", transposed_copy, make_transposed),
+        ("clone", straight_copy, make_matrix),
+    ):
+        (x,) = maker(size, FP32, device, 0)
+        out = fn(x)
+        assert out.is_contiguous(), f"{name}: result has strides {out.stride()}, not row-major"
+        assert out.untyped_storage().data_ptr() != x.untyped_storage().data_ptr(), (
+            f"{name}: result shares the input's storage"
+        )
+    return None
+
+
 def copy_float64(x):
     return x.to(torch.float64).contiguous()
 
@@ -427,6 +444,7 @@ CASE = Case(
         "contiguous_copies_only_when_needed": Check(check_contiguous_copies_only_when_needed),
         "view_keeps_contiguity": Check(check_view_keeps_contiguity),
         "notes_snippet": Check(check_notes_snippet),
+        "timed_copies_are_row_major": Check(check_timed_copies_are_row_major),
     },
     verdict=FromFindings(),
     bytes_moved=lambda s, b: 2 * s["n"] * s["m"] * b,  # read once, write once
