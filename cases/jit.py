@@ -97,7 +97,7 @@ def run_eager(xs, models):
 
 @torch.no_grad()
 def run_scripted(xs, models):
-    return models.scripted(xs * 1.0001)
+    return models.scripted(xs)
 
 
 @torch.no_grad()
