@@ -1,0 +1,222 @@
+"""TorchScript: torch.jit.trace vs torch.jit.script on control flow, vs eager (notes 000/001 Jit Script, 003 torchscript).
+
+The model is the notes' own: an RNN loop whose cell has a data-dependent gate
+(`x if x.sum() > 0 else -x`). `trace` runs the model once on an example and records the ops that
+ran: the loop is unrolled to the example's length and each step's branch is frozen to the one the
+example took. `script` compiles the Python source, so the `if` and the loop stay in the graph.
+
+torch 2.13 deprecates the whole TorchScript API (`script`, `trace`, `save`, `load` each raise a
+DeprecationWarning pointing to torch.compile / torch.export). Models are built under a local
+`warnings.catch_warnings()`, so a suite run with warnings-as-errors elsewhere is not affected;
+`deprecation` records what this torch version says. torch.compile's time (the first call compiles,
+~15 s here) is measured apart from the steady state in `suite/test_jit.py`, marked slow.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from cases.rules import FromFindings
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
+
+FP32 = torch.float32
+JIT_APIS = ("torch.jit.script", "torch.jit.trace", "torch.jit.save", "torch.jit.load")
+
+
+class DecisionGate(nn.Module):
+    def forward(self, x):
+        return x if x.sum() > 0 else -x
+
+
+class Cell(nn.Module):
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.dg = DecisionGate()
+        self.linear = nn.Linear(hidden, hidden)
+
+    def forward(self, x, h):
+        new_h = torch.tanh(self.dg(self.linear(x)) + h)
+        return new_h, new_h
+
+
+class RNNLoop(nn.Module):
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.cell = Cell(hidden)
+
+    def forward(self, xs):
+        h = torch.zeros_like(xs[0])
+        y = h
+        for i in range(xs.size(0)):
+            y, h = self.cell(xs[i], h)
+        return y, h
+
+
+def quietly(fn, *args, **kwargs):
+    """Call a TorchScript API with its DeprecationWarning/TracerWarning kept local; returns the
+    result and the warnings it raised (so a check can report them)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn(*args, **kwargs)
+    return result, caught
+
+
+@dataclass(eq=False)
+class Models:
+    eager: nn.Module
+    scripted: torch.jit.ScriptModule
+    traced: torch.jit.ScriptModule
+
+
+def make_sequence(size, dtype, device, seed):
+    """A (T, B, H) sequence and the three forms of one seeded model; the traced one is traced on
+    this very sequence (each step's branch frozen to the one it takes here)."""
+    g = torch.Generator().manual_seed(seed)
+    xs = torch.randn(size["t"], size["b"], size["h"], generator=g).to(device=device, dtype=dtype)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        eager = RNNLoop(size["h"])
+    eager = eager.to(device=device, dtype=dtype).eval()
+    scripted, _ = quietly(torch.jit.script, copy.deepcopy(eager))
+    traced, _ = quietly(torch.jit.trace, copy.deepcopy(eager), (xs,))
+    return xs, Models(eager, scripted, traced)
+
+
+@torch.no_grad()
+def run_eager(xs, models):
+    return models.eager(xs)
+
+
+@torch.no_grad()
+def run_scripted(xs, models):
+    return models.scripted(xs)
+
+
+@torch.no_grad()
+def run_traced(xs, models):
+    return models.traced(xs)
+
+
+@torch.no_grad()
+def eager_float64(xs, models):
+    """The truth: the eager Python model, in float64."""
+    return copy.deepcopy(models.eager).double()(xs.double())
+
+
+# ---- checks --------------------------------------------------------------------------------------
+
+
+def _gate_inputs(device):
+    g = torch.Generator().manual_seed(11)
+    x = torch.rand(3, 4, generator=g).to(device) + 0.1  # sum > 0: the `x` branch
+    return x, -x  # sum < 0: the `-x` branch
+
+
+def check_trace_freezes_branch(device):
+    """Traced on a positive-sum input, the gate returns x for a negative-sum input too (where
+    eager returns -x); scripted keeps the `if`."""
+    pos, neg = _gate_inputs(device)
+    gate = DecisionGate()
+    traced, caught = quietly(torch.jit.trace, gate, (pos,))
+    scripted, _ = quietly(torch.jit.script, gate)
+    tracer_warned = sum(isinstance(w.message, torch.jit.TracerWarning) for w in caught)
+    for x in (pos, neg):
+        torch.testing.assert_close(scripted(x), gate(x), rtol=0, atol=0, msg="script lost the branch")
+    torch.testing.assert_close(traced(pos), gate(pos), rtol=0, atol=0, msg="trace wrong on its own example")
+    wrong = (traced(neg) - gate(neg)).abs().max().item()
+    assert "if" in scripted.code and "if" not in traced.code, "script should keep the `if`, trace drop it"
+    verdict = Verdict.HOLDS if wrong > 0 else Verdict.FAILS
+    return Finding(verdict, f"traced on sum>0, the gate returns x instead of -x for sum<0 (max error {wrong:.3g}); "
+                   f"scripted matches eager on both branches; trace emitted {tracer_warned} TracerWarning(s)")
+
+
+def check_save_load_round_trip(device):
+    """Scripted and traced models saved to a file and loaded back compute what they did before,
+    and the loaded scripted model still branches."""
+    size = {"t": 6, "b": 3, "h": 4}
+    xs, models = make_sequence(size, FP32, device, seed=3)
+    others = [-xs, xs * 2]
+    with tempfile.TemporaryDirectory() as d:
+        for name in ("scripted", "traced"):
+            path = Path(d) / f"{name}.pt"
+            quietly(torch.jit.save, getattr(models, name), str(path))
+            loaded, _ = quietly(torch.jit.load, str(path), map_location=device)
+            for x in [xs, *others]:
+                for a, b in zip(loaded(x), getattr(models, name)(x)):
+                    torch.testing.assert_close(a, b, rtol=0, atol=0, msg=f"{name} changed through save/load")
+        loaded, _ = quietly(torch.jit.load, str(Path(d) / "scripted.pt"), map_location=device)
+        buffer = io.BytesIO()
+        quietly(torch.jit.save, loaded, buffer)
+    truth = [models.eager(x) for x in others]
+    traced_err = max((a - b).abs().max().item() for x, t in zip(others, truth) for a, b in zip(models.traced(x), t))
+    for x, t in zip(others, truth):
+        for a, b in zip(loaded(x), t):
+            torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6, msg="loaded scripted model differs from eager")
+    return Finding(None, f"scripted and traced models round-trip through torch.jit.save/load exactly "
+                   f"({buffer.getbuffer().nbytes} bytes scripted); on inputs other than the trace example the "
+                   f"loaded traced model is off by up to {traced_err:.3g}, the loaded scripted one matches eager")
+
+
+def check_deprecation(device):
+    """What this torch says about the TorchScript APIs the notes recommend for C++ deployment; the
+    warnings stay inside `quietly` even when warnings are errors."""
+    gate = DecisionGate()
+    x, _ = _gate_inputs(device)
+    deprecated = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as a strict suite would run: nothing may escape
+        scripted, w1 = quietly(torch.jit.script, gate)
+        _, w2 = quietly(torch.jit.trace, gate, (x,))
+        buffer = io.BytesIO()
+        _, w3 = quietly(torch.jit.save, scripted, buffer)
+        buffer.seek(0)
+        _, w4 = quietly(torch.jit.load, buffer)
+    for api, caught in zip(JIT_APIS, (w1, w2, w3, w4)):
+        if any(issubclass(w.category, DeprecationWarning) for w in caught):
+            deprecated.append(api)
+    message = next((str(w.message) for w in w1 if issubclass(w.category, DeprecationWarning)), "")
+    if deprecated:
+        return Finding(Verdict.DEPENDS, f"torch {torch.__version__}: {', '.join(deprecated)} raise DeprecationWarning "
+                       f"({message!r}); the notes' TorchScript route works here but is deprecated — "
+                       f"torch.export / torch.compile replace it")
+    return Finding(Verdict.HOLDS, f"torch {torch.__version__}: TorchScript APIs raise no DeprecationWarning")
+
+
+CASE = Case(
+    id="jit.script_trace",
+    tier=2,
+    claim="torch.jit.trace only records the ops run on the example input, so it is wrong on branches "
+    "not taken; torch.jit.script keeps branches and loops; both save and load (TorchScript for C++ deployment).",
+    source="000/001 Jit Script, 003 torchscript",
+    make_inputs=make_sequence,
+    variants={
+        "eager": naive(run_eager),
+        "scripted": optimized(run_scripted),
+        # Correct here only because it is traced on these very inputs; `trace_freezes_branch`
+        # shows it on others.
+        "traced": library(run_traced),
+    },
+    oracle=eager_float64,
+    # T tanh steps in fp32: error stays at a few ulps of values in (-1, 1).
+    tolerance={FP32: Tol(rtol=1e-5, atol=1e-5)},
+    sizes={
+        "quick": [{"t": t, "b": 16, "h": 64} for t in (16, 64)],
+        "full": [{"t": t, "b": 256, "h": 1024} for t in (64, 256, 1024)],
+    },
+    x="t",
+    checks={
+        "trace_freezes_branch": Check(check_trace_freezes_branch),
+        "save_load_round_trip": Check(check_save_load_round_trip),
+        "deprecation": Check(check_deprecation),
+    },
+    verdict=FromFindings(),
+    flops=lambda s: 2 * s["t"] * s["b"] * s["h"] * s["h"],
+)

@@ -1,0 +1,186 @@
+"""Cross-entropy: class indices vs class probabilities vs log_softmax + nll (note 004, Loss函数).
+
+The notes quote the documentation: "performance is generally better when target contains class
+indices". With indices the loss reads one logit per row (N gathers) beside the log-sum-exp; with
+probabilities it multiplies the whole (N, C) log-softmax by the (N, C) target and reduces it: one
+more N·C read, and a target N·C times larger to store and move. Each variant is timed forward +
+backward (how a loss is used), returning (loss, dloss/dlogits).
+
+The equivalences are not total, and the checks pin down where they stop: `weight` under
+reduction='mean' divides by Σ w[y_n] with indices but by N with probabilities; `ignore_index`
+exists only for indices; label smoothing equals a smoothed probability target.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from cases._timing import best_time
+from cases.rules import Faster
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
+
+FP32, BF16 = torch.float32, torch.bfloat16
+
+
+def make_logits(size, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    n, c = size["n"], size["c"]
+    logits = (3 * torch.randn(n, c, generator=g)).to(device=device, dtype=dtype)
+    target = torch.randint(0, c, (n,), generator=g).to(device)
+    # The one-hot target is built here, outside the timed region: the claim is about the loss
+    # given each kind of target, not about making one.
+    probs = F.one_hot(target, c).to(dtype)
+    return logits, target, probs
+
+
+def _with_grad(loss_fn, logits):
+    x = logits.detach().requires_grad_(True)
+    loss = loss_fn(x)
+    (grad,) = torch.autograd.grad(loss, x)
+    return loss.detach(), grad
+
+
+def ce_indices(logits, target, probs):
+    return _with_grad(lambda x: F.cross_entropy(x, target), logits)
+
+
+def ce_probabilities(logits, target, probs):
+    # Reads and writes the N·C target as well as the logits, forward and backward.
+    return _with_grad(lambda x: F.cross_entropy(x, probs), logits)
+
+
+def log_softmax_nll(logits, target, probs):
+    # Two ops: materialises the (N, C) log-probabilities, then gathers N of them.
+    return _with_grad(lambda x: F.nll_loss(F.log_softmax(x, dim=1), target), logits)
+
+
+def ce_float64(logits, target, probs):
+    """The truth from the definition, in float64: loss = mean(logsumexp(x_n) - x_{n,y_n}),
+    dloss/dx = (softmax(x) - onehot(y)) / N."""
+    x = logits.double()
+    n = x.shape[0]
+    lse = torch.logsumexp(x, dim=1)
+    loss = (lse - x[torch.arange(n, device=x.device), target]).mean()
+    grad = (torch.exp(x - lse[:, None]) - F.one_hot(target, x.shape[1]).double()) / n
+    return loss, grad
+
+
+# ---- checks --------------------------------------------------------------------------------------
+
+
+def _small(device, n=64, c=10, seed=1):
+    return make_logits({"n": n, "c": c}, torch.float64, device, seed)
+
+
+def check_label_smoothing(device):
+    """label_smoothing=ε equals a probability target (1-ε)·onehot + ε/C, and the definition."""
+    x, y, onehot = _small(device)
+    c = x.shape[1]
+    eps = 0.1
+    smooth = F.cross_entropy(x, y, label_smoothing=eps)
+    as_probs = F.cross_entropy(x, (1 - eps) * onehot + eps / c)
+    logp = F.log_softmax(x, 1)
+    truth = -((1 - eps) * logp.gather(1, y[:, None]).squeeze(1) + eps / c * logp.sum(1)).mean()
+    torch.testing.assert_close(smooth, truth, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(as_probs, truth, rtol=1e-12, atol=1e-12)
+    plain = F.cross_entropy(x, y)
+    assert abs(plain - smooth) > 1e-3, "label smoothing changed nothing"
+    return Finding(None, f"label_smoothing=0.1: {smooth.item():.6f} = smoothed-probability target "
+                   f"{as_probs.item():.6f} (unsmoothed {plain.item():.6f})")
+
+
+def check_ignore_index(device):
+    """ignore_index drops rows from the sum *and* from the mean's denominator."""
+    x, y, _ = _small(device)
+    y = y.clone()
+    y[::4] = -100
+    keep = y != -100
+    got = F.cross_entropy(x, y)
+    truth = F.cross_entropy(x[keep], y[keep])
+    per_row = F.cross_entropy(x, y, reduction="none")
+    torch.testing.assert_close(got, truth, rtol=1e-12, atol=1e-12)
+    assert (per_row[~keep] == 0).all(), "ignored rows should contribute exactly 0"
+    wrong = per_row.sum() / len(y)
+    assert abs(wrong - got) > 1e-3, "dividing by N should differ from dividing by the kept count"
+    return Finding(None, f"{int((~keep).sum())}/{len(y)} rows ignored: mean over the {int(keep.sum())} kept rows "
+                   f"({got.item():.5f}); dividing by N would give {wrong.item():.5f}")
+
+
+def check_weight_mean_differs(device):
+    """With `weight` and reduction='mean', indices normalise by Σ w[y_n], probabilities by N:
+    the two targets that agree without weights disagree with them."""
+    x, y, onehot = _small(device)
+    w = torch.linspace(0.2, 3.0, x.shape[1], dtype=x.dtype, device=device)
+    by_index = F.cross_entropy(x, y, weight=w)
+    by_probs = F.cross_entropy(x, onehot, weight=w)
+    nll = -F.log_softmax(x, 1).gather(1, y[:, None]).squeeze(1) * w[y]
+    torch.testing.assert_close(by_index, nll.sum() / w[y].sum(), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(by_probs, nll.sum() / len(y), rtol=1e-12, atol=1e-12)
+    assert abs(by_index - by_probs) > 1e-3
+    return Finding(None, f"weight + mean: indices {by_index.item():.5f} (÷Σw[y]) vs one-hot probabilities "
+                   f"{by_probs.item():.5f} (÷N): not interchangeable when weighted")
+
+
+def check_k_dim(device):
+    """(N, C, d1, d2) logits with (N, d1, d2) targets = the same rows flattened to (N·d1·d2, C)."""
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(4, 5, 6, 7, generator=g, dtype=torch.float64).to(device)
+    y = torch.randint(0, 5, (4, 6, 7), generator=g).to(device)
+    got = F.cross_entropy(x, y, reduction="none")
+    assert got.shape == (4, 6, 7)
+    flat = F.cross_entropy(x.permute(0, 2, 3, 1).reshape(-1, 5), y.reshape(-1), reduction="none")
+    torch.testing.assert_close(got.reshape(-1), flat, rtol=1e-12, atol=1e-12)
+    probs = F.one_hot(y, 5).permute(0, 3, 1, 2).double()  # probabilities carry C at dim 1 too
+    torch.testing.assert_close(F.cross_entropy(x, probs), got.mean(), rtol=1e-12, atol=1e-12)
+    return Finding(None, "K-dim input (4,5,6,7) with target (4,6,7) equals the flattened (168,5) loss; "
+                   "a probability target must be (4,5,6,7), class at dim 1")
+
+
+def check_indices_faster(device):
+    """The notes' claim, measured at one LLM-like vocabulary size with both targets ready."""
+    n, c = (256, 8192) if device.type == "cpu" else (8192, 32768)
+    logits, target, probs = make_logits({"n": n, "c": c}, FP32, device, 0)
+    times = {
+        name: best_time(lambda fn=fn: fn(logits, target, probs), device)
+        for name, fn in (("indices", ce_indices), ("probabilities", ce_probabilities))
+    }
+    speedup = times["probabilities"] / times["indices"]
+    verdict = Verdict.HOLDS if speedup > 1.1 else Verdict.FAILS if speedup < 0.9 else Verdict.DEPENDS
+    return Finding(verdict, f"N={n} C={c} fp32 forward+backward on {device.type}: indices "
+                   f"{times['indices'] * 1e3:.2f} ms, probabilities {times['probabilities'] * 1e3:.2f} ms "
+                   f"(speedup {speedup:.2f}x, fastest of 5)")
+
+
+CASE = Case(
+    id="loss.cross_entropy",
+    tier=2,
+    claim="CrossEntropyLoss is faster with class-index targets than with class-probability (one-hot) "
+    "targets; it equals log_softmax + nll_loss; label smoothing, ignore_index, weight and K-dim inputs "
+    "behave as documented.",
+    source="004 Loss函数",
+    make_inputs=make_logits,
+    variants={
+        "probabilities": naive(ce_probabilities, peak_bytes=lambda s, b: 5 * s["n"] * s["c"] * b),
+        "indices": optimized(ce_indices, peak_bytes=lambda s, b: 3 * s["n"] * s["c"] * b),
+        "log_softmax_nll": library(log_softmax_nll, peak_bytes=lambda s, b: 4 * s["n"] * s["c"] * b),
+    },
+    oracle=ce_float64,
+    # Loss ≈ 3·log C; the gradient entries are ≤ 1/N: atol scales with the dtype's eps.
+    tolerance={FP32: Tol(rtol=1e-5, atol=1e-6), BF16: Tol(rtol=2e-2, atol=1e-4)},
+    dtypes={"cpu": (FP32,), "cuda": (FP32, BF16)},
+    sizes={
+        "quick": [{"n": n, "c": 1000} for n in (64, 512)],
+        "full": [{"n": n, "c": 32768} for n in (1024, 4096, 16384)],
+    },
+    checks={
+        "label_smoothing": Check(check_label_smoothing),
+        "ignore_index": Check(check_ignore_index),
+        "weight_mean_differs": Check(check_weight_mean_differs),
+        "k_dim": Check(check_k_dim),
+        "indices_faster": Check(check_indices_faster),
+    },
+    verdict=Faster("indices", "probabilities"),
+    # Forward + backward: log-sum-exp and softmax over N·C, read twice; probabilities read N·C more.
+    bytes_moved=lambda s, b: 3 * s["n"] * s["c"] * b,
+)
