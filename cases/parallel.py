@@ -283,7 +283,9 @@ def make_mlp_problem(size, dtype, device, seed):
     return (*(t.to(device=device, dtype=dtype) for t in (*params, x, y)), replicas)
 
 
-MANUAL_STEPS, MANUAL_LR = 3, 0.5
+# lr 0.05: parameters move by ~1 in 3 steps; at 0.5 training diverges and fp32 vs float64
+# differences grow to 1e-3 relative, which says nothing about the parallel machinery.
+MANUAL_STEPS, MANUAL_LR = 3, 0.05
 
 
 def single_device_train(w1, b1, w2, b2, x, y, replicas, steps=MANUAL_STEPS, lr=MANUAL_LR):
@@ -329,23 +331,29 @@ def manual_dp_oracle(w1, b1, w2, b2, x, y, replicas):
 
 
 def check_all_reduce_multigpu_removed(device):
-    """The notes' `average_gradient` calls `dist.all_reduce_multigpu`: run it as written."""
+    """The notes' `average_gradient` calls `dist.all_reduce_multigpu`: run it as written, in a
+    one-process gloo group (an in-memory store: no port, no other process)."""
     model = make_mlp(8, 16, 4, seed=0)
     x, y = make_batch(4, 8, 4, seed=0)
     nn.functional.mse_loss(model(x), y).backward()
     exists = hasattr(dist, "all_reduce_multigpu")
+    own_group = not dist.is_initialized()
+    if own_group:
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
         notes_average_gradient(model)
         error = None
-    except (AttributeError, RuntimeError, ValueError) as exc:  # RuntimeError: no process group
+    except (AttributeError, RuntimeError, ValueError) as exc:
         error = exc
-    assert error is not None, "the notes' average_gradient ran without a process group"
+    finally:
+        if own_group:
+            dist.destroy_process_group()
     if exists:
         return Finding(Verdict.DEPENDS, f"torch {torch.__version__} still has all_reduce_multigpu "
-                       f"(deprecated since 2.1; removed later); called without a group: {error!r}")
-    assert isinstance(error, AttributeError), error
-    return Finding(Verdict.FAILS, f"torch {torch.__version__}: dist.all_reduce_multigpu does not exist "
-                   f"({error}); use dist.all_reduce on each gradient (one tensor per process)")
+                       f"(deprecated since 2.1, removed later); the notes' call gave {error!r}")
+    assert isinstance(error, AttributeError), f"expected AttributeError, got {error!r}"
+    return Finding(Verdict.FAILS, f"torch {torch.__version__}: the notes' average_gradient raises "
+                   f"AttributeError ({error}); use dist.all_reduce on each gradient (one tensor per process)")
 
 
 def check_d2l_allreduce(device):
@@ -413,7 +421,7 @@ MANUAL_DP = Case(
         "single_device": library(single_device_train),
     },
     oracle=manual_dp_oracle,
-    tolerance={FP32: Tol(rtol=1e-4, atol=1e-5)},
+    tolerance={FP32: Tol(rtol=1e-5, atol=1e-6)},
     sizes={
         "quick": [{"batch": 256, "hidden": 256, "d": 64, "replicas": 2}],
         "full": [{"batch": 4096, "hidden": 4096, "d": 1024, "replicas": r} for r in (1, 2, 4, 8)],
