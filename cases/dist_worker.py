@@ -218,7 +218,7 @@ def setup_facts(rank: int, world: int, local_rank: int, device: torch.device, ou
     facts["subgroup_expected"] = float(sum(r + 1 for r in range(world) if r % 2 == rank % 2))
 
     # Save once from rank 0, as the notes say, the *unwrapped* module's state_dict.
-    path = Path(out) / f"checkpoint-{how}.pt"
+    path = Path(out) / f"checkpoint-{how.split()[0].replace('.', '_')}.pt"
     if rank == 0:
         torch.save(ddp.module.state_dict(), path)
     dist.barrier()  # nobody reads before rank 0 has written
@@ -285,7 +285,7 @@ def task_spawn(a) -> None:
 def task_fault(a) -> None:
     rank, world, _, device = _init(a.device)
     _write(a.out, "fault_started", rank, {"pid": os.getpid()})
-    if rank == a.bad_rank:
+    if rank == a.bad_rank and a.kind != "none":
         if a.kind == "raise":
             raise RuntimeError(f"injected fault on rank {rank}")
         time.sleep(3600)  # a rank that never reaches the collective
@@ -321,7 +321,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p = sub.add_parser("spawn", parents=[common])
     p.add_argument("--world", type=int, default=2)
     p = sub.add_parser("fault", parents=[common])
-    p.add_argument("--kind", choices=("raise", "hang"), required=True)
+    p.add_argument("--kind", choices=("none", "raise", "hang"), required=True)
     p.add_argument("--bad-rank", type=int, default=1)
     return parser.parse_args(argv)
 
