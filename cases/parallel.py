@@ -423,7 +423,7 @@ MANUAL_DP = Case(
     oracle=manual_dp_oracle,
     tolerance={FP32: Tol(rtol=1e-5, atol=1e-6)},
     sizes={
-        "quick": [{"batch": 256, "hidden": 256, "d": 64, "replicas": 2}],
+        "quick": [{"batch": 128, "hidden": 128, "d": 64, "replicas": 2}],
         "full": [{"batch": 4096, "hidden": 4096, "d": 1024, "replicas": r} for r in (1, 2, 4, 8)],
     },
     x="replicas",
