@@ -1,0 +1,42 @@
+"""The notes' `--local_rank` argument parsing, run under `python -m torch.distributed.launch`.
+
+Not a case module (underscore: the `cases` scan skips it). The notes' parser is tried first as
+written; its failure is recorded, then the form torch documents since 2.0 is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    notes = argparse.ArgumentParser()
+    notes.add_argument("--local_rank", type=int)  # verbatim from notes 000/001 "ENV 初始化"
+    notes.add_argument("--out")
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):
+            parsed = notes.parse_args(argv)
+        notes_result = {"ok": True, "local_rank": parsed.local_rank}
+    except SystemExit as exc:
+        notes_result = {"ok": False, "exit_code": exc.code, "error": stderr.getvalue().strip().splitlines()[-1]}
+    fixed = argparse.ArgumentParser()
+    fixed.add_argument("--local-rank", "--local_rank", type=int)
+    fixed.add_argument("--out", required=True)
+    args = fixed.parse_args(argv)
+    env_rank = int(os.environ["LOCAL_RANK"]) if "LOCAL_RANK" in os.environ else None
+    rank = int(os.environ.get("RANK", "0"))
+    result = {"rank": rank, "argv": argv, "notes_parser": notes_result, "fixed_local_rank": args.local_rank,
+              "env_local_rank": env_rank}
+    (Path(args.out) / f"notes_launch-rank{rank}.json").write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,443 @@
+"""Data parallelism: DataParallel vs DDP, all-reduce algorithms, manual data parallel and manual
+gradient averaging (notes 000/001 "Multi-GPU", 002 "多GPU训练", 004 "DISTRIBUTED DATA PARALLEL").
+
+What runs where: the multi-process parts (DDP training, the all-reduce algorithms over a process
+group) run in `cases.dist_worker` under torchrun, launched by `suite/test_distributed.py`; this
+module holds the pure pieces they share (the model, the data, the algorithms, the α–β cost model)
+and the `Case` declarations, whose in-process checks the generic tests run.
+
+Cost comments count bytes *sent by one rank* for a message of S bytes over p ranks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from cases.rules import FromFindings
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
+
+FP32, FP64 = torch.float32, torch.float64
+U32 = 2.0**-24  # unit roundoff of fp32
+
+
+# ---- the model and data every data-parallel variant trains ---------------------------------------
+
+
+def make_mlp(d_in: int, width: int, d_out: int, seed: int) -> nn.Sequential:
+    """A plain MLP: 1.6 M parameters at width 1024 (d_in = d_out = 256), the size of a small
+    real layer stack; its gradient is one 6.4 MB all-reduce per step."""
+    g = torch.Generator().manual_seed(seed)
+    model = nn.Sequential(nn.Linear(d_in, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                          nn.Linear(width, d_out))
+    with torch.no_grad():
+        for p in model.parameters():  # seeded explicitly: identical on every rank by construction
+            p.copy_(torch.randn(p.shape, generator=g) / (p.shape[-1] ** 0.5))
+    return model
+
+
+def make_batch(n: int, d_in: int, d_out: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed + 1)
+    return torch.randn(n, d_in, generator=g), torch.randn(n, d_out, generator=g)
+
+
+def flat_params(model: nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1).cpu() for p in model.parameters()])
+
+
+def flat_grads(model: nn.Module) -> torch.Tensor:
+    return torch.cat([p.grad.detach().reshape(-1).cpu() for p in model.parameters()])
+
+
+def train_full_batch(model: nn.Module, x, y, steps: int, lr: float) -> nn.Module:
+    """The single-device truth: `steps` SGD steps on the whole batch with the mean-squared loss."""
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    for _ in range(steps):
+        opt.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+    return model
+
+
+def max_excess(got: torch.Tensor, truth: torch.Tensor, tol: Tol) -> tuple[float, float]:
+    """(max |got − truth|, max of |got − truth| − (atol + rtol·|truth|)): inside when ≤ 0."""
+    diff = (got.double() - truth.double()).abs()
+    return diff.max().item(), (diff - (tol.atol + tol.rtol * truth.double().abs())).max().item()
+
+
+# Parameters after k SGD steps: fp32 sums in a different order (shards, all-reduce) differ from the
+# full-batch sums by a few ulps per step; a gradient that is summed instead of averaged, or a
+# shard that is missing, moves them by lr·|grad| ≈ 1e-3.
+PARAM_TOL = {FP32: Tol(rtol=1e-5, atol=1e-6)}
+
+
+# ---- all-reduce algorithms over a process group (run inside the worker) -------------------------
+
+
+def allreduce_naive(t: torch.Tensor) -> int:
+    """The notes' d2l `allreduce` across processes: everyone sends to rank 0, which adds them
+    one by one and sends the sum back to each rank in turn.
+
+    Rank 0 receives (p−1)·S and sends (p−1)·S through its one link; other ranks send S.
+    """
+    rank, p = dist.get_rank(), dist.get_world_size()
+    nbytes = t.numel() * t.element_size()
+    if rank == 0:
+        buf = torch.empty_like(t)
+        for src in range(1, p):
+            dist.recv(buf, src)
+            t.add_(buf)
+        for dst in range(1, p):
+            dist.send(t, dst)
+        return (p - 1) * nbytes
+    dist.send(t, 0)
+    dist.recv(t, 0)
+    return nbytes
+
+
+def allreduce_master(t: torch.Tensor) -> int:
+    """Master gather + broadcast with collectives (the "straightforward" algorithm in 004).
+    Nominal traffic as for `allreduce_naive` (the backend may broadcast along a tree)."""
+    rank, p = dist.get_rank(), dist.get_world_size()
+    nbytes = t.numel() * t.element_size()
+    gathered = [torch.empty_like(t) for _ in range(p)] if rank == 0 else None
+    dist.gather(t, gathered, dst=0)
+    if rank == 0:
+        total = gathered[0].clone()
+        for other in gathered[1:]:
+            total.add_(other)
+        t.copy_(total)
+    dist.broadcast(t, src=0)
+    return (p - 1) * nbytes if rank == 0 else nbytes
+
+
+def allreduce_ring(t: torch.Tensor) -> int:
+    """Ring all-reduce written with point-to-point send/recv: reduce-scatter, then all-gather.
+
+    The tensor is cut into p chunks of S/p. In each of p−1 reduce-scatter steps a rank sends one
+    chunk to its right neighbour and adds the chunk from its left one; after them rank r holds
+    the full sum of chunk r+1. p−1 all-gather steps pass the finished chunks round the ring.
+    Every rank sends 2·(p−1)·S/p bytes — independent of p for large p, unlike the master's (p−1)·S.
+    """
+    rank, p = dist.get_rank(), dist.get_world_size()
+    if p == 1:
+        return 0
+    assert t.numel() >= p, "the ring needs at least one element per rank"
+    chunks = list(t.view(-1).tensor_split(p))
+    right, left = (rank + 1) % p, (rank - 1) % p
+    buf = torch.empty_like(chunks[0])
+    sent = 0
+    for s in range(p - 1):
+        out, into = chunks[(rank - s) % p], chunks[(rank - s - 1) % p]
+        incoming = buf[: into.numel()]
+        req = dist.isend(out, right)
+        dist.recv(incoming, left)
+        req.wait()
+        into.add_(incoming)
+        sent += out.numel() * out.element_size()
+    for s in range(p - 1):
+        out, into = chunks[(rank + 1 - s) % p], chunks[(rank - s) % p]
+        req = dist.isend(out, right)
+        dist.recv(into, left)
+        req.wait()
+        sent += out.numel() * out.element_size()
+    return sent
+
+
+def allreduce_library(t: torch.Tensor) -> int:
+    """`dist.all_reduce` (gloo: ring/halving-doubling by size; NCCL: ring or tree). Bytes: the
+    ring's 2(p−1)/p·S as nccl-tests assumes for bus bandwidth; the backend does not report them."""
+    dist.all_reduce(t)
+    p = dist.get_world_size()
+    return int(2 * (p - 1) / p * t.numel() * t.element_size())
+
+
+ALLREDUCE = {
+    "naive": allreduce_naive,
+    "master": allreduce_master,
+    "ring": allreduce_ring,
+    "all_reduce": allreduce_library,
+}
+ALLREDUCE_ROLES = {"naive": "naive", "master": "naive", "ring": "optimized", "all_reduce": "library"}
+
+
+def rank_tensor(numel: int, rank: int, seed: int) -> torch.Tensor:
+    """Rank r's contribution: every rank can rebuild every other rank's, so each can check the sum."""
+    g = torch.Generator().manual_seed(seed * 1000 + rank)
+    return torch.randn(numel, generator=g)
+
+
+def allreduce_bound(numel: int, p: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The float64 sum of all ranks' tensors and the rigorous fp32 error bound for any summation
+    order: |Σ̂ − Σ| ≤ γ_{p−1}·Σ|x_i| ≤ p·u·Σ|x_i| (and 0 for p = 1)."""
+    parts = torch.stack([rank_tensor(numel, r, seed).double() for r in range(p)])
+    return parts.sum(0), p * U32 * parts.abs().sum(0)
+
+
+# ---- the α–β cost model ----------------------------------------------------------------------------
+
+
+def model_terms(algorithm: str, p: int, nbytes: float) -> tuple[float, float]:
+    """(messages, bytes) on the critical path of one all-reduce of `nbytes` over `p` ranks.
+
+    ring: 2(p−1) steps of S/p each  → 2(p−1)·α + 2(p−1)/p·S·β
+    master (naive, master): rank 0 receives p−1 messages of S, then sends p−1, through its one
+    link, one after the other → 2(p−1)·α + 2(p−1)·S·β.
+    `all_reduce` is modelled as a ring (what gloo and NCCL use for large messages).
+    """
+    if algorithm in ("ring", "all_reduce"):
+        return 2 * (p - 1), 2 * (p - 1) / p * nbytes
+    return 2 * (p - 1), 2 * (p - 1) * nbytes
+
+
+def model_time(algorithm: str, p: int, nbytes: float, alpha: float, beta: float) -> float:
+    msgs, crit = model_terms(algorithm, p, nbytes)
+    return msgs * alpha + crit * beta
+
+
+def fit_alpha_beta(points) -> tuple[float, float]:
+    """Least-squares α (s per message) and β (s per byte) from (algorithm, p, bytes, seconds),
+    on relative error so that 1 KiB and 64 MiB points weigh alike; both kept ≥ 0."""
+    from scipy.optimize import nnls
+
+    rows, rhs = [], []
+    for algorithm, p, nbytes, seconds in points:
+        msgs, crit = model_terms(algorithm, p, nbytes)
+        rows.append([msgs / seconds, crit / seconds])
+        rhs.append(1.0)
+    (alpha, beta), _ = nnls(np.asarray(rows), np.asarray(rhs))
+    return float(alpha), float(beta)
+
+
+def bus_bandwidth(nbytes: float, seconds: float, p: int) -> tuple[float, float]:
+    """(algbw, busbw) in bytes/s as nccl-tests defines them for all-reduce: algbw = S/t,
+    busbw = algbw·2(p−1)/p — the per-link rate a ring needs, comparable across p."""
+    algbw = nbytes / seconds
+    return algbw, algbw * 2 * (p - 1) / p
+
+
+# ---- manual gradient averaging (the notes' average_gradient, corrected) --------------------------
+
+
+def average_gradients(model: nn.Module) -> None:
+    """The notes' `average_gradient` with `dist.all_reduce` in place of the removed
+    `all_reduce_multigpu`: one blocking all-reduce per parameter after backward (no bucketing,
+    no overlap with backward — what DDP adds)."""
+    size = float(dist.get_world_size())
+    for param in model.parameters():
+        dist.all_reduce(param.grad, op=dist.ReduceOp.SUM)
+        param.grad /= size
+
+
+def notes_average_gradient(model: nn.Module) -> None:
+    """Verbatim from notes 000/001 "Multi-GPU"."""
+    size = float(dist.get_world_size())
+    for param in model.parameters():
+        dist.all_reduce_multigpu([param.grad.data], op=dist.ReduceOp.SUM)
+        param.grad.data /= size
+
+
+# ---- manual data parallel in one process (d2l, notes 002) ----------------------------------------
+
+
+def d2l_allreduce(data: list[torch.Tensor]) -> None:
+    """Verbatim from notes 002: sum into data[0], copy back. Device 0 receives (k−1)·S and sends
+    (k−1)·S: the master pattern, through one device."""
+    for i in range(1, len(data)):
+        data[0][:] += data[i].to(data[0].device)
+    for i in range(1, len(data)):
+        data[i][:] = data[0].to(data[i].device)
+
+
+def replica_devices(device: torch.device, replicas: int) -> list[torch.device]:
+    """One device per replica: distinct GPUs when there are enough, otherwise replicas share the
+    device (on CPU, or one GPU: the cost of the machinery without any parallel hardware)."""
+    if device.type == "cuda":
+        count = torch.cuda.device_count()
+        return [torch.device("cuda", i % count) for i in range(replicas)]
+    return [device] * replicas
+
+
+def _scatter(t: torch.Tensor, devices: list[torch.device]) -> list[torch.Tensor]:
+    distinct_gpus = all(d.type == "cuda" for d in devices) and len(set(devices)) == len(devices)
+    if distinct_gpus:
+        return list(nn.parallel.scatter(t, devices))  # the notes' call; CUDA only
+    return [c.to(d) for c, d in zip(t.chunk(len(devices)), devices)]
+
+
+def _mlp_forward(params, x):
+    w1, b1, w2, b2 = params
+    return torch.relu(x @ w1 + b1) @ w2 + b2
+
+
+def make_mlp_problem(size, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    d, h, n = size["d"], size["hidden"], size["batch"]
+    params = [torch.randn(d, h, generator=g) / d**0.5, 0.1 * torch.randn(h, generator=g),
+              torch.randn(h, d, generator=g) / h**0.5, 0.1 * torch.randn(d, generator=g)]
+    x, y = torch.randn(n, d, generator=g), torch.randn(n, d, generator=g)
+    # replicas travel as a 0-d tensor so that the generic harness passes it through unchanged
+    replicas = torch.tensor(size["replicas"])
+    return (*(t.to(device=device, dtype=dtype) for t in (*params, x, y)), replicas)
+
+
+# lr 0.05: parameters move by ~1 in 3 steps; at 0.5 training diverges and fp32 vs float64
+# differences grow to 1e-3 relative, which says nothing about the parallel machinery.
+MANUAL_STEPS, MANUAL_LR = 3, 0.05
+
+
+def single_device_train(w1, b1, w2, b2, x, y, replicas, steps=MANUAL_STEPS, lr=MANUAL_LR):
+    """Full batch on one device: sum loss, SGD with lr/batch (d2l's `sgd(params, lr, batch)`)."""
+    params = [p.clone().requires_grad_() for p in (w1, b1, w2, b2)]
+    for _ in range(steps):
+        loss = ((_mlp_forward(params, x) - y) ** 2).sum()
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                p -= lr * g / x.shape[0]
+    return torch.cat([p.detach().reshape(-1) for p in params])
+
+
+def manual_dp_train(w1, b1, w2, b2, x, y, replicas, steps=MANUAL_STEPS, lr=MANUAL_LR):
+    """d2l's `train_batch`: copy params to each device, scatter the batch, backward per device,
+    d2l `allreduce` of each gradient, SGD on every replica with the full batch size."""
+    devices = replica_devices(x.device, int(replicas))
+    device_params = [[p.to(d, copy=True).requires_grad_() for p in (w1, b1, w2, b2)] for d in devices]
+    for _ in range(steps):
+        xs, ys = _scatter(x, devices), _scatter(y, devices)
+        for params, xb, yb in zip(device_params, xs, ys):
+            ((_mlp_forward(params, xb) - yb) ** 2).sum().backward()
+        with torch.no_grad():
+            for i in range(len(device_params[0])):
+                d2l_allreduce([device_params[c][i].grad for c in range(len(devices))])
+            for params in device_params:
+                for p in params:
+                    p -= lr * p.grad / x.shape[0]
+                    p.grad.zero_()
+    replica0 = torch.cat([p.detach().reshape(-1) for p in device_params[0]])
+    for other in device_params[1:]:  # every replica must hold the same parameters
+        assert torch.equal(torch.cat([p.detach().reshape(-1).to(replica0.device) for p in other]), replica0)
+    return replica0
+
+
+def manual_dp_oracle(w1, b1, w2, b2, x, y, replicas):
+    args = [t.detach().to("cpu", FP64) for t in (w1, b1, w2, b2, x, y)]
+    return single_device_train(*args, replicas)
+
+
+# ---- checks run in-process ---------------------------------------------------------------------
+
+
+def check_all_reduce_multigpu_removed(device):
+    """The notes' `average_gradient` calls `dist.all_reduce_multigpu`: run it as written, in a
+    one-process gloo group (an in-memory store: no port, no other process)."""
+    model = make_mlp(8, 16, 4, seed=0)
+    x, y = make_batch(4, 8, 4, seed=0)
+    nn.functional.mse_loss(model(x), y).backward()
+    exists = hasattr(dist, "all_reduce_multigpu")
+    own_group = not dist.is_initialized()
+    if own_group:
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        notes_average_gradient(model)
+        error = None
+    except (AttributeError, RuntimeError, ValueError) as exc:
+        error = exc
+    finally:
+        if own_group:
+            dist.destroy_process_group()
+    if exists:
+        return Finding(Verdict.DEPENDS, f"torch {torch.__version__} still has all_reduce_multigpu "
+                       f"(deprecated since 2.1, removed later); the notes' call gave {error!r}")
+    assert isinstance(error, AttributeError), f"expected AttributeError, got {error!r}"
+    return Finding(Verdict.FAILS, f"torch {torch.__version__}: the notes' average_gradient raises "
+                   f"AttributeError ({error}); use dist.all_reduce on each gradient (one tensor per process)")
+
+
+def check_d2l_allreduce(device):
+    """The notes' d2l `allreduce` over k replicas equals the float64 sum, on every replica."""
+    g = torch.Generator().manual_seed(3)
+    devices = replica_devices(device, 4)
+    data = [torch.randn(1000, generator=g).to(d) for d in devices]
+    bound = 4 * U32 * torch.stack([t.double().cpu().abs() for t in data]).sum(0)
+    truth = torch.stack([t.double().cpu() for t in data]).sum(0)
+    d2l_allreduce(data)
+    errors = [(t.double().cpu() - truth).abs() for t in data]
+    assert all((e <= bound).all() for e in errors), f"max error {max(e.max().item() for e in errors):.3g}"
+    assert all(torch.equal(data[0].cpu(), t.cpu()) for t in data), "replicas differ after the copy back"
+    return Finding(Verdict.HOLDS, f"4 replicas on {sorted({str(d) for d in devices})}: sum within "
+                   f"p·u·Σ|x| of float64 (max err {max(e.max().item() for e in errors):.2g}), all replicas equal")
+
+
+def check_dataparallel_without_gpus(device):
+    """What `nn.DataParallel` does where there is nothing to parallelise over."""
+    model = make_mlp(8, 16, 4, seed=0)
+    wrapped = nn.DataParallel(model)
+    x, _ = make_batch(6, 8, 4, seed=0)
+    same = torch.equal(wrapped(x), model(x))
+    assert same, "DataParallel changed the output"
+    if torch.cuda.device_count() < 2:
+        return Finding(None, f"with {torch.cuda.device_count()} GPU(s) nn.DataParallel runs the module "
+                       f"unchanged (device_ids={wrapped.device_ids}): no replication, no scatter — "
+                       "DP numbers need >= 2 GPUs")
+    return Finding(None, f"DataParallel over device_ids={wrapped.device_ids}: same output as the module")
+
+
+# ---- the cases -------------------------------------------------------------------------------------
+
+DP_VS_DDP = Case(
+    id="parallel.dp_vs_ddp",
+    tier=1,
+    claim="DistributedDataParallel (one process per device, bucketed all-reduce overlapped with "
+    "backward) scales better than DataParallel (one process, threads, GIL); both train like one device.",
+    source="002 Multiple GPUs, 004 GIL / DISTRIBUTED DATA PARALLEL",
+    checks={"dataparallel_without_gpus": Check(check_dataparallel_without_gpus)},
+    requires=("distributed",),
+    verdict=FromFindings(),
+)
+
+ALLREDUCE_CASE = Case(
+    id="parallel.allreduce",
+    tier=2,
+    claim="Ring all-reduce (reduce-scatter + all-gather) sends 2(p−1)/p·S per rank and scales; "
+    "the master/naive version sends (p−1)·S through one link and does not.",
+    source="002 allreduce, 004 Ring all-reduce",
+    checks={"d2l_allreduce": Check(check_d2l_allreduce)},
+    requires=("distributed",),
+    verdict=FromFindings(),
+)
+
+MANUAL_DP = Case(
+    id="parallel.manual_dp",
+    tier=2,
+    claim="Hand-written data parallel (copy params, scatter the batch, per-device backward, "
+    "allreduce, sgd) trains exactly like one device on the full batch.",
+    source="002 拆分数据 / 实现多GPU训练",
+    make_inputs=make_mlp_problem,
+    variants={
+        "manual_dp": naive(manual_dp_train),
+        "single_device": library(single_device_train),
+    },
+    oracle=manual_dp_oracle,
+    tolerance={FP32: Tol(rtol=1e-5, atol=1e-6)},
+    sizes={
+        "quick": [{"batch": 128, "hidden": 128, "d": 64, "replicas": 2}],
+        "full": [{"batch": 4096, "hidden": 4096, "d": 1024, "replicas": r} for r in (1, 2, 4, 8)],
+    },
+    x="replicas",
+    requires=("distributed",),
+)
+
+AVERAGE_GRADIENT = Case(
+    id="parallel.average_gradient",
+    tier=2,
+    claim="Averaging gradients by hand with all_reduce after backward gives DDP's gradients "
+    "(the notes' version uses all_reduce_multigpu).",
+    source="000/001 Multi-GPU",
+    checks={"all_reduce_multigpu_removed": Check(check_all_reduce_multigpu_removed)},
+    requires=("distributed",),
+    verdict=FromFindings(),
+)
+

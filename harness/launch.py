@@ -1,0 +1,248 @@
+"""Launch a distributed worker with `torchrun` as a subprocess, and never leave a process behind.
+
+Why not `subprocess.run(timeout=...)`: torchrun starts its workers in *new sessions*
+(torch.distributed.elastic's SubprocessHandler uses ``start_new_session``), so killing torchrun's
+process group on a timeout misses the ranks, which stay blocked in a collective forever. Here
+every descendant is tracked by PID (and start time, against PID reuse) while the launch runs;
+on a timeout torchrun gets SIGTERM (it forwards it to the ranks), then after a grace period
+every tracked process still alive gets SIGKILL, by PID. `Launch.survivors()` re-checks them, so a
+test can prove nothing is left.
+
+All output goes to files, not pipes (a full pipe would block a chatty rank), and is kept in the
+result whether the launch succeeded or not; ``--tee 3`` prefixes every line with its rank.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GRACE_S = 5.0  # between SIGTERM to torchrun and SIGKILL to whatever is left
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = "127.0.0.1", preferred: int | None = None) -> int:
+    """`preferred` when it can be bound, else a port the kernel says is free.
+
+    There is a window between closing the probe socket and torchrun binding the port; the
+    kernel does not hand the same ephemeral port out again at once, which is enough here.
+    """
+    if preferred is not None and port_is_free(preferred, host):
+        return preferred
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def torchrun_command(
+    module: str,
+    args: list[str],
+    *,
+    nproc: int,
+    port: int,
+    nnodes: int = 1,
+    node_rank: int = 0,
+    rdzv_id: str = "suite",
+) -> list[str]:
+    """`python -m torch.distributed.run` (torchrun without relying on PATH: the same interpreter
+    and environment as the tests) with c10d rendezvous on 127.0.0.1:`port`."""
+    return [
+        sys.executable, "-m", "torch.distributed.run",
+        f"--nnodes={nnodes}", f"--nproc-per-node={nproc}", f"--node-rank={node_rank}",
+        "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-id={rdzv_id}",
+        "--max-restarts=0", "--monitor-interval=0.1", "--tee=3",
+        "-m", module, *args,
+    ]
+
+
+def _proc_stat(pid: int) -> tuple[int, int] | None:
+    """(parent PID, start time in clock ticks) of a live process, or None."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()  # the command name may contain spaces
+    if fields[0] == "Z":  # a zombie has exited; only its parent's wait is missing
+        return None
+    return int(fields[1]), int(fields[19])
+
+
+def _descendants(roots: set[int]) -> dict[int, int]:
+    """PID → start time of every live process below `roots` (Linux /proc walk)."""
+    stats = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            stat = _proc_stat(int(entry.name))
+            if stat is not None:
+                stats[int(entry.name)] = stat
+    found, frontier = {}, set(roots)
+    while frontier:
+        children = {pid for pid, (ppid, _) in stats.items() if ppid in frontier and pid not in found}
+        for pid in children:
+            found[pid] = stats[pid][1]
+        frontier = children
+    return found
+
+
+@dataclass
+class Launch:
+    """What one launch (one or several torchrun commands run together) left behind."""
+
+    commands: list[list[str]]
+    returncodes: list[int | None]
+    timed_out: bool
+    wall_s: float
+    out_dir: Path
+    logs: list[str]
+    port: int
+    tracked: dict[int, int] = field(default_factory=dict)  # every PID seen, with its start time
+
+    @property
+    def ok(self) -> bool:
+        return not self.timed_out and all(rc == 0 for rc in self.returncodes)
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.logs)
+
+    def results(self, prefix: str = "") -> list[dict]:
+        """The per-rank JSON files the workers wrote, ordered by rank."""
+        files = sorted(self.out_dir.glob(f"{prefix}*rank*.json"))
+        rows = [json.loads(f.read_text()) for f in files]
+        return sorted(rows, key=lambda r: r.get("rank", 0))
+
+    def survivors(self) -> list[int]:
+        """Tracked PIDs that are still the same live process (a reused PID does not count)."""
+        return [pid for pid, start in self.tracked.items() if (s := _proc_stat(pid)) and s[1] == start]
+
+    def describe(self) -> str:
+        state = "timed out" if self.timed_out else f"exit codes {self.returncodes}"
+        return f"{state} after {self.wall_s:.1f} s (port {self.port}); output:\n{self.output[-12000:]}"
+
+
+def run(
+    commands: list[list[str]],
+    *,
+    out_dir: Path,
+    timeout_s: float,
+    port: int = 0,
+    env: dict[str, str] | None = None,
+) -> Launch:
+    """Run `commands` concurrently (one per simulated node) until all exit or `timeout_s` passes."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    full_env = {**os.environ, **(env or {})}
+    # One thread per rank: ranks share the cores, and the single-process baseline gets the same
+    # per-process budget, so scaling numbers compare like with like.
+    full_env.setdefault("OMP_NUM_THREADS", "1")
+    full_env["PYTHONUNBUFFERED"] = "1"
+    # The workers are `-m cases....` modules: the repository root must be importable in them
+    # whether or not the package is installed.
+    root = str(Path(__file__).resolve().parents[1])
+    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, full_env.get("PYTHONPATH", "")) if p)
+    logs_dir = Path(tempfile.mkdtemp(prefix="launch-logs-", dir=out_dir))
+    procs, files, tracked = [], [], {}
+    start = time.perf_counter()
+    try:
+        for i, cmd in enumerate(commands):
+            log = open(logs_dir / f"node{i}.log", "w+b")
+            files.append(log)
+            procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env,
+                                          start_new_session=True))
+            tracked[procs[-1].pid] = (_proc_stat(procs[-1].pid) or (0, 0))[1]
+        deadline = start + timeout_s
+        timed_out = False
+        while any(p.poll() is None for p in procs):
+            tracked.update(_descendants({p.pid for p in procs}))
+            if time.perf_counter() > deadline:
+                timed_out = True
+                break
+            time.sleep(0.1)
+        if timed_out:
+            _terminate(procs, tracked)
+        else:
+            # torchrun has exited; a rank it failed to reap would still be listed here.
+            _kill_tracked(tracked)
+        wall = time.perf_counter() - start
+        logs = []
+        for i, log in enumerate(files):
+            log.seek(0)
+            logs.append(f"--- node {i}: {' '.join(commands[i][3:])}\n" + log.read().decode(errors="replace"))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for log in files:
+            log.close()
+    return Launch(commands, [p.returncode for p in procs], timed_out, wall, out_dir, logs, port, tracked)
+
+
+def _terminate(procs, tracked) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)  # torchrun forwards SIGTERM to its ranks
+    end = time.perf_counter() + GRACE_S
+    while time.perf_counter() < end and any(p.poll() is None for p in procs):
+        time.sleep(0.1)
+    _kill_tracked(tracked)
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+
+
+def _kill_tracked(tracked: dict[int, int]) -> None:
+    for pid, start in tracked.items():
+        stat = _proc_stat(pid)
+        if stat is not None and stat[1] == start:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def torchrun(
+    module: str,
+    args: list[str],
+    *,
+    nproc: int,
+    out_dir: Path,
+    timeout_s: float = 120.0,
+    port: int | None = None,
+    nnodes: int = 1,
+    env: dict[str, str] | None = None,
+) -> Launch:
+    """Run `module` under torchrun with `nproc` ranks per node on `nnodes` simulated nodes (all on
+    127.0.0.1, one torchrun per node, as on a real cluster). `port`: the preferred rendezvous
+    port; when it is taken another free one is used (see `Launch.port`)."""
+    chosen = free_port(preferred=port)
+    commands = [
+        torchrun_command(module, [*args, "--out", str(out_dir)], nproc=nproc, port=chosen,
+                         nnodes=nnodes, node_rank=n, rdzv_id=f"suite-{chosen}")
+        for n in range(nnodes)
+    ]
+    return run(commands, out_dir=out_dir, timeout_s=timeout_s, port=chosen, env=env)
+
+
+def python_module(module: str, args: list[str], *, out_dir: Path, timeout_s: float = 120.0,
+                  env: dict[str, str] | None = None) -> Launch:
+    """Run ``python -m module args --out out_dir`` (a script that starts its own processes, e.g.
+    with `mp.spawn`) under the same timeout and clean-up."""
+    cmd = [sys.executable, "-u", "-m", module, *args, "--out", str(out_dir)]
+    return run([cmd], out_dir=out_dir, timeout_s=timeout_s, env=env)
