@@ -245,9 +245,9 @@ def _graph_nodes(tensor):
 
 
 def check_no_detach_errors(device):
-    """Failure mode 1: the notes' loop without `.data` raises on the second step's backward; with
-    `retain_graph=True` and an optimizer step it raises too (the weights the retained graph saved
-    were updated in place)."""
+    """Failure mode 1: the notes' loop without `.data` raises on the second step's backward. With
+    `retain_graph=True` and an optimizer step the weights the retained graph saved were updated in
+    place: autograd's version check raises where the kernel saved them as tensors (CPU)."""
     size = {"steps": 3, "b": 4, "h": 16, "i": 3}
     net, xs, ys, h0, _ = make_truncated(size, FP32, device, 0)
     h, messages = h0, []
@@ -267,10 +267,12 @@ def check_no_detach_errors(device):
             opt.zero_grad()
             F.mse_loss(net.out(out), y).backward(retain_graph=True)
             opt.step()
+        # Recorded, not asserted: whether the RNN kernel's saved weights are version-checked is
+        # the kernel's business (cuDNN keeps its own flat weight buffer).
+        messages.append("retain_graph=True + SGD: ran without error (the gradients mix stale weights)")
     except RuntimeError as exc:
         assert "inplace operation" in str(exc), exc
         messages.append(f"retain_graph=True + SGD: step {step + 1} raises '{str(exc).split(':')[0]}'")
-    assert len(messages) == 2, "retain_graph with an optimizer step did not raise"
     return Finding(Verdict.HOLDS, "without detaching the hidden state: " + "; ".join(messages))
 
 
