@@ -14,6 +14,7 @@ depends on device, dtype and mask: the case records the one that ran.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -137,13 +138,18 @@ def check_sdpa_backend(device):
     dtypes = (FP32, BF16, FP16) if device.type == "cuda" else (FP32, BF16)
     lines = []
     for dtype in dtypes:
-        q, k, v, mask, lengths = make_attention(size, dtype, device, seed=1)
-        masked = sdpa_kernel_that_ran(lambda: sdpa(q, k, v, mask, lengths))
-        causal = sdpa_kernel_that_ran(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
-        forced = {n: _forced(b, lambda: sdpa(q, k, v, mask, lengths)) for n, b in _backends().items()}
+        inputs = make_attention(size, dtype, device, seed=1)
+        q, k, v = inputs[:3]
+        masked = sdpa_kernel_that_ran(functools.partial(sdpa, *inputs))
+        causal = sdpa_kernel_that_ran(
+            functools.partial(F.scaled_dot_product_attention, q, k, v, is_causal=True)
+        )
+        forced = {n: _forced(b, functools.partial(sdpa, *inputs)) for n, b in _backends().items()}
         accepts = ", ".join(n for n, r in forced.items() if r == "ok") or "none"
         assert forced.get("math", "ok") == "ok", "the math backend should accept every input"
-        lines.append(f"{dtype}: bool mask → {masked}; is_causal → {causal}; accept the mask when forced: {accepts}")
+        lines.append(
+            f"{dtype}: bool mask → {masked}; is_causal → {causal}; accept the mask when forced: {accepts}"
+        )
     return Finding(None, f"torch {torch.__version__} on {device.type}: " + "; ".join(lines))
 
 
@@ -168,7 +174,9 @@ def check_masks(device):
     got = combined_mask(torch.tensor(lengths, device=device), s, device)
     padding = torch.arange(s, device=device)[None, :] < torch.tensor(lengths, device=device)[:, None]
     notes_combined = padding.unsqueeze(-2) & notes  # the notes' two masks, their shapes as written
-    loop = torch.tensor([[[j <= i and j < n for j in range(s)] for i in range(s)] for n in lengths], device=device)
+    loop = torch.tensor(
+        [[[j <= i and j < n for j in range(s)] for i in range(s)] for n in lengths], device=device
+    )
     assert got.shape == (3, 1, s, s), got.shape
     assert torch.equal(notes_combined, loop), "padding & subsequent_mask differs from the loop"
     assert torch.equal(got[:, 0], loop), "the device-built combined mask differs from the loop"
@@ -199,10 +207,14 @@ def check_fill_value(device):
         scores = (args[0] @ args[1].transpose(-2, -1)).masked_fill(args[3] == 0, -1e9).softmax(-1)
         assert scores[..., :3, :][~mask[..., :3, :].to(device)].max().item() == 0.0, "masked weight not 0"
         uniform = args[2].double().mean(-2)[..., 0, :]
-        assert torch.allclose(naive_out[..., 3, :].double(), uniform, atol=1e-2), "fully masked row is not the mean of V"
+        assert torch.allclose(naive_out[..., 3, :].double(), uniform, atol=1e-2), (
+            "fully masked row is not the mean of V"
+        )
         fused = sdpa(*args)[..., 3, :]
         fused_row = "NaN" if fused.isnan().any() else ("0" if (fused == 0).all() else "other values")
-        lines.append(f"{dtype}: masked weights exactly 0; a fully masked row gives the mean of V (masked_fill) vs {fused_row} (SDPA)")
+        lines.append(
+            f"{dtype}: masked weights exactly 0; a fully masked row gives the mean of V (masked_fill) vs {fused_row} (SDPA)"
+        )
     assert str(FP16) in raised, "masked_fill(-1e9) on fp16 unexpectedly did not overflow"
     return Finding(Verdict.DEPENDS, "-1e9 works in fp32/bf16 only: " + "; ".join(lines))
 
@@ -222,11 +234,18 @@ ATTENTION = Case(
             dtypes=(FP32, BF16),
             peak_bytes=lambda s, b: 3 * s["b"] * s["h"] * s["s"] ** 2 * b + s["b"] * s["s"] ** 2,
         ),
-        "sdpa": library(sdpa, peak_bytes=lambda s, b: 2 * s["b"] * s["s"] ** 2 * b + 8 * s["b"] * s["h"] * s["s"] * s["d"] * b),
+        "sdpa": library(
+            sdpa,
+            peak_bytes=lambda s, b: 2 * s["b"] * s["s"] ** 2 * b + 8 * s["b"] * s["h"] * s["s"] * s["d"] * b,
+        ),
     },
     oracle=attention_float64,
     # Outputs are convex combinations of N(0,1) values: O(1), absolute and relative errors alike.
-    tolerance={FP32: Tol(rtol=1e-5, atol=2e-5), BF16: Tol(rtol=2e-2, atol=2e-2), FP16: Tol(rtol=2e-3, atol=2e-3)},
+    tolerance={
+        FP32: Tol(rtol=1e-5, atol=2e-5),
+        BF16: Tol(rtol=2e-2, atol=2e-2),
+        FP16: Tol(rtol=2e-3, atol=2e-3),
+    },
     dtypes={"cpu": (FP32,), "cuda": (FP32, BF16, FP16)},
     sizes={
         "quick": [{"s": s, "b": 2, "h": 4, "d": 32} for s in (64, 128, 256, 512)],

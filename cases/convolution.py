@@ -107,7 +107,10 @@ def check_unfold_shape(device):
         length = _taps(9, kh, s, p, d) * _taps(8, kw, s, p, d)
         assert tuple(y.shape) == (1, 3 * kh * kw, length), f"k={kh, kw} s={s} p={p} d={d}: {tuple(y.shape)}"
         configs += 1
-    return Finding(Verdict.HOLDS, f"(2,5,3,4) → {got} as the notes say; (B, C·kh·kw, L) matched in {configs} more configs")
+    return Finding(
+        Verdict.HOLDS,
+        f"(2,5,3,4) → {got} as the notes say; (B, C·kh·kw, L) matched in {configs} more configs",
+    )
 
 
 def check_conv_output_size(device):
@@ -116,9 +119,13 @@ def check_conv_output_size(device):
     for n, f, s, p in itertools.product((1, 2, 3, 4, 7, 10), (1, 2, 3, 5), (1, 2, 3), (0, 1, 2)):
         if n + 2 * p < f:
             continue
-        got = F.conv2d(torch.ones(1, 1, n, n, device=device), torch.ones(1, 1, f, f, device=device), stride=s, padding=p)
+        got = F.conv2d(
+            torch.ones(1, 1, n, n, device=device), torch.ones(1, 1, f, f, device=device), stride=s, padding=p
+        )
         want = (n + 2 * p - f) // s + 1
-        assert got.shape[-1] == want, f"n={n} f={f} s={s} p={p}: Conv2d gives {got.shape[-1]}, the notes {want}"
+        assert got.shape[-1] == want, (
+            f"n={n} f={f} s={s} p={p}: Conv2d gives {got.shape[-1]}, the notes {want}"
+        )
         checked += 1
     return Finding(Verdict.HOLDS, f"⌊(n+2p−f)/s⌋+1 equals Conv2d's output size in all {checked} configs")
 
@@ -131,7 +138,9 @@ IM2COL = Case(
     source="001 nn.Unfold; 004 卷积 (计算卷积, 卷积在pytorch中实现是通过构造稀疏矩阵进行矩阵乘法)",
     make_inputs=make_im2col,
     variants={
-        "im2col": naive(ieee_fp32(im2col), peak_bytes=lambda s, b: 2 * s["b"] * s["c"] * s["k"] ** 2 * s["h"] ** 2 * b),
+        "im2col": naive(
+            ieee_fp32(im2col), peak_bytes=lambda s, b: 2 * s["b"] * s["c"] * s["k"] ** 2 * s["h"] ** 2 * b
+        ),
         "conv2d": library(ieee_fp32(conv2d), peak_bytes=lambda s, b: 2 * s["b"] * s["o"] * s["h"] ** 2 * b),
     },
     oracle=im2col_float64,
@@ -175,7 +184,9 @@ def zero_insertion(x, w, b, stride, padding, output_padding, dilation):
 
 
 def conv_transpose2d(x, w, b, stride, padding, output_padding, dilation):
-    return F.conv_transpose2d(x, w, b, stride=stride, padding=padding, output_padding=output_padding, dilation=dilation)
+    return F.conv_transpose2d(
+        x, w, b, stride=stride, padding=padding, output_padding=output_padding, dilation=dilation
+    )
 
 
 def transposed_float64(x, w, b, stride, padding, output_padding, dilation):
@@ -188,8 +199,8 @@ def transposed_float64(x, w, b, stride, padding, output_padding, dilation):
     out = x64.new_zeros(bsz, w.shape[1], full_h, full_w)
     for a, c in itertools.product(range(k), repeat=2):
         r, q = a * dilation, c * dilation
-        out[:, :, r : r + (h - 1) * stride + 1 : stride, q : q + (wd - 1) * stride + 1 : stride] += torch.einsum(
-            "bihw,io->bohw", x64, w64[:, :, a, c]
+        out[:, :, r : r + (h - 1) * stride + 1 : stride, q : q + (wd - 1) * stride + 1 : stride] += (
+            torch.einsum("bihw,io->bohw", x64, w64[:, :, a, c])
         )
     out = out[:, :, padding : full_h - padding, padding : full_w - padding]
     return out + b.double().view(1, -1, 1, 1)
@@ -211,8 +222,12 @@ def check_transposed_output_size(device):
             if want <= 0:
                 continue
             x = torch.ones(1, 1, h, h, device=device)
-            y = F.conv_transpose2d(x, torch.ones(1, 1, k, k, device=device), stride=s, padding=p, output_padding=op, dilation=d)
-            assert y.shape[-1] == want, f"h={h} k={k} s={s} p={p} op={op} d={d}: layer {y.shape[-1]}, formula {want}"
+            y = F.conv_transpose2d(
+                x, torch.ones(1, 1, k, k, device=device), stride=s, padding=p, output_padding=op, dilation=d
+            )
+            assert y.shape[-1] == want, (
+                f"h={h} k={k} s={s} p={p} op={op} d={d}: layer {y.shape[-1]}, formula {want}"
+            )
             configs += 1
             notes_001 = (h - 1) * s - 2 * p + d * (k - 1) + p + 1
             if notes_001 != want:
@@ -241,11 +256,15 @@ def check_padded_size(device):
             continue  # more padding than the kernel span: no output at all
         z = torch.ones(1, 1, (n - 1) * s + 1, (n - 1) * s + 1, device=device)
         z = F.pad(z, (k - 1 - p,) * 4)
-        assert z.shape[-1] == n + (n - 1) * (s - 1) + 2 * (k - 1 - p), f"n={n} k={k} s={s} p={p}: padded {z.shape[-1]}"
+        assert z.shape[-1] == n + (n - 1) * (s - 1) + 2 * (k - 1 - p), (
+            f"n={n} k={k} s={s} p={p}: padded {z.shape[-1]}"
+        )
         out = F.conv2d(z, torch.ones(1, 1, k, k, device=device)).shape[-1]
         assert out == (n - 1) * s - 2 * p + k, f"n={n} k={k} s={s} p={p}: {out} outputs"
         checked += 1
-    return Finding(Verdict.HOLDS, f"padded size n+(n−1)(s−1)+2(k−1−p) and final (n−1)s−2p+k hold in {checked} configs")
+    return Finding(
+        Verdict.HOLDS, f"padded size n+(n−1)(s−1)+2(k−1−p) and final (n−1)s−2p+k hold in {checked} configs"
+    )
 
 
 TRANSPOSED = Case(
@@ -256,15 +275,26 @@ TRANSPOSED = Case(
     source="004 Transposed Convolution; 001 nn.ConvTranspose2d",
     make_inputs=make_transposed,
     variants={
-        "zero_insertion": naive(ieee_fp32(zero_insertion), peak_bytes=lambda s, b: 3 * s["b"] * max(s["c"], s["o"]) * (s["h"] * s["s"]) ** 2 * b),
-        "conv_transpose2d": library(ieee_fp32(conv_transpose2d), peak_bytes=lambda s, b: 2 * s["b"] * s["o"] * (s["h"] * s["s"]) ** 2 * b),
+        "zero_insertion": naive(
+            ieee_fp32(zero_insertion),
+            peak_bytes=lambda s, b: 3 * s["b"] * max(s["c"], s["o"]) * (s["h"] * s["s"]) ** 2 * b,
+        ),
+        "conv_transpose2d": library(
+            ieee_fp32(conv_transpose2d),
+            peak_bytes=lambda s, b: 2 * s["b"] * s["o"] * (s["h"] * s["s"]) ** 2 * b,
+        ),
     },
     oracle=transposed_float64,
     tolerance=TOLERANCE,
     dtypes=DTYPES,
     sizes={
-        "quick": [{"h": h, "b": 4, "c": 16, "o": 16, "k": 4, "s": 2, "p": 1, "op": 1, "d": 1} for h in (8, 16, 32)],
-        "full": [{"h": h, "b": 32, "c": 64, "o": 64, "k": 4, "s": 2, "p": 1, "op": 1, "d": 1} for h in (32, 64, 128, 256)],
+        "quick": [
+            {"h": h, "b": 4, "c": 16, "o": 16, "k": 4, "s": 2, "p": 1, "op": 1, "d": 1} for h in (8, 16, 32)
+        ],
+        "full": [
+            {"h": h, "b": 32, "c": 64, "o": 64, "k": 4, "s": 2, "p": 1, "op": 1, "d": 1}
+            for h in (32, 64, 128, 256)
+        ],
     },
     checks={
         "output_size_formula": Check(check_transposed_output_size),

@@ -15,6 +15,7 @@ corrupting the gradient.
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import torch
@@ -62,7 +63,7 @@ def linear_float64(r_out, w, b):
     return torch.einsum("bth,oh->bto", r_out.double(), w.double()) + b.double()
 
 
-_NOTES_REGRESSION = '''
+_NOTES_REGRESSION = """
 class RNN(nn.Module):
     def __init__(self):
         super().__init__()
@@ -81,7 +82,7 @@ h_state = None
 for step in range(3):
     prediction, h_state = rnn(x, h_state)
     h_state = h_state.data
-'''
+"""
 
 
 def check_notes_forward(device):
@@ -91,14 +92,15 @@ def check_notes_forward(device):
     x = torch.randn(2, 5, 1, device=device)
     scope = {"torch": torch, "nn": nn, "x": x}
     try:
-        exec(_NOTES_REGRESSION.replace("rnn = RNN()", "rnn = RNN().to(x.device)"), scope)
+        # The snippet is the notes' text, run as the notes run it: module-level names.
+        exec(_NOTES_REGRESSION.replace("rnn = RNN()", "rnn = RNN().to(x.device)"), scope)  # noqa: S102
         failure = None
     except AttributeError as exc:
         failure = str(exc)
     assert failure is not None and "NoneType" in failure, f"the notes' loop ran: {failure}"
     fixed = {"torch": torch, "nn": nn, "x": x}
-    exec(_NOTES_REGRESSION.replace("h_state\n\nrnn", "hidden_state\n\nrnn").replace(
-        "rnn = RNN()", "rnn = RNN().to(x.device)"), fixed)
+    fixed_text = _NOTES_REGRESSION.replace("h_state\n\nrnn", "hidden_state\n\nrnn")
+    exec(fixed_text.replace("rnn = RNN()", "rnn = RNN().to(x.device)"), fixed)  # noqa: S102
     assert fixed["h_state"].shape == (1, 2, 8) and fixed["h_state"].abs().sum() > 0
     return Finding(
         Verdict.FAILS,
@@ -117,7 +119,11 @@ TIMESTEP_LOOP = Case(
     make_inputs=make_rnn_output,
     variants={"loop": naive(per_step_loop), "one_linear": optimized(one_linear)},
     oracle=linear_float64,
-    tolerance={FP32: Tol(rtol=1e-5, atol=1e-5), BF16: Tol(rtol=2e-2, atol=2e-2), FP16: Tol(rtol=2e-3, atol=2e-3)},
+    tolerance={
+        FP32: Tol(rtol=1e-5, atol=1e-5),
+        BF16: Tol(rtol=2e-2, atol=2e-2),
+        FP16: Tol(rtol=2e-3, atol=2e-3),
+    },
     dtypes={"cpu": (FP32,), "cuda": (FP32, BF16, FP16)},
     sizes={
         "quick": [{"t": t, "b": 16, "h": 64, "o": 32} for t in (16, 64, 256, 1024)],
@@ -313,7 +319,11 @@ def _step_curves(net, xs, ys, h0, carry, retain_graph, device):
         h, _, _ = run(False, True)
     events = list(prof.profiler.kineto_results.events())
     ends = sorted(e.end_ns() for e in events if e.name().startswith("train_step_"))
-    allocs = sorted((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU)
+    allocs = sorted(
+        (e.start_ns(), e.nbytes())
+        for e in events
+        if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
+    )
     total, i = 0, 0
     for end in ends:
         while i < len(allocs) and allocs[i][0] <= end:
@@ -342,7 +352,7 @@ def check_growth_curves(device):
         net, xs, ys, h0, _ = make_truncated(size, FP32, device, 0)
         curves[name] = _step_curves(net, xs, ys, h0, carry, retain, device)
     (r_ms, r_nodes, r_live), (d_ms, d_nodes, d_live) = curves["retain_graph"], curves["detach"]
-    growth = {b - a for a, b in zip(r_nodes, r_nodes[1:])}
+    growth = {b - a for a, b in itertools.pairwise(r_nodes)}
     assert len(growth) == 1 and growth.pop() > 0, f"retained graph did not grow linearly: {r_nodes}"
     assert d_nodes[-1] == d_nodes[0], f"detached graph grew: {d_nodes[0]} → {d_nodes[-1]} nodes"
     # Memory: the retained run gains ≈ one chunk's saved activations per step; detach gains none
@@ -351,13 +361,15 @@ def check_growth_curves(device):
     per_step = r_gain / (steps - 1 - steps // 4)
     assert per_step > 0 and abs(d_gain) < per_step, f"live bytes: retain +{r_gain}, detach +{d_gain}"
     # Time: the last steps walk ≈ 8× as many chunks as steps 1-4; medians of 4 resist load spikes.
-    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    med = lambda xs: sorted(xs)[len(xs) // 2]
     r_ratio, d_ratio = med(r_ms[-4:]) / med(r_ms[:4]), med(d_ms[-4:]) / med(d_ms[:4])
-    assert r_ratio > 2.5 and r_ratio > 2 * d_ratio, f"backward time ratio last/first: retain {r_ratio:.1f}, detach {d_ratio:.1f}"
+    assert r_ratio > 2.5 and r_ratio > 2 * d_ratio, (
+        f"backward time ratio last/first: retain {r_ratio:.1f}, detach {d_ratio:.1f}"
+    )
     sample = list(range(0, steps, 4)) + [steps - 1]
-    fmt = lambda xs, f: "[" + ", ".join(f(xs[k]) for k in sample) + "]"  # noqa: E731
-    kib = lambda b: f"{b / 1024:.0f}"  # noqa: E731
-    ms = lambda t: f"{t:.2f}"  # noqa: E731
+    fmt = lambda xs, f: "[" + ", ".join(f(xs[k]) for k in sample) + "]"
+    kib = lambda b: f"{b / 1024:.0f}"
+    ms = lambda t: f"{t:.2f}"
     return Finding(
         Verdict.HOLDS,
         f"steps {[k + 1 for k in sample]}: backward ms retain_graph {fmt(r_ms, ms)} vs detach {fmt(d_ms, ms)} "
@@ -374,7 +386,9 @@ def check_data_bypasses_version_counter(device):
     same = all(torch.equal(a, b) for a, b in zip(detached(*inputs), dot_data(*inputs)))
     assert same, "truncated BPTT with .data and with .detach() gave different results"
     g = torch.Generator().manual_seed(0)
-    x, w, u, h0, c = (torch.randn(s, generator=g).to(device) for s in ((4, 3), (3, 6), (6, 6), (4, 6), (4, 6)))
+    x, w, u, h0, c = (
+        torch.randn(s, generator=g).to(device) for s in ((4, 3), (3, 6), (6, 6), (4, 6), (4, 6))
+    )
     truth_w = None
     results = {}
     for name in ("reference", "detach", "data"):
