@@ -1,0 +1,31 @@
+"""fp32 meaning fp32 on CUDA, for the cases whose kernels would otherwise pick TF32.
+
+cuDNN convolutions and RNNs run float32 inputs in TF32 by default (`torch.backends.cudnn.allow_tf32`
+is True), while cuBLAS matmuls do not (`torch.backends.cuda.matmul.allow_tf32` is False). A
+hand-built form that ends in a matmul would then be compared at full fp32 precision against a
+library kernel running at TF32's 10-bit mantissa: neither the error nor the speedup would mean what
+the dtype says. These cases measure fp32 as IEEE fp32 on both sides; bf16/fp16 show tensor cores.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+
+def ieee_fp32(fn):
+    """`fn` with TF32 off in cuDNN and cuBLAS while it runs (no-op off CUDA)."""
+
+    @functools.wraps(fn)
+    def call(*args):
+        if not torch.cuda.is_available():
+            return fn(*args)
+        saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+        try:
+            return fn(*args)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+    return call

@@ -1,0 +1,278 @@
+"""Masked attention: `masked_fill(-1e9)` + softmax + matmul vs `F.scaled_dot_product_attention`
+(notes 004 "NLP中的两种mask").
+
+A decoder needs two masks at once: the padding mask (key j is a real token: j < length[b]) and the
+sequence ("subsequent") mask (j ≤ i). The notes build the second with `np.triu(ones, k=1) == 0` and
+combine the two with `&`; True means "may attend", and both the notes' `attention` and SDPA read a
+boolean mask that way.
+
+The notes' form materialises the (B, H, S, S) scores three times (matmul, masked_fill, softmax),
+so its memory grows as S²; SDPA's fused kernels (flash / memory-efficient on CUDA, a flash-style
+kernel on CPU) stream over key blocks and never hold the score matrix. Which kernel SDPA picks
+depends on device, dtype and mask: the case records the one that ran.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from cases.rules import AllOf, Faster, FromFindings, Lighter
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
+
+FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
+
+
+def subsequent_mask(size):
+    """The notes' sequence mask, verbatim: (1, size, size) bool, True on and below the diagonal."""
+    attn_shape = (1, size, size)
+    mask = np.triu(np.ones(attn_shape), k=1).astype("uint8")
+    return torch.from_numpy(mask) == 0
+
+
+def combined_mask(lengths, size, device):
+    """Padding mask (B, 1, S) & sequence mask (1, S, S) → (B, S, S), plus a head axis → (B, 1, S, S).
+    torch.triu on the device stands in for the notes' np.triu (equal: see `check_masks`), because
+    np.ones((1, S, S)) is float64 on the host: 8 GiB at S = 32768."""
+    padding = torch.arange(size, device=device)[None, :] < lengths[:, None]  # (B, S)
+    sequence = torch.triu(torch.ones(size, size, dtype=torch.bool, device=device), diagonal=1) == 0
+    return (padding.unsqueeze(-2) & sequence.unsqueeze(0)).unsqueeze(1)
+
+
+def make_attention(size, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    b, h, s, d = size["b"], size["h"], size["s"], size["d"]
+    q, k, v = (torch.randn((b, h, s, d), generator=g).to(device=device, dtype=dtype) for _ in range(3))
+    # Lengths in [S/2, S], the first sequence unpadded, so both masks bite in every batch.
+    lengths = torch.randint(s // 2, s + 1, (b,), generator=g)
+    lengths[0] = s
+    lengths = lengths.to(device)
+    return q, k, v, combined_mask(lengths, s, device), lengths
+
+
+def masked_fill_attention(q, k, v, mask, lengths):
+    """The notes' `attention` (without dropout). Writes B·H·S² scores three times — matmul output,
+    masked_fill copy, softmax output — and reads them back: O(S²) memory and traffic per head."""
+    d_k = q.size(-1)
+    scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(d_k)
+    scores = scores.masked_fill(mask == 0, -1e9)
+    p_attn = F.softmax(scores, dim=-1)
+    return torch.matmul(p_attn, v)
+
+
+def sdpa(q, k, v, mask, lengths):
+    # Fused: scores live in on-chip tiles (CUDA) or per-block buffers (CPU), O(S·D) extra memory;
+    # the boolean mask is read (B·S² bytes) but no B·H·S² tensor is written.
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def sdpa_math(q, k, v, mask, lengths):
+    # The same API forced onto its unfused reference kernel: it materialises the B·H·S² scores like
+    # the notes' form, so the memory difference is the kernel's, not the API's.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.MATH):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def attention_float64(q, k, v, mask, lengths):
+    """The truth, from the lengths (not the mask tensor): softmax over exactly the keys with
+    j ≤ i and j < length[b], in float64, a block of query rows at a time to bound memory."""
+    b, h, s, d = q.shape
+    q64, k64, v64 = q.double(), k.double(), v.double()
+    j = torch.arange(s, device=q.device)
+    rows = max(1, 2**25 // (b * h * s))
+    out = []
+    for i0 in range(0, s, rows):
+        i = torch.arange(i0, min(s, i0 + rows), device=q.device)
+        scores = q64[:, :, i] @ k64.transpose(-2, -1) / math.sqrt(d)
+        allowed = (j[None, None, :] <= i[None, :, None]) & (j[None, None, :] < lengths[:, None, None])
+        scores = scores.masked_fill(~allowed[:, None], float("-inf"))
+        out.append(torch.softmax(scores, -1) @ v64)
+    return torch.cat(out, dim=2)
+
+
+# ---- which SDPA kernel ran ----------------------------------------------------------------------
+
+_KERNELS = {
+    "aten::_scaled_dot_product_flash_attention_for_cpu": "flash (CPU)",
+    "aten::_scaled_dot_product_flash_attention": "flash",
+    "aten::_scaled_dot_product_efficient_attention": "memory-efficient",
+    "aten::_scaled_dot_product_cudnn_attention": "cuDNN",
+    "aten::_scaled_dot_product_attention_math": "math",
+    "aten::_scaled_dot_product_fused_attention_overrideable": "overrideable",
+}
+
+
+def sdpa_kernel_that_ran(fn) -> str:
+    """The SDPA kernel dispatched while `fn` runs, read from the profiler's aten op names (the
+    dispatcher's choice is not exposed otherwise; this works on every device)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    ran = sorted({_KERNELS[e.name] for e in prof.events() if e.name in _KERNELS})
+    return "+".join(ran) or "none recorded"
+
+
+def _backends():
+    """{name: SDPBackend} for the backends this torch can force, or {} without the API."""
+    try:
+        from torch.nn.attention import SDPBackend
+    except ImportError:
+        return {}
+    names = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH")
+    return {n.lower(): getattr(SDPBackend, n) for n in names if hasattr(SDPBackend, n)}
+
+
+def _forced(backend, fn):
+    from torch.nn.attention import sdpa_kernel
+
+    try:
+        with sdpa_kernel(backend):
+            fn()
+        return "ok"
+    except RuntimeError:  # "No available kernel": this backend cannot take these inputs
+        return "unavailable"
+
+
+def check_sdpa_backend(device):
+    """Per dtype: the kernel SDPA picks for a combined boolean mask (and without a mask, causal),
+    and which backends accept the masked call when forced with `sdpa_kernel`."""
+    size = {"b": 2, "h": 4, "s": 256, "d": 64}
+    dtypes = (FP32, BF16, FP16) if device.type == "cuda" else (FP32, BF16)
+    lines = []
+    for dtype in dtypes:
+        inputs = make_attention(size, dtype, device, seed=1)
+        q, k, v = inputs[:3]
+        masked = sdpa_kernel_that_ran(functools.partial(sdpa, *inputs))
+        causal = sdpa_kernel_that_ran(
+            functools.partial(F.scaled_dot_product_attention, q, k, v, is_causal=True)
+        )
+        forced = {n: _forced(b, functools.partial(sdpa, *inputs)) for n, b in _backends().items()}
+        accepts = ", ".join(n for n, r in forced.items() if r == "ok") or "none"
+        assert forced.get("math", "ok") == "ok", "the math backend should accept every input"
+        lines.append(
+            f"{dtype}: bool mask → {masked}; is_causal → {causal}; accept the mask when forced: {accepts}"
+        )
+    return Finding(None, f"torch {torch.__version__} on {device.type}: " + "; ".join(lines))
+
+
+def sdpa_metrics(variant, inputs, device):
+    """extra_info: which SDPA kernel produced this point's timings (a string, not a number)."""
+    if not variant.startswith("sdpa"):
+        return {}
+    return {"sdpa_kernel": sdpa_kernel_that_ran(functools.partial(ATTENTION.variants[variant].fn, *inputs))}
+
+
+# ---- the notes' masks and fill value ------------------------------------------------------------
+
+
+def check_masks(device):
+    """np.triu-built sequence mask == torch.triu on the device, and padding & sequence combined
+    by broadcasting equals a per-element loop over (b, i, j): allowed iff j ≤ i and j < length."""
+    s, lengths = 12, [12, 7, 1]
+    notes = subsequent_mask(s).to(device)
+    assert notes.dtype == torch.bool and notes.shape == (1, s, s)
+    assert torch.equal(notes[0], torch.triu(torch.ones(s, s, device=device), diagonal=1) == 0)
+    assert torch.equal(notes[0], torch.ones(s, s, dtype=torch.bool, device=device).tril())
+    got = combined_mask(torch.tensor(lengths, device=device), s, device)
+    padding = torch.arange(s, device=device)[None, :] < torch.tensor(lengths, device=device)[:, None]
+    notes_combined = padding.unsqueeze(-2) & notes  # the notes' two masks, their shapes as written
+    loop = torch.tensor(
+        [[[j <= i and j < n for j in range(s)] for i in range(s)] for n in lengths], device=device
+    )
+    assert got.shape == (3, 1, s, s), got.shape
+    assert torch.equal(notes_combined, loop), "padding & subsequent_mask differs from the loop"
+    assert torch.equal(got[:, 0], loop), "the device-built combined mask differs from the loop"
+    return Finding(
+        Verdict.HOLDS,
+        f"np.triu(ones,1)==0 equals torch.triu on {device.type}; (B,1,S) padding & (1,S,S) sequence "
+        f"broadcasts to (B,S,S) equal to the (b,i,j) loop for lengths {lengths}",
+    )
+
+
+def check_fill_value(device):
+    """The notes fill with -1e9 'so softmax gives ≈ 0'. Per dtype: does masked_fill accept it, and
+    is the masked weight exactly 0? And a row with every key masked: what each form returns."""
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(1, 1, 4, 8, generator=g) for _ in range(3))
+    mask = torch.ones(1, 1, 4, 4, dtype=torch.bool).tril()
+    mask[..., 3, :] = False  # a query with nothing to attend to (e.g. a padded query, length 0)
+    lines, raised = [], []
+    for dtype in (FP32, BF16, FP16):
+        args = [t.to(device=device, dtype=dtype) for t in (q, k, v)] + [mask.to(device), None]
+        try:
+            naive_out = masked_fill_attention(*args)
+        except RuntimeError as exc:
+            assert "overflow" in str(exc), exc
+            raised.append(str(dtype))
+            lines.append(f"{dtype}: masked_fill(-1e9) raises ({exc})")
+            continue
+        scores = (args[0] @ args[1].transpose(-2, -1)).masked_fill(args[3] == 0, -1e9).softmax(-1)
+        assert scores[..., :3, :][~mask[..., :3, :].to(device)].max().item() == 0.0, "masked weight not 0"
+        uniform = args[2].double().mean(-2)[..., 0, :]
+        assert torch.allclose(naive_out[..., 3, :].double(), uniform, atol=1e-2), (
+            "fully masked row is not the mean of V"
+        )
+        fused = sdpa(*args)[..., 3, :]
+        fused_row = "NaN" if fused.isnan().any() else ("0" if (fused == 0).all() else "other values")
+        lines.append(
+            f"{dtype}: masked weights exactly 0; a fully masked row gives the mean of V (masked_fill) vs {fused_row} (SDPA)"
+        )
+    assert str(FP16) in raised, "masked_fill(-1e9) on fp16 unexpectedly did not overflow"
+    return Finding(Verdict.DEPENDS, "-1e9 works in fp32/bf16 only: " + "; ".join(lines))
+
+
+ATTENTION = Case(
+    id="attention.masked",
+    tier=2,
+    claim="Padding and sequence masks combine with & into one boolean mask; masked_fill(mask==0, -1e9) + "
+    "softmax + matmul then equals F.scaled_dot_product_attention with that mask, which is faster and "
+    "lighter (no S² score tensor).",
+    source="004 NLP中的两种mask",
+    make_inputs=make_attention,
+    variants={
+        # fp16 cannot hold -1e9: the notes' code raises there (see `fill_value`).
+        "masked_fill": naive(
+            masked_fill_attention,
+            dtypes=(FP32, BF16),
+            peak_bytes=lambda s, b: 3 * s["b"] * s["h"] * s["s"] ** 2 * b + s["b"] * s["s"] ** 2,
+        ),
+        "sdpa": library(
+            sdpa,
+            peak_bytes=lambda s, b: 2 * s["b"] * s["s"] ** 2 * b + 8 * s["b"] * s["h"] * s["s"] * s["d"] * b,
+        ),
+        **(
+            {"sdpa_math": library(sdpa_math, peak_bytes=lambda s, b: 4 * s["b"] * s["h"] * s["s"] ** 2 * b)}
+            if "math" in _backends()
+            else {}
+        ),
+    },
+    oracle=attention_float64,
+    # Outputs are convex combinations of N(0,1) values: O(1), absolute and relative errors alike.
+    tolerance={
+        FP32: Tol(rtol=1e-5, atol=2e-5),
+        BF16: Tol(rtol=2e-2, atol=2e-2),
+        FP16: Tol(rtol=2e-3, atol=2e-3),
+    },
+    dtypes={"cpu": (FP32,), "cuda": (FP32, BF16, FP16)},
+    sizes={
+        "quick": [{"s": s, "b": 2, "h": 4, "d": 32} for s in (64, 128, 256, 512)],
+        # masked_fill's three fp32 score tensors: 3 × 2·16·S²·4 B = 103 GB at S = 16384.
+        "full": [{"s": s, "b": 2, "h": 16, "d": 64} for s in (1024, 2048, 4096, 8192, 16384, 32768)],
+    },
+    checks={
+        "masks": Check(check_masks),
+        "fill_value": Check(check_fill_value),
+        "sdpa_backend": Check(check_sdpa_backend),
+    },
+    metrics=sdpa_metrics,
+    verdict=AllOf((Faster("sdpa", "masked_fill"), Lighter("sdpa", "masked_fill"), FromFindings())),
+    flops=lambda s: 4 * s["b"] * s["h"] * s["s"] ** 2 * s["d"],
+    x="s",
+)

@@ -1,0 +1,439 @@
+"""Convolution built by hand vs the library kernels (notes 001 "nn.Unfold", "ConvTranspose2d";
+004 "卷积", "Transposed Convolution", "Dilated Convolution").
+
+Three hand-built forms, each checked against a float64 brute-force loop over kernel taps (the
+definition, sharing no code with either variant) and timed against the library call:
+
+* im2col: `F.unfold` copies every k×k patch into a column (k² × the input), then one GEMM;
+* transposed convolution: insert s−1 zeros between input pixels, pad d(k−1)−p, flip the kernel,
+  run a stride-1 convolution (the notes' three steps);
+* dilated convolution: a kernel with d−1 zeros between taps, run as an ordinary convolution.
+
+The checks test the notes' shape arithmetic against real layers: Unfold's (2,5,3,4)→(2,30,4),
+the transposed-conv output-size formulas, and the receptive-field recursion against the measured
+extent of non-zero input gradients. (The plain conv output-size formula is `conv.shapes`'.)
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+import torch.nn.functional as F
+
+from cases._precision import ieee_fp32
+from cases.rules import AllOf, Faster, FromFindings
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
+from harness import measure
+
+FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
+
+# A conv output is a sum of C·k² products of N(0,1)·N(0,1/(C·k²)) terms, so O(1) values; the GEMM
+# and the direct kernels sum in different orders (Winograd/FFT algorithms add a little more). fp32
+# variants run with TF32 off (cases/_precision.py), so fp32 is held to an fp32 bound.
+TOLERANCE = {
+    FP32: Tol(rtol=1e-5, atol=3e-5),
+    BF16: Tol(rtol=2e-2, atol=3e-2),
+    FP16: Tol(rtol=2e-3, atol=3e-3),
+}
+DTYPES = {"cpu": (FP32,), "cuda": (FP32, BF16, FP16)}
+
+
+def _randn(shape, g, dtype, device, scale=1.0):
+    return (scale * torch.randn(shape, generator=g, dtype=torch.float32)).to(device=device, dtype=dtype)
+
+
+def _conv_params(size, dtype, device, g):
+    c, o, k = size["c"], size["o"], size["k"]
+    x = _randn((size["b"], c, size["h"], size["h"]), g, dtype, device)
+    w = _randn((o, c, k, k), g, dtype, device, scale=(c * k * k) ** -0.5)
+    b = _randn((o,), g, dtype, device)
+    return x, w, b
+
+
+def _taps(h_in, k, stride, pad, dil):
+    """Output length of a convolution along one axis: the standard formula."""
+    return (h_in + 2 * pad - dil * (k - 1) - 1) // stride + 1
+
+
+def conv_float64(x, w, b, stride=1, padding=0, dilation=1):
+    """The truth for a convolution: Σ over the k² taps of a shifted, strided input slice times one
+    (O, C) slice of the weight, in float64. A loop over taps, not a patch matrix and not a kernel."""
+    x64, w64, b64 = x.double(), w.double(), b.double()
+    k = w.shape[-1]
+    ho = _taps(x.shape[-2], k, stride, padding, dilation)
+    wo = _taps(x.shape[-1], k, stride, padding, dilation)
+    xp = F.pad(x64, (padding,) * 4)
+    out = b64.view(1, -1, 1, 1).expand(x.shape[0], -1, ho, wo).clone()
+    for i, j in itertools.product(range(k), repeat=2):
+        r, c = i * dilation, j * dilation
+        patch = xp[:, :, r : r + stride * (ho - 1) + 1 : stride, c : c + stride * (wo - 1) + 1 : stride]
+        out += torch.einsum("bchw,oc->bohw", patch, w64[:, :, i, j])
+    return out
+
+
+# ---- conv.im2col ------------------------------------------------------------------------------
+
+
+def make_im2col(size, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    return _conv_params(size, dtype, device, g)
+
+
+def im2col(x, w, b):
+    # unfold writes B·C·k²·L elements (k² = 9 copies of every input pixel for a 3×3 kernel), the
+    # GEMM reads them once: 2·B·O·C·k²·L flops, the same as the direct convolution.
+    cols = F.unfold(x, w.shape[-1], padding=1)  # (B, C·k², L)
+    out = torch.matmul(w.flatten(1), cols)  # (B, O, L)
+    return out.add_(b[:, None]).view(x.shape[0], w.shape[0], x.shape[-2], x.shape[-1])
+
+
+def conv2d(x, w, b):
+    return F.conv2d(x, w, b, padding=1)
+
+
+def im2col_float64(x, w, b):
+    return conv_float64(x, w, b, padding=1)
+
+
+def check_unfold_shape(device):
+    """The notes' example: Unfold(kernel_size=(2,3)) on (2,5,3,4) gives (2,30,4), and in general
+    (B, C·∏k, ∏ L_i) with L_i from the conv output formula."""
+    x = torch.randn(2, 5, 3, 4, device=device)
+    got = tuple(torch.nn.Unfold(kernel_size=(2, 3))(x).shape)
+    assert got == (2, 30, 4), f"Unfold((2,3)) on (2,5,3,4) gave {got}, the notes say (2,30,4)"
+    configs = 0
+    for (kh, kw), s, p, d in itertools.product([(2, 3), (3, 3), (1, 4)], (1, 2), (0, 1), (1, 2)):
+        y = F.unfold(x.new_ones(1, 3, 9, 8), (kh, kw), dilation=d, padding=p, stride=s)
+        length = _taps(9, kh, s, p, d) * _taps(8, kw, s, p, d)
+        assert tuple(y.shape) == (1, 3 * kh * kw, length), f"k={kh, kw} s={s} p={p} d={d}: {tuple(y.shape)}"
+        configs += 1
+    return Finding(
+        Verdict.HOLDS,
+        f"(2,5,3,4) → {got} as the notes say; (B, C·kh·kw, L) matched in {configs} more configs",
+    )
+
+
+def check_conv_is_a_matrix_product(device):
+    """The notes: PyTorch convolves by building a (sparse) matrix and multiplying, not by sliding a
+    window. The matrix product is exact (the variants show it); whether the library kernel actually
+    builds the patch matrix is visible in its peak memory: an explicit im2col needs B·C·k²·L
+    elements at once, a Toeplitz (sparse-as-dense) matrix C·H·W × O·L."""
+    size = {"h": 64, "b": 4, "c": 16, "o": 32, "k": 3}
+    x, w, b = make_im2col(size, FP32, device, seed=4)
+    out, conv_peak = measure.peak_memory(lambda: ieee_fp32(conv2d)(x, w, b), device)
+    _, im2col_peak = measure.peak_memory(lambda: ieee_fp32(im2col)(x, w, b), device)
+    itemsize = 4
+    cols = size["b"] * size["c"] * size["k"] ** 2 * size["h"] ** 2 * itemsize
+    toeplitz = size["c"] * size["h"] ** 2 * size["o"] * size["h"] ** 2 * itemsize
+    output = out.numel() * itemsize
+    assert im2col_peak >= cols, f"im2col peaked at {im2col_peak} B, below its own patch matrix ({cols} B)"
+    mib = lambda n: f"{n / 2**20:.2f} MiB"
+    evidence = (
+        f"{device.type}: F.conv2d peaked at {mib(conv_peak)} (output {mib(output)}); an explicit patch matrix "
+        f"needs {mib(cols)}, the hand-built im2col peaked at {mib(im2col_peak)}; a dense Toeplitz matrix "
+        f"would need {mib(toeplitz)}"
+    )
+    if conv_peak >= cols:
+        return Finding(Verdict.HOLDS, evidence + ": consistent with an explicit im2col + GEMM")
+    return Finding(
+        Verdict.DEPENDS,
+        evidence
+        + ": the library kernel never holds the whole patch matrix (direct, tiled or implicit GEMM); "
+        "the result equals the matrix product, but the kernel does not build the matrix",
+    )
+
+
+IM2COL = Case(
+    id="conv.im2col",
+    tier=2,
+    claim="A convolution is Unfold (im2col) + one matmul, equal to F.conv2d; Unfold((2,3)) maps "
+    "(2,5,3,4) to (2,30,4). The library kernel is faster than the hand-built im2col.",
+    source="001 nn.Unfold; 004 卷积 (计算卷积, 卷积在pytorch中实现是通过构造稀疏矩阵进行矩阵乘法)",
+    make_inputs=make_im2col,
+    variants={
+        "im2col": naive(
+            ieee_fp32(im2col), peak_bytes=lambda s, b: 2 * s["b"] * s["c"] * s["k"] ** 2 * s["h"] ** 2 * b
+        ),
+        "conv2d": library(ieee_fp32(conv2d), peak_bytes=lambda s, b: 2 * s["b"] * s["o"] * s["h"] ** 2 * b),
+    },
+    oracle=im2col_float64,
+    tolerance=TOLERANCE,
+    dtypes=DTYPES,
+    sizes={
+        "quick": [{"h": h, "b": 4, "c": 16, "o": 32, "k": 3} for h in (16, 32, 64)],
+        "full": [{"h": h, "b": 32, "c": 64, "o": 128, "k": 3} for h in (32, 64, 128, 256, 512)],
+    },
+    checks={
+        "unfold_shape": Check(check_unfold_shape),
+        "conv_is_a_matrix_product": Check(check_conv_is_a_matrix_product),
+    },
+    verdict=AllOf((Faster("conv2d", "im2col"), FromFindings())),
+    flops=lambda s: 2 * s["b"] * s["o"] * s["c"] * s["k"] ** 2 * s["h"] ** 2,
+    x="h",
+)
+
+
+# ---- conv.transposed --------------------------------------------------------------------------
+
+
+def make_transposed(size, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    c, o, k = size["c"], size["o"], size["k"]
+    x = _randn((size["b"], c, size["h"], size["h"]), g, dtype, device)
+    w = _randn((c, o, k, k), g, dtype, device, scale=(c * k * k) ** -0.5)  # (C_in, C_out, k, k)
+    b = _randn((o,), g, dtype, device)
+    return x, w, b, size["s"], size["p"], size["op"], size["d"]
+
+
+def zero_insertion(x, w, b, stride, padding, output_padding, dilation):
+    """The notes' three steps: s−1 zeros between pixels, d(k−1)−p zeros outside (negative: a crop),
+    then the flipped, in/out-swapped kernel at stride 1. `output_padding` adds rows on one side only.
+
+    Cost: the zero-inserted image has ≈ s² × the pixels, so ≈ (s²−1)/s² of the MACs multiply zeros.
+    """
+    bsz, c, h, wd = x.shape
+    z = x.new_zeros(bsz, c, (h - 1) * stride + 1, (wd - 1) * stride + 1)
+    z[:, :, ::stride, ::stride] = x
+    pad = dilation * (w.shape[-1] - 1) - padding
+    z = F.pad(z, (pad, pad + output_padding, pad, pad + output_padding))
+    return F.conv2d(z, w.flip(-2, -1).transpose(0, 1), b, dilation=dilation)
+
+
+def conv_transpose2d(x, w, b, stride, padding, output_padding, dilation):
+    return F.conv_transpose2d(
+        x, w, b, stride=stride, padding=padding, output_padding=output_padding, dilation=dilation
+    )
+
+
+def transposed_float64(x, w, b, stride, padding, output_padding, dilation):
+    """The definition (the adjoint of a strided convolution): input pixel (i, j) adds x·w[a, c] at
+    output (i·s − p + a·d, j·s − p + c·d). Scattered tap by tap in float64, then cropped by p."""
+    x64, w64 = x.double(), w.double()
+    k, (bsz, _, h, wd) = w.shape[-1], x.shape
+    full_h = (h - 1) * stride + dilation * (k - 1) + 1 + output_padding
+    full_w = (wd - 1) * stride + dilation * (k - 1) + 1 + output_padding
+    out = x64.new_zeros(bsz, w.shape[1], full_h, full_w)
+    for a, c in itertools.product(range(k), repeat=2):
+        r, q = a * dilation, c * dilation
+        out[:, :, r : r + (h - 1) * stride + 1 : stride, q : q + (wd - 1) * stride + 1 : stride] += (
+            torch.einsum("bihw,io->bohw", x64, w64[:, :, a, c])
+        )
+    out = out[:, :, padding : full_h - padding, padding : full_w - padding]
+    return out + b.double().view(1, -1, 1, 1)
+
+
+def transposed_out(h, k, s, p, op, d):
+    """PyTorch's documented H_out for ConvTranspose2d."""
+    return (h - 1) * s - 2 * p + d * (k - 1) + op + 1
+
+
+def check_transposed_output_size(device):
+    """The right formula against ConvTranspose2d over a grid, and the notes' two versions:
+    001 writes `padding[0]` where `output_padding[0]` belongs; 004 writes (n−1)s − 2p + k."""
+    configs = notes_001_wrong = notes_004_wrong = notes_004_domain = 0
+    example = None
+    for h, k, s, p, d in itertools.product((1, 2, 5), (1, 2, 3, 4), (1, 2, 3), (0, 1, 2), (1, 2)):
+        for op in range(max(s, d)):  # output_padding must be < stride or < dilation
+            want = transposed_out(h, k, s, p, op, d)
+            if want <= 0:
+                continue
+            x = torch.ones(1, 1, h, h, device=device)
+            y = F.conv_transpose2d(
+                x, torch.ones(1, 1, k, k, device=device), stride=s, padding=p, output_padding=op, dilation=d
+            )
+            assert y.shape[-1] == want, (
+                f"h={h} k={k} s={s} p={p} op={op} d={d}: layer {y.shape[-1]}, formula {want}"
+            )
+            configs += 1
+            notes_001 = (h - 1) * s - 2 * p + d * (k - 1) + p + 1
+            if notes_001 != want:
+                notes_001_wrong += 1
+                if example is None or (h, k, s, p, op, d) == (5, 3, 2, 1, 0, 1):  # a common 2× upsampler
+                    example = f"h={h} k={k} s={s} p={p} op={op} d={d}: layer {want}, notes {notes_001}"
+            if op == 0 and d == 1:
+                notes_004_domain += 1
+                notes_004_wrong += (h - 1) * s - 2 * p + k != want
+    assert notes_004_wrong == 0, f"(n−1)s−2p+k was wrong in {notes_004_wrong} configs with op=0, d=1"
+    assert notes_001_wrong > 0, "the notes' 001 formula (padding[0] for output_padding) matched every config"
+    return Finding(
+        Verdict.FAILS,
+        f"H_out=(H−1)s−2p+d(k−1)+output_padding+1 matches ConvTranspose2d in {configs} configs; the notes' 001 "
+        f"formula with +padding[0] in place of +output_padding is wrong in {notes_001_wrong}/{configs} "
+        f"(e.g. {example}); 004's (n−1)s−2p+k holds in all {notes_004_domain} configs with output_padding=0, dilation=1",
+    )
+
+
+def check_padded_size(device):
+    """The notes' intermediate size n + (n−1)(s−1) + 2(k−1−p) of the zero-inserted, padded image,
+    and that a stride-1, padding-0 conv of it then has (n−1)s − 2p + k outputs."""
+    checked = 0
+    for n, k, s, p in itertools.product((1, 3, 6), (1, 2, 3, 5), (1, 2, 3), (0, 1, 2)):
+        if (n - 1) * s + 1 + 2 * (k - 1 - p) < k:
+            continue  # more padding than the kernel span: no output at all
+        z = torch.ones(1, 1, (n - 1) * s + 1, (n - 1) * s + 1, device=device)
+        z = F.pad(z, (k - 1 - p,) * 4)
+        assert z.shape[-1] == n + (n - 1) * (s - 1) + 2 * (k - 1 - p), (
+            f"n={n} k={k} s={s} p={p}: padded {z.shape[-1]}"
+        )
+        out = F.conv2d(z, torch.ones(1, 1, k, k, device=device)).shape[-1]
+        assert out == (n - 1) * s - 2 * p + k, f"n={n} k={k} s={s} p={p}: {out} outputs"
+        checked += 1
+    return Finding(
+        Verdict.HOLDS, f"padded size n+(n−1)(s−1)+2(k−1−p) and final (n−1)s−2p+k hold in {checked} configs"
+    )
+
+
+TRANSPOSED = Case(
+    id="conv.transposed",
+    tier=2,
+    claim="A transposed convolution equals zero insertion (s−1 inside), padding k−p−1 outside, a flipped "
+    "kernel and a stride-1 convolution; H_out = (H_in−1)·stride − 2·padding + dilation·(k−1) + padding + 1 (001).",
+    source="004 Transposed Convolution; 001 nn.ConvTranspose2d",
+    make_inputs=make_transposed,
+    variants={
+        "zero_insertion": naive(
+            ieee_fp32(zero_insertion),
+            peak_bytes=lambda s, b: 3 * s["b"] * max(s["c"], s["o"]) * (s["h"] * s["s"]) ** 2 * b,
+        ),
+        "conv_transpose2d": library(
+            ieee_fp32(conv_transpose2d),
+            peak_bytes=lambda s, b: 2 * s["b"] * s["o"] * (s["h"] * s["s"]) ** 2 * b,
+        ),
+    },
+    oracle=transposed_float64,
+    tolerance=TOLERANCE,
+    dtypes=DTYPES,
+    sizes={
+        "quick": [
+            {"h": h, "b": 4, "c": 16, "o": 16, "k": 4, "s": 2, "p": 1, "op": 1, "d": 1} for h in (8, 16, 32)
+        ],
+        "full": [
+            {"h": h, "b": 32, "c": 64, "o": 64, "k": 4, "s": 2, "p": 1, "op": 1, "d": 1}
+            for h in (32, 64, 128, 256)
+        ],
+    },
+    checks={
+        "output_size_formula": Check(check_transposed_output_size),
+        "padded_size": Check(check_padded_size),
+    },
+    verdict=AllOf((Faster("conv_transpose2d", "zero_insertion"), FromFindings())),
+    flops=lambda s: 2 * s["b"] * s["o"] * s["c"] * s["k"] ** 2 * s["h"] ** 2,
+    x="h",
+)
+
+
+# ---- conv.dilated -----------------------------------------------------------------------------
+
+
+def make_dilated(size, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    x, w, b = _conv_params(size, dtype, device, g)
+    return x, w, b, size["d"]
+
+
+def zero_kernel(x, w, b, dilation):
+    # The dilated kernel has (d(k−1)+1)² taps of which k² are non-zero: for k=3, d=4, 81 taps for 9,
+    # so a direct convolution does 9 × the MACs (the zeros are multiplied).
+    o, c, k, _ = w.shape
+    span = dilation * (k - 1) + 1
+    wd = w.new_zeros(o, c, span, span)
+    wd[:, :, ::dilation, ::dilation] = w
+    return F.conv2d(x, wd, b, padding=span // 2)
+
+
+def dilated_conv2d(x, w, b, dilation):
+    return F.conv2d(x, w, b, padding=dilation * (w.shape[-1] - 1) // 2, dilation=dilation)
+
+
+def dilated_float64(x, w, b, dilation):
+    return conv_float64(x, w, b, padding=dilation * (w.shape[-1] - 1) // 2, dilation=dilation)
+
+
+def _gradient_support(layers, n=96):
+    """Which input pixels the centre output of a stack of convolutions depends on, measured:
+    the non-zero entries of ∂out[centre]/∂input. Positive weights in float64, no nonlinearity, so
+    every path contributes a positive term and a zero gradient means no path at all."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(1, 1, n, n, dtype=torch.float64, generator=g).requires_grad_()
+    y = x
+    for k, s, d in layers:
+        w = 0.5 + torch.rand(1, 1, k, k, dtype=torch.float64, generator=g)
+        y = F.conv2d(y, w, stride=s, dilation=d)
+    y[0, 0, y.shape[-2] // 2, y.shape[-1] // 2].backward()
+    rows = (x.grad[0, 0] != 0).any(1).nonzero().flatten()
+    hit = x.grad[0, 0, rows.min() : rows.max() + 1, :]
+    cols = (hit != 0).any(0).nonzero().flatten()
+    hit = hit[:, cols.min() : cols.max() + 1]
+    return int(rows.max() - rows.min() + 1), int((hit == 0).sum()), hit.numel()
+
+
+def receptive_field(layers, kernel=lambda k, d: d * (k - 1) + 1):
+    """The notes' recursion r_{k−1} = (r_k − 1)·s + f, from r = 1 at the output down to the input."""
+    r = 1
+    for k, s, d in reversed(layers):
+        r = (r - 1) * s + kernel(k, d)
+    return r
+
+
+def check_receptive_field(device):
+    """The recursion with f = d(k−1)+1 against the measured gradient extent; f = k (the kernel size,
+    as the notes' formula reads without a word on dilation) against the same."""
+    stacks = {
+        "d=1,2,3,2,1": [(3, 1, 1), (3, 1, 2), (3, 1, 3), (3, 1, 2), (3, 1, 1)],
+        "d=2,2,2": [(3, 1, 2)] * 3,
+        "strided s=2,1,2 d=1,2,1": [(3, 2, 1), (3, 1, 2), (3, 2, 1)],
+        "k=5,3 d=3,1 s=2,1": [(5, 2, 3), (3, 1, 1)],
+    }
+    lines, plain_k_wrong = [], 0
+    for name, layers in stacks.items():
+        extent, _, _ = _gradient_support(layers)
+        want, plain = receptive_field(layers), receptive_field(layers, kernel=lambda k, d: k)
+        assert extent == want, f"{name}: measured extent {extent}, recursion with f=d(k−1)+1 gives {want}"
+        plain_k_wrong += plain != extent
+        lines.append(f"{name}: measured {extent}, recursion {want}, with f=k {plain}")
+    assert plain_k_wrong > 0
+    return Finding(
+        Verdict.DEPENDS,
+        "the recursion r=(r−1)s+f matches the measured gradient extent only with f = d(k−1)+1 (the "
+        f"dilated span); with f = k it is wrong in {plain_k_wrong}/{len(stacks)} stacks: " + "; ".join(lines),
+    )
+
+
+def check_gridding(device):
+    """The notes: d = 1,2,3,2,1 enlarges the receptive field without the gridding effect. Measured as
+    input pixels inside the receptive field that the output does not depend on at all."""
+    _, holes_mixed, n_mixed = _gradient_support([(3, 1, d) for d in (1, 2, 3, 2, 1)])
+    _, holes_same, n_same = _gradient_support([(3, 1, 2)] * 3)
+    assert holes_same > 0, "d=2,2,2 should leave holes (pixels with zero gradient) in its receptive field"
+    verdict = Verdict.HOLDS if holes_mixed == 0 else Verdict.FAILS
+    return Finding(
+        verdict,
+        f"zero-gradient pixels inside the receptive field: d=1,2,3,2,1 {holes_mixed}/{n_mixed}, "
+        f"d=2,2,2 {holes_same}/{n_same} (gridding)",
+    )
+
+
+DILATED = Case(
+    id="conv.dilated",
+    tier=2,
+    claim="A dilated convolution is a convolution with d−1 zeros inserted between kernel taps; the "
+    "receptive field follows r_k = (r_{k−1}−1)·s + f; d=1,2,3,2,1 avoids the gridding effect.",
+    source="004 Dilated Convolution; 001 nn.Conv2d dilation",
+    make_inputs=make_dilated,
+    variants={
+        "zero_kernel": naive(ieee_fp32(zero_kernel)),
+        "dilation": optimized(ieee_fp32(dilated_conv2d)),
+    },
+    oracle=dilated_float64,
+    tolerance=TOLERANCE,
+    dtypes=DTYPES,
+    sizes={
+        "quick": [{"d": d, "h": 32, "b": 4, "c": 16, "o": 16, "k": 3} for d in (1, 2, 4)],
+        "full": [{"d": d, "h": 128, "b": 32, "c": 64, "o": 64, "k": 3} for d in (1, 2, 4, 8)],
+    },
+    checks={"receptive_field": Check(check_receptive_field), "gridding": Check(check_gridding)},
+    verdict=AllOf((Faster("dilation", "zero_kernel"), FromFindings())),
+    flops=lambda s: 2 * s["b"] * s["o"] * s["c"] * s["k"] ** 2 * s["h"] ** 2,
+    x="d",
+)

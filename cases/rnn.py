@@ -1,0 +1,454 @@
+"""The notes' regression RNN (000/001 "RNN"): a Linear applied per time step in a Python loop, and
+the hidden state carried across training steps with `h_state.data` (truncated BPTT).
+
+`rnn.timestep_loop`: `Linear` acts on the last axis, so one call over (B, T, H) is the loop over
+T without T kernel launches and without `torch.stack`'s copy.
+
+`rnn.hidden_detach`: the hidden state returned by step k is the output of step k's graph. Fed into
+step k+1 as is, step k+1's backward walks into step k's graph, whose buffers the previous backward
+freed: it raises. `retain_graph=True` silences that and turns training into full BPTT over the
+whole history: step k's backward walks k chunks (time ∝ k) and every chunk's saved activations stay
+alive (memory ∝ k). `.detach()` and `.data` both cut the graph; only `.detach()` shares the version
+counter, so an in-place change of the carried state is caught by autograd instead of silently
+corrupting the gradient.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from cases._precision import ieee_fp32
+from cases.rules import AllOf, Faster, FromFindings, Lighter
+from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
+
+FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
+
+
+def _randn(shape, g, dtype, device, scale=1.0):
+    return (scale * torch.randn(shape, generator=g)).to(device=device, dtype=dtype)
+
+
+# ---- rnn.timestep_loop --------------------------------------------------------------------------
+
+
+def make_rnn_output(size, dtype, device, seed):
+    """r_out (B, T, H) as an LSTM would hand it over (values in (-1, 1)), and the head Linear(H, O)."""
+    g = torch.Generator().manual_seed(seed)
+    r_out = torch.tanh(_randn((size["b"], size["t"], size["h"]), g, dtype, device))
+    w = _randn((size["o"], size["h"]), g, dtype, device, scale=size["h"] ** -0.5)
+    b = _randn((size["o"],), g, dtype, device)
+    return r_out, w, b
+
+
+def per_step_loop(r_out, w, b):
+    # The notes' loop: T launches of a (B, H)×(H, O) GEMM, each reading a strided slice, then
+    # stack copies the T outputs (B·T·O elements) once more.
+    outs = []
+    for time_step in range(r_out.size(1)):
+        outs.append(F.linear(r_out[:, time_step, :], w, b))
+    return torch.stack(outs, dim=1)
+
+
+def one_linear(r_out, w, b):
+    # One (B·T, H)×(H, O) GEMM: the same 2·B·T·H·O flops in one launch, the output written once.
+    return F.linear(r_out, w, b)
+
+
+def linear_float64(r_out, w, b):
+    return torch.einsum("bth,oh->bto", r_out.double(), w.double()) + b.double()
+
+
+_NOTES_REGRESSION = """
+class RNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.RNN(input_size=1, hidden_size=8, num_layers=1, batch_first=True)
+        self.out = nn.Linear(8, 1)
+
+    def forward(self, x, hidden_state):
+        r_out, hidden_state = self.rnn(x, hidden_state)  # hidden_state 不断更新
+        outs = []
+        for time_step in range(r_out.size(1)):
+            outs.append(self.out(r_out[:, time_step, :]))
+        return torch.stack(outs, dim=1), h_state
+
+rnn = RNN()
+h_state = None
+for step in range(3):
+    prediction, h_state = rnn(x, h_state)
+    h_state = h_state.data
+"""
+
+
+def check_notes_forward(device):
+    """The notes' forward as written, run as the notes' script runs it (module level): it returns
+    `h_state`, the caller's global, not the updated `hidden_state`."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 1, device=device)
+    scope = {"torch": torch, "nn": nn, "x": x}
+    try:
+        # The snippet is the notes' text, run as the notes run it: module-level names.
+        exec(_NOTES_REGRESSION.replace("rnn = RNN()", "rnn = RNN().to(x.device)"), scope)  # noqa: S102
+        failure = None
+    except AttributeError as exc:
+        failure = str(exc)
+    assert failure is not None and "NoneType" in failure, f"the notes' loop ran: {failure}"
+    fixed = {"torch": torch, "nn": nn, "x": x}
+    fixed_text = _NOTES_REGRESSION.replace("h_state\n\nrnn", "hidden_state\n\nrnn")
+    exec(fixed_text.replace("rnn = RNN()", "rnn = RNN().to(x.device)"), fixed)  # noqa: S102
+    assert fixed["h_state"].shape == (1, 2, 8) and fixed["h_state"].abs().sum() > 0
+    return Finding(
+        Verdict.FAILS,
+        f"the notes' forward returns `h_state` (the global the caller passed in) instead of `hidden_state`: "
+        f"the first training step gets None back and `h_state.data` raises AttributeError ({failure}); "
+        "with `return ..., hidden_state` the loop runs and carries a (1, B, 8) state",
+    )
+
+
+TIMESTEP_LOOP = Case(
+    id="rnn.timestep_loop",
+    tier=2,
+    claim="The notes' regression head (a Linear per time step in a Python loop + torch.stack) equals "
+    "one Linear over (batch, time, hidden), which is faster; the notes' forward is correct as written.",
+    source="000/001 RNN (回归)",
+    make_inputs=make_rnn_output,
+    variants={"loop": naive(per_step_loop), "one_linear": optimized(one_linear)},
+    oracle=linear_float64,
+    tolerance={
+        FP32: Tol(rtol=1e-5, atol=1e-5),
+        BF16: Tol(rtol=2e-2, atol=2e-2),
+        FP16: Tol(rtol=2e-3, atol=2e-3),
+    },
+    dtypes={"cpu": (FP32,), "cuda": (FP32, BF16, FP16)},
+    sizes={
+        "quick": [{"t": t, "b": 16, "h": 64, "o": 32} for t in (16, 64, 256, 1024)],
+        "full": [{"t": t, "b": 64, "h": 1024, "o": 1024} for t in (64, 256, 1024, 4096)],
+    },
+    checks={"notes_forward": Check(check_notes_forward)},
+    verdict=AllOf((Faster("one_linear", "loop"), FromFindings())),
+    flops=lambda s: 2 * s["b"] * s["t"] * s["h"] * s["o"],
+    x="t",
+)
+
+
+# ---- rnn.hidden_detach --------------------------------------------------------------------------
+
+CHUNK = 8  # time steps per training step (the truncation length)
+
+
+class Regressor(nn.Module):
+    """The notes' regression net: an RNN and a Linear head on every time step."""
+
+    def __init__(self, inputs, hidden, generator):
+        super().__init__()
+        self.rnn = nn.RNN(inputs, hidden, batch_first=True)
+        self.out = nn.Linear(hidden, 1)
+        with torch.no_grad():
+            for p in self.parameters():
+                p.copy_(torch.randn(p.shape, generator=generator) * hidden**-0.5)
+
+
+def _make_training(size, dtype, device, seed, mode):
+    g = torch.Generator().manual_seed(seed)
+    b, h, steps = size["b"], size["h"], size["steps"]
+    net = Regressor(size["i"], h, g).to(device=device, dtype=dtype)
+    xs = _randn((steps, b, CHUNK, size["i"]), g, dtype, device)
+    ys = _randn((steps, b, CHUNK, 1), g, dtype, device)
+    h0 = _randn((1, b, h), g, dtype, device, scale=0.5)
+    return net, xs, ys, h0, mode
+
+
+def make_truncated(size, dtype, device, seed):
+    return _make_training(size, dtype, device, seed, "truncated")
+
+
+def make_full(size, dtype, device, seed):
+    return _make_training(size, dtype, device, seed, "full")
+
+
+def _train(net, xs, ys, h0, carry, retain_graph=False):
+    """The notes' loop: forward a chunk from the carried state, backward its loss, carry the state.
+    Returns every prediction, the final state and the accumulated gradients (no optimizer step:
+    with one, `retain_graph` fails outright, see `no_detach_errors`)."""
+    for p in net.parameters():
+        p.grad = None
+    h, preds = h0, []
+    for x, y in zip(xs, ys):
+        out, h = net.rnn(x, h)
+        pred = net.out(out)
+        F.mse_loss(pred, y).backward(retain_graph=retain_graph)
+        h = carry(h)
+        preds.append(pred.detach())
+    return (torch.stack(preds), h.detach(), *(p.grad.clone() for p in net.parameters()))
+
+
+def retained(net, xs, ys, h0, mode):
+    # Step k's backward walks all k chunks: Σ k = n(n+1)/2 chunk-backwards for n steps, and the
+    # saved activations of every chunk (≈ CHUNK·B·H per tensor saved) stay alive to the end.
+    return _train(net, xs, ys, h0, carry=lambda h: h, retain_graph=True)
+
+
+def detached(net, xs, ys, h0, mode):
+    # n chunk-backwards; only the current chunk's graph is alive.
+    return _train(net, xs, ys, h0, carry=lambda h: h.detach())
+
+
+def dot_data(net, xs, ys, h0, mode):
+    return _train(net, xs, ys, h0, carry=lambda h: h.data)
+
+
+def _cell_float64(w_ih, w_hh, b_ih, b_hh, x, h):
+    """An Elman cell written out in float64 (not nn.RNN's kernel): h_t = tanh(W_ih x_t + b_ih + W_hh h + b_hh)."""
+    outs = []
+    for t in range(x.shape[1]):
+        h = torch.tanh(x[:, t].double() @ w_ih.T + b_ih + h @ w_hh.T + b_hh)
+        outs.append(h)
+    return torch.stack(outs, 1), h
+
+
+def training_float64(net, xs, ys, h0, mode):
+    """The truth in float64 on a hand-written cell. Truncated BPTT: Σ_k ∂L_k/∂θ with each chunk
+    starting from a constant state. Full (what retain_graph accumulates): Σ_k ∂L_k/∂θ through all
+    earlier chunks, which is ∂(Σ_k L_k)/∂θ of the unrolled sequence, one backward."""
+    named = {n: p.detach().double().requires_grad_() for n, p in net.named_parameters()}
+    params = list(named.values())  # in net.parameters() order, as the variants return the grads
+    cell = [named[f"rnn.{n}_l0"] for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    w_out, b_out = named["out.weight"], named["out.bias"]
+    h = h0[0].double()
+    preds, total, grads = [], 0.0, [torch.zeros_like(p) for p in params]
+    for x, y in zip(xs, ys):
+        if mode == "truncated":
+            h = h.detach()
+        out, h = _cell_float64(*cell, x, h)
+        pred = out @ w_out.T + b_out
+        loss = ((pred - y.double()) ** 2).mean()
+        if mode == "truncated":
+            for acc, gr in zip(grads, torch.autograd.grad(loss, params, retain_graph=False)):
+                acc += gr
+        else:
+            total = total + loss
+        preds.append(pred.detach())
+    if mode == "full":
+        grads = torch.autograd.grad(total, params)
+    return (torch.stack(preds), h.detach()[None], *grads)
+
+
+def _graph_nodes(tensor):
+    """Autograd nodes reachable from `tensor`: the size of the graph a backward would walk."""
+    seen, stack = set(), [tensor.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.extend(n for n, _ in node.next_functions)
+    return len(seen)
+
+
+def check_no_detach_errors(device):
+    """Failure mode 1: the notes' loop without `.data` raises on the second step's backward. With
+    `retain_graph=True` and an optimizer step the weights the retained graph saved were updated in
+    place: autograd's version check raises where the kernel saved them as tensors (CPU)."""
+    size = {"steps": 3, "b": 4, "h": 16, "i": 3}
+    net, xs, ys, h0, _ = make_truncated(size, FP32, device, 0)
+    h, messages = h0, []
+    try:
+        for step, (x, y) in enumerate(zip(xs, ys)):
+            out, h = net.rnn(x, h)
+            F.mse_loss(net.out(out), y).backward()
+    except RuntimeError as exc:
+        assert "second time" in str(exc), exc
+        messages.append(f"plain: step {step + 1} raises '{str(exc).split('.')[0]}'")
+    assert messages, "backward through the previous step's freed graph did not raise"
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    h = h0
+    try:
+        for step, (x, y) in enumerate(zip(xs, ys)):
+            out, h = net.rnn(x, h)
+            opt.zero_grad()
+            F.mse_loss(net.out(out), y).backward(retain_graph=True)
+            opt.step()
+        # Recorded, not asserted: whether the RNN kernel's saved weights are version-checked is
+        # the kernel's business (cuDNN keeps its own flat weight buffer).
+        messages.append("retain_graph=True + SGD: ran without error (the gradients mix stale weights)")
+    except RuntimeError as exc:
+        assert "inplace operation" in str(exc), exc
+        messages.append(f"retain_graph=True + SGD: step {step + 1} raises '{str(exc).split(':')[0]}'")
+    return Finding(Verdict.HOLDS, "without detaching the hidden state: " + "; ".join(messages))
+
+
+def _step_curves(net, xs, ys, h0, carry, retain_graph, device):
+    """Per training step: backward time (ms), graph nodes walked, and live bytes after the step
+    (CUDA: the allocator; CPU: the profiler's allocation events replayed up to each step's end)."""
+    from torch.autograd.profiler import record_function
+    from torch.profiler import ProfilerActivity, profile
+
+    def run(timed, marked):
+        h, ms, nodes = h0, [], []
+        for k, (x, y) in enumerate(zip(xs, ys)):
+            with record_function(f"train_step_{k}") if marked else _null():
+                out, h = net.rnn(x, h)
+                loss = F.mse_loss(net.out(out), y)
+                nodes.append(_graph_nodes(loss))
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                t0 = time.perf_counter()
+                loss.backward(retain_graph=retain_graph)
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                ms.append(1e3 * (time.perf_counter() - t0))
+                h = carry(h)
+                del out, loss
+                if timed and device.type == "cuda":
+                    live.append(torch.cuda.memory_allocated(device) - base)
+        return h, ms, nodes
+
+    live = []
+    if device.type == "cuda":
+        base = torch.cuda.memory_allocated(device)
+        h, ms, nodes = run(True, False)
+        del h
+        return ms, nodes, live
+    _, ms, nodes = run(True, False)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        h, _, _ = run(False, True)
+    events = list(prof.profiler.kineto_results.events())
+    ends = sorted(e.end_ns() for e in events if e.name().startswith("train_step_"))
+    allocs = sorted(
+        (e.start_ns(), e.nbytes())
+        for e in events
+        if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
+    )
+    total, i = 0, 0
+    for end in ends:
+        while i < len(allocs) and allocs[i][0] <= end:
+            total += allocs[i][1]
+            i += 1
+        live.append(total)
+    del h
+    return ms, nodes, live
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def check_growth_curves(device):
+    """Failure mode 2, measured step by step: with retain_graph the backward time, the graph walked
+    and the live memory grow linearly with the step; with detach they stay flat."""
+    steps = 24
+    size = {"steps": steps, "b": 8, "h": 64, "i": 4}
+    curves = {}
+    for name, carry, retain in (("retain_graph", lambda h: h, True), ("detach", lambda h: h.detach(), False)):
+        net, xs, ys, h0, _ = make_truncated(size, FP32, device, 0)
+        curves[name] = _step_curves(net, xs, ys, h0, carry, retain, device)
+    (r_ms, r_nodes, r_live), (d_ms, d_nodes, d_live) = curves["retain_graph"], curves["detach"]
+    growth = {b - a for a, b in itertools.pairwise(r_nodes)}
+    assert len(growth) == 1 and growth.pop() > 0, f"retained graph did not grow linearly: {r_nodes}"
+    assert d_nodes[-1] == d_nodes[0], f"detached graph grew: {d_nodes[0]} → {d_nodes[-1]} nodes"
+    # Memory: the retained run gains ≈ one chunk's saved activations per step; detach gains none
+    # after the first steps (the allocator-free CPU count is exact; allow one chunk of slack).
+    r_gain, d_gain = r_live[-1] - r_live[steps // 4], d_live[-1] - d_live[steps // 4]
+    per_step = r_gain / (steps - 1 - steps // 4)
+    assert per_step > 0 and abs(d_gain) < per_step, f"live bytes: retain +{r_gain}, detach +{d_gain}"
+    # Time: the last steps walk ≈ 8× as many chunks as steps 1-4; medians of 4 resist load spikes.
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    r_ratio, d_ratio = med(r_ms[-4:]) / med(r_ms[:4]), med(d_ms[-4:]) / med(d_ms[:4])
+    assert r_ratio > 2.5 and r_ratio > 2 * d_ratio, (
+        f"backward time ratio last/first: retain {r_ratio:.1f}, detach {d_ratio:.1f}"
+    )
+    sample = list(range(0, steps, 4)) + [steps - 1]
+    fmt = lambda xs, f: "[" + ", ".join(f(xs[k]) for k in sample) + "]"
+    kib = lambda b: f"{b / 1024:.0f}"
+    ms = lambda t: f"{t:.2f}"
+    return Finding(
+        Verdict.HOLDS,
+        f"steps {[k + 1 for k in sample]}: backward ms retain_graph {fmt(r_ms, ms)} vs detach {fmt(d_ms, ms)} "
+        f"(last/first ×{r_ratio:.1f} vs ×{d_ratio:.1f}); graph nodes {fmt(r_nodes, str)} vs {fmt(d_nodes, str)}; "
+        f"live KiB {fmt(r_live, kib)} vs {fmt(d_live, kib)} (+{per_step / 1024:.1f} KiB per step retained)",
+    )
+
+
+def check_data_bypasses_version_counter(device):
+    """`.data` and `.detach()` cut the graph identically, but an in-place change of the carried state
+    (e.g. `h.zero_()` at an episode boundary) before the backward that still needs it: `.detach()`
+    shares the version counter and autograd raises; `.data` does not, and the gradient is wrong."""
+    inputs = make_truncated({"steps": 4, "b": 4, "h": 16, "i": 3}, FP32, device, 0)
+    same = all(torch.equal(a, b) for a, b in zip(detached(*inputs), dot_data(*inputs)))
+    assert same, "truncated BPTT with .data and with .detach() gave different results"
+    g = torch.Generator().manual_seed(0)
+    x, w, u, h0, c = (
+        torch.randn(s, generator=g).to(device) for s in ((4, 3), (3, 6), (6, 6), (4, 6), (4, 6))
+    )
+    truth_w = None
+    results = {}
+    for name in ("reference", "detach", "data"):
+        wl = w.clone().requires_grad_()
+        h1 = torch.tanh(x @ wl + h0 @ u)  # tanh saves its output h1 for backward
+        loss = (h1 * c).sum()
+        if name != "reference":
+            carried = h1.detach() if name == "detach" else h1.data
+            carried.zero_()  # reset the state for the next sequence
+        try:
+            loss.backward()
+            results[name] = wl.grad
+        except RuntimeError as exc:
+            assert "inplace operation" in str(exc), exc
+            results[name] = "raised"
+        if name == "reference":
+            truth_w = wl.grad
+    x64, w64 = x.double(), w.double().requires_grad_()
+    (torch.tanh(x64 @ w64 + h0.double() @ u.double()) * c.double()).sum().backward()
+    torch.testing.assert_close(truth_w.double(), w64.grad, rtol=1e-5, atol=1e-6)
+    assert results["detach"] == "raised", "in-place change through .detach() was not caught"
+    assert isinstance(results["data"], torch.Tensor), "in-place change through .data raised"
+    err = (results["data"].double() - w64.grad).abs().max().item()
+    assert err > 1e-2, f".data gradient unexpectedly right (off by {err:.3g})"
+    return Finding(
+        Verdict.DEPENDS,
+        "`h.data` (the notes) and `h.detach()` cut the graph the same way (bitwise-identical truncated-BPTT predictions and gradients), "
+        "but after an in-place reset of the carried state before backward, `.detach()` raises autograd's "
+        f"version-counter error while `.data` returns a gradient off by {err:.3g} (max abs vs float64) with no error",
+    )
+
+
+HIDDEN_DETACH = Case(
+    id="rnn.hidden_detach",
+    tier=2,
+    claim="Carrying the hidden state with `h_state = h_state.data` breaks the graph between steps "
+    "(truncated BPTT); without it the second backward fails or, with retain_graph, time and memory "
+    "grow every step.",
+    source="000/001 RNN (train)",
+    make_inputs=make_truncated,
+    variants={
+        # The same loop without a cut: full BPTT over the history, so its truth is different.
+        "retain_graph": naive(ieee_fp32(retained), inputs=make_full),
+        "detach": optimized(ieee_fp32(detached)),
+        "data": optimized(ieee_fp32(dot_data)),
+    },
+    oracle=training_float64,
+    # Gradients are sums over up to 128 steps × 8 time steps of O(1) terms through tanh (full BPTT
+    # for retain_graph): the rounding grows with the number of terms summed, hence rtol 1e-4.
+    tolerance={FP32: Tol(rtol=1e-4, atol=1e-5), BF16: Tol(rtol=5e-2, atol=5e-2)},
+    dtypes={"cpu": (FP32,), "cuda": (FP32,)},
+    sizes={
+        "quick": [{"steps": n, "b": 8, "h": 32, "i": 4} for n in (4, 10, 24)],
+        "full": [{"steps": n, "b": 64, "h": 512, "i": 64} for n in (16, 32, 64, 128)],
+    },
+    checks={
+        "no_detach_errors": Check(check_no_detach_errors),
+        "growth_curves": Check(check_growth_curves),
+        "data_bypasses_version_counter": Check(check_data_bypasses_version_counter),
+    },
+    verdict=AllOf((Faster("detach", "retain_graph"), Lighter("detach", "retain_graph"), FromFindings())),
+    x="steps",
+)
