@@ -252,7 +252,9 @@ def check_segments_sweep(device):
         Verdict.HOLDS,
         f"MLP n={n}: saved bytes in boundaries (k:saved) {curve}; plain {plain_saved / boundary:.0f}. "
         f"Optimum k={best} (model √(n·a/b)={predicted:.1f}, a={a:.1f}b; plain √n={math.sqrt(n):.0f}): "
-        f"{plain_saved / sweep[best]:.1f}× less saved; time {overhead:+.0%} vs plain ({device.type}, median of 3)",
+        f"{plain_saved / sweep[best]:.1f}× less saved; time {overhead:+.0%} vs plain ({device.type}, median of 3). "
+        f"The curve is jagged where k does not divide n: checkpoint_sequential puts n//k blocks in each "
+        f"segment and the remainder in the last, unchecked one (k={n // 2 + 1}: {n - (n // 2 + 1 - 1) * (n // (n // 2 + 1))} blocks kept whole)",
     )
 
 
@@ -277,7 +279,7 @@ def check_no_saving_block(device):
     )
 
 
-_DEPTH_AND_WIDTH = {"quick": [{"depth": 8, "width": 64, "batch": 32}],
+_DEPTH_AND_WIDTH = {"quick": [{"depth": 8, "width": 64, "batch": 256}],  # activations > grads
                     "full": [{"depth": d, "width": 2048, "batch": 8192} for d in (16, 64)]}
 
 CASE = Case(
