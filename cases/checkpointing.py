@@ -1,0 +1,331 @@
+"""Activation checkpointing: recompute instead of store (notes 004, 内存分配 / check pointing).
+
+The notes quote the docs: a checkpointed function runs its forward without saving intermediate
+activations, keeps only its inputs, and recomputes the rest during backward; `preserve_rng_state`
+makes the recomputation draw the same dropout masks. Trading compute for memory: a stack of n
+blocks cut into k segments keeps the k-1 segment inputs plus, at any time, one segment's
+activations, so memory ≈ (k-1)·b + (n/k)·a (b: a boundary tensor, a: one block's saved
+activations), minimal at k* = √(n·a/b): the √n rule when a ≈ b (Chen et al. 2016, 48 GB → 7 GB at
+~30% extra time). `checkpoint_sequential` runs its *last* segment without checkpointing, so its
+forward keeps (k-1)·b + (n/k)·a as well. A block whose only saved tensor is its input (h + W·h:
+Linear saves h, the add saves nothing) gains nothing: its boundary *is* its activation.
+
+Dropout here draws its mask from fp32 uniforms (not `F.dropout`), so the float64 oracle sees the
+very same masks on every device; it uses the global RNG exactly as `nn.Dropout` does, which is
+what `preserve_rng_state` has to reproduce.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+
+from cases.rules import AllOf, FromFindings, Lighter
+from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
+from harness import measure
+
+FP32 = torch.float32
+P_DROP = 0.1
+
+
+class Dropout(nn.Module):
+    def forward(self, h):
+        keep = torch.rand(h.shape, device=h.device, dtype=torch.float32) >= P_DROP
+        return h * keep.to(h.dtype) / (1 - P_DROP)
+
+
+class MLPBlock(nn.Module):
+    """h + fc2(drop(gelu(fc1(h)))): saves h, fc1's output, gelu's output, the mask and drop's
+    output, ≈ 4 boundary-sized tensors (a ≈ 4b with fc1 of the same width)."""
+
+    def __init__(self, w):
+        super().__init__()
+        self.fc1, self.fc2, self.drop = nn.Linear(w, w), nn.Linear(w, w), Dropout()
+
+    def forward(self, h):
+        return h + self.fc2(self.drop(F.gelu(self.fc1(h))))
+
+
+class TransformerBlock(nn.Module):
+    """Pre-LN attention + MLP (4× wide) with dropout: a ≈ 20b, so k* = √(20n)."""
+
+    def __init__(self, w):
+        super().__init__()
+        self.heads = max(w // 32, 1)
+        self.ln1, self.ln2 = nn.LayerNorm(w), nn.LayerNorm(w)
+        self.qkv, self.proj = nn.Linear(w, 3 * w), nn.Linear(w, w)
+        self.fc1, self.fc2 = nn.Linear(w, 4 * w), nn.Linear(4 * w, w)
+        self.drop1, self.drop2 = Dropout(), Dropout()
+
+    def forward(self, h):
+        b, t, w = h.shape
+        q, k, v = self.qkv(self.ln1(h)).view(b, t, 3, self.heads, w // self.heads).permute(2, 0, 3, 1, 4)
+        # The math path of attention, written out: identical in fp32 and float64 on every device.
+        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(w // self.heads), dim=-1)
+        h = h + self.drop1(self.proj((att @ v).transpose(1, 2).reshape(b, t, w)))
+        return h + self.drop2(self.fc2(F.gelu(self.fc1(self.ln2(h)))))
+
+
+class LinearBlock(nn.Module):
+    """h + W·h: Linear saves only h, the block's own input. Nothing for checkpointing to drop."""
+
+    def __init__(self, w):
+        super().__init__()
+        self.fc = nn.Linear(w, w)
+
+    def forward(self, h):
+        return h + self.fc(h)
+
+
+@dataclass(frozen=True, eq=False)
+class Net:
+    blocks: nn.Sequential
+    seed: int  # the dropout RNG seed every run starts from
+
+
+def _perturb_norms(module):
+    """Norm layers start as the identity (weight 1, bias 0); a trained net's are not, and an
+    all-zero bias would hide a dropped bias gradient. Drawn from the seeded global RNG."""
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, (nn.LayerNorm, nn.GroupNorm)):
+                m.weight.normal_(1.0, 0.1)
+                m.bias.normal_(0.0, 0.1)
+    return module
+
+
+def _make(block, data_shape, size, dtype, device, seed):
+    torch.manual_seed(seed)  # nn.Module init draws from the global RNG
+    blocks = _perturb_norms(nn.Sequential(*[block(size["width"]) for _ in range(size["depth"])])).to(device=device, dtype=dtype)
+    g = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(data_shape, generator=g).to(device=device, dtype=dtype)
+    r = (torch.randn(data_shape, generator=g) / math.sqrt(x.numel())).to(device=device, dtype=dtype)
+    return (x, r, *blocks.parameters(), Net(blocks, seed + 2))
+
+
+def make_mlp(size, dtype, device, seed):
+    return _make(MLPBlock, (size["batch"], size["width"]), size, dtype, device, seed)
+
+
+def make_transformer(size, dtype, device, seed):
+    return _make(TransformerBlock, (max(size["batch"] // 16, 1), 16, size["width"]), size, dtype, device, seed)
+
+
+def make_linear(size, dtype, device, seed):
+    return _make(LinearBlock, (size["batch"], size["width"]), size, dtype, device, seed)
+
+
+# ---- the variants: forward + backward, returning the gradients ------------------------------------
+
+
+def _rng(device):
+    return torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
+
+
+def _grads(forward, x, r, params, net):
+    """Gradients of a fixed random projection of the output w.r.t. the input and every parameter.
+    The dropout RNG is reseeded (in a fork, leaving the global state alone) so every run draws
+    the same masks."""
+    x = x.detach().requires_grad_(True)
+    with _rng(x.device):
+        torch.manual_seed(net.seed)
+        loss = (forward(net.blocks, x) * r).sum()
+        return torch.autograd.grad(loss, (x, *params))
+
+
+def plain_forward(blocks, x):
+    return blocks(x)
+
+
+def per_block_forward(blocks, x, preserve_rng_state=True):
+    # Saves one boundary per block (n·b); each block's internals are recomputed in backward:
+    # one extra forward of every block (~+1/3 of fwd+bwd flops).
+    for block in blocks:
+        x = checkpoint(block, x, use_reentrant=False, preserve_rng_state=preserve_rng_state)
+    return x
+
+
+def segments_for(depth: int) -> int:
+    return max(round(math.sqrt(depth)), 1)
+
+
+def sqrt_segments_forward(blocks, x, segments=None):
+    k = segments or segments_for(len(blocks))
+    return checkpoint_sequential(blocks, k, x, use_reentrant=False)
+
+
+def _variant(forward):
+    def run(x, r, *params_and_net):
+        *params, net = params_and_net
+        return _grads(forward, x, r, params, net)
+
+    run.__name__ = forward.__name__.removesuffix("_forward")
+    return run
+
+
+def grads_float64(x, r, *params_and_net):
+    """The truth: plain backward of a float64 copy, with the same dropout masks."""
+    *_, net = params_and_net
+    net64 = Net(copy.deepcopy(net.blocks).double(), net.seed)
+    return _grads(plain_forward, x.double(), r.double(), tuple(net64.blocks.parameters()), net64)
+
+
+_FORWARDS = {"plain": plain_forward, "per_block": per_block_forward, "sqrt_segments": sqrt_segments_forward}
+
+
+def saved_activation_metrics(variant_name, inputs, device):
+    """Bytes autograd keeps for backward after the forward, parameters and inputs left out,
+    in units of one boundary tensor too, so runs of different widths read alike."""
+    x, r, *params, net = inputs
+    forward = _FORWARDS[variant_name.split(".", 1)[1]]
+    xg = x.detach().requires_grad_(True)
+    with _rng(x.device):
+        torch.manual_seed(net.seed)
+        _, saved = measure.saved_tensor_bytes(lambda: forward(net.blocks, xg), exclude=(x, r, *params))
+    depth = len(net.blocks)
+    segments = {"plain": 1, "per_block": depth, "sqrt_segments": segments_for(depth)}[variant_name.split(".", 1)[1]]
+    return {"saved_bytes": saved, "saved_boundaries": saved / (x.numel() * x.element_size()), "segments": segments, "depth": depth}
+
+
+# ---- checks -------------------------------------------------------------------------------------
+
+
+def check_rng_preserved(device):
+    """With dropout inside, checkpointed gradients equal plain backward's only because the
+    recomputation replays the RNG; without preserve_rng_state the masks differ."""
+    x, r, *params, net = make_mlp({"depth": 4, "width": 64, "batch": 16}, FP32, device, seed=5)
+    plain = _grads(plain_forward, x, r, params, net)
+    kept = _grads(per_block_forward, x, r, params, net)
+    lost = _grads(lambda b, h: per_block_forward(b, h, preserve_rng_state=False), x, r, params, net)
+
+    def rel(a, b):
+        return max(((p - q).abs().max() / q.abs().max()).item() for p, q in zip(a, b))
+
+    same, differ = rel(kept, plain), rel(lost, plain)
+    assert same <= 1e-6, f"checkpointed grads differ from plain backward by {same:.3g} (rel) with preserve_rng_state=True"
+    assert differ > 1e-2, f"without preserve_rng_state the grads still match plain ({differ:.3g}): the masks were not redrawn"
+    return Finding(
+        Verdict.HOLDS,
+        f"per-block checkpoint with dropout: grads equal plain backward to {same:.2g} (rel) with "
+        f"preserve_rng_state=True; {differ:.2g} off with False",
+    )
+
+
+def _median_time(fn, repeats=3):
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def check_segments_sweep(device):
+    """Saved bytes and time vs the number of segments k = 1..n for the deep MLP: U-shaped,
+    minimal near k* = √(n·a/b), never below the model's floor."""
+    size = {"depth": 16, "width": 64, "batch": 32}
+    x, r, *params, net = make_mlp(size, FP32, device, seed=1)
+    n, boundary = size["depth"], x.numel() * x.element_size()
+    excluded = (x, r, *params)
+
+    def saved(forward):
+        xg = x.detach().requires_grad_(True)
+        with _rng(x.device):
+            torch.manual_seed(net.seed)
+            return measure.saved_tensor_bytes(lambda: forward(net.blocks, xg), exclude=excluded)[1]
+
+    def timed(forward):
+        return _median_time(measure.synchronized(lambda: _grads(forward, x, r, params, net), device))
+
+    plain_saved, plain_time = saved(plain_forward), timed(plain_forward)
+    sweep = {k: saved(lambda b, h, k=k: sqrt_segments_forward(b, h, k)) for k in range(1, n + 1)}
+    best = min(sweep, key=sweep.get)
+    a = plain_saved / n / boundary  # one block's saved activations, in boundaries
+    predicted = math.sqrt(n * a)
+    best_time = timed(lambda b, h: sqrt_segments_forward(b, h, best))
+
+    assert sweep[1] == plain_saved, f"1 segment (= no checkpoint) saved {sweep[1]} B, plain {plain_saved} B"
+    assert sweep[best] < plain_saved / 2, f"best k={best} saved {sweep[best]} B, not below half of plain {plain_saved} B"
+    assert sweep[best] < sweep[n] and sweep[best] < sweep[1], "memory vs segments is not U-shaped"
+    assert predicted / 2 <= best <= predicted * 2, f"optimum k={best} far from √(n·a/b) = {predicted:.1f}"
+    curve = ", ".join(f"{k}:{sweep[k] / boundary:.0f}" for k in sweep)
+    overhead = best_time / plain_time - 1
+    return Finding(
+        Verdict.HOLDS,
+        f"MLP n={n}: saved bytes in boundaries (k:saved) {curve}; plain {plain_saved / boundary:.0f}. "
+        f"Optimum k={best} (model √(n·a/b)={predicted:.1f}, a={a:.1f}b; plain √n={math.sqrt(n):.0f}): "
+        f"{plain_saved / sweep[best]:.1f}× less saved; time {overhead:+.0%} vs plain ({device.type}, median of 3). "
+        f"The curve is jagged where k does not divide n: checkpoint_sequential puts n//k blocks in each "
+        f"segment and the remainder in the last, unchecked one (k={n // 2 + 1}: {n - (n // 2 + 1 - 1) * (n // (n // 2 + 1))} blocks kept whole)",
+    )
+
+
+def check_no_saving_block(device):
+    """h + W·h blocks: checkpointing each one keeps exactly what plain autograd keeps (h), and
+    still pays the recomputation."""
+    x, r, *params, net = make_linear({"depth": 8, "width": 64, "batch": 32}, FP32, device, seed=2)
+    excluded = (x, r, *params)
+
+    def saved(forward):
+        xg = x.detach().requires_grad_(True)
+        return measure.saved_tensor_bytes(lambda: forward(net.blocks, xg), exclude=excluded)[1]
+
+    plain, per_block = saved(plain_forward), saved(per_block_forward)
+    assert per_block >= plain, f"checkpointing h+W·h saved {plain - per_block} B; the model says it cannot"
+    t_plain = _median_time(lambda: _grads(plain_forward, x, r, params, net))
+    t_ckpt = _median_time(lambda: _grads(per_block_forward, x, r, params, net))
+    return Finding(
+        None,
+        f"8 blocks h+W·h: plain keeps {plain} B, per-block checkpoint {per_block} B "
+        f"({per_block - plain:+d} B): nothing saved; time {t_ckpt / t_plain - 1:+.0%} (CPU under load)",
+    )
+
+
+_DEPTH_AND_WIDTH = {"quick": [{"depth": 8, "width": 64, "batch": 256}],  # activations > grads
+                    "full": [{"depth": d, "width": 2048, "batch": 8192} for d in (16, 64)]}
+
+CASE = Case(
+    id="memory.checkpoint",
+    tier=1,
+    claim="torch.utils.checkpoint trades compute for memory: the checkpointed part keeps only its inputs and "
+    "recomputes activations in backward (same results, same dropout with preserve_rng_state).",
+    source="004 内存分配 / check pointing",
+    make_inputs=make_mlp,
+    variants={
+        "mlp.plain": naive(_variant(plain_forward)),
+        "mlp.per_block": optimized(_variant(per_block_forward)),
+        "mlp.sqrt_segments": optimized(_variant(sqrt_segments_forward)),
+        "transformer.plain": naive(_variant(plain_forward), inputs=make_transformer),
+        "transformer.per_block": optimized(_variant(per_block_forward), inputs=make_transformer),
+        "transformer.sqrt_segments": optimized(_variant(sqrt_segments_forward), inputs=make_transformer),
+        "linear.plain": naive(_variant(plain_forward), inputs=make_linear),
+        "linear.per_block": optimized(_variant(per_block_forward), inputs=make_linear),
+    },
+    oracle=grads_float64,
+    # Gradients through 16 residual blocks: fp32 GEMMs reorder sums (error ~√K·u relative per
+    # layer); the float64 run has the same masks, so only rounding separates them.
+    tolerance={FP32: Tol(rtol=1e-4, atol=1e-5)},
+    dtypes={"cpu": (FP32,), "cuda": (FP32,)},
+    sizes=_DEPTH_AND_WIDTH,
+    checks={
+        "rng_preserved": Check(check_rng_preserved),
+        "segments_sweep": Check(check_segments_sweep),
+        "no_saving_block": Check(check_no_saving_block),
+    },
+    metrics=saved_activation_metrics,
+    verdict=AllOf((
+        Lighter("mlp.sqrt_segments", "mlp.plain"),
+        Lighter("transformer.sqrt_segments", "transformer.plain"),
+        FromFindings(),
+    )),
+    x="depth",
+)

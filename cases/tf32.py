@@ -1,0 +1,215 @@
+"""TF32 and the other reduced-precision modes of fp32 matmul and convolution (notes 003, cuda).
+
+The notes: "since PyTorch 1.7 setting `torch.backends.cuda.matmul.allow_tf32` and
+`torch.backends.cudnn.allow_tf32` to True speeds up fp32 maths; both default to True". TF32 keeps
+fp32's 8-bit exponent and rounds the mantissa to 10 bits (unit roundoff 2⁻¹¹ vs fp32's 2⁻²⁴), so
+an fp32 GEMM on Ampere+ tensor cores is ~8× faster at ~1e-3 relative error. On a CPU the same knob,
+`set_float32_matmul_precision('medium')` (new API: `mkldnn.matmul.fp32_precision = 'bf16'`), makes
+oneDNN compute fp32 GEMMs in bf16 (8-bit mantissa) on AVX-512-BF16/AMX hardware; 'high' does
+nothing there. Every variant sets its flags inside the call and restores them afterwards
+(`harness.precision_flags`), so nothing leaks into other cases.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from cases.rules import AllOf, Faster
+from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
+from harness import precision_flags as flags
+
+FP32 = torch.float32
+U_FP32, U_TF32, U_BF16 = 2.0**-24, 2.0**-11, 2.0**-9
+
+
+def _randn(shape, generator, scale, device):
+    return (torch.randn(shape, generator=generator) * scale).to(device)
+
+
+def make_matmul(size, dtype, device, seed):
+    """(n, n) @ (n, n), entries scaled by n^-1/4 so that outputs are O(1) at every n."""
+    g, n = torch.Generator().manual_seed(seed), size["n"]
+    s = n**-0.25
+    return _randn((n, n), g, s, device).to(dtype), _randn((n, n), g, s, device).to(dtype)
+
+
+def make_conv(size, dtype, device, seed):
+    """3×3 conv, C = n/8 channels in and out on 32×32 images, batch 8; weights scaled by
+    1/√(9C) so outputs are O(1)."""
+    g, c = torch.Generator().manual_seed(seed), max(size["n"] // 8, 8)
+    x = _randn((8, c, 32, 32), g, 1.0, device).to(dtype)
+    w = _randn((c, c, 3, 3), g, (9 * c) ** -0.5, device).to(dtype)
+    return x, w
+
+
+def _matmul_at(level):
+    def run(a, b):
+        # 2n³ flops; reads 2n², writes n² elements. Only the kernel choice differs between levels.
+        with flags.matmul_precision(level):
+            return a @ b
+
+    run.__name__ = f"matmul_{level}"
+    return run
+
+
+def _conv(reduced):
+    def run(x, w):
+        # 2·B·C²·9·H·W flops: compute-bound, so the precision of the MACs sets the speed.
+        with flags.conv_precision(x.device, reduced):
+            return F.conv2d(x, w, padding=1)
+
+    run.__name__ = "conv_reduced" if reduced else "conv_ieee"
+    return run
+
+
+def truth_float64(a, b):
+    if a.dim() == 2:
+        return a.double() @ b.double()
+    return F.conv2d(a.double(), b.double(), padding=1)
+
+
+def _rel_error(got, truth):
+    return ((got.double() - truth).abs().max() / truth.abs().max()).item()
+
+
+def _reduced_matmul_level(device):
+    """The level that reduces fp32 matmul precision on this device: 'high' (TF32) on CUDA,
+    'medium' (bf16) on the CPU, where 'high' is documented to have no effect."""
+    return "high" if device.type == "cuda" else "medium"
+
+
+def _tf32_capable(device):
+    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 8
+
+
+def _bf16_capable_cpu():
+    return bool(torch.backends.mkldnn.is_available()) and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+
+
+# ---- checks -------------------------------------------------------------------------------------
+
+
+def check_defaults(device):
+    """The installed torch's real defaults, read in a fresh state (inside `preserved`, so whatever
+    another case left behind cannot leak in or out). The notes claim both legacy flags are True."""
+    with flags.preserved() as before:
+        state = dict(before)
+    matmul, cudnn = state["backends.cuda.matmul.allow_tf32"], state["backends.cudnn.allow_tf32"]
+    assert matmul in (True, False, flags.UNREADABLE), f"allow_tf32 read as {matmul!r}"
+    evidence = (
+        f"torch {torch.__version__}: cuda.matmul.allow_tf32={matmul}, cudnn.allow_tf32={cudnn}, "
+        f"float32_matmul_precision={state['float32_matmul_precision']!r}"
+    )
+    if flags.has_new_api():
+        evidence += "; new API: " + ", ".join(
+            f"{p.removeprefix('backends.')}={state[p]!r}" for p in flags.NEW_API if state[p] != flags.ABSENT
+        )
+    verdict = Verdict.HOLDS if (matmul is True and cudnn is True) else Verdict.FAILS
+    evidence += (
+        "; the notes' 'both default to True' was true for matmul only up to torch 1.11"
+        if verdict is Verdict.FAILS
+        else ""
+    )
+    return Finding(verdict, evidence)
+
+
+def check_api_mixing(device):
+    """In torch with the new API, a new-API write the legacy view cannot express makes the legacy
+    getter raise; the legacy setter is mirrored into the new API. Both directions, and the
+    restore, observed (not assumed)."""
+    if not flags.has_new_api():
+        with flags.preserved():
+            torch.backends.cuda.matmul.allow_tf32 = True
+            assert torch.get_float32_matmul_precision() == "high", "legacy allow_tf32 should mean 'high'"
+        return Finding(None, f"torch {torch.__version__} has only the legacy API (no fp32_precision)")
+    with flags.preserved() as saved:
+        torch.set_float32_matmul_precision("medium")
+        mirrored = (torch.backends.cuda.matmul.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision)
+        assert mirrored == ("tf32", "bf16"), f"'medium' mirrored as (cuda, mkldnn) = {mirrored}"
+        flags.restore(saved)
+        torch.backends.mkldnn.matmul.fp32_precision = "bf16"
+        try:
+            torch.get_float32_matmul_precision()
+            raised = None
+        except RuntimeError as exc:
+            raised = str(exc).split(",")[0]
+    assert flags.snapshot() == saved, "state not restored after mixing the APIs"
+    return Finding(
+        None,
+        f"torch {torch.__version__}: set_float32_matmul_precision('medium') sets cuda.matmul='tf32' and "
+        f"mkldnn.matmul='bf16'; after mkldnn.matmul.fp32_precision='bf16' the legacy getter "
+        + (f"raises RuntimeError ({raised!r})" if raised else "still reads"),
+    )
+
+
+def _error_check(make, run_full, run_reduced, what):
+    def check(device):
+        # Worst case of a length-K dot product: γ_K·Σ|a||b| ≈ K·u·(max output scale); the
+        # observed max error of random data sits ~√K below that, so the asserted fp32 bound is
+        # K·u_fp32 (rigorous) and the reduced one must exceed the fp32 *observed* error tenfold.
+        size = {"n": 512}
+        inputs = make(size, FP32, device, seed=11)
+        truth = truth_float64(*inputs)
+        k = inputs[0].shape[1] if what == "matmul" else inputs[1][0].numel()
+        full, reduced = _rel_error(run_full(*inputs), truth), _rel_error(run_reduced(*inputs), truth)
+        assert full <= k * U_FP32, f"{what} with reduced precision off: rel error {full:.3g} > K·u = {k * U_FP32:.3g}"
+        capable = _tf32_capable(device) if device.type == "cuda" else _bf16_capable_cpu()
+        mode = "TF32" if device.type == "cuda" else "oneDNN bf16"
+        unit = U_TF32 if device.type == "cuda" else U_BF16
+        if capable:
+            assert reduced > 10 * full, f"{what} {mode} error {reduced:.3g} not above fp32's {full:.3g}: flag had no effect"
+            assert reduced <= k * unit, f"{what} {mode} error {reduced:.3g} > K·u = {k * unit:.3g}"
+        elif device.type == "cpu":
+            assert reduced == full, "without bf16 hardware oneDNN should ignore the flag"
+        return Finding(
+            None,
+            f"{what} (K={k}) on {device.type}: rel error vs float64 {full:.2g} in full fp32, "
+            f"{reduced:.2g} with {mode} {'(hardware capable)' if capable else '(not supported here: no effect)'}",
+        )
+
+    return check
+
+
+def check_cpu_high_is_noop(device):
+    """'high' lets CUDA use TF32 but leaves the CPU in full fp32: bitwise-identical results."""
+    a, b = make_matmul({"n": 256}, FP32, device, seed=3)
+    same = torch.equal(_matmul_at("highest")(a, b), _matmul_at("high")(a, b))
+    assert same, "set_float32_matmul_precision('high') changed a CPU matmul result"
+    return Finding(None, "on CPU, 'high' gives bitwise the same fp32 matmul as 'highest' (256³)")
+
+
+CASE = Case(
+    id="precision.tf32",
+    tier=1,
+    claim="torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32 (both default True "
+    "since 1.7) make fp32 matmul and convolution much faster at lower precision.",
+    source="003 cuda",
+    make_inputs=make_matmul,
+    variants={
+        "matmul.highest": naive(_matmul_at("highest")),
+        "matmul.high": optimized(_matmul_at("high")),
+        "matmul.medium": optimized(_matmul_at("medium")),
+        "conv.ieee": naive(_conv(False), inputs=make_conv),
+        "conv.reduced": optimized(_conv(True), inputs=make_conv),
+    },
+    oracle=truth_float64,
+    # The tolerance admits the reduced modes (bf16 inputs: 2⁻⁹ rounding, outputs O(1)); the
+    # full-precision bounds are asserted much tighter by the *_error checks.
+    tolerance={FP32: Tol(rtol=2e-2, atol=3e-2)},
+    dtypes={"cpu": (FP32,), "cuda": (FP32,)},
+    sizes={
+        "quick": [{"n": 256}, {"n": 512}],
+        "full": [{"n": n} for n in (2048, 4096, 8192, 16384)],
+    },
+    checks={
+        "defaults": Check(check_defaults, devices=("cpu",)),
+        "api_mixing": Check(check_api_mixing, devices=("cpu",)),
+        "matmul_error": Check(
+            _error_check(make_matmul, _matmul_at("highest"), lambda a, b: _matmul_at(_reduced_matmul_level(a.device))(a, b), "matmul")
+        ),
+        "conv_error": Check(_error_check(make_conv, _conv(False), _conv(True), "conv")),
+        "cpu_high_is_noop": Check(check_cpu_high_is_noop, devices=("cpu",)),
+    },
+    verdict=AllOf((Faster("matmul.high", "matmul.highest"), Faster("conv.reduced", "conv.ieee"))),
+)
