@@ -13,6 +13,8 @@ import functools
 
 import torch
 
+from harness import precision_flags
+
 
 def ieee_fp32(fn):
     """`fn` with TF32 off in cuDNN and cuBLAS while it runs (no-op off CUDA)."""
@@ -21,11 +23,9 @@ def ieee_fp32(fn):
     def call(*args):
         if not torch.cuda.is_available():
             return fn(*args)
-        saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-        try:
+        # preserved() restores both flag APIs: a legacy write also rewrites the new-API values.
+        with precision_flags.preserved():
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
             return fn(*args)
-        finally:
-            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
     return call
