@@ -213,7 +213,9 @@ def cuda_tf32(enabled: bool):
                 pass  # a torch that rejects its own previous value: legacy restore stands
 
 
-def _cuda_best_seconds(fn: Callable[[], object], budget_s: float, device: torch.device, min_reps: int = 3) -> float:
+def _cuda_best_seconds(
+    fn: Callable[[], object], budget_s: float, device: torch.device, min_reps: int = 3
+) -> float:
     """Best per-call seconds from CUDA events around batches of `CUDA_BATCH` back-to-back calls."""
     fn()
     torch.cuda.synchronize(device)

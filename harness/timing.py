@@ -81,7 +81,9 @@ def capture_graph(fn: Callable[[], Any], device: torch.device | str) -> tuple[Ca
     return replay, out
 
 
-def device_and_wall_seconds(fn: Callable[[], Any], device: torch.device | str, reps: int = 10) -> tuple[float, float]:
+def device_and_wall_seconds(
+    fn: Callable[[], Any], device: torch.device | str, reps: int = 10, warmup: bool = True
+) -> tuple[float, float]:
     """Median GPU-busy seconds (CUDA events around the call) and median wall seconds (call +
     barrier) over `reps` calls. Their ratio tells whether a timing measures the kernels or the
     host: for one small kernel the events see microseconds while the wall clock sees the Python
@@ -89,7 +91,8 @@ def device_and_wall_seconds(fn: Callable[[], Any], device: torch.device | str, r
     dev = torch.device(device)
     stream = torch.cuda.current_stream(dev)
     device_s, wall_s = [], []
-    fn()
+    if warmup:
+        fn()
     torch.cuda.synchronize(dev)
     for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

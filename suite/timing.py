@@ -57,19 +57,24 @@ def run(benchmark, call: Callable[[], Any], device: str, mode: str, config, repl
 
 
 def _busy_vs_wall(call, device, median_s: float) -> dict:
-    # Up to ~0.5 s of extra calls: enough for a median, negligible beside the benchmark itself.
+    # 3-10 extra calls, ~0.5 s for short ones: enough for a median, small beside the benchmark's
+    # own rounds. No warm-up: the benchmark has just run the same call.
     reps = max(3, min(10, int(0.5 / max(median_s, 1e-6))))
-    device_s, wall_s = timing.device_and_wall_seconds(call, device, reps)
+    device_s, wall_s = timing.device_and_wall_seconds(call, device, reps, warmup=False)
     return {"device_seconds": device_s, "wall_seconds": wall_s}
 
 
-def roofline_info(device: str, dtype: torch.dtype, flops, bytes_moved, median_s: float, device_ceilings) -> dict:
+def roofline_info(
+    device: str, dtype: torch.dtype, flops, bytes_moved, median_s: float, device_ceilings
+) -> dict:
     """Achieved FLOP/s, B/s and the roofline fraction against this machine's measured ceilings."""
     if not device_ceilings:
         return {}
     key = ceilings.gemm_key(device, dtype)
     info = {"ceiling_key": key}
     info.update(
-        ceilings.roofline(flops, bytes_moved, median_s, device_ceilings.get(key), device_ceilings.get("copy_bytes_per_s"))
+        ceilings.roofline(
+            flops, bytes_moved, median_s, device_ceilings.get(key), device_ceilings.get("copy_bytes_per_s")
+        )
     )
     return info

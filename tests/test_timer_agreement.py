@@ -42,6 +42,10 @@ def fresh_benchmark(request, **overrides):
         pytest.skip(f"pytest-benchmark's fixture cannot be built here ({exc})")
 
 
+def _ms(seconds) -> str:
+    return ", ".join(f"{x * 1e3:.3f}" for x in seconds)
+
+
 def interleaved(ours, theirs, limit: float) -> tuple[bool, list[str]]:
     """Alternate `ours()` and `theirs()` (each returns a median in seconds) PAIRS times; agree when
     the medians of the medians are within `limit` of `theirs`. Retried up to ATTEMPTS times."""
@@ -55,7 +59,7 @@ def interleaved(ours, theirs, limit: float) -> tuple[bool, list[str]]:
         diff = (ma - mb) / mb
         lines.append(
             f"attempt {attempt}: ours {ma * 1e3:.4f} ms, theirs {mb * 1e3:.4f} ms, {diff:+.2%} "
-            f"(ours {', '.join(f'{x * 1e3:.3f}' for x in a)}; theirs {', '.join(f'{x * 1e3:.3f}' for x in b)})"
+            f"(ours {_ms(a)}; theirs {_ms(b)})"
         )
         if abs(diff) <= limit:
             return True, lines
