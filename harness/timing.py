@@ -123,14 +123,25 @@ def _quartiles(data: list[float]) -> tuple[float, float, float]:
 
 
 def timer_warnings(
-    rounds: list[float], device_s: float | None = None, wall_s: float | None = None
+    rounds: list[float],
+    device_s: float | None = None,
+    wall_s: float | None = None,
+    load: float | None = None,
+    cores: int | None = None,
 ) -> list[str]:
     """What makes the rounds' median doubtful, one sentence each with the numbers; [] if nothing.
 
     `rounds` are the per-call seconds of each timed round in order (pytest-benchmark's
-    ``stats.data``); `device_s`/`wall_s` the GPU-busy and wall seconds of one call (CUDA only).
+    ``stats.data``); `device_s`/`wall_s` the GPU-busy and wall seconds of one call (CUDA only);
+    `load`/`cores` the 1-minute load average after the rounds and the cores this process may use.
+    A machine busy throughout slows every round alike: no spread shows it, the load does.
     """
     out = []
+    if load is not None and cores and load > cores:
+        out.append(
+            f"busy machine: load average {load:.1f} on {cores} usable cores; other work shared the "
+            f"CPU during these rounds (multi-threaded kernels suffer most)"
+        )
     if len(rounds) >= 4:
         q1, median, q3 = _quartiles(rounds)
         if median > 0 and (q3 - q1) / median > SPREAD_LIMIT:

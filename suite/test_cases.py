@@ -86,10 +86,11 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
     benchmark.extra_info.update(info)
     if not benchmark.disabled:
         extra = benchmark.extra_info
-        benchmark.extra_info.update(
+        extra.update(
             timing.roofline_info(point.device, point.dtype, extra["flops"], extra["bytes"],
                                  benchmark.stats.stats.median, device_ceilings)
         )
+        extra["warnings"] = extra.get("warnings", []) + timing.above_ceiling_warning(extra)
 
 
 def _checked_graph_replay(point, call, input_cache):

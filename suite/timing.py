@@ -4,6 +4,7 @@ and comparisons keep working), and what the timer says about its own numbers (ex
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Callable
 
 import torch
@@ -51,9 +52,19 @@ def run(benchmark, call: Callable[[], Any], device: str, mode: str, config, repl
         raise ValueError(f"unknown timing mode {mode!r}; use one of {timing.TIMING_MODES}")
     if not benchmark.disabled:
         info["warnings"] = timing.timer_warnings(
-            list(benchmark.stats.stats.data), info.get("device_seconds"), info.get("wall_seconds")
+            list(benchmark.stats.stats.data), info.get("device_seconds"), info.get("wall_seconds"),
+            *_load_and_cores(),
         )
     return result, info
+
+
+def _load_and_cores() -> tuple[float | None, int | None]:
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not on every platform
+        return None, None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return load, cores
 
 
 def _busy_vs_wall(call, device, median_s: float) -> dict:
@@ -78,3 +89,13 @@ def roofline_info(
         )
     )
     return info
+
+
+def above_ceiling_warning(info: dict) -> list[str]:
+    """A point faster than the machine's ceiling means the ceiling is wrong (measured while the
+    machine was busy) or the cost model overcounts: either way the fraction cannot be used."""
+    fraction = info.get("roofline_fraction")
+    if fraction is not None and fraction > 1.05:
+        return [f"above ceiling: {fraction:.2f}x the measured {info.get('ceiling_key')} roofline; the "
+                f"ceiling was measured under load or the cost model overcounts"]
+    return []

@@ -132,3 +132,18 @@ def test_timing_modes_multiply_cuda_points_only_and_keep_warm_ids():
     graph = next(p for p in expanded if p.timing == "graph")
     assert graph.id.endswith("-cuda-graph") and graph.describe()["timing_mode"] == "graph"
     assert "timing_mode" not in points[0].describe()
+
+
+def test_a_busy_machine_is_flagged_even_when_rounds_are_steady():
+    steady = [1.0] * 8
+    (warning,) = timing.timer_warnings(steady, load=7.5, cores=2)
+    assert warning.startswith("busy machine:") and "7.5 on 2" in warning
+    assert timing.timer_warnings(steady, load=1.5, cores=2) == []
+
+
+def test_a_point_above_its_ceiling_is_flagged():
+    from suite.timing import above_ceiling_warning
+
+    (warning,) = above_ceiling_warning({"roofline_fraction": 1.26, "ceiling_key": "fp32_flops"})
+    assert "1.26x" in warning and "fp32_flops" in warning
+    assert above_ceiling_warning({"roofline_fraction": 0.8}) == [] and above_ceiling_warning({}) == []
