@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import machine, requirements
+from harness import ceilings, machine, requirements
 from suite import options
 
 _ledger: list[dict] = []  # one entry per suite test, filled by pytest_runtest_logreport
@@ -68,6 +68,12 @@ def pytest_runtest_logreport(report):
 def pytest_benchmark_update_machine_info(config, machine_info):
     machine_info["torch"] = machine.machine_info()
     machine_info["torch"]["label"] = machine.machine_label(machine_info["torch"])
+    # Measured before the first timing of the session (suite/conftest.py: machine_ceilings);
+    # absent when nothing in the session was timed.
+    measured, detail = ceilings.cached()
+    if measured:
+        machine_info["torch"]["ceilings"] = measured
+        machine_info["torch"]["ceilings_detail"] = detail
 
 
 def pytest_benchmark_update_json(config, benchmarks, output_json):

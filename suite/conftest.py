@@ -6,6 +6,7 @@ so ``-k distance.pairwise`` selects one technique.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pytest
@@ -13,7 +14,7 @@ import torch
 
 from cases import all_cases
 from cases.spec import Case, Check, Size, Variant, dtype_name, size_label
-from harness import measure
+from harness import ceilings, measure
 from suite import options
 
 
@@ -24,6 +25,7 @@ class VariantPoint:
     size: Size
     dtype: torch.dtype
     device: str
+    timing: str = "warm"  # GPU timing mode (harness.timing); only test_benchmark varies it
 
     @property
     def variant(self) -> Variant:
@@ -35,7 +37,10 @@ class VariantPoint:
 
     @property
     def id(self) -> str:
-        return f"{self.case.id}-{self.variant_name}-{size_label(self.size)}-{dtype_name(self.dtype)}-{self.device}"
+        base = (
+            f"{self.case.id}-{self.variant_name}-{size_label(self.size)}-{dtype_name(self.dtype)}-{self.device}"
+        )
+        return base if self.timing == "warm" else f"{base}-{self.timing}"
 
     @property
     def tolerance(self):
@@ -46,11 +51,14 @@ class VariantPoint:
         return maker(self.size, self.dtype, torch.device(self.device), seed)
 
     def describe(self) -> dict:
-        return {
+        described = {
             "case": self.case.id, "kind": "variant", "variant": self.variant_name,
             "role": self.variant.role.value, "size": dict(self.size), "size_label": size_label(self.size),
             "dtype": dtype_name(self.dtype), "device": self.device,
         }
+        if self.timing != "warm":  # warm points keep the original description
+            described["timing_mode"] = self.timing
+        return described
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,10 +105,36 @@ def check_points(devices) -> list[CheckPoint]:
     ]
 
 
+def with_timing_modes(points: list[VariantPoint], modes) -> list[VariantPoint]:
+    """Each CUDA point once per GPU timing mode (mode innermost, so a size's variants stay
+    together for the input cache); CPU points only warm, as before."""
+    out = []
+    for p in points:
+        for mode in modes if p.device == "cuda" else ("warm",):
+            out.append(p if mode == "warm" else dataclasses.replace(p, timing=mode))
+    return out
+
+
+def select_points(predicate):
+    """Decorator for a suite test taking `variant_point`: run it only on the points `predicate`
+    accepts (e.g. optimized variants on CUDA), keeping the shared parametrisation and markers."""
+
+    def mark(test):
+        test.select_points = predicate
+        return test
+
+    return mark
+
+
 def pytest_generate_tests(metafunc):
     devices = options.devices(metafunc.config)
     if "variant_point" in metafunc.fixturenames:
         points = variant_points(metafunc.config.getoption("--profile"), devices)
+        if "benchmark" in metafunc.fixturenames:
+            points = with_timing_modes(points, options.timing_modes(metafunc.config))
+        predicate = getattr(metafunc.function, "select_points", None)
+        if predicate is not None:
+            points = [p for p in points if predicate(p)]
         metafunc.parametrize("variant_point", points, ids=[p.id for p in points])
     if "check_point" in metafunc.fixturenames:
         points = check_points(devices)
@@ -141,6 +175,21 @@ def input_cache(request):
     cache = InputCache(request.config.getoption("--seed"))
     yield cache
     cache.clear()
+
+
+@pytest.fixture(scope="session")
+def machine_ceilings(request):
+    """`ceilings_for(device)`: this machine's measured ceilings (harness.ceilings), measured for
+    every selected device the first time a timed test asks, i.e. before the first timing, and
+    kept for the session (the root conftest stores them in machine_info)."""
+
+    def ceilings_for(device: str) -> dict:
+        for d in options.devices(request.config):
+            if d == "cpu" or (d == "cuda" and torch.cuda.is_available()):
+                ceilings.measured(d)
+        return ceilings.cached()[0].get(torch.device(device).type, {})
+
+    return ceilings_for
 
 
 def skip_if_too_big(point: VariantPoint) -> None:

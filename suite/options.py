@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.timing import TIMING_MODES
+
 DEVICES = ("cpu", "cuda")
 PROFILES = ("quick", "full")
 
@@ -20,13 +22,31 @@ def add_options(parser) -> None:
         "a reason where CUDA is not available.",
     )
     group.addoption("--seed", type=int, default=0, help="seed for every case's inputs. Default: 0.")
+    group.addoption(
+        "--timing-mode", default="warm",
+        help="comma-separated GPU timing modes among warm,cold_l2,graph (or 'all'): each CUDA point "
+        "is benchmarked once per mode. CPU points are always timed warm. Default: warm.",
+    )
 
 
 def devices(config) -> tuple[str, ...]:
     return tuple(d.strip() for d in config.getoption("--device").split(",") if d.strip())
 
 
+def timing_modes(config) -> tuple[str, ...]:
+    text = config.getoption("--timing-mode")
+    if text.strip() == "all":
+        return TIMING_MODES
+    return tuple(m.strip() for m in text.split(",") if m.strip())
+
+
 def validate(config) -> None:
+    modes = timing_modes(config)
+    if not modes or any(m not in TIMING_MODES for m in modes):
+        raise pytest.UsageError(
+            f"--timing-mode {config.getoption('--timing-mode')!r}: use a comma-separated list of "
+            f"{', '.join(TIMING_MODES)}, or all"
+        )
     chosen = devices(config)
     if not chosen or any(d not in DEVICES for d in chosen):
         raise pytest.UsageError(

@@ -15,6 +15,8 @@ import torch
 
 from cases.spec import dtype_name, size_label
 from harness import measure
+from harness.timing import capture_graph
+from suite import timing
 from suite.conftest import skip_if_too_big
 
 
@@ -48,11 +50,14 @@ def test_check(variant_point, input_cache):
     _fail_on_error(point, _run_or_skip_on_oom(point, run))
 
 
-def test_benchmark(variant_point, input_cache, benchmark):
+def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, request):
     point, case = variant_point, variant_point.case
     skip_if_too_big(point)
     itemsize = torch.empty((), dtype=point.dtype).element_size()
     benchmark.group = f"{case.id} {size_label(point.size)} {dtype_name(point.dtype)} {point.device}"
+    if point.timing != "warm":
+        benchmark.group += f" {point.timing}"
+    device_ceilings = machine_ceilings(point.device) if not benchmark.disabled else {}
     benchmark.extra_info.update(point.describe())
     benchmark.extra_info.update(
         tier=case.tier,
@@ -74,7 +79,34 @@ def test_benchmark(variant_point, input_cache, benchmark):
         inputs, _ = input_cache.get(point)
         benchmark.extra_info.update(case.metrics(point.variant_name, inputs, torch.device(point.device)))
     _fail_on_error(point, err)  # timings of a wrong answer are not recorded as results
-    _run_or_skip_on_oom(point, lambda: benchmark(measure.synchronized(call, point.device)))
+    replay = _checked_graph_replay(point, call, input_cache) if point.timing == "graph" else None
+    _, info = _run_or_skip_on_oom(
+        point, lambda: timing.run(benchmark, call, point.device, point.timing, request.config, replay)
+    )
+    benchmark.extra_info.update(info)
+    if not benchmark.disabled:
+        extra = benchmark.extra_info
+        extra.update(
+            timing.roofline_info(point.device, point.dtype, extra["flops"], extra["bytes"],
+                                 benchmark.stats.stats.median, device_ceilings)
+        )
+        extra["warnings"] = extra.get("warnings", []) + timing.above_ceiling_warning(extra)
+
+
+def _checked_graph_replay(point, call, input_cache):
+    """The variant captured in a CUDA graph, its replay checked against the truth (a replay that
+    differs would time the wrong computation); one that cannot be captured is skipped, with why."""
+    reason = None
+    try:
+        replay, _ = capture_graph(call, point.device)
+    except RuntimeError as exc:
+        reason = f"not capturable in a CUDA graph: {str(exc).splitlines()[0][:300]}"
+    if reason:
+        measure.free_memory(point.device)  # outside the except block: the traceback holds tensors
+        pytest.skip(reason)
+    _, truth = input_cache.get(point)
+    _fail_on_error(point, measure.compare(replay(), truth, point.tolerance.rtol, point.tolerance.atol))
+    return replay
 
 
 def test_rule(check_point, record_property):

@@ -1,0 +1,168 @@
+"""GPU timing modes and the timer's self-checks. Plain functions; the pytest glue is in suite/.
+
+Timing modes (what "the time of a call" means on a GPU):
+
+* ``warm``: back-to-back calls, each followed by a device barrier. Inputs and weights sit in L2
+  from the previous call when they fit; this is the steady state of a training loop.
+* ``cold_l2``: a buffer the size of twice the L2 is written before each call (outside the timed
+  region), so the call reads its inputs from HBM, as the first use of a tensor does. NVBench and
+  ``triton.testing.do_bench`` flush the same way; twice the L2 because the replacement policy is
+  not strict LRU and one L2's worth of writes can leave lines resident.
+* ``graph``: the call captured once in a CUDA graph and replayed; the CPU-side cost of launching
+  each kernel is gone. Against ``warm`` it gives the launch-overhead fraction
+  1 - graph / eager: the share of a call's time the GPU spends waiting for the CPU.
+
+Self-checks (``timer_warnings``) flag a point whose numbers should not be trusted as they are:
+spread over 10% (IQR/median), first rounds much slower than the median (compilation, autotuning,
+allocator growth left in the timed region), and a CUDA time that is mostly host overhead (the GPU
+busy for a small part of the wall time: the number measures Python and the launch, not the kernel).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+import torch
+
+TIMING_MODES = ("warm", "cold_l2", "graph")
+CUDA_ONLY_MODES = ("cold_l2", "graph")
+
+SPREAD_LIMIT = 0.10  # IQR / median
+FIRST_ROUNDS_LIMIT = 2.0  # first rounds' mean / median
+LAUNCH_BOUND_LIMIT = 0.5  # GPU-busy time / wall time below this: host-bound
+
+
+def l2_bytes(device: torch.device | str) -> int:
+    """The L2 size of a CUDA device (``L2_cache_size`` is in the properties since torch 2.1)."""
+    props = torch.cuda.get_device_properties(torch.device(device))
+    return int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)  # 50 MiB: H100/H200
+
+
+class L2Flush:
+    """Writes a buffer of twice the device's L2 and waits for it: the setup of a cold-L2 round."""
+
+    def __init__(self, device: torch.device | str):
+        self.device = torch.device(device)
+        self.buffer = torch.empty(2 * l2_bytes(self.device) // 4, dtype=torch.int32, device=self.device)
+
+    def __call__(self) -> None:
+        self.buffer.zero_()
+        torch.cuda.synchronize(self.device)
+
+
+def capture_graph(fn: Callable[[], Any], device: torch.device | str) -> tuple[Callable[[], Any], Any]:
+    """Capture one call of `fn` in a CUDA graph; return (replay-and-wait, the graph's output).
+
+    The warm-up calls run on a side stream, as capture requires (the caching allocator and
+    cuBLAS workspaces must be set up before capture; lazy init inside a capture is an error).
+    The returned output tensors are overwritten by each replay.
+    """
+    dev = torch.device(device)
+    side = torch.cuda.Stream(dev)
+    side.wait_stream(torch.cuda.current_stream(dev))
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream(dev).wait_stream(side)
+    torch.cuda.synchronize(dev)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    torch.cuda.synchronize(dev)
+
+    def replay():
+        graph.replay()
+        torch.cuda.synchronize(dev)
+        return out
+
+    replay.graph = graph  # keeps the graph (and its memory pool) alive with the callable
+    return replay, out
+
+
+def device_and_wall_seconds(
+    fn: Callable[[], Any], device: torch.device | str, reps: int = 10, warmup: bool = True
+) -> tuple[float, float]:
+    """Median GPU-busy seconds (CUDA events around the call) and median wall seconds (call +
+    barrier) over `reps` calls. Their ratio tells whether a timing measures the kernels or the
+    host: for one small kernel the events see microseconds while the wall clock sees the Python
+    call, the launch and the synchronisation."""
+    dev = torch.device(device)
+    stream = torch.cuda.current_stream(dev)
+    device_s, wall_s = [], []
+    if warmup:
+        fn()
+    torch.cuda.synchronize(dev)
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.perf_counter()
+        start.record(stream)
+        fn()
+        end.record(stream)
+        torch.cuda.synchronize(dev)
+        wall_s.append(time.perf_counter() - t0)
+        device_s.append(start.elapsed_time(end) / 1e3)
+    return statistics.median(device_s), statistics.median(wall_s)
+
+
+def wall_median(fn: Callable[[], Any], reps: int = 10, budget_s: float = 1.0) -> float:
+    """Median wall seconds of `fn` (which must itself end with the device idle)."""
+    fn()
+    times, start = [], time.perf_counter()
+    while len(times) < 3 or (len(times) < reps and time.perf_counter() - start < budget_s):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _quartiles(data: list[float]) -> tuple[float, float, float]:
+    q1, median, q3 = statistics.quantiles(data, n=4, method="inclusive")
+    return q1, median, q3
+
+
+def timer_warnings(
+    rounds: list[float],
+    device_s: float | None = None,
+    wall_s: float | None = None,
+    load: float | None = None,
+    cores: int | None = None,
+) -> list[str]:
+    """What makes the rounds' median doubtful, one sentence each with the numbers; [] if nothing.
+
+    `rounds` are the per-call seconds of each timed round in order (pytest-benchmark's
+    ``stats.data``); `device_s`/`wall_s` the GPU-busy and wall seconds of one call (CUDA only);
+    `load`/`cores` the 1-minute load average after the rounds and the cores this process may use.
+    A machine busy throughout slows every round alike: no spread shows it, the load does.
+    """
+    out = []
+    if load is not None and cores and load > cores:
+        out.append(
+            f"busy machine: load average {load:.1f} on {cores} usable cores; other work shared the "
+            f"CPU during these rounds (multi-threaded kernels suffer most)"
+        )
+    if len(rounds) >= 4:
+        q1, median, q3 = _quartiles(rounds)
+        if median > 0 and (q3 - q1) / median > SPREAD_LIMIT:
+            out.append(
+                f"spread: IQR/median = {(q3 - q1) / median:.0%} over {len(rounds)} rounds "
+                f"(limit {SPREAD_LIMIT:.0%}); the machine was busy or the work varies between calls"
+            )
+    if len(rounds) >= 5:
+        median = statistics.median(rounds)
+        head = rounds[: max(1, min(3, len(rounds) // 5))]
+        ratio = statistics.fmean(head) / median if median > 0 else 0.0
+        if ratio > FIRST_ROUNDS_LIMIT:
+            out.append(
+                f"warm-up: the first {len(head)} round(s) took {ratio:.1f}x the median "
+                f"(compilation, autotuning or allocator growth inside the timed region)"
+            )
+    if device_s is not None and wall_s:
+        busy = device_s / wall_s
+        if busy < LAUNCH_BOUND_LIMIT:
+            out.append(
+                f"launch-bound: GPU busy {device_s * 1e6:.1f} us of {wall_s * 1e6:.1f} us wall "
+                f"({busy:.0%}); the time is host overhead (Python, launch, sync), not the kernels"
+            )
+    return out

@@ -1,0 +1,149 @@
+"""The timer's self-checks, the roofline arithmetic and the ceilings, against known answers."""
+
+import statistics
+
+import pytest
+import torch
+
+from harness import ceilings, timing
+
+
+def test_steady_rounds_raise_no_warning():
+    assert timing.timer_warnings([1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01]) == []
+
+
+def test_spread_over_ten_percent_is_flagged_with_its_value():
+    rounds = [1.0, 1.3, 0.8, 1.2, 0.9, 1.25, 0.85, 1.0]
+    q1, med, q3 = statistics.quantiles(rounds, n=4, method="inclusive")
+    (warning,) = timing.timer_warnings(rounds)
+    assert warning.startswith("spread:") and f"{(q3 - q1) / med:.0%}" in warning
+
+
+def test_spread_just_under_the_limit_is_not_flagged():
+    # quartiles 0.96 and 1.05 around a median of 1.0: IQR/median = 9%
+    assert timing.timer_warnings([0.95, 0.96, 0.99, 1.0, 1.0, 1.01, 1.05, 1.06]) == []
+
+
+def test_slow_first_rounds_are_flagged_as_warm_up():
+    rounds = [5.0, 1.0, 1.0, 1.01, 0.99, 1.0, 1.0, 1.0, 1.0, 1.0]
+    (warning,) = timing.timer_warnings(rounds)
+    assert warning.startswith("warm-up:") and "first 2 round(s) took 3.0x" in warning  # (5 + 1) / 2
+    assert timing.timer_warnings([1.5] + rounds[1:]) == []  # 1.25x: ordinary noise
+
+
+def test_launch_bound_cuda_timing_is_flagged():
+    steady = [1e-5] * 8
+    (warning,) = timing.timer_warnings(steady, device_s=2e-6, wall_s=2e-5)
+    assert warning.startswith("launch-bound:") and "10%" in warning
+    assert timing.timer_warnings(steady, device_s=1.8e-5, wall_s=2e-5) == []
+
+
+def test_roofline_picks_the_binding_ceiling():
+    # 1 GFLOP over 1 GB (intensity 1) on a machine of 100 GFLOP/s and 10 GB/s: memory-bound,
+    # bound = 10 GFLOP/s; done in 0.2 s = 5 GFLOP/s = half the bound.
+    r = ceilings.roofline(1e9, 1e9, 0.2, peak_flops=100e9, bandwidth=10e9)
+    assert r["achieved_flops"] == pytest.approx(5e9) and r["achieved_bytes_per_s"] == pytest.approx(5e9)
+    assert r["roofline_fraction"] == pytest.approx(0.5)
+    # intensity 100: compute-bound at 100 GFLOP/s; 1 GFLOP in 0.02 s = 50 GFLOP/s.
+    assert ceilings.roofline(1e9, 1e7, 0.02, 100e9, 10e9)["roofline_fraction"] == pytest.approx(0.5)
+    assert "roofline_fraction" not in ceilings.roofline(None, None, 1.0, 100e9, 10e9)
+
+
+def test_gemm_key_follows_dtype_and_tf32():
+    assert ceilings.gemm_key("cpu", torch.float32) == "fp32_flops"
+    assert ceilings.gemm_key("cpu", torch.bfloat16) == "bf16_flops"
+    assert ceilings.gemm_key("cuda", torch.float16) == "fp16_flops"
+    with ceilings.cuda_tf32(True):
+        assert ceilings.gemm_key("cuda", torch.float32) == "tf32_flops"
+    with ceilings.cuda_tf32(False):
+        assert ceilings.gemm_key("cuda", torch.float32) == "fp32_flops"
+
+
+def test_tf32_switch_restores_every_recorded_precision_setting():
+    from harness import machine
+
+    before = machine.precision_settings()
+    with ceilings.cuda_tf32(True):
+        assert torch.backends.cuda.matmul.allow_tf32
+    assert machine.precision_settings() == before
+
+
+def test_cpu_ceilings_have_the_documented_shape_and_plausible_values():
+    measured, detail = ceilings.measured("cpu")
+    assert set(measured) == {"fp32_flops", "bf16_flops", "copy_bytes_per_s"}
+    # A GEMM can't beat 2 FLOP per cycle per lane: 2 FMA units × 16 fp32 lanes × 2 × 5 GHz per core.
+    assert 1e9 < measured["fp32_flops"] < detail["threads"] * 2 * 16 * 2 * 5e9
+    assert measured["bf16_flops"] > 1e8 and 1e8 < measured["copy_bytes_per_s"] < 1e12
+    assert ceilings.measured("cpu")[0] is measured, "measured once per process, then cached"
+    assert detail["seconds"] < 5.0
+
+
+@pytest.mark.gpu
+def test_cuda_ceilings_have_the_documented_shape():
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA not available")
+    measured, detail = ceilings.measured("cuda")
+    assert set(measured) == {"fp32_flops", "tf32_flops", "bf16_flops", "fp16_flops", "copy_bytes_per_s"}
+    assert measured["tf32_flops"] > measured["fp32_flops"] and measured["bf16_flops"] > measured["fp32_flops"]
+    assert detail["seconds"] < 10.0
+
+
+@pytest.mark.gpu
+def test_cold_l2_flush_covers_twice_the_l2():
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA not available")
+    flush = timing.L2Flush("cuda")
+    assert flush.buffer.nbytes >= 2 * timing.l2_bytes("cuda") - 4
+    flush()
+
+
+@pytest.mark.gpu
+def test_graph_replay_removes_launch_overhead():
+    """Fifty tiny kernels: eager pays fifty launches, the replay one; the replay is faster and
+    its output is the eager result."""
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA not available")
+    x = torch.randn(256, device="cuda")
+
+    def many():
+        y = x
+        for _ in range(50):
+            y = y * 1.0001
+        return y
+
+    replay, out = timing.capture_graph(many, "cuda")
+    torch.testing.assert_close(replay(), many())
+    eager = timing.wall_median(lambda: (many(), torch.cuda.synchronize()), reps=20)
+    graph = timing.wall_median(replay, reps=20)
+    assert graph < 0.7 * eager, f"graph {graph * 1e6:.1f} us vs eager {eager * 1e6:.1f} us"
+    busy, wall = timing.device_and_wall_seconds(lambda: x * 2, "cuda")
+    assert busy < wall
+
+
+def test_timing_modes_multiply_cuda_points_only_and_keep_warm_ids():
+    from suite.conftest import variant_points, with_timing_modes
+
+    points = variant_points("quick", ("cpu", "cuda"))
+    expanded = with_timing_modes(points, timing.TIMING_MODES)
+    assert [p.id for p in expanded if p.device == "cpu"] == [p.id for p in points if p.device == "cpu"]
+    cuda = [p for p in points if p.device == "cuda"]
+    assert len([p for p in expanded if p.device == "cuda"]) == len(timing.TIMING_MODES) * len(cuda)
+    assert [p.id for p in expanded if p.timing == "warm"] == [p.id for p in points]
+    graph = next(p for p in expanded if p.timing == "graph")
+    assert graph.id.endswith("-cuda-graph") and graph.describe()["timing_mode"] == "graph"
+    assert "timing_mode" not in points[0].describe()
+
+
+def test_a_busy_machine_is_flagged_even_when_rounds_are_steady():
+    steady = [1.0] * 8
+    (warning,) = timing.timer_warnings(steady, load=7.5, cores=2)
+    assert warning.startswith("busy machine:") and "7.5 on 2" in warning
+    assert timing.timer_warnings(steady, load=1.5, cores=2) == []
+
+
+def test_a_point_above_its_ceiling_is_flagged():
+    from suite.timing import above_ceiling_warning
+
+    (warning,) = above_ceiling_warning({"roofline_fraction": 1.26, "ceiling_key": "fp32_flops"})
+    assert "1.26x" in warning and "fp32_flops" in warning
+    assert above_ceiling_warning({"roofline_fraction": 0.8}) == [] and above_ceiling_warning({}) == []
