@@ -64,24 +64,29 @@ def build(paths, out: Path) -> Path:
                 if case is None and entry is None:
                     judgement = verdicts.Judgement(judgement.verdict, "unknown case: " + judgement.evidence)
                 view.judgements[machine] = judgement
+                case_out = out_by.get(key, empty_out)
+                checks = case_out[(case_out["kind"] == "check") & (case_out["evidence"].fillna("") != "")]
+                view.findings[machine] = list(zip(checks["name"], checks["device"], checks["verdict"], checks["evidence"]))
                 if not case_sum.empty:
                     table.loc[case_sum.index, "verdict"] = judgement.verdict
                     view.tables[machine] = case_sum[case_sum["against"] == "rule"]
                 if not case_rows.empty:
                     torch_v = runs.loc[runs["machine"] == machine, "torch_version"].iloc[0]
                     device = ", ".join(dict.fromkeys(case_rows["device"]))
-                    png = plots.case_plot(case_rows, f"{case_id} — {machine} ({device}, torch {torch_v})")
-                    (tmp / "plots" / f"{_slug(case_id)}--{_slug(machine)}.png").write_bytes(png)
-                    view.plots[machine] = png
+                    jobs.append((view, machine, case_rows.drop(columns="data"),
+                                 f"{case_id} — {machine} ({device}, torch {torch_v})"))
             if not view.judgements:
                 anywhere = outcomes[outcomes["case"] == case_id]
                 view.reason = (verdicts.skip_reasons(anywhere) if not anywhere.empty else "") or (
                     "not in these results" if case else "no case yet")
             return view
 
-        by_id = {e.id: e for e in entries}
+        jobs: list = []
         views = [view_for(e.id, e) for e in entries]
         unknown = [view_for(c, None) for c in unknown_ids]
+        for (view, machine, _, _), png in zip(jobs, [plots.case_plot(r, t) for _, _, r, t in jobs]):
+            (tmp / "plots" / f"{_slug(view.id)}--{_slug(machine)}.png").write_bytes(png)
+            view.plots[machine] = png
         overviews, rooflines = {}, {}
         for machine in machines:
             part = table[table["machine"] == machine]
@@ -92,7 +97,6 @@ def build(paths, out: Path) -> Path:
             if roof:
                 rooflines[machine] = roof
                 (tmp / "plots" / f"roofline--{_slug(machine)}.png").write_bytes(roof)
-        del by_id
 
         rows[load.COLUMNS].to_csv(tmp / "results.csv", index=False)
         table.to_csv(tmp / "summary.csv", index=False)

@@ -61,6 +61,7 @@ class CaseView:
     judgements: dict = field(default_factory=dict)  # machine → Judgement
     tables: dict = field(default_factory=dict)  # machine → summary rows (DataFrame)
     plots: dict = field(default_factory=dict)  # machine → PNG bytes
+    findings: dict = field(default_factory=dict)  # machine → [(check, device, verdict, evidence)]
     reason: str = ""  # why nothing was measured anywhere
 
 
@@ -95,6 +96,11 @@ def _section(view: CaseView, machines: list[str], css_class: str) -> str:
             continue
         j = view.judgements[machine]
         parts.append(f"<h4>{esc(machine)}</h4><p>{badge(j.verdict)} {esc(j.evidence)}</p>")
+        findings = view.findings.get(machine)
+        if findings:
+            parts.append("<ul>" + "".join(
+                f"<li>check <code>{esc(name)}</code> ({esc(device)}): {badge(verdict) if verdict else 'measurement'} "
+                f"{esc(evidence)}</li>" for name, device, verdict, evidence in findings) + "</ul>")
         table = view.tables.get(machine)
         if table is not None:
             parts.append(_summary_table(table))

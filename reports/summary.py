@@ -50,14 +50,11 @@ def expand(spec: str, roles: dict[str, str]) -> list[str]:
 class Group:
     """The variants measured for one machine × case × size × dtype × device, rounds pooled."""
 
-    def __init__(self, frame: pd.DataFrame):
-        first = frame.iloc[0]
-        self.key = {k: first[k] for k in ("machine", "case", "tier", "size_label", "x_name", "x", "dtype", "device")}
-        self.roles, self.data, self.peak = {}, {}, {}
-        for variant, part in frame.groupby("variant", sort=False):
-            self.roles[variant] = part["role"].iloc[0]
-            self.data[variant] = np.concatenate(list(part["data"]))
-            self.peak[variant] = float(part["peak_bytes"].max())
+    def __init__(self, key: dict):
+        self.key = key
+        self.roles: dict[str, str] = {}
+        self.data: dict[str, np.ndarray] = {}
+        self.peak: dict[str, float] = {}
 
     def pairs(self, case) -> list[tuple[str, str, str]]:
         """(fast, slow, against) for the rule's pairs, then each fast variant over the library."""
@@ -74,9 +71,26 @@ class Group:
         return out
 
 
+KEYS = ["machine", "case", "size_label", "dtype", "device"]
+
+
 def groups(rows: pd.DataFrame) -> list[Group]:
-    keys = ["machine", "case", "size_label", "dtype", "device"]
-    return [Group(frame) for _, frame in rows.groupby(keys, sort=False)]
+    """One `Group` per key; pandas finds the row indices of each (key, variant) in one pass."""
+    if rows.empty:
+        return []
+    cols = {c: rows[c].to_numpy() for c in ("tier", "x_name", "x", "role", "peak_bytes", "data")}
+    out: dict[tuple, Group] = {}
+    for (*key, variant), idx in rows.groupby(KEYS + ["variant"], sort=False).indices.items():
+        key = tuple(key)
+        group = out.get(key)
+        if group is None:
+            i = idx[0]
+            group = out[key] = Group({**dict(zip(KEYS, key)), "tier": cols["tier"][i],
+                                      "x_name": cols["x_name"][i], "x": cols["x"][i]})
+        group.roles[variant] = cols["role"][idx[0]]
+        group.data[variant] = np.concatenate(list(cols["data"][idx])) if len(idx) > 1 else cols["data"][idx[0]]
+        group.peak[variant] = float(np.nanmax(cols["peak_bytes"][idx])) if np.isfinite(cols["peak_bytes"][idx]).any() else float("nan")
+    return list(out.values())
 
 
 def build(rows: pd.DataFrame, known: dict) -> pd.DataFrame:
