@@ -71,10 +71,8 @@ def build(paths, out: Path) -> Path:
                     table.loc[case_sum.index, "verdict"] = judgement.verdict
                     view.tables[machine] = case_sum[case_sum["against"] == "rule"]
                 if not case_rows.empty:
-                    torch_v = runs.loc[runs["machine"] == machine, "torch_version"].iloc[0]
-                    device = ", ".join(dict.fromkeys(case_rows["device"]))
-                    jobs.append((view, machine, case_rows.drop(columns="data"),
-                                 f"{case_id} — {machine} ({device}, torch {torch_v})"))
+                    # The machine key names the torch (and CUDA) version already.
+                    jobs.append((view, machine, case_rows.drop(columns="data"), f"{case_id} — {machine}"))
             if not view.judgements:
                 anywhere = outcomes[outcomes["case"] == case_id]
                 view.reason = (verdicts.skip_reasons(anywhere) if not anywhere.empty else "") or (

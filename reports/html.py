@@ -99,7 +99,7 @@ def _section(view: CaseView, machines: list[str], css_class: str) -> str:
         findings = view.findings.get(machine)
         if findings:
             parts.append("<ul>" + "".join(
-                f"<li>check <code>{esc(name)}</code> ({esc(device)}): {badge(verdict) if verdict else 'measurement'} "
+                f"<li>check <code>{esc(name)}</code> ({esc(device)}): {badge(verdict) if isinstance(verdict, str) else '<i>measured</i>'} "
                 f"{esc(evidence)}</li>" for name, device, verdict, evidence in findings) + "</ul>")
         table = view.tables.get(machine)
         if table is not None:
