@@ -97,8 +97,10 @@ def overview_plot(summary: pd.DataFrame, title: str) -> bytes:
     ax = fig.subplots()
     y = np.arange(len(labels))
     speed = last["speedup"].to_numpy(dtype=float)
-    lo = np.nan_to_num(speed - last["ci_low"].to_numpy(dtype=float), nan=0.0)
-    hi = np.nan_to_num(last["ci_high"].to_numpy(dtype=float) - speed, nan=0.0)
+    # A percentile interval need not contain the point estimate (a bimodal sample's median):
+    # whiskers are clipped at the point rather than drawn negative.
+    lo = np.clip(np.nan_to_num(speed - last["ci_low"].to_numpy(dtype=float), nan=0.0), 0, None)
+    hi = np.clip(np.nan_to_num(last["ci_high"].to_numpy(dtype=float) - speed, nan=0.0), 0, None)
     ax.errorbar(speed, y, xerr=[lo, hi], fmt="o", ms=4, capsize=3)
     ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
     ax.set_yticks(y, labels, fontsize=7)

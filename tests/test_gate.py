@@ -51,6 +51,15 @@ def test_injected_slowdown_fails(tmp_path, capsys):
     assert "**regressed**" in out and "Regression gate: FAIL" in out
 
 
+def test_a_noisy_drop_is_not_a_regression(tmp_path, capsys):
+    """15% slower but measured with 30% noise in 5 rounds: not significant, reported, passes."""
+    b = write(tmp_path / "b.json", synthetic.result(seed=1, sizes=(256,)))
+    c = write(tmp_path / "c.json", synthetic.result(seed=5, sizes=(256,), sigma=0.15, n_rounds=5, slow={"fast_v": 1.15}))
+    code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
+    assert code == 0, out
+    assert "ok (drop not significant)" in out or "| ok |" in out
+
+
 def test_failed_check_fails_even_when_faster(tmp_path, capsys):
     failed = {"case": "distance.pairwise", "kind": "check", "check": "cancellation", "device": "cpu",
               "nodeid": "x", "outcome": "failed", "reason": "AssertionError: expansion error exceeds bound"}
