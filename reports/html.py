@@ -83,7 +83,7 @@ def _summary_table(frame: pd.DataFrame) -> str:
 
 def _section(view: CaseView, machines: list[str], css_class: str) -> str:
     parts = [f'<section class="{css_class}" id="{esc(view.id)}">',
-             f"<h3><code>{esc(view.id)}</code> {'(unknown case)' if not view.known else ''}</h3>"]
+             f"<h3><code>{esc(view.id)}</code> {'(unknown case)' if css_class == 'unknown' else ''}</h3>"]
     if view.technique:
         parts.append(f"<p><b>Technique:</b> {esc(view.technique)}</p>")
     parts.append(f"<p><b>Claim:</b> {esc(view.claim) or '<i>no case yet</i>'}</p>")

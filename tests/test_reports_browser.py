@@ -1,5 +1,5 @@
 """index.html in a real browser (headless Chromium): the page loads, every image decodes, and
-there is one section per catalogue ID. The screenshot is kept in reports/out/browser/ (a CI
+there is one section per catalogue ID. The screenshot is kept in results/browser/ (a CI
 artifact) for a person to look at."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from cases import catalogue
 from reports import build
 
 REAL = Path(__file__).with_name("data") / "distance_cpu_run1.json"
-ARTIFACTS = Path(__file__).resolve().parents[1] / "reports" / "out" / "browser"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "results" / "browser"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 # Runs on window load (after every data-URI image has decoded or failed) and writes its findings
