@@ -36,7 +36,7 @@ class ResultRow:
     run: str  # the file's name (one pytest-benchmark run)
     datetime: str
     case: str
-    tier: float  # from extra_info; NaN when the run did not record it
+    tier: int | None  # from extra_info; blank when the run did not record it
     variant: str
     role: str
     size_label: str
@@ -219,6 +219,7 @@ def load(args) -> Results:
                 evidence=finding.get("evidence", ""), nodeid=entry.get("nodeid", ""),
             ))
     table = pd.DataFrame(rows, columns=COLUMNS)
+    table["tier"] = table["tier"].astype("Int64")  # blank, not NaN or 1.0, in the CSV
     table["data"] = pd.Series(datas, dtype=object, index=table.index) if datas else pd.Series(dtype=object)
     out_cols = ["machine", "run", "case", "kind", "name", "size_label", "dtype", "device", "outcome",
                 "reason", "verdict", "evidence", "nodeid"]
