@@ -227,3 +227,14 @@ def test_ten_thousand_rows_build_in_under_ten_seconds(tmp_path):
         assert wall < 10
     else:  # a shared, busy machine: wall time measures the neighbours; hold the CPU budget instead
         assert cpu < 15
+
+
+def test_roofline_fractions_when_ceilings_are_recorded(tmp_path):
+    machine = dict(synthetic.MACHINE, ceilings={"cpu": {"fp32_flops": 2e12, "bf16_flops": 4e12, "copy_bytes_per_s": 5e10}})
+    doc = synthetic.result(cases=("x.case",), machine=machine)
+    page = build.build([write(tmp_path / "r.json", doc)], tmp_path / "out").read_text()
+    results = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert np.allclose(results["flops_fraction"], results["flops"] / results["median_s"] / 2e12)
+    assert np.allclose(results["bandwidth_fraction"], results["bytes"] / results["median_s"] / 5e10)
+    assert any(p.name.startswith("roofline--") for p in (tmp_path / "out" / "plots").iterdir())
+    assert 'alt="roofline on ' in page
