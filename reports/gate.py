@@ -15,6 +15,11 @@ two variants are not paired (there is no per-round ratio to form), and a rank te
 there any shift", not "is the shift larger than the tolerance"; on these machines a real shift of
 a few percent between runs is normal (medians drift 4–8%) and must not fail the build.
 
+Unstable samples: a sample whose IQR exceeds 25% of its median (quiet machines: 3-5%) was not
+measuring the code alone (descheduled, throttled: bimodal rounds). A bootstrap of a handful of
+such rounds is not to be trusted either way, so the pair is reported `unstable`, listed with the
+suspects for re-measurement, and not judged.
+
 Re-measuring: a pair that regresses can be measured again in the same job (``--recheck FILE``, the
 workflow re-runs only the suspects, twice). The pair fails only if it regresses in the current run
 *and in every recheck*; requiring all of k independent tests to fire makes the false-alarm rate
