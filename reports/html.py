@@ -1,0 +1,161 @@
+"""index.html: one self-contained page (CSS inline, images as data URIs, no script, no network).
+
+Every catalogue ID gets a ``<section class="case">`` — measured or not — so the page doubles as a
+coverage map; cases in the results that the code no longer knows get ``<section class="unknown">``.
+All text that comes from results files or case declarations goes through `esc`.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+BADGE = {"holds": "#1a7f37", "fails": "#cf222e", "depends": "#9a6700", "not measured": "#6e7781"}
+
+CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px;color:#1f2328}
+h1{margin-top:24px} h2{border-bottom:1px solid #d0d7de;padding-bottom:4px}
+table{border-collapse:collapse;margin:6px 0;font-size:12px} td,th{border:1px solid #d0d7de;padding:2px 6px;text-align:left}
+th{background:#f6f8fa} .badge{color:#fff;border-radius:10px;padding:1px 8px;font-size:12px;white-space:nowrap}
+section{border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;margin:12px 0}
+.meta{color:#57606a;font-size:12px} img{max-width:100%;display:block;margin:6px 0}
+.toc{columns:2;font-size:13px} .toc li{break-inside:avoid} code{font-size:12px}
+"""
+
+
+def esc(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return html.escape(str(value), quote=True)
+
+
+def badge(verdict: str) -> str:
+    return f'<span class="badge" style="background:{BADGE.get(verdict, "#6e7781")}">{esc(verdict)}</span>'
+
+
+def img(png: bytes | None, alt: str) -> str:
+    if not png:
+        return ""
+    data = base64.b64encode(png).decode("ascii")
+    return f'<img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
+
+
+def fmt(value, spec: str = ".3g") -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    return format(value, spec)
+
+
+@dataclass
+class CaseView:
+    id: str
+    tier: int | None
+    technique: str
+    claim: str
+    source: str
+    known: bool
+    judgements: dict = field(default_factory=dict)  # machine → Judgement
+    tables: dict = field(default_factory=dict)  # machine → summary rows (DataFrame)
+    plots: dict = field(default_factory=dict)  # machine → PNG bytes
+    findings: dict = field(default_factory=dict)  # machine → [(check, device, verdict, evidence)]
+    reason: str = ""  # why nothing was measured anywhere
+
+
+def _summary_table(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return ""
+    head = ("<tr><th>size</th><th>dtype</th><th>device</th><th>fast ÷ slow</th><th>fast median</th>"
+            "<th>slow median</th><th>speedup [95% CI]</th><th>memory ratio (slow ÷ fast)</th></tr>")
+    body = []
+    for r in frame.itertuples():
+        ci = f" [{fmt(r.ci_low)}, {fmt(r.ci_high)}]" if math.isfinite(r.ci_low) else ""
+        body.append(
+            f"<tr><td>{esc(r.size_label)}</td><td>{esc(r.dtype)}</td><td>{esc(r.device)}</td>"
+            f"<td>{esc(r.fast)} ÷ {esc(r.slow)}</td><td>{fmt(r.fast_median_s * 1e3)} ms</td>"
+            f"<td>{fmt(r.slow_median_s * 1e3)} ms</td><td>{fmt(r.speedup)}×{ci}</td>"
+            f"<td>{fmt(r.memory_ratio)}</td></tr>")
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+def _section(view: CaseView, machines: list[str], css_class: str) -> str:
+    parts = [f'<section class="{css_class}" id="{esc(view.id)}">',
+             f"<h3><code>{esc(view.id)}</code> {'(unknown case)' if css_class == 'unknown' else ''}</h3>"]
+    if view.technique:
+        parts.append(f"<p><b>Technique:</b> {esc(view.technique)}</p>")
+    parts.append(f"<p><b>Claim:</b> {esc(view.claim) or '<i>no case yet</i>'}</p>")
+    parts.append(f'<p class="meta">Source: {esc(view.source)}' +
+                 (f" · tier {esc(view.tier)}" if view.tier else "") + "</p>")
+    if not view.judgements:
+        parts.append(f"<p>{badge('not measured')} {esc(view.reason)}</p>")
+    for machine in machines:
+        if machine not in view.judgements:
+            continue
+        j = view.judgements[machine]
+        parts.append(f"<h4>{esc(machine)}</h4><p>{badge(j.verdict)} {esc(j.evidence)}</p>")
+        findings = view.findings.get(machine)
+        if findings:
+            parts.append("<ul>" + "".join(
+                f"<li>check <code>{esc(name)}</code> ({esc(device)}): {badge(verdict) if isinstance(verdict, str) else '<i>measured</i>'} "
+                f"{esc(evidence)}</li>" for name, device, verdict, evidence in findings) + "</ul>")
+        table = view.tables.get(machine)
+        if table is not None:
+            parts.append(_summary_table(table))
+        parts.append(img(view.plots.get(machine), f"{view.id} on {machine}"))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _machines_table(runs: pd.DataFrame) -> str:
+    head = "<tr><th>machine</th><th>run</th><th>when</th><th>profile</th><th>CPU</th><th>GPU</th><th>precision</th></tr>"
+    body = []
+    for r in runs.itertuples():
+        info = r.machine_info or {}
+        cpu = info.get("cpu_detail") or {}
+        feats = ", ".join(k for k, v in (cpu.get("features") or {}).items() if v)
+        precision = "; ".join(f"{k}={v}" for k, v in (info.get("precision") or {}).items())
+        gpu = f"{r.gpu_name} ×{r.gpu_count}" if r.gpu_count else "none"
+        body.append(f"<tr><td>{esc(r.machine)}</td><td>{esc(r.run)}</td><td>{esc(r.datetime)}</td>"
+                    f"<td>{esc(r.profile)}</td><td>{esc(cpu.get('model'))} ({esc(cpu.get('usable_cores'))} cores; "
+                    f"{esc(feats)})</td><td>{esc(gpu)}</td><td class=meta>{esc(precision)}</td></tr>")
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+def page(views: list[CaseView], unknown: list[CaseView], runs: pd.DataFrame, machines: list[str],
+         overviews: dict, rooflines: dict) -> str:
+    toc = []
+    for tier in (1, 2, 3):
+        items = []
+        for v in (v for v in views if v.tier == tier):
+            badges = " ".join(badge(j.verdict) for j in v.judgements.values()) or badge("not measured")
+            items.append(f'<li><a href="#{esc(v.id)}"><code>{esc(v.id)}</code></a> {badges}</li>')
+        toc.append(f"<h3>Tier {tier}</h3><ul class=toc>{''.join(items)}</ul>")
+    if unknown:
+        toc.append("<h3>Unknown cases</h3><ul class=toc>" + "".join(
+            f'<li><a href="#{esc(v.id)}"><code>{esc(v.id)}</code></a></li>' for v in unknown) + "</ul>")
+    counts = pd.Series([j.verdict for v in views for j in v.judgements.values()] or [], dtype=object).value_counts()
+    tally = ", ".join(f"{n} {esc(k)}" for k, n in counts.items())
+    body = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; style-src \'unsafe-inline\'">',
+        "<title>Technique suite report</title>", f"<style>{CSS}</style></head><body>",
+        "<h1>PyTorch technique suite: report</h1>",
+        f"<p>{len(views)} catalogue IDs; verdicts per machine: {tally or 'none'}. Speedups are within one "
+        "machine (runs pooled), medians of per-round times, 95% bootstrap CIs.</p>",
+        "<h2>Machines</h2>", _machines_table(runs),
+        "<h2>Contents</h2>", *toc,
+        "<h2>Overview</h2>",
+    ]
+    for machine in machines:
+        body.append(f"<h4>{esc(machine)}</h4>" + img(overviews.get(machine), f"speedups on {machine}")
+                    + img(rooflines.get(machine), f"roofline on {machine}"))
+    body.append("<h2>Techniques</h2>")
+    body.extend(_section(v, machines, "case") for v in views)
+    if unknown:
+        body.append("<h2>Unknown cases</h2><p>In the results but not declared by the code any more.</p>")
+        body.extend(_section(v, machines, "unknown") for v in unknown)
+    body.append("</body></html>")
+    return "\n".join(body)

@@ -1,0 +1,226 @@
+"""Read pytest-benchmark JSON files into tidy tables, or fail with one line naming the file.
+
+Three tables come out of a set of files (`Results`):
+
+* ``rows`` — one row per case × variant × size × dtype × device × run, columns in the field order
+  of `ResultRow` (that order *is* the documented column order of results.csv), plus a ``data``
+  column holding each row's per-round times (numpy arrays, never written to CSV);
+* ``outcomes`` — every suite test's outcome (passed/failed/skipped, reason, finding) per run;
+* ``runs`` — one row per file: machine label, versions, profile, ceilings.
+
+Results are grouped by machine label (``machine_info.torch.label``) everywhere downstream; the
+label here is extended with the torch and CUDA versions so that two torch builds on one box are
+never mixed in one speedup either.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+
+class ResultsError(Exception):
+    """A results file that cannot be used; the message is one line and names the file."""
+
+
+@dataclass
+class ResultRow:
+    """One timed variant point of one run. Field order = results.csv column order."""
+
+    machine: str  # machine label + torch/CUDA versions: the grouping key, never mixed
+    run: str  # the file's name (one pytest-benchmark run)
+    datetime: str
+    case: str
+    tier: int | None  # from extra_info; blank when the run did not record it
+    variant: str
+    role: str
+    size_label: str
+    x_name: str
+    x: float  # the value of the size parameter on the plots' x axis
+    dtype: str
+    device: str
+    rounds: int
+    median_s: float
+    q1_s: float
+    q3_s: float
+    iqr_s: float
+    spread: float  # IQR / median; a point over 10% is flagged `noisy`
+    noisy: bool
+    min_s: float
+    mean_s: float
+    stddev_s: float
+    peak_bytes: float
+    max_abs_err: float
+    max_rel_err: float
+    flops: float
+    bytes: float
+    gflops_per_s: float  # flops / median, where the case declares a cost model
+    gb_per_s: float
+    flops_ceiling: float  # the machine's measured ceiling for this device and dtype, if recorded
+    copy_ceiling: float
+    flops_fraction: float  # achieved FLOP/s ÷ ceiling (roofline fraction)
+    bandwidth_fraction: float
+    extra: str  # the case's extra metrics (extra_info keys beyond the standard ones), as JSON
+
+
+COLUMNS = [f.name for f in fields(ResultRow)]
+NOISY_SPREAD = 0.10
+
+_STANDARD_EXTRA = {
+    "case", "kind", "variant", "role", "size", "size_label", "dtype", "device", "peak_bytes",
+    "max_abs_err", "max_rel_err", "flops", "bytes", "tier", "x",
+}
+_CEILING_KEY = {"float32": "fp32_flops", "bfloat16": "bf16_flops", "float16": "fp16_flops"}
+
+
+@dataclass
+class Results:
+    rows: pd.DataFrame  # COLUMNS + "data" (per-round seconds, numpy arrays)
+    outcomes: pd.DataFrame
+    runs: pd.DataFrame
+
+
+def collect_paths(args) -> list[Path]:
+    """Files and folders (searched recursively for *.json) → the JSON files, sorted."""
+    if not args:
+        raise ResultsError("no results given: pass JSON files or folders of them")
+    paths: list[Path] = []
+    for arg in args:
+        path = Path(arg)
+        if path.is_dir():
+            found = sorted(path.rglob("*.json"))
+            if not found:
+                raise ResultsError(f"{path}: folder holds no .json results")
+            paths.extend(found)
+        elif path.is_file():
+            paths.append(path)
+        else:
+            raise ResultsError(f"{path}: no such file or folder")
+    return paths
+
+
+def read_json(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
+    if not text.strip():
+        raise ResultsError(f"{path}: empty file")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path}: not valid JSON, truncated? ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list) or not isinstance(
+        doc.get("machine_info"), dict
+    ):
+        raise ResultsError(f"{path}: not a pytest-benchmark result (no 'benchmarks' list and 'machine_info')")
+    return doc
+
+
+def machine_key(torch_info: dict) -> str:
+    label = torch_info.get("label") or "unlabelled machine"
+    versions = f"torch {torch_info.get('torch_version', '?')}"
+    if torch_info.get("cuda_version"):
+        versions += f", CUDA {torch_info['cuda_version']}"
+    return f"{label} · {versions}"
+
+
+def _num(value) -> float:
+    if value is None or isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray] | None:
+    info = bench.get("extra_info") or {}
+    if info.get("case") is None:
+        return None  # a benchmark outside the suite (e.g. a harness unit test): not a case result
+    stats = bench.get("stats")
+    if not isinstance(stats, dict) or "median" not in stats:
+        raise ResultsError(f"{path}: benchmark {bench.get('name', '?')!r} has no stats")
+    data = np.asarray(stats.get("data") or [], dtype=float)
+    size = info.get("size") or {}
+    x_name = info.get("x") or (next(iter(size)) if size else "")
+    median = _num(stats["median"])
+    iqr = _num(stats.get("iqr"))
+    flops, moved, dtype, device = _num(info.get("flops")), _num(info.get("bytes")), info.get("dtype", ""), info.get("device", "")
+    ceilings = (run["ceilings"] or {}).get(device, {}) if isinstance(run["ceilings"], dict) else {}
+    flops_ceiling = _num(ceilings.get(_CEILING_KEY.get(dtype, ""), None))
+    copy_ceiling = _num(ceilings.get("copy_bytes_per_s"))
+    rate = flops / median if median > 0 else math.nan
+    bandwidth = moved / median if median > 0 else math.nan
+    extra = {k: v for k, v in info.items() if k not in _STANDARD_EXTRA}
+    row = dict(
+        machine=run["machine"], run=run["run"], datetime=run["datetime"], case=str(info["case"]),
+        tier=_num(info.get("tier")), variant=str(info.get("variant", bench.get("name", "?"))),
+        role=str(info.get("role", "")), size_label=str(info.get("size_label", "")), x_name=str(x_name),
+        x=_num(size.get(x_name)), dtype=str(dtype), device=str(device),
+        rounds=int(stats.get("rounds") or len(data)), median_s=median, q1_s=_num(stats.get("q1")),
+        q3_s=_num(stats.get("q3")), iqr_s=iqr, spread=iqr / median if median > 0 else math.nan,
+        noisy=bool(median > 0 and iqr / median > NOISY_SPREAD), min_s=_num(stats.get("min")),
+        mean_s=_num(stats.get("mean")), stddev_s=_num(stats.get("stddev")),
+        peak_bytes=_num(info.get("peak_bytes")), max_abs_err=_num(info.get("max_abs_err")),
+        max_rel_err=_num(info.get("max_rel_err")), flops=flops, bytes=moved,
+        gflops_per_s=rate / 1e9, gb_per_s=bandwidth / 1e9, flops_ceiling=flops_ceiling,
+        copy_ceiling=copy_ceiling, flops_fraction=rate / flops_ceiling, bandwidth_fraction=bandwidth / copy_ceiling,
+        extra=json.dumps(extra, sort_keys=True, default=str) if extra else "",
+    )
+    if data.size == 0:
+        data = np.array([median])  # saved without --benchmark-save-data: the median stands alone
+    return row, data
+
+
+def load(args) -> Results:
+    paths = collect_paths(args)
+    rows, datas, outcomes, runs = [], [], [], []
+    names = {}
+    for path in paths:
+        doc = read_json(path)
+        torch_info = doc["machine_info"].get("torch") or {}
+        if not isinstance(torch_info, dict):
+            raise ResultsError(f"{path}: machine_info.torch is not an object")
+        name = path.name if path.name not in names else str(path)
+        names[path.name] = path
+        gpu = torch_info.get("gpu") or {}
+        run = dict(
+            run=name, path=str(path), machine=machine_key(torch_info), label=torch_info.get("label", ""),
+            datetime=str(doc.get("datetime", "")), torch_version=torch_info.get("torch_version", ""),
+            cuda_version=torch_info.get("cuda_version") or "", gpu_name=gpu.get("name", ""),
+            gpu_count=gpu.get("count", 0), ceilings=torch_info.get("ceilings"),
+            profile=(doc.get("suite") or {}).get("profile", ""), machine_info=torch_info,
+            commit=(doc.get("commit_info") or {}).get("id", ""),
+        )
+        runs.append(run)
+        for bench in doc["benchmarks"]:
+            if not isinstance(bench, dict):
+                raise ResultsError(f"{path}: a benchmarks[] entry is not an object")
+            got = _benchmark_row(bench, run, path)
+            if got is not None:
+                rows.append(got[0])
+                datas.append(got[1])
+        for entry in doc.get("outcomes") or []:
+            if not isinstance(entry, dict) or "case" not in entry:
+                raise ResultsError(f"{path}: an outcomes[] entry has no case")
+            finding = entry.get("finding") or {}
+            outcomes.append(dict(
+                machine=run["machine"], run=name, case=str(entry["case"]), kind=entry.get("kind", ""),
+                name=str(entry.get("variant") or entry.get("check") or ""),
+                size_label=entry.get("size_label", ""), dtype=entry.get("dtype", ""),
+                device=entry.get("device", ""), outcome=entry.get("outcome", ""),
+                reason=str(entry.get("reason") or ""), verdict=finding.get("verdict"),
+                evidence=finding.get("evidence", ""), nodeid=entry.get("nodeid", ""),
+            ))
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    table["tier"] = table["tier"].astype("Int64")  # blank, not NaN or 1.0, in the CSV
+    table["data"] = pd.Series(datas, dtype=object, index=table.index) if datas else pd.Series(dtype=object)
+    out_cols = ["machine", "run", "case", "kind", "name", "size_label", "dtype", "device", "outcome",
+                "reason", "verdict", "evidence", "nodeid"]
+    return Results(table, pd.DataFrame(outcomes, columns=out_cols), pd.DataFrame(runs))

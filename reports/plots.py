@@ -1,0 +1,140 @@
+"""PNG plots (matplotlib's Agg backend, no display): per case timings and memory, the overview of
+speedups with CI whiskers, and a roofline where the machine's ceilings were measured.
+
+Each function returns PNG bytes; the caller writes them and embeds them in the HTML. Figures are
+built with `matplotlib.figure.Figure` directly (no pyplot state, nothing kept between calls).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import textwrap
+
+import matplotlib
+
+matplotlib.use("Agg")
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+DPI = 80
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    FigureCanvasAgg(fig).print_png(buf)
+    return buf.getvalue()
+
+
+_PLAIN = FuncFormatter(lambda v, _: f"{v:g}")  # log axes' default labels go through mathtext: slow
+
+
+def _spans_decades(values) -> bool:
+    values = np.asarray([v for v in values if v and v > 0 and math.isfinite(v)], dtype=float)
+    return values.size > 1 and values.max() / values.min() >= 10
+
+
+def case_plot(rows: pd.DataFrame, title: str) -> bytes:
+    """Rows of one machine × case: time (and memory) vs size, one line per variant, one column per
+    device × dtype, shaded between the first and third quartiles."""
+    has_memory = rows["peak_bytes"].notna().any()
+    panels = list(rows.groupby(["device", "dtype"], sort=False))
+    nrows = 2 if has_memory else 1
+    width, height = 4.2 * len(panels) + 0.6, 3.0 * nrows + 0.8
+    fig = Figure(figsize=(width, height), dpi=DPI)
+    # Fixed margins: constrained layout measures every tick label's extent, most of the cost.
+    fig.subplots_adjust(left=0.8 / width, right=1 - 0.2 / width, bottom=0.5 / height, top=1 - 0.8 / height,
+                        wspace=0.35, hspace=0.45)
+    axes = fig.subplots(nrows, len(panels), squeeze=False)
+    x_name = rows["x_name"].iloc[0] or "size"
+    for col, ((device, dtype), part) in enumerate(panels):
+        # Runs of one machine pooled: median of the per-run medians per variant and size.
+        agg = part.groupby(["variant", "x"], sort=False).agg(
+            median=("median_s", "median"), q1=("q1_s", "median"), q3=("q3_s", "median"),
+            peak=("peak_bytes", "max")).reset_index().sort_values("x")
+        time_ax = axes[0][col]
+        for variant, line in agg.groupby("variant", sort=False):
+            drawn = time_ax.plot(line["x"], line["median"] * 1e3, marker="o", ms=3, label=variant)
+            time_ax.fill_between(line["x"], line["q1"] * 1e3, line["q3"] * 1e3, alpha=0.2,
+                                 color=drawn[0].get_color(), linewidth=0)
+            if has_memory:
+                axes[1][col].plot(line["x"], line["peak"] / 2**20, marker="o", ms=3, label=variant)
+        time_ax.set_title(f"{device} · {dtype}", fontsize=9)
+        time_ax.set_ylabel("median time per call (ms)")
+        column = [time_ax] + ([axes[1][col]] if has_memory else [])
+        for ax in column:
+            ax.set_xlabel(x_name)
+            if _spans_decades(agg["x"]):
+                ax.set_xscale("log")
+                ax.xaxis.set_major_formatter(_PLAIN)
+            ax.grid(alpha=0.3)
+            ax.minorticks_off()
+        if _spans_decades(agg["median"]):
+            time_ax.set_yscale("log")
+            time_ax.yaxis.set_major_formatter(_PLAIN)
+        if has_memory:
+            axes[1][col].set_ylabel("peak memory (MiB)")
+            if _spans_decades(agg["peak"]):
+                axes[1][col].set_yscale("log")
+                axes[1][col].yaxis.set_major_formatter(_PLAIN)
+            axes[1][col].minorticks_off()
+        time_ax.minorticks_off()
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(textwrap.fill(title, 40 * len(panels) + 20), fontsize=10)
+    return _png(fig)
+
+
+def overview_plot(summary: pd.DataFrame, title: str) -> bytes:
+    """Speedup of each case's claimed pair at its largest size, with the 95% CI as whiskers."""
+    rule = summary[summary["against"] == "rule"].assign(_order=range(int((summary["against"] == "rule").sum())))
+    last = rule.sort_values(["x", "_order"]).groupby(["case", "fast", "slow", "device", "dtype"], sort=False).tail(1)
+    last = last.sort_values(["case", "device", "dtype", "fast"])
+    labels = [f"{r.case}: {r.fast}/{r.slow} ({r.device} {r.dtype}, {r.size_label})" for r in last.itertuples()]
+    fig = Figure(figsize=(11, 0.32 * max(len(labels), 1) + 1.4), dpi=DPI, layout="constrained")
+    ax = fig.subplots()
+    y = np.arange(len(labels))
+    speed = last["speedup"].to_numpy(dtype=float)
+    # A percentile interval need not contain the point estimate (a bimodal sample's median):
+    # whiskers are clipped at the point rather than drawn negative.
+    lo = np.clip(np.nan_to_num(speed - last["ci_low"].to_numpy(dtype=float), nan=0.0), 0, None)
+    hi = np.clip(np.nan_to_num(last["ci_high"].to_numpy(dtype=float) - speed, nan=0.0), 0, None)
+    ax.errorbar(speed, y, xerr=[lo, hi], fmt="o", ms=4, capsize=3)
+    ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(_PLAIN)
+    ax.set_xlabel("speedup (slow median ÷ fast median), 95% bootstrap CI")
+    ax.grid(alpha=0.3, axis="x")
+    ax.set_title(textwrap.fill(title, 90), fontsize=10)
+    return _png(fig)
+
+
+def roofline_plot(rows: pd.DataFrame, title: str) -> bytes | None:
+    """Achieved GFLOP/s against arithmetic intensity (flop/byte), under the machine's measured
+    compute and copy-bandwidth ceilings. None when no row has both a cost model and ceilings."""
+    usable = rows[rows["flops_ceiling"].notna() & rows["copy_ceiling"].notna() & (rows["bytes"] > 0)
+                  & rows["gflops_per_s"].notna()]
+    if usable.empty:
+        return None
+    fig = Figure(figsize=(7, 4.5), dpi=DPI, layout="constrained")
+    ax = fig.subplots()
+    intensity = usable["flops"] / usable["bytes"]
+    for (device, dtype), part in usable.groupby(["device", "dtype"], sort=False):
+        peak, bw = part["flops_ceiling"].iloc[0], part["copy_ceiling"].iloc[0]
+        grid = np.logspace(math.log10(max(intensity.min() / 4, 1e-3)), math.log10(intensity.max() * 4 + 1e-3), 100)
+        ax.plot(grid, np.minimum(peak, bw * grid) / 1e9, linestyle="--", linewidth=1,
+                label=f"ceiling {device} {dtype}")
+        for variant, pts in part.groupby("variant", sort=False):
+            ax.scatter(pts["flops"] / pts["bytes"], pts["gflops_per_s"], s=12, label=f"{variant} ({device} {dtype})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (flop / byte of the cost model)")
+    ax.set_ylabel("achieved GFLOP/s")
+    ax.legend(fontsize=6, ncols=2)
+    ax.grid(alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    return _png(fig)

@@ -1,0 +1,174 @@
+"""Evaluate a case's verdict rule (cases/rules.py) on one machine's results.
+
+Each evaluation returns a `Judgement`: the verdict and one line of evidence with the numbers it
+rests on. A case whose suite tests failed on the machine (a check's assertion, a variant outside
+its tolerance) is ``fails`` whatever its timings: a fast wrong answer is not an optimization.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from cases import rules
+from cases.spec import Verdict
+from reports.summary import expand
+
+HOLDS, FAILS, DEPENDS, NOT_MEASURED = (v.value for v in Verdict)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: str
+    evidence: str
+
+
+def combine(parts: list[Judgement], joiner: str = "; ") -> Judgement:
+    """All holds → holds, all fails → fails, a mix → depends; unmeasured parts are set aside."""
+    measured = [p for p in parts if p.verdict != NOT_MEASURED]
+    evidence = joiner.join(p.evidence for p in parts if p.evidence)
+    if not measured:
+        return Judgement(NOT_MEASURED, evidence)
+    kinds = {p.verdict for p in measured}
+    if kinds == {HOLDS}:
+        return Judgement(HOLDS, evidence)
+    if kinds == {FAILS}:
+        return Judgement(FAILS, evidence)
+    return Judgement(DEPENDS, evidence)
+
+
+def _largest(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows at the largest size of each device × dtype (x first, then the size's order in the run)."""
+    if frame.empty:
+        return frame
+    frame = frame.assign(_order=range(len(frame)))
+    best = frame.sort_values(["x", "_order"]).groupby(["device", "dtype"], sort=False).tail(1)
+    keys = set(zip(best["device"], best["dtype"], best["size_label"]))
+    mask = [k in keys for k in zip(frame["device"], frame["dtype"], frame["size_label"])]
+    return frame[mask].drop(columns="_order")
+
+
+def _ci(row) -> str:
+    if math.isnan(row.ci_low):
+        return f"{row.speedup:.3g}× (too few rounds for a CI)"
+    return f"{row.speedup:.3g}× [95% CI {row.ci_low:.3g}, {row.ci_high:.3g}]"
+
+
+def _speed_rows(rule, summary: pd.DataFrame, roles: dict) -> pd.DataFrame:
+    fast, slow = set(expand(rule.fast, roles)), set(expand(rule.slow, roles))
+    return summary[summary["fast"].isin(fast) & summary["slow"].isin(slow)]
+
+
+def faster(rule: rules.Faster, summary, rows, roles) -> Judgement:
+    picked = _speed_rows(rule, summary, roles)
+    if picked.empty:
+        return Judgement(NOT_MEASURED, f"no timings of {rule.fast} and {rule.slow} together")
+    parts = []
+    for row in _largest(picked).itertuples():
+        where = f"{row.fast} vs {row.slow} at {row.size_label} {row.dtype} {row.device}: {_ci(row)}"
+        if not math.isnan(row.ci_low) and row.ci_low > rule.min_speedup:
+            parts.append(Judgement(HOLDS, where))
+        elif not math.isnan(row.ci_high) and row.ci_high < 1:
+            parts.append(Judgement(FAILS, where))
+        else:
+            parts.append(Judgement(DEPENDS, where))
+    return combine(parts)
+
+
+def not_faster(rule: rules.NotFaster, summary, rows, roles) -> Judgement:
+    picked = _speed_rows(rule, summary, roles)
+    if picked.empty:
+        return Judgement(NOT_MEASURED, f"no timings of {rule.fast} and {rule.slow} together")
+    not_faster_at = picked[~(picked["ci_low"] > 1)]
+    if not not_faster_at.empty:
+        row = not_faster_at.sort_values("speedup").iloc[0]
+        return Judgement(HOLDS, f"{row.fast} not faster than {row.slow} at {row.size_label} {row.dtype} "
+                                f"{row.device}: {_ci(row)}")
+    row = picked.sort_values("ci_low").iloc[0]
+    return Judgement(FAILS, f"{rule.fast} faster than {rule.slow} everywhere measured; least at "
+                            f"{row.size_label} {row.dtype} {row.device}: {_ci(row)}")
+
+
+def lighter(rule: rules.Lighter, summary, rows, roles) -> Judgement:
+    light, heavy = expand(rule.light, roles), expand(rule.heavy, roles)
+    picked = rows[rows["variant"].isin(light + heavy) & rows["peak_bytes"].notna()]
+    peaks = picked.groupby(["device", "dtype", "size_label", "variant"], sort=False).agg(
+        peak=("peak_bytes", "max"), x=("x", "first")).reset_index()
+    parts = []
+    for (device, dtype), part in peaks.groupby(["device", "dtype"], sort=False):
+        both = [s for s in part["size_label"].unique()
+                if set(part[part.size_label == s].variant) & set(light) and set(part[part.size_label == s].variant) & set(heavy)]
+        if not both:
+            continue
+        part = part[part.size_label.isin(both)]
+        size = part.sort_values("x", kind="stable")["size_label"].iloc[-1]
+        at = part[part.size_label == size].set_index("variant")["peak"]
+        for lv in light:
+            for hv in heavy:
+                if lv in at and hv in at:
+                    ratio = at[hv] / at[lv] if at[lv] > 0 else math.inf
+                    where = (f"peak {hv} {at[hv] / 2**20:.4g} MiB vs {lv} {at[lv] / 2**20:.4g} MiB "
+                             f"({ratio:.3g}×) at {size} {dtype} {device}")
+                    parts.append(Judgement(HOLDS if ratio > rule.min_ratio else FAILS, where))
+    if not parts:
+        return Judgement(NOT_MEASURED, f"no peak memory of {rule.light} and {rule.heavy} together")
+    return combine(parts)
+
+
+def from_findings(rule, outcomes: pd.DataFrame) -> Judgement:
+    found = outcomes[(outcomes["kind"] == "check") & outcomes["verdict"].notna() & (outcomes["outcome"] == "passed")]
+    if found.empty:
+        return Judgement(NOT_MEASURED, "no check reached a verdict")
+    verdicts = set(found["verdict"])
+    lines = [f"{r.name} ({r.device}): {r.verdict}: {r.evidence}" for r in found.itertuples()]
+    for kind in (FAILS, DEPENDS, HOLDS):
+        if kind in verdicts:
+            return Judgement(kind, "; ".join(lines))
+    return Judgement(NOT_MEASURED, "; ".join(lines))
+
+
+def evaluate(rule, summary, rows, outcomes, roles) -> Judgement:
+    if isinstance(rule, rules.Faster):
+        return faster(rule, summary, rows, roles)
+    if isinstance(rule, rules.NotFaster):
+        return not_faster(rule, summary, rows, roles)
+    if isinstance(rule, rules.Lighter):
+        return lighter(rule, summary, rows, roles)
+    if isinstance(rule, rules.FromFindings):
+        return from_findings(rule, outcomes)
+    if isinstance(rule, rules.AllOf):
+        return combine([evaluate(r, summary, rows, outcomes, roles) for r in rule.rules])
+    return Judgement(NOT_MEASURED, f"unknown rule {type(rule).__name__}")
+
+
+def default_rule(case, rows: pd.DataFrame):
+    if case is not None and case.verdict is not None:
+        return case.verdict
+    if case is not None:
+        return rules.Faster() if case.variants else rules.FromFindings()
+    return rules.Faster() if not rows.empty else rules.FromFindings()
+
+
+def skip_reasons(outcomes: pd.DataFrame) -> str:
+    reasons = outcomes.loc[outcomes["outcome"] == "skipped", "reason"].dropna()
+    reasons = [r for r in dict.fromkeys(reasons) if r]
+    return "; ".join(reasons[:3]) + ("; …" if len(reasons) > 3 else "")
+
+
+def judge(case, rows: pd.DataFrame, summary: pd.DataFrame, outcomes: pd.DataFrame) -> Judgement:
+    """The verdict for one case on one machine (all frames already filtered to both)."""
+    failed = outcomes[outcomes["outcome"] == "failed"]
+    if not failed.empty:
+        lines = [f"{r.name or r.kind} {r.size_label} {r.dtype} {r.device}".strip() + f" failed: {r.reason[:300]}"
+                 for r in failed.head(3).itertuples()]
+        more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
+        return Judgement(FAILS, "; ".join(lines) + more)
+    if rows.empty and not (outcomes["outcome"] == "passed").any():
+        return Judgement(NOT_MEASURED, skip_reasons(outcomes) or "no results on this machine")
+    roles = dict(zip(rows["variant"], rows["role"]))
+    judgement = evaluate(default_rule(case, rows), summary, rows, outcomes, roles)
+    if judgement.verdict == NOT_MEASURED and not judgement.evidence:
+        return Judgement(NOT_MEASURED, skip_reasons(outcomes) or "no results on this machine")
+    return judgement

@@ -1,0 +1,290 @@
+"""The regression gate: every exit code, every bad input, and its statistics (A/A false alarms
+from real per-round data, detection of injected slowdowns)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reports import gate, load, synthetic
+from reports.__main__ import main
+
+DATA = Path(__file__).with_name("data")
+REAL = [DATA / "distance_cpu_run1.json", DATA / "distance_cpu_run2.json"]
+REAL_ALL = [DATA / "distance_cpu_all_run1.json", DATA / "distance_cpu_all_recheck.json"]
+
+
+def write(path: Path, doc: dict) -> Path:
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def run_gate(capsys, *args) -> tuple[int, str, str]:
+    code = main(["gate", *map(str, args)])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+# ---- exit codes -----------------------------------------------------------------------------------
+
+
+def test_same_file_passes(tmp_path, capsys):
+    b = write(tmp_path / "b.json", synthetic.result(seed=1))
+    c = write(tmp_path / "c.json", synthetic.result(seed=2))
+    code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
+    assert code == 0, out
+    assert "Regression gate: pass" in out
+    assert "| distance.pairwise | n512 | float32 cpu |" in out
+
+
+def test_injected_slowdown_fails(tmp_path, capsys):
+    b = write(tmp_path / "b.json", synthetic.result(seed=1))
+    c = write(tmp_path / "c.json", synthetic.result(seed=2, slow={"fast_v": 1.5}))
+    code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
+    assert code == 1
+    assert "**regressed**" in out and "Regression gate: FAIL" in out
+
+
+def test_a_noisy_drop_is_not_a_regression(tmp_path, capsys):
+    """15% slower but measured with 30% noise in 5 rounds: not significant, reported, passes."""
+    b = write(tmp_path / "b.json", synthetic.result(seed=1, sizes=(256,)))
+    c = write(tmp_path / "c.json", synthetic.result(seed=5, sizes=(256,), sigma=0.15, n_rounds=5, slow={"fast_v": 1.15}))
+    code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
+    assert code == 0, out
+    assert "ok (drop not significant)" in out or "| ok |" in out
+
+
+def test_failed_check_fails_even_when_faster(tmp_path, capsys):
+    failed = {"case": "distance.pairwise", "kind": "check", "check": "cancellation", "device": "cpu",
+              "nodeid": "x", "outcome": "failed", "reason": "AssertionError: expansion error exceeds bound"}
+    b = write(tmp_path / "b.json", synthetic.result(seed=1))
+    c = write(tmp_path / "c.json", synthetic.result(seed=2, slow={"naive_v": 2.0}, outcomes=[failed]))
+    code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
+    assert code == 1
+    assert "check failed" in out and "expansion error exceeds bound" in out
+
+
+def test_vanished_case_fails(tmp_path, capsys):
+    b = write(tmp_path / "b.json", synthetic.result(cases=("distance.pairwise", "conv.im2col"), seed=1))
+    c = write(tmp_path / "c.json", synthetic.result(cases=("distance.pairwise",), seed=2))
+    code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
+    assert code == 1
+    assert "conv.im2col" in out and "**vanished**" in out
+
+
+def test_memory_saving_shrank_fails(tmp_path, capsys):
+    b = synthetic.result(seed=1)
+    c = synthetic.result(seed=2)
+    for bench in c["benchmarks"]:
+        if bench["extra_info"]["variant"] == "fast_v":
+            bench["extra_info"]["peak_bytes"] *= 3  # saving 4× → 1.33×
+    code, out, _ = run_gate(capsys, "--baseline", write(tmp_path / "b.json", b), "--current", write(tmp_path / "c.json", c))
+    assert code == 1
+    assert "memory saving shrank" in out
+
+
+def test_new_case_is_reported_not_failed(tmp_path, capsys):
+    b = write(tmp_path / "b.json", synthetic.result(cases=("distance.pairwise",), seed=1))
+    c = write(tmp_path / "c.json", synthetic.result(cases=("distance.pairwise", "conv.im2col"), seed=2))
+    code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
+    assert code == 0
+    assert "| conv.im2col | n128 |" in out and "| new |" in out
+
+
+def test_other_machine_is_incomparable_not_failed(tmp_path, capsys):
+    other = dict(synthetic.MACHINE, label="NVIDIA H200 x1", cuda_version="12.8", gpu={"count": 1, "name": "NVIDIA H200"})
+    b = write(tmp_path / "b.json", synthetic.result(seed=1))
+    c = write(tmp_path / "c.json", synthetic.result(seed=2, machine=other, slow={"fast_v": 3.0}))
+    code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
+    assert code == 0
+    assert "incomparable" in out and "NVIDIA H200" in out
+
+
+def test_absolute_flags_a_uniform_slowdown_that_speedups_hide(tmp_path, capsys):
+    b = write(tmp_path / "b.json", synthetic.result(seed=1))
+    everything = {name: 1.5 for name, _, _ in synthetic.VARIANTS}
+    c = write(tmp_path / "c.json", synthetic.result(seed=2, slow=everything))
+    assert run_gate(capsys, "--baseline", b, "--current", c)[0] == 0
+    code, out, _ = run_gate(capsys, "--baseline", b, "--current", c, "--absolute")
+    assert code == 1
+    assert "slower (absolute)" in out
+
+
+def test_case_tolerance_overrides_the_default(tmp_path):
+    @dataclass
+    class Noisy:
+        gate_tolerance: float
+        verdict: object = None
+
+    b = load.load([write(tmp_path / "b.json", synthetic.result(seed=1))])
+    c = load.load([write(tmp_path / "c.json", synthetic.result(seed=2, slow={"fast_v": 1.3}))])
+    assert gate.exit_code(gate.compare(b, c, tolerance=0.10)) == 1
+    assert gate.exit_code(gate.compare(b, c, tolerance=0.10, known={"distance.pairwise": Noisy(0.5)})) == 0
+
+
+def test_recheck_must_confirm_a_regression(tmp_path, capsys):
+    b = write(tmp_path / "b.json", synthetic.result(seed=1))
+    c = write(tmp_path / "c.json", synthetic.result(seed=2, slow={"fast_v": 1.5}))
+    fine = write(tmp_path / "fine.json", synthetic.result(seed=3))
+    slow = write(tmp_path / "slow.json", synthetic.result(seed=4, slow={"fast_v": 1.5}))
+    suspects = tmp_path / "suspects.txt"
+    code, _, _ = run_gate(capsys, "--baseline", b, "--current", c, "--suspects", suspects)
+    assert code == 1
+    assert suspects.read_text().strip() == "(distance.pairwise and n128) or (distance.pairwise and n256) or (distance.pairwise and n512)"
+    code, out, _ = run_gate(capsys, "--baseline", b, "--current", c, "--recheck", fine, "--recheck", slow)
+    assert code == 0 and "not confirmed by 1 of 2 recheck(s)" in out
+    code, out, _ = run_gate(capsys, "--baseline", b, "--current", c, "--recheck", slow)
+    assert code == 1 and "confirmed by 1 recheck(s)" in out
+
+
+def test_step_summary_is_appended(tmp_path, capsys, monkeypatch):
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    b = write(tmp_path / "b.json", synthetic.result(seed=1))
+    run_gate(capsys, "--baseline", b, "--current", b)
+    text = summary.read_text()
+    assert text.startswith("earlier step\n") and "### Regression gate: pass" in text
+
+
+# ---- bad input: exit 2, one line naming the file --------------------------------------------------
+
+
+def _bad_inputs(tmp_path):
+    good = write(tmp_path / "good.json", synthetic.result(seed=1))
+    truncated = tmp_path / "truncated.json"
+    truncated.write_text(good.read_text()[:500])
+    (tmp_path / "other.json").write_text('{"hello": "world"}')
+    unrelated = write(tmp_path / "unrelated.json", synthetic.result(cases=("conv.im2col",), seed=1))
+    two = synthetic.result(seed=1)
+    two["benchmarks"] += synthetic.result(seed=2, machine=dict(synthetic.MACHINE, label="another box"))["benchmarks"]
+    folder = tmp_path / "two"
+    folder.mkdir()
+    write(folder / "a.json", synthetic.result(seed=1))
+    write(folder / "b.json", synthetic.result(seed=2, machine=dict(synthetic.MACHINE, label="another box")))
+    return good, {
+        "missing": (tmp_path / "nope.json", "nope.json: no such file"),
+        "truncated": (truncated, "truncated.json: not valid JSON"),
+        "not pytest-benchmark": (tmp_path / "other.json", "other.json: not a pytest-benchmark result"),
+        "no case in common": (unrelated, "no case in common"),
+        "two machines": (folder, "holds results of 2 machines"),
+    }
+
+
+@pytest.mark.parametrize("which", ["missing", "truncated", "not pytest-benchmark", "no case in common", "two machines"])
+def test_bad_input_exits_2(tmp_path, capsys, which):
+    good, bad = _bad_inputs(tmp_path)
+    path, message = bad[which]
+    code, out, err = run_gate(capsys, "--baseline", good, "--current", path)
+    assert code == 2
+    assert message in err and err.count("\n") == 1 and out == ""
+
+
+def test_bad_tolerance_exits_2(tmp_path, capsys):
+    good = write(tmp_path / "good.json", synthetic.result(seed=1))
+    code, _, err = run_gate(capsys, "--baseline", good, "--current", good, "--tolerance", "1.5")
+    assert code == 2 and "--tolerance" in err
+
+
+# ---- statistics ----------------------------------------------------------------------------------
+
+
+def _resampled(results: load.Results, rng, slow: dict | None = None) -> load.Results:
+    """Each sample resampled with replacement; ``slow`` multiplies the rounds of a variant or of
+    every variant with a role ({"optimized": 1.25})."""
+    rows = results.rows.copy()
+    slow = slow or {}
+    rows["data"] = [rng.choice(d, d.size) * slow.get(v, slow.get(r, 1.0))
+                    for d, v, r in zip(rows["data"], rows["variant"], rows["role"])]
+    return load.Results(rows, results.outcomes, results.runs)
+
+
+def _real_pairs(results: load.Results) -> load.Results:
+    """Every pair of real samples of one run and size that the gate would judge (spread within
+    `gate.MAX_SPREAD`, ≥ 5 rounds), each pair as its own case: slower variant naive, faster one
+    optimized. The rounds, their noise and their outliers are real; only the pairing is new."""
+    rows = results.rows
+    rows = rows[[d.size >= 5 and gate._spread(d) <= gate.MAX_SPREAD for d in rows["data"]]]
+    parts = []
+    for size, group in rows.groupby("size_label"):
+        group = group.sort_values("median_s", ascending=False)
+        for i, j in itertools.combinations(range(len(group)), 2):
+            pair = group.iloc[[i, j]].copy()
+            pair["case"] = f"aa.{size}.{i}{j}"
+            pair["role"] = ["naive", "optimized"]
+            parts.append(pair)
+    return load.Results(pd.concat(parts, ignore_index=True), results.outcomes.iloc[:0], results.runs)
+
+
+def test_a_a_false_alarm_rate_from_real_rounds():
+    """Baseline and current both resampled from one real run's rounds (no real change): the gate
+    must almost never fail. 100 comparisons per real run; each comparison gates every judgeable
+    pair of the run at once (a false alarm = the whole gate fails)."""
+    rng = np.random.default_rng(0)
+    runs = [_real_pairs(load.load([p])) for p in REAL_ALL]
+    pairs = [r.rows["case"].nunique() for r in runs]
+    assert min(pairs) >= 5
+    trials = [(_resampled(run, rng), _resampled(run, rng)) for run in runs for _ in range(100)]
+    verdicts = [gate.compare(b, c) for b, c in trials]
+    judged = sum(l.verdict not in (gate.UNSTABLE,) for v in verdicts for l in v)
+    rate = sum(map(gate.exit_code, verdicts)) / len(trials)
+    print(f"A/A: {len(trials)} resampled comparisons ({pairs} real pairs per run, {judged} pair verdicts): "
+          f"false-alarm rate {rate:.1%}")
+    assert judged >= 0.75 * sum(pairs) * 100  # a resample can push a sample past MAX_SPREAD
+    assert rate <= 0.01
+
+
+def test_a_a_on_the_two_real_runs_is_not_judged_when_unstable(capsys):
+    """The two real runs (heavily loaded machine): every pair is too noisy to judge; the gate says
+    so and passes instead of guessing, and lists them for re-measurement."""
+    code, out, _ = run_gate(capsys, "--baseline", REAL[0], "--current", REAL[1])
+    assert code == 0 and "| unstable |" in out
+
+
+@pytest.mark.parametrize("slowdown", [1.10, 1.25, 1.50])
+def test_detection_on_real_rounds(slowdown):
+    """The same real pairs, the optimized sample's rounds slowed in the current run: the share of
+    pairs flagged, over 20 comparisons (reported; the gate's power on real noisy data)."""
+    rng = np.random.default_rng(1)
+    runs = [_real_pairs(load.load([p])) for p in REAL_ALL]
+    flagged = judged = 0
+    for run in runs:
+        for _ in range(10):
+            lines = gate.compare(_resampled(run, rng), _resampled(run, rng, {"optimized": slowdown}))
+            judged += sum(l.verdict != gate.UNSTABLE for l in lines)
+            flagged += sum(l.verdict == gate.REGRESSED for l in lines)
+    print(f"real rounds, slowdown {slowdown - 1:.0%}: {flagged}/{judged} judged pairs flagged ({flagged / judged:.1%})")
+    if slowdown >= 1.5:
+        assert flagged / judged >= 0.95
+
+
+def _drifted(seed: int, rng, slowdown: float) -> dict:
+    # Between runs, medians drift: a common factor (sd 5%, the issue's 4-8%), which a within-run
+    # speedup cancels, and a per-variant part (sd 2%), which it does not. Within a run,
+    # IQR/median ≈ 4% (the issue's 3-5%), 15 rounds.
+    common = rng.lognormal(0, 0.05)
+    drift = {name: common * rng.lognormal(0, 0.02) for name, _, _ in synthetic.VARIANTS}
+    drift["fast_v"] *= slowdown
+    return synthetic.result(seed=seed, sizes=(512,), n_rounds=15, sigma=0.03, slow=drift)
+
+
+@pytest.mark.parametrize("slowdown, at_least, at_most", [(1.0, 0.0, 0.01), (1.10, 0.0, 1.0), (1.25, 0.95, 1.0), (1.50, 0.99, 1.0)])
+def test_detection_of_injected_slowdowns(tmp_path, slowdown, at_least, at_most):
+    """The optimized variant's rounds slowed by 10/25/50% in the current run, 200 trials each.
+    A 10% slowdown is a 9.1% drop of the speedup, inside the 10% tolerance: not a regression by
+    design, so only its rate is reported."""
+    rng = np.random.default_rng(int(slowdown * 100))
+    fired = 0
+    for trial in range(200):
+        base = load.load([write(tmp_path / "b.json", _drifted(2 * trial, rng, 1.0))])
+        cur = load.load([write(tmp_path / "c.json", _drifted(2 * trial + 1, rng, slowdown))])
+        fired += gate.exit_code(gate.compare(base, cur))
+    rate = fired / 200
+    print(f"slowdown {slowdown - 1:.0%}: detected in {rate:.1%} of 200 trials")
+    assert at_least <= rate <= at_most
