@@ -127,9 +127,18 @@ class Launch:
         rows = [json.loads(f.read_text()) for f in files]
         return sorted(rows, key=lambda r: r.get("rank", 0))
 
-    def survivors(self) -> list[int]:
-        """Tracked PIDs that are still the same live process (a reused PID does not count)."""
-        return [pid for pid, start in self.tracked.items() if (s := _proc_stat(pid)) and s[1] == start]
+    def survivors(self, grace_s: float = 5.0) -> list[int]:
+        """Tracked PIDs still the same live process after `grace_s` (a reused PID does not count).
+
+        The grace period matters: helpers such as multiprocessing's resource tracker exit a moment
+        after the ranks do, and a check made at once would call them left behind.
+        """
+        deadline = time.monotonic() + grace_s
+        while True:
+            alive = [pid for pid, start in self.tracked.items() if (s := _proc_stat(pid)) and s[1] == start]
+            if not alive or time.monotonic() >= deadline:
+                return alive
+            time.sleep(0.1)
 
     def describe(self) -> str:
         state = "timed out" if self.timed_out else f"exit codes {self.returncodes}"
