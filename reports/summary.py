@@ -33,10 +33,22 @@ def speed_rules(rule):
             yield from speed_rules(inner)
 
 
+def memory_rules(rule):
+    """The Lighter rules inside a rule (AllOf nests them)."""
+    if isinstance(rule, rules.Lighter):
+        yield rule
+    elif isinstance(rule, rules.AllOf):
+        for inner in rule.rules:
+            yield from memory_rules(inner)
+
+
 def rule_pairs(case) -> list[tuple[str, str]]:
-    """(fast, slow) names or roles the case's claim compares; default optimized over naive."""
+    """(fast, slow) names or roles the case's claim compares: its speed rules' pairs, else its
+    memory rules' (light, heavy) pairs — a case whose variants are different models must not be
+    paired across models — and by default optimized over naive."""
     rule = getattr(case, "verdict", None) if case is not None else None
     pairs = [(r.fast, r.slow) for r in speed_rules(rule)]
+    pairs = pairs or [(r.light, r.heavy) for r in memory_rules(rule)]
     return pairs or [("optimized", "naive")]
 
 
