@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
+from cases._init import perturb_norms
 from cases.rules import AllOf, FromFindings, NotFaster
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 
@@ -79,20 +80,9 @@ class Step:
     amp_dtype: torch.dtype
 
 
-def _perturb_norms(module):
-    """Norm layers start as the identity (weight 1, bias 0); a trained net's are not, and an
-    all-zero bias would hide a dropped bias gradient. Drawn from the seeded global RNG."""
-    with torch.no_grad():
-        for m in module.modules():
-            if isinstance(m, (nn.LayerNorm, nn.GroupNorm)):
-                m.weight.normal_(1.0, 0.1)
-                m.bias.normal_(0.0, 0.1)
-    return module
-
-
 def _make(build, data_shape, size, dtype, device, seed):
     torch.manual_seed(seed)  # nn.Module init draws from the global RNG
-    module = _perturb_norms(build(size)).to(device)
+    module = perturb_norms(build(size)).to(device)
     g = torch.Generator().manual_seed(seed + 1)
     x = torch.randn((size["batch"], *data_shape(size)), generator=g).to(device)
     y = torch.randint(0, CLASSES, (size["batch"],), generator=g).to(device)

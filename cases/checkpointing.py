@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
+from cases._init import perturb_norms
 from cases.rules import AllOf, FromFindings, Lighter
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 from harness import measure
@@ -91,20 +92,9 @@ class Net:
     seed: int  # the dropout RNG seed every run starts from
 
 
-def _perturb_norms(module):
-    """Norm layers start as the identity (weight 1, bias 0); a trained net's are not, and an
-    all-zero bias would hide a dropped bias gradient. Drawn from the seeded global RNG."""
-    with torch.no_grad():
-        for m in module.modules():
-            if isinstance(m, (nn.LayerNorm, nn.GroupNorm)):
-                m.weight.normal_(1.0, 0.1)
-                m.bias.normal_(0.0, 0.1)
-    return module
-
-
 def _make(block, data_shape, size, dtype, device, seed):
     torch.manual_seed(seed)  # nn.Module init draws from the global RNG
-    blocks = _perturb_norms(nn.Sequential(*[block(size["width"]) for _ in range(size["depth"])])).to(device=device, dtype=dtype)
+    blocks = perturb_norms(nn.Sequential(*[block(size["width"]) for _ in range(size["depth"])])).to(device=device, dtype=dtype)
     g = torch.Generator().manual_seed(seed + 1)
     x = torch.randn(data_shape, generator=g).to(device=device, dtype=dtype)
     r = (torch.randn(data_shape, generator=g) / math.sqrt(x.numel())).to(device=device, dtype=dtype)
