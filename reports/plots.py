@@ -8,6 +8,7 @@ built with `matplotlib.figure.Figure` directly (no pyplot state, nothing kept be
 from __future__ import annotations
 
 import io
+import json
 import math
 import textwrap
 
@@ -42,7 +43,8 @@ def case_plot(rows: pd.DataFrame, title: str) -> bytes:
     device × dtype, shaded between the first and third quartiles."""
     has_memory = rows["peak_bytes"].notna().any()
     panels = list(rows.groupby(["device", "dtype"], sort=False))
-    nrows = 2 if has_memory else 1
+    model = _cost_model_points(rows)
+    nrows = (2 if has_memory else 1) + (model is not None)
     width, height = 4.2 * len(panels) + 0.6, 3.0 * nrows + 0.8
     fig = Figure(figsize=(width, height), dpi=DPI)
     # Fixed margins: constrained layout measures every tick label's extent, most of the cost.
@@ -83,8 +85,55 @@ def case_plot(rows: pd.DataFrame, title: str) -> bytes:
             axes[1][col].minorticks_off()
         time_ax.minorticks_off()
     axes[0][0].legend(fontsize=7)
+    if model is not None:
+        _draw_cost_model(axes[-1], model)
     fig.suptitle(textwrap.fill(title, 40 * len(panels) + 20), fontsize=10)
     return _png(fig)
+
+
+def _cost_model_points(rows: pd.DataFrame) -> pd.DataFrame | None:
+    """A cost model's measured and predicted times, where a case recorded them (extra_info
+    ``points``: algorithm, bytes, measured_s, model_s, e.g. the all-reduce α–β model)."""
+    if "extra" not in rows:
+        return None
+    frames = []
+    for label, extra in zip(rows["size_label"], rows["extra"]):
+        if not isinstance(extra, str) or '"points"' not in extra:
+            continue
+        points = json.loads(extra).get("points")
+        points = json.loads(points) if isinstance(points, str) else points
+        if points:
+            frames.append(pd.DataFrame(points).assign(setting=label))
+    if not frames:
+        return None
+    table = pd.concat(frames, ignore_index=True)
+    # One setting (e.g. world size w4): models of different settings must not share a line.
+    table = table[table["setting"] == max(table["setting"], key=lambda v: (len(v), v))]
+    needed = {"algorithm", "bytes", "measured_s", "model_s"}
+    return table if needed <= set(table.columns) else None
+
+
+def _draw_cost_model(row_axes, points: pd.DataFrame) -> None:
+    """Measured (markers) against the model (lines), per algorithm, log-log: how the suite speaks
+    about sizes and world sizes it cannot run."""
+    ax = row_axes[0]
+    for extra_ax in row_axes[1:]:
+        extra_ax.set_visible(False)
+    agg = points.groupby(["algorithm", "bytes"], sort=True)[["measured_s", "model_s"]].median().reset_index()
+    for algorithm, line in agg.groupby("algorithm", sort=False):
+        drawn = ax.plot(line["bytes"], line["model_s"] * 1e3, linestyle="--", linewidth=1)
+        ax.plot(line["bytes"], line["measured_s"] * 1e3, marker="o", ms=3, linestyle="none",
+                color=drawn[0].get_color(), label=f"{algorithm} (o measured, -- model)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(_PLAIN)
+    ax.yaxis.set_major_formatter(_PLAIN)
+    ax.set_xlabel("message bytes")
+    ax.set_ylabel("time (ms)")
+    ax.set_title(f"cost model vs measured ({points['setting'].iloc[0]})", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.minorticks_off()
+    ax.legend(fontsize=6)
 
 
 def overview_plot(summary: pd.DataFrame, title: str) -> bytes:

@@ -239,3 +239,20 @@ def test_roofline_fractions_when_ceilings_are_recorded(tmp_path):
     assert np.allclose(results["bandwidth_fraction"], results["bytes"] / results["median_s"] / 5e10)
     assert any(p.name.startswith("roofline--") for p in (tmp_path / "out" / "plots").iterdir())
     assert 'alt="roofline on ' in page
+
+
+def test_cost_model_panel_takes_one_setting_and_needs_its_columns():
+    from reports import plots
+
+    def extra(p):
+        return json.dumps({"points": json.dumps([
+            {"algorithm": "ring", "bytes": 1024, "measured_s": 1e-3 * p, "model_s": 1e-3},
+            {"algorithm": "ring", "bytes": 4096, "measured_s": 2e-3 * p, "model_s": 2e-3},
+        ])})
+
+    rows = pd.DataFrame({"size_label": ["w2", "w4", "w4"], "extra": [extra(2), extra(4), ""]})
+    points = plots._cost_model_points(rows)
+    assert set(points["setting"]) == {"w4"} and list(points["measured_s"]) == [4e-3, 8e-3]
+    assert plots._cost_model_points(pd.DataFrame({"size_label": ["n1"], "extra": [""]})) is None
+    bad = pd.DataFrame({"size_label": ["w2"], "extra": [json.dumps({"points": [{"bytes": 1}]})]})
+    assert plots._cost_model_points(bad) is None
