@@ -1,0 +1,63 @@
+"""The pytest glue seen from outside: option validation, node IDs, out-of-memory handling."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from cases import all_cases
+from suite.test_cases import _run_or_skip_on_oom
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pytest(*args):
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("option, valid", [("--device=tpu", "cpu, cuda"), ("--profile=huge", "'quick', 'full'")])
+def test_bad_option_is_a_usage_error_naming_the_valid_values(option, valid):
+    run = _pytest("suite", "--collect-only", "-q", option)
+    assert run.returncode == 4, run.stdout + run.stderr  # pytest's exit code for usage errors
+    assert valid in run.stderr
+
+
+def test_every_suite_node_id_carries_its_catalogue_id():
+    run = _pytest("suite", "--collect-only", "-q", "--benchmark-disable")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    ids = {c.id for c in all_cases()}
+    nodes = [line for line in run.stdout.splitlines() if "::" in line]
+    assert len(nodes) > 100
+    def carries(node, cid):
+        return f"[{cid}-" in node or f"[{cid}]" in node
+
+    for node in nodes:
+        assert any(carries(node, cid) for cid in ids), f"no catalogue ID in {node}"
+    assert ids == {cid for cid in ids for node in nodes if carries(node, cid)}, "a case has no test"
+
+
+class _Point:
+    id = "x.y-v-n1-float32-cpu"
+    device = "cpu"
+
+
+def test_out_of_memory_is_skipped_with_the_reason_and_others_raise():
+    def oom():
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 16.00 GiB")
+
+    with pytest.raises(pytest.skip.Exception, match="out of memory at x.y-v-n1-float32-cpu"):
+        _run_or_skip_on_oom(_Point(), oom)
+    with pytest.raises(ValueError):
+        _run_or_skip_on_oom(_Point(), lambda: (_ for _ in ()).throw(ValueError("a real bug")))
+    assert _run_or_skip_on_oom(_Point(), lambda: 3) == 3
+
+
+def test_gpu_only_benchmarks_skip_with_the_reason_on_a_cpu_machine():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    run = _pytest("suite", "-m", "gpu", "--benchmark-only", "-q", "-k", "distance.pairwise", "-rs")
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "CUDA not available" in run.stdout and " passed" not in run.stdout.splitlines()[-1]
