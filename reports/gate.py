@@ -110,6 +110,16 @@ def _spread(sample: np.ndarray) -> float:
     return float((q3 - q1) / median) if median > 0 else math.inf
 
 
+
+PAGE = 4096
+
+
+def _memory_ratio(group, slow: str, fast: str) -> float:
+    """Peak memory of `slow` over `fast`, each floored at one page: a variant that allocates
+    nothing the allocator sees (in place, or a view) peaks at 0 bytes, and below a page the
+    difference means nothing. NaN where a peak was not measured (the comparison is then skipped)."""
+    return (group.peak[slow] + PAGE) / (group.peak[fast] + PAGE)
+
 def compare(baseline: load.Results, current: load.Results, *, tolerance: float = 0.10, absolute: bool = False,
             rechecks: tuple = (), known: dict | None = None, names=("baseline", "current")) -> list[Line]:
     known = known or {}
@@ -160,7 +170,7 @@ def compare(baseline: load.Results, current: load.Results, *, tolerance: float =
                     line.note = f"not confirmed by {confirmed.count(False)} of {len(again)} recheck(s)"
             elif r < 1 - tol:
                 line.verdict, line.note = NOISY, f"below -{tol:.0%} but the CI reaches {hi - 1:+.1%}"
-            base_mem, cur_mem = base.peak[slow] / base.peak[fast], cur.peak[slow] / cur.peak[fast]
+            base_mem, cur_mem = _memory_ratio(base, slow, fast), _memory_ratio(cur, slow, fast)
             if line.verdict == OK and base_mem > 1 and cur_mem < base_mem * (1 - tol):
                 line.verdict = MEMORY
                 line.note = f"memory ratio {base_mem:.3g}× → {cur_mem:.3g}×"
