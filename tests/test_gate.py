@@ -89,6 +89,17 @@ def test_memory_saving_shrank_fails(tmp_path, capsys):
     assert "memory saving shrank" in out
 
 
+def test_a_variant_that_allocates_nothing_is_compared_not_crashed(tmp_path, capsys):
+    docs = [synthetic.result(seed=seed) for seed in (1, 2)]
+    for doc in docs:
+        for bench in doc["benchmarks"]:
+            if bench["extra_info"]["variant"] == "fast_v":
+                bench["extra_info"]["peak_bytes"] = 0.0  # in place, or a view: the allocator sees nothing
+    paths = [write(tmp_path / f"{i}.json", doc) for i, doc in enumerate(docs)]
+    code, out, _ = run_gate(capsys, "--baseline", paths[0], "--current", paths[1])
+    assert code == 0, out
+
+
 def test_new_case_is_reported_not_failed(tmp_path, capsys):
     b = write(tmp_path / "b.json", synthetic.result(cases=("distance.pairwise",), seed=1))
     c = write(tmp_path / "c.json", synthetic.result(cases=("distance.pairwise", "conv.im2col"), seed=2))
