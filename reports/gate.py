@@ -203,7 +203,14 @@ def _f(value, spec=".3g") -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
 
-def markdown(lines: list[Line], tolerance: float) -> str:
+SINGLE_RUN_NOTE = (
+    "Note: the baseline holds a single run. Some timings are bimodal between processes (measured here: "
+    "a page-fault-bound variant at 10 ms in some runs and 34-36 ms in others), so a one-run baseline can "
+    "make an unchanged pair look regressed; record baselines from two or more runs (a folder: runs are pooled)."
+)
+
+
+def markdown(lines: list[Line], tolerance: float, baseline_runs: int = 2) -> str:
     def cell(text) -> str:
         return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -212,6 +219,7 @@ def markdown(lines: list[Line], tolerance: float) -> str:
             f"Within-run speedups (slow median ÷ fast median), current ÷ baseline, with a 90% bootstrap "
             f"interval of the change; a pair fails when the interval's top (its one-sided 95% bound) lies "
             f"below -{tolerance:.0%} (or the case's own tolerance).", "",
+            *([SINGLE_RUN_NOTE, ""] if baseline_runs < 2 else []),
             "| case | size | dtype device | pair | baseline speedup | current speedup | change | 90% CI | verdict | note |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     order = sorted(lines, key=lambda l: (l.verdict not in FAILING, l.case, l.size))
@@ -237,7 +245,7 @@ def run(baseline_path, current_path, *, tolerance=0.10, absolute=False, recheck_
     rechecks = tuple(load.load([p]) for p in recheck_paths)
     lines = compare(baseline, current, tolerance=tolerance, absolute=absolute, rechecks=rechecks,
                     known=known, names=(str(baseline_path), str(current_path)))
-    text = markdown(lines, tolerance)
+    text = markdown(lines, tolerance, baseline_runs=len(baseline.runs))
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         with open(summary_file, "a", encoding="utf-8") as f:

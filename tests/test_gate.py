@@ -299,3 +299,15 @@ def test_detection_of_injected_slowdowns(tmp_path, slowdown, at_least, at_most):
     rate = fired / 200
     print(f"slowdown {slowdown - 1:.0%}: detected in {rate:.1%} of 200 trials")
     assert at_least <= rate <= at_most
+
+
+def test_a_single_run_baseline_is_warned_about_and_a_pooled_one_is_not(tmp_path, capsys):
+    base = tmp_path / "baseline"
+    base.mkdir()
+    write(base / "a.json", synthetic.result(seed=1))
+    current = write(tmp_path / "c.json", synthetic.result(seed=3))
+    _, single, _ = run_gate(capsys, "--baseline", base / "a.json", "--current", current)
+    assert "baseline holds a single run" in single
+    write(base / "b.json", synthetic.result(seed=2))
+    code, pooled, _ = run_gate(capsys, "--baseline", base, "--current", current)
+    assert code == 0 and "single run" not in pooled
