@@ -7,6 +7,7 @@ parametrisation of the suite's tests in `suite/conftest.py`.
 from __future__ import annotations
 
 import pytest
+import torch
 
 from harness import ceilings, machine, requirements
 from suite import options
@@ -20,6 +21,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     options.validate(config)
+    if config.getoption("--threads") is not None:
+        torch.set_num_threads(config.getoption("--threads"))
     _ledger.clear()
 
 
@@ -35,6 +38,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.multigpu)
         if "distributed" in point.requires:
             item.add_marker(pytest.mark.distributed)
+        if getattr(point, "slow", False):
+            item.add_marker(pytest.mark.slow)
         reason = requirements.unmet(point.requires, point.device)
         if reason:
             item.add_marker(pytest.mark.skip(reason=reason))

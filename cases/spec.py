@@ -98,6 +98,7 @@ class Check:
     fn: Callable[[torch.device], Finding | None]
     requires: tuple[str, ...] = ()
     devices: tuple[str, ...] = ("cpu", "cuda")
+    slow: bool = False  # marked `slow`: left out by -m "not slow" (e.g. a sweep that takes seconds)
 
 
 @dataclass(frozen=True)

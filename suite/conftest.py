@@ -76,6 +76,10 @@ class CheckPoint:
         return self.case.requires + self.check.requires
 
     @property
+    def slow(self) -> bool:
+        return self.check.slow
+
+    @property
     def id(self) -> str:
         return f"{self.case.id}-{self.check_name}-{self.device}"
 

@@ -23,6 +23,11 @@ def add_options(parser) -> None:
     )
     group.addoption("--seed", type=int, default=0, help="seed for every case's inputs. Default: 0.")
     group.addoption(
+        "--threads", type=int, default=None,
+        help="torch intra-op threads for the run (torch.set_num_threads), recorded in the machine info. "
+        "Default: torch's own choice. On shared CPU machines 1 gives steadier timings.",
+    )
+    group.addoption(
         "--timing-mode", default="warm",
         help="comma-separated GPU timing modes among warm,cold_l2,graph (or 'all'): each CUDA point "
         "is benchmarked once per mode. CPU points are always timed warm. Default: warm.",
@@ -41,6 +46,9 @@ def timing_modes(config) -> tuple[str, ...]:
 
 
 def validate(config) -> None:
+    threads = config.getoption("--threads")
+    if threads is not None and threads < 1:
+        raise pytest.UsageError(f"--threads {threads}: use a positive number of threads")
     modes = timing_modes(config)
     if not modes or any(m not in TIMING_MODES for m in modes):
         raise pytest.UsageError(

@@ -18,7 +18,9 @@ def _pytest(*args):
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("option, valid", [("--device=tpu", "cpu, cuda"), ("--profile=huge", "'quick', 'full'")])
+@pytest.mark.parametrize("option, valid", [
+    ("--device=tpu", "cpu, cuda"), ("--profile=huge", "'quick', 'full'"), ("--threads=0", "positive number"),
+])
 def test_bad_option_is_a_usage_error_naming_the_valid_values(option, valid):
     run = _pytest("suite", "--collect-only", "-q", option)
     assert run.returncode == 4, run.stdout + run.stderr  # pytest's exit code for usage errors
@@ -61,3 +63,28 @@ def test_gpu_only_benchmarks_skip_with_the_reason_on_a_cpu_machine():
     run = _pytest("suite", "-m", "gpu", "--benchmark-only", "-q", "-k", "distance.pairwise", "-rs")
     assert run.returncode == 0, run.stdout[-3000:]
     assert "CUDA not available" in run.stdout and " passed" not in run.stdout.splitlines()[-1]
+
+
+def test_a_slow_check_gets_the_slow_marker():
+    import importlib.util
+
+    from cases.spec import Case, Check
+    from suite.conftest import CheckPoint
+
+    spec = importlib.util.spec_from_file_location("root_conftest_under_test", ROOT / "conftest.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    case = Case(id="x.y", tier=3, claim="", source="",
+                checks={"fast": Check(lambda d: None), "sweep": Check(lambda d: None, slow=True)})
+
+    class Item:
+        def __init__(self, point):
+            self.callspec = type("CallSpec", (), {"params": {"check_point": point}})()
+            self.markers, self.user_properties = [], []
+
+        def add_marker(self, mark):
+            self.markers.append(mark.name)
+
+    items = [Item(CheckPoint(case, name, "cpu")) for name in ("fast", "sweep")]
+    hooks.pytest_collection_modifyitems(None, items)
+    assert "slow" not in items[0].markers and "slow" in items[1].markers
