@@ -67,6 +67,8 @@ class Variant:
 
     ``inputs`` overrides the case's input maker for variants that are only valid on special
     inputs (a unit-norm shortcut needs unit vectors); the oracle is then evaluated on those.
+    ``oracle`` and ``tolerance`` override the case's for a variant that computes something else
+    (full BPTT beside truncated) or is held to a tighter bound (an IEEE fp32 path beside TF32 ones).
     ``peak_bytes(size, itemsize)`` estimates the variant's peak working set so that a size that
     cannot fit is skipped with a reason before it is tried.
     """
@@ -77,6 +79,8 @@ class Variant:
     peak_bytes: Callable[[Size, int], int] | None = None
     requires: tuple[str, ...] = ()
     dtypes: tuple[torch.dtype, ...] | None = None  # None: every dtype the case runs
+    oracle: Callable[..., Any] | None = None
+    tolerance: Mapping[torch.dtype, Tol] | None = None
 
 
 def naive(fn, **kw) -> Variant:

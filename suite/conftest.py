@@ -44,7 +44,11 @@ class VariantPoint:
 
     @property
     def tolerance(self):
-        return self.case.tolerance[self.dtype]
+        return (self.variant.tolerance or {}).get(self.dtype) or self.case.tolerance[self.dtype]
+
+    @property
+    def oracle(self):
+        return self.variant.oracle or self.case.oracle
 
     def make_inputs(self, seed: int) -> tuple:
         maker = self.variant.inputs or self.case.make_inputs
@@ -165,9 +169,11 @@ class InputCache:
             self._group = group
         maker = point.variant.inputs or point.case.make_inputs
         if maker not in self._entries:
-            inputs = point.make_inputs(self.seed)
-            self._entries[maker] = (inputs, point.case.oracle(*inputs))
-        return self._entries[maker]
+            self._entries[maker] = (point.make_inputs(self.seed), {})
+        inputs, truths = self._entries[maker]
+        if point.oracle not in truths:
+            truths[point.oracle] = point.oracle(*inputs)
+        return inputs, truths[point.oracle]
 
     def clear(self):
         self._entries.clear()

@@ -88,3 +88,36 @@ def test_a_slow_check_gets_the_slow_marker():
     items = [Item(CheckPoint(case, name, "cpu")) for name in ("fast", "sweep")]
     hooks.pytest_collection_modifyitems(None, items)
     assert "slow" not in items[0].markers and "slow" in items[1].markers
+
+
+def test_variant_oracle_and_tolerance_override_the_case_and_inputs_are_shared():
+    from cases.spec import Case, Tol, naive, optimized
+    from suite.conftest import InputCache, VariantPoint
+
+    made, truths = [], []
+
+    def make(size, dtype, device, seed):
+        made.append(seed)
+        return (torch.arange(1.0, 4.0),)
+
+    def doubled(x):
+        truths.append("doubled")
+        return 2 * x.double()
+
+    def squared(x):
+        truths.append("squared")
+        return x.double() ** 2
+
+    tight = {torch.float32: Tol(0, 0)}
+    case = Case(id="x.y", tier=2, claim="", source="", make_inputs=make, oracle=doubled,
+                variants={"a": naive(lambda x: 2 * x), "b": optimized(lambda x: x * x, oracle=squared, tolerance=tight)},
+                tolerance={torch.float32: Tol(1e-5, 1e-5)}, sizes={"quick": [{"n": 3}]})
+    a, b = (VariantPoint(case, v, {"n": 3}, torch.float32, "cpu") for v in ("a", "b"))
+    assert a.tolerance == Tol(1e-5, 1e-5) and b.tolerance == Tol(0, 0)
+    cache = InputCache(seed=0)
+    (xa,), ta = cache.get(a)
+    (xb,), tb = cache.get(b)
+    assert xa is xb and made == [0], "variants of one point share one set of inputs"
+    assert ta.tolist() == [2, 4, 6] and tb.tolist() == [1, 4, 9]
+    cache.get(a)
+    assert truths == ["doubled", "squared"], "each oracle is computed once per point"
