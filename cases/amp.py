@@ -24,7 +24,7 @@ from torch import nn
 from torch.func import functional_call
 
 from cases._init import perturb_norms
-from cases.rules import AllOf, FromFindings, NotFaster
+from cases.rules import AllOf, FromFindings, NotFaster, NotLighter
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
@@ -338,6 +338,10 @@ CASE = Case(
         "deprecated_spelling": Check(check_deprecated_spelling, devices=("cpu",)),
         "cpu_autocast_exists": Check(check_cpu_autocast_exists, devices=("cpu",)),
     },
-    verdict=AllOf((NotFaster("transformer.amp", "transformer.fp32"), FromFindings())),
+    verdict=AllOf((
+        NotFaster("transformer.amp", "transformer.fp32"),
+        NotLighter("transformer.amp", "transformer.fp32"),
+        FromFindings(),
+    )),
     x="width",
 )

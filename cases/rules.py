@@ -49,6 +49,16 @@ class FromFindings:
 
 
 @dataclass(frozen=True)
+class NotLighter:
+    """The notes' claim is that `light` is *not necessarily* smaller than `heavy` (e.g. "AMP is not
+    necessarily smaller"): holds where `light` peaks at no less memory than `heavy` at some measured
+    device, dtype or size; fails where it is lighter everywhere."""
+
+    light: str = "optimized"
+    heavy: str = "naive"
+
+
+@dataclass(frozen=True)
 class NotFaster:
     """The notes' claim is that `fast` is *not necessarily* faster than `slow` (e.g. "AMP is not
     necessarily faster"): holds where the CI of the speedup includes or lies below 1 on some

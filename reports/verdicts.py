@@ -39,6 +39,17 @@ def combine(parts: list[Judgement], joiner: str = "; ") -> Judgement:
     return Judgement(DEPENDS, evidence)
 
 
+def all_of(parts: list[Judgement]) -> Judgement:
+    """A claim made of several parts (rules.AllOf): fails when any measured part fails, holds when
+    all hold, otherwise depends. `combine` is for one rule across devices, where a mix of holds and
+    fails means the claim depends on the hardware."""
+    measured = [p for p in parts if p.verdict != NOT_MEASURED]
+    joined = combine(parts)
+    if any(p.verdict == FAILS for p in measured):
+        return Judgement(FAILS, joined.evidence)
+    return joined
+
+
 def _largest(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows at the largest size of each device × dtype (x first, then the size's order in the run)."""
     if frame.empty:
@@ -82,39 +93,56 @@ def not_faster(rule: rules.NotFaster, summary, rows, roles) -> Judgement:
     if picked.empty:
         return Judgement(NOT_MEASURED, f"no timings of {rule.fast} and {rule.slow} together")
     not_faster_at = picked[~(picked["ci_low"] > 1)]
+    # itertuples, not iloc: a Series row's `.dtype` is the Series' own dtype, not the column.
     if not not_faster_at.empty:
-        row = not_faster_at.sort_values("speedup").iloc[0]
+        row = next(not_faster_at.sort_values("speedup").itertuples())
         return Judgement(HOLDS, f"{row.fast} not faster than {row.slow} at {row.size_label} {row.dtype} "
                                 f"{row.device}: {_ci(row)}")
-    row = picked.sort_values("ci_low").iloc[0]
+    row = next(picked.sort_values("ci_low").itertuples())
     return Judgement(FAILS, f"{rule.fast} faster than {rule.slow} everywhere measured; least at "
                             f"{row.size_label} {row.dtype} {row.device}: {_ci(row)}")
 
 
-def lighter(rule: rules.Lighter, summary, rows, roles) -> Judgement:
-    light, heavy = expand(rule.light, roles), expand(rule.heavy, roles)
+def _peak_pairs(light_spec: str, heavy_spec: str, rows: pd.DataFrame, roles: dict, largest_only: bool):
+    """(ratio heavy/light, evidence) for each light × heavy variant pair measured together, at the
+    largest such size of each device × dtype, or at every size."""
+    light, heavy = expand(light_spec, roles), expand(heavy_spec, roles)
     picked = rows[rows["variant"].isin(light + heavy) & rows["peak_bytes"].notna()]
     peaks = picked.groupby(["device", "dtype", "size_label", "variant"], sort=False).agg(
         peak=("peak_bytes", "max"), x=("x", "first")).reset_index()
-    parts = []
     for (device, dtype), part in peaks.groupby(["device", "dtype"], sort=False):
         both = [s for s in part["size_label"].unique()
                 if set(part[part.size_label == s].variant) & set(light) and set(part[part.size_label == s].variant) & set(heavy)]
         if not both:
             continue
         part = part[part.size_label.isin(both)]
-        size = part.sort_values("x", kind="stable")["size_label"].iloc[-1]
-        at = part[part.size_label == size].set_index("variant")["peak"]
-        for lv in light:
-            for hv in heavy:
-                if lv in at and hv in at:
-                    ratio = at[hv] / at[lv] if at[lv] > 0 else math.inf
-                    where = (f"peak {hv} {at[hv] / 2**20:.4g} MiB vs {lv} {at[lv] / 2**20:.4g} MiB "
-                             f"({ratio:.3g}×) at {size} {dtype} {device}")
-                    parts.append(Judgement(HOLDS if ratio > rule.min_ratio else FAILS, where))
+        sizes = list(dict.fromkeys(part.sort_values("x", kind="stable")["size_label"]))
+        for size in sizes[-1:] if largest_only else sizes:
+            at = part[part.size_label == size].set_index("variant")["peak"]
+            for lv in light:
+                for hv in heavy:
+                    if lv in at and hv in at:
+                        ratio = at[hv] / at[lv] if at[lv] > 0 else math.inf
+                        yield ratio, (f"peak {hv} {at[hv] / 2**20:.4g} MiB vs {lv} {at[lv] / 2**20:.4g} MiB "
+                                      f"({ratio:.3g}×) at {size} {dtype} {device}")
+
+
+def lighter(rule: rules.Lighter, summary, rows, roles) -> Judgement:
+    parts = [Judgement(HOLDS if ratio > rule.min_ratio else FAILS, where)
+             for ratio, where in _peak_pairs(rule.light, rule.heavy, rows, roles, largest_only=True)]
     if not parts:
         return Judgement(NOT_MEASURED, f"no peak memory of {rule.light} and {rule.heavy} together")
     return combine(parts)
+
+
+def not_lighter(rule: rules.NotLighter, summary, rows, roles) -> Judgement:
+    pairs = list(_peak_pairs(rule.light, rule.heavy, rows, roles, largest_only=False))
+    if not pairs:
+        return Judgement(NOT_MEASURED, f"no peak memory of {rule.light} and {rule.heavy} together")
+    not_lighter_at = [(ratio, where) for ratio, where in pairs if ratio <= 1]
+    if not_lighter_at:
+        return Judgement(HOLDS, f"{rule.light} not smaller: " + min(not_lighter_at)[1])
+    return Judgement(FAILS, f"{rule.light} smaller than {rule.heavy} everywhere measured; least: " + min(pairs)[1])
 
 
 def from_findings(rule, outcomes: pd.DataFrame) -> Judgement:
@@ -138,8 +166,10 @@ def evaluate(rule, summary, rows, outcomes, roles) -> Judgement:
         return lighter(rule, summary, rows, roles)
     if isinstance(rule, rules.FromFindings):
         return from_findings(rule, outcomes)
+    if isinstance(rule, rules.NotLighter):
+        return not_lighter(rule, summary, rows, roles)
     if isinstance(rule, rules.AllOf):
-        return combine([evaluate(r, summary, rows, outcomes, roles) for r in rule.rules])
+        return all_of([evaluate(r, summary, rows, outcomes, roles) for r in rule.rules])
     return Judgement(NOT_MEASURED, f"unknown rule {type(rule).__name__}")
 
 

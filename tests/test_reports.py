@@ -150,7 +150,14 @@ def test_lighter_and_not_faster_and_all_of():
     assert _judge(rules.NotFaster()).verdict == "fails"
     assert _judge(rules.NotFaster(), factor_fast=1.0, factor_slow=1.0).verdict == "holds"
     assert _judge(rules.AllOf((rules.Faster(), rules.Lighter()))).verdict == "holds"
-    assert _judge(rules.AllOf((rules.Faster(), rules.NotFaster()))).verdict == "depends"
+    # AllOf is one claim made of parts: any failing part fails it (rules.AllOf's docstring)...
+    assert _judge(rules.AllOf((rules.Faster(), rules.NotFaster()))).verdict == "fails"
+    # ...while a part that holds beside one that depends leaves it depending.
+    both = rules.AllOf((rules.Faster(), rules.FromFindings()))
+    assert _judge(both, findings=[_finding("depends")]).verdict == "depends"
+    assert _judge(rules.NotLighter()).verdict == "fails"  # the fast variant is lighter everywhere
+    assert _judge(rules.NotLighter(), factor_fast=4.0, factor_slow=1.0).verdict == "holds"
+    assert _judge(rules.NotLighter(), peak=False).verdict == "not measured"
 
 
 def _finding(verdict, evidence="measured 3 things"):
