@@ -1,4 +1,4 @@
-"""A small in-check timer for the checks whose finding is a measured comparison.
+"""Small in-check timers for the checks whose finding is a measured comparison.
 
 Why the minimum and not the median: these checks run in CI on shared cores, where another process
 stealing a core (or an OpenMP barrier spinning against it) adds tens of milliseconds to any one
@@ -13,7 +13,8 @@ from typing import Callable
 
 import torch
 
-from harness.measure import synchronize
+from harness import timing
+from harness.measure import synchronize, synchronized
 
 
 def best_time(fn: Callable[[], object], device: torch.device, repeats: int = 5) -> float:
@@ -27,3 +28,9 @@ def best_time(fn: Callable[[], object], device: torch.device, repeats: int = 5) 
         synchronize(device)
         best = min(best, time.perf_counter() - t0)
     return best
+
+
+def median_time(fn: Callable[[], object], device: torch.device) -> float:
+    """Median of 3 device-synchronized calls after a warm-up: enough for a sweep's trend (the
+    case's benchmarks time its own sizes properly, with statistics)."""
+    return timing.wall_median(synchronized(fn, device), reps=3, budget_s=0.0)

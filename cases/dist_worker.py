@@ -23,7 +23,6 @@ import copy
 import hashlib
 import json
 import os
-import socket
 import sys
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ import torch.distributed as dist
 from torch import nn
 
 from cases import parallel as P
+from harness import launch
 
 D_IN = D_OUT = 256
 
@@ -257,18 +257,12 @@ def _notes_main(rank, world_size):
     """The notes' `main(rank, world_size)`; it never gets that far when spawned as in the notes."""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def task_spawn(a) -> None:
     import torch.multiprocessing as mp
 
     from cases import dist_worker as me  # pickled by its importable name, not __main__
 
-    init_method = f"tcp://127.0.0.1:{_free_port()}"
+    init_method = f"tcp://127.0.0.1:{launch.free_port()}"
     mp.spawn(me._spawn_entry, args=(a.world, init_method, a.out, a.device), nprocs=a.world, join=True)
     world_size = a.world
     try:

@@ -10,11 +10,10 @@ irregular work per non-zero where the dense GEMM streams at peak flops, so it li
 from __future__ import annotations
 
 import math
-import statistics
-import time
 
 import torch
 
+from cases._timing import median_time
 from cases.rules import FromFindings
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 from harness import measure
@@ -79,19 +78,6 @@ def check_coo_layout(device):
                    f"value dtype, as stated; CSR: crow (n+1,), col (nnz,), values (nnz,)")
 
 
-def _median_time(fn, device, repeats=3):
-    """Median of `repeats` single calls after one warm-up: a handful of samples per point keeps
-    the sweep within CI's budget; the generic benchmarks time the case's own sizes properly."""
-    fn()
-    call = measure.synchronized(fn, device)
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
 def _crossover(densities, ratios):
     """Density where sparse/dense crosses 1 going up, interpolated in log-log; None if never."""
     for (d0, r0), (d1, r1) in zip(zip(densities, ratios), zip(densities[1:], ratios[1:])):
@@ -116,7 +102,7 @@ def check_crossover(device):
         for fn, inputs in ((coo_mm, coo), (csr_mm, csr)):
             err = measure.compare(fn(*inputs), truth, rtol=1e-5, atol=1e-4)
             assert err.within, f"sparse product off at density {d}: {err.worst}"
-        t_dense, t_coo, t_csr = (_median_time(lambda f=f, i=i: f(*i), device)
+        t_dense, t_coo, t_csr = (median_time(lambda f=f, i=i: f(*i), device)
                                  for f, i in ((dense_mm, dense), (coo_mm, coo), (csr_mm, csr)))
         rows.append((d, storage_bytes(dense[0]), storage_bytes(coo[0]), storage_bytes(csr[0]), t_dense, t_coo, t_csr))
     # Bytes are linear in nnz: the crossover from the two measured points around it.
