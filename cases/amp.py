@@ -24,7 +24,7 @@ from torch import nn
 from torch.func import functional_call
 
 from cases._init import perturb_norms
-from cases.rules import AllOf, FromFindings, NotFaster, NotLighter
+from harness.rules import AllOf, FromFindings, NotFaster, NotLighter
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16

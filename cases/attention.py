@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from cases.rules import AllOf, Faster, FromFindings, Lighter
+from harness.rules import AllOf, Faster, FromFindings, Lighter
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16

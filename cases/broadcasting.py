@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
 from cases._properties import run_property, smallest
-from cases.rules import AllOf, Faster, Lighter
+from harness.rules import AllOf, Faster, Lighter
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32 = torch.float32

@@ -28,7 +28,7 @@ from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
 from cases._timing import median_time
 from cases._init import perturb_norms
-from cases.rules import AllOf, FromFindings, Lighter
+from harness.rules import AllOf, FromFindings, Lighter
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 from harness import measure
 

@@ -16,7 +16,7 @@ import math
 import torch
 
 from cases._timing import best_time
-from cases.rules import Faster
+from harness.rules import Faster
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32 = torch.float32

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from cases._precision import ieee_fp32
-from cases.rules import AllOf, Faster, FromFindings
+from harness.rules import AllOf, Faster, FromFindings
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 from harness import measure
 

@@ -16,7 +16,7 @@ import warnings
 import torch
 from torch.utils.data import DistributedSampler
 
-from cases.rules import FromFindings
+from harness.rules import FromFindings
 from cases.spec import Case, Check, Finding, Verdict
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from cases.rules import AllOf, Faster, Lighter
+from harness.rules import AllOf, Faster, Lighter
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16

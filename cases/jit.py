@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from cases.rules import FromFindings
+from harness.rules import FromFindings
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32 = torch.float32

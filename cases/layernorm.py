@@ -23,7 +23,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from cases.rules import FromFindings
+from harness.rules import FromFindings
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
 
 FP32 = torch.float32

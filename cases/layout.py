@@ -23,7 +23,7 @@ import torch
 from hypothesis import strategies as st
 
 from cases._properties import run_property, smallest
-from cases.rules import FromFindings
+from harness.rules import FromFindings
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
 
 FP32 = torch.float32

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from cases._timing import best_time
-from cases.rules import Faster
+from harness.rules import Faster
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32, BF16 = torch.float32, torch.bfloat16

@@ -20,7 +20,7 @@ import torch
 
 from cases._timing import best_time
 from cases.distance import distances_float64
-from cases.rules import FromFindings
+from harness.rules import FromFindings
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32 = torch.float32

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 
 from cases._properties import run_property
-from cases.rules import FromFindings
+from harness.rules import FromFindings
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32 = torch.float32

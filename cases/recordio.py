@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from cases.rules import Faster
+from harness.rules import Faster
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 MAGIC = 0xCED7230A

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from cases._precision import ieee_fp32
-from cases.rules import AllOf, Faster, FromFindings, Lighter
+from harness.rules import AllOf, Faster, FromFindings, Lighter
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16

@@ -14,7 +14,7 @@ import math
 import torch
 
 from cases._timing import median_time
-from cases.rules import FromFindings
+from harness.rules import FromFindings
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 from harness import measure
 

@@ -22,6 +22,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from harness.record import Finding, Verdict  # noqa: F401  (the declaration API)
+
 Size = Mapping[str, int]
 """One point of a size sweep, e.g. ``{"n": 1024, "m": 1024, "d": 256}``."""
 
@@ -35,30 +37,12 @@ class Role(str, enum.Enum):
     LIBRARY = "library"
 
 
-class Verdict(str, enum.Enum):
-    """What the evidence says about the notes' claim."""
-
-    HOLDS = "holds"
-    FAILS = "fails"
-    DEPENDS = "depends"  # on hardware, torch version or size: the evidence says which
-    NOT_MEASURED = "not measured"
-
-
 @dataclass(frozen=True)
 class Tol:
     """Element-wise bound ``|got - truth| <= atol + rtol * |truth|`` (torch.testing semantics)."""
 
     rtol: float
     atol: float
-
-
-@dataclass(frozen=True)
-class Finding:
-    """What a check observed, and the verdict on the notes' claim it decides (None when the check
-    only reports a measurement, e.g. a cancellation error, without judging a claim)."""
-
-    verdict: Verdict | None
-    evidence: str
 
 
 @dataclass(frozen=True)
@@ -124,7 +108,7 @@ class Case:
     bytes_moved: Callable[[Size, int], float] | None = None
     requires: tuple[str, ...] = ()
     x: str | None = None  # the size parameter on the plots' x axis; default: the first one
-    verdict: Any = None  # a rule from cases/rules.py; None: Faster() with variants, else FromFindings()
+    verdict: Any = None  # a rule from harness/rules.py; None: Faster() with variants, else FromFindings()
     # Extra numbers measured once per variant point outside the timed region, stored in the
     # benchmark's extra_info (e.g. {"saved_bytes": ...} from harness.measure.saved_tensor_bytes).
     metrics: Callable[[str, tuple, torch.device], Mapping[str, float]] | None = None

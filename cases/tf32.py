@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from cases.rules import AllOf, Faster
+from harness.rules import AllOf, Faster
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 from harness import precision_flags as flags
 

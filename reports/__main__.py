@@ -45,11 +45,10 @@ def main(argv=None) -> int:
             index = build(args.results, args.out)
             print(f"report built in {time.perf_counter() - start:.1f} s: {index}")
             return 0
-        from reports.build import known_cases
         from reports.gate import run
 
         code, text = run(args.baseline, args.current, tolerance=args.tolerance, absolute=args.absolute,
-                         recheck_paths=args.recheck, suspects_path=args.suspects, known=known_cases())
+                         recheck_paths=args.recheck, suspects_path=args.suspects)
         print(text, end="")
         return code
     except ResultsError as exc:

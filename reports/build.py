@@ -15,15 +15,21 @@ from pathlib import Path
 
 import pandas as pd
 
-from cases import all_cases, catalogue
+from harness import catalogue, record
 from reports import html, load, plots, summary, verdicts
 
 
 PLOTS_PER_WORKER = 8  # fewer plots than this per worker: starting workers costs more than it saves
 
 
-def known_cases() -> dict:
-    return {case.id: case for case in all_cases()}
+def catalogue_of(results: load.Results) -> list[record.CaseInfo]:
+    """Every catalogue ID the runs recorded, in catalogue order; files written before the results
+    recorded their cases (schema 1) fall back on the catalogue shipped beside the reports."""
+    recorded = results.cases_of()
+    if recorded:
+        return sorted(recorded.values(), key=lambda c: (c.tier or 9, c.id))
+    return [record.CaseInfo(id=e.id, tier=e.tier, technique=e.technique, source=e.source)
+            for e in catalogue.load()]
 
 
 def _slug(text: str) -> str:
@@ -37,14 +43,14 @@ def _title(runs: pd.DataFrame, machine: str, what: str) -> str:
 def build(paths, out: Path) -> Path:
     results = load.load(paths)
     rows, outcomes, runs = results.rows, results.outcomes, results.runs
-    known = known_cases()
-    entries = catalogue.load()
+    entries = catalogue_of(results)
+    known = {c.id: c for c in entries if c.declared}
     machines = list(dict.fromkeys(runs["machine"]))
-    table = summary.build(rows, known)
+    table = summary.build(rows, results.cases)
 
     ids = [e.id for e in entries]
     seen = list(dict.fromkeys(list(rows["case"]) + list(outcomes["case"])))
-    unknown_ids = [c for c in seen if c not in known and c not in ids]
+    unknown_ids = [c for c in seen if c not in ids]
     rows_by = {k: g for k, g in rows.groupby(["machine", "case"], sort=False)}
     sum_by = {k: g for k, g in table.groupby(["machine", "case"], sort=False)}
     out_by = {k: g for k, g in outcomes.groupby(["machine", "case"], sort=False)}
@@ -57,15 +63,17 @@ def build(paths, out: Path) -> Path:
         def view_for(case_id: str, entry) -> html.CaseView:
             case = known.get(case_id)
             view = html.CaseView(
-                id=case_id, tier=entry.tier if entry else (case.tier if case else None),
-                technique=entry.technique if entry else "", claim=case.claim if case else "",
-                source=case.source if case else (entry.source if entry else ""), known=case is not None)
+                id=case_id, tier=entry.tier if entry else None, technique=entry.technique if entry else "",
+                claim=entry.claim if entry else "", source=entry.source if entry else "",
+                known=entry is not None)
             for machine in machines:
                 key = (machine, case_id)
                 if key not in rows_by and key not in out_by:
                     continue
                 case_rows, case_sum = rows_by.get(key, empty_rows), sum_by.get(key, empty_sum)
-                judgement = verdicts.judge(case, case_rows, case_sum, out_by.get(key, empty_out))
+                # Judged by the rule recorded in that machine's runs, not by today's code.
+                as_measured = results.cases_of(machine).get(case_id, case)
+                judgement = verdicts.judge(as_measured, case_rows, case_sum, out_by.get(key, empty_out))
                 if case is None and entry is None:
                     judgement = verdicts.Judgement(judgement.verdict, "unknown case: " + judgement.evidence)
                 view.judgements[machine] = judgement

@@ -122,7 +122,8 @@ def _memory_ratio(group, slow: str, fast: str) -> float:
 
 def compare(baseline: load.Results, current: load.Results, *, tolerance: float = 0.10, absolute: bool = False,
             rechecks: tuple = (), known: dict | None = None, names=("baseline", "current")) -> list[Line]:
-    known = known or {}
+    # The pairs and tolerances a case is gated on are those its current run recorded (harness.record).
+    known = known if known is not None else current.cases_of()
     base_machine, cur_machine = _machine(baseline, names[0]), _machine(current, names[1])
     if not (_cases(baseline) & _cases(current)):
         raise load.ResultsError(f"{names[0]} and {names[1]} have no case in common")

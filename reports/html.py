@@ -24,6 +24,7 @@ th{background:#f6f8fa} .badge{color:#fff;border-radius:10px;padding:1px 8px;font
 section{border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;margin:12px 0}
 .meta{color:#57606a;font-size:12px} img{max-width:100%;display:block;margin:6px 0}
 .toc{columns:2;font-size:13px} .toc li{break-inside:avoid} code{font-size:12px}
+.errors{color:#9a3412} ul.errors{font-size:12px}
 """
 
 
@@ -96,6 +97,12 @@ def _section(view: CaseView, machines: list[str], css_class: str) -> str:
             continue
         j = view.judgements[machine]
         parts.append(f"<h4>{esc(machine)}</h4><p>{badge(j.verdict)} {esc(j.evidence)}</p>")
+        if j.errors:
+            shown = j.errors[:5]
+            more = f"<li>… and {len(j.errors) - len(shown)} more</li>" if len(j.errors) > len(shown) else ""
+            parts.append(f'<p class="errors"><b>{len(j.errors)} failed test(s)</b> — errors of the run, '
+                         "not findings on the claim:</p><ul class=errors>"
+                         + "".join(f"<li>{esc(e)}</li>" for e in shown) + more + "</ul>")
         findings = view.findings.get(machine)
         if findings:
             parts.append("<ul>" + "".join(
@@ -118,10 +125,32 @@ def _machines_table(runs: pd.DataFrame) -> str:
         feats = ", ".join(k for k, v in (cpu.get("features") or {}).items() if v)
         precision = "; ".join(f"{k}={v}" for k, v in (info.get("precision") or {}).items())
         gpu = f"{r.gpu_name} ×{r.gpu_count}" if r.gpu_count else "none"
-        body.append(f"<tr><td>{esc(r.machine)}</td><td>{esc(r.run)}</td><td>{esc(r.datetime)}</td>"
+        run_name = f"{r.run} (partial)" if getattr(r, "partial", False) else r.run
+        body.append(f"<tr><td>{esc(r.machine)}</td><td>{esc(run_name)}</td><td>{esc(r.datetime)}</td>"
                     f"<td>{esc(r.profile)}</td><td>{esc(cpu.get('model'))} ({esc(cpu.get('usable_cores'))} cores; "
                     f"{esc(feats)})</td><td>{esc(gpu)}</td><td class=meta>{esc(precision)}</td></tr>")
     return f"<table>{head}{''.join(body)}</table>"
+
+
+VERDICT_ORDER = ("holds", "fails", "depends", "not measured")
+
+
+def _headline(views: list[CaseView], machines: list[str], runs: pd.DataFrame) -> str:
+    """Per machine, one verdict per catalogue ID (an ID absent from the machine's results counts as
+    not measured, so the counts add up to the catalogue), and the failed tests counted apart."""
+    lines = []
+    for machine in machines:
+        verdicts = [v.judgements[machine].verdict if machine in v.judgements else "not measured" for v in views]
+        counts = ", ".join(f"{verdicts.count(k)} {k}" for k in VERDICT_ORDER)
+        errors = [(v.id, e) for v in views if machine in v.judgements for e in v.judgements[machine].errors]
+        failed = (f"; <b class=errors>{len(errors)} failed test(s) in {len({c for c, _ in errors})} case(s)</b>"
+                  if errors else "; no failed tests")
+        mine = runs[runs["machine"] == machine] if "machine" in runs else runs.iloc[:0]
+        partial = mine[mine["partial"].fillna(False).astype(bool)] if "partial" in mine else mine.iloc[:0]
+        cut = ("; <b>partial</b>: " + esc("; ".join(f"{r.run} ({r.partial_reason or 'cut short'})"
+                                                 for r in partial.itertuples())) if not partial.empty else "")
+        lines.append(f"<li>{esc(machine)}: {counts} (= {len(verdicts)}){failed}{cut}</li>")
+    return f'<ul class="headline">{"".join(lines)}</ul>'
 
 
 def page(views: list[CaseView], unknown: list[CaseView], runs: pd.DataFrame, machines: list[str],
@@ -136,15 +165,14 @@ def page(views: list[CaseView], unknown: list[CaseView], runs: pd.DataFrame, mac
     if unknown:
         toc.append("<h3>Unknown cases</h3><ul class=toc>" + "".join(
             f'<li><a href="#{esc(v.id)}"><code>{esc(v.id)}</code></a></li>' for v in unknown) + "</ul>")
-    counts = pd.Series([j.verdict for v in views for j in v.judgements.values()] or [], dtype=object).value_counts()
-    tally = ", ".join(f"{n} {esc(k)}" for k, n in counts.items())
     body = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; style-src \'unsafe-inline\'">',
         "<title>Technique suite report</title>", f"<style>{CSS}</style></head><body>",
         "<h1>PyTorch technique suite: report</h1>",
-        f"<p>{len(views)} catalogue IDs; verdicts per machine: {tally or 'none'}. Speedups are within one "
-        "machine (runs pooled), medians of per-round times, 95% bootstrap CIs.</p>",
+        f"<p>{len(views)} catalogue IDs. Speedups are within one machine (runs pooled), medians of "
+        "per-round times, 95% bootstrap CIs.</p>",
+        _headline(views, machines, runs),
         "<h2>Machines</h2>", _machines_table(runs),
         "<h2>Contents</h2>", *toc,
         "<h2>Overview</h2>",

@@ -6,7 +6,11 @@ Three tables come out of a set of files (`Results`):
   of `ResultRow` (that order *is* the documented column order of results.csv), plus a ``data``
   column holding each row's per-round times (numpy arrays, never written to CSV);
 * ``outcomes`` — every suite test's outcome (passed/failed/skipped, reason, finding) per run;
-* ``runs`` — one row per file: machine label, versions, profile, ceilings.
+* ``runs`` — one row per file: machine label, versions, profile, ceilings, whether it is partial;
+* ``cases`` — per machine, the declarations the runs recorded (claim, tier, rule): a file is judged
+  by the rules it was measured under (`harness.record`).
+
+The suite's part of each file is read through `harness.record`, the one schema of the results.
 
 Results are grouped by machine label (``machine_info.torch.label``) everywhere downstream; the
 label here is extended with the torch and CUDA versions so that two torch builds on one box are
@@ -17,11 +21,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from harness import record
 
 
 class ResultsError(Exception):
@@ -71,10 +77,6 @@ class ResultRow:
 COLUMNS = [f.name for f in fields(ResultRow)]
 NOISY_SPREAD = 0.10
 
-_STANDARD_EXTRA = {
-    "case", "kind", "variant", "role", "size", "size_label", "dtype", "device", "peak_bytes",
-    "max_abs_err", "max_rel_err", "flops", "bytes", "tier", "x",
-}
 _CEILING_KEY = {"float32": "fp32_flops", "bfloat16": "bf16_flops", "float16": "fp16_flops"}
 
 
@@ -83,6 +85,16 @@ class Results:
     rows: pd.DataFrame  # COLUMNS + "data" (per-round seconds, numpy arrays)
     outcomes: pd.DataFrame
     runs: pd.DataFrame
+    cases: dict[str, dict[str, record.CaseInfo]] = field(default_factory=dict)  # machine → ID → as recorded
+
+    def cases_of(self, machine: str | None = None) -> dict[str, record.CaseInfo]:
+        """The declarations of one machine's runs, or of every run (later files win)."""
+        if machine is not None:
+            return self.cases.get(machine, {})
+        merged: dict[str, record.CaseInfo] = {}
+        for per_machine in self.cases.values():
+            merged.update(per_machine)
+        return merged
 
 
 def collect_paths(args) -> list[Path]:
@@ -141,34 +153,35 @@ def _num(value) -> float:
 
 def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray] | None:
     info = bench.get("extra_info") or {}
-    if info.get("case") is None:
+    split = record.BenchmarkInfo.split(info)
+    if split is None:
         return None  # a benchmark outside the suite (e.g. a harness unit test): not a case result
+    point, extra = split
     stats = bench.get("stats")
     if not isinstance(stats, dict) or "median" not in stats:
         raise ResultsError(f"{path}: benchmark {bench.get('name', '?')!r} has no stats")
     data = np.asarray(stats.get("data") or [], dtype=float)
-    size = info.get("size") or {}
-    x_name = info.get("x") or (next(iter(size)) if size else "")
+    size = point.size or {}
+    x_name = point.x or (next(iter(size)) if size else "")
     median = _num(stats["median"])
     iqr = _num(stats.get("iqr"))
-    flops, moved, dtype, device = _num(info.get("flops")), _num(info.get("bytes")), info.get("dtype", ""), info.get("device", "")
+    flops, moved, dtype, device = _num(point.flops), _num(point.bytes), point.dtype, point.device
     ceilings = (run["ceilings"] or {}).get(device, {}) if isinstance(run["ceilings"], dict) else {}
     flops_ceiling = _num(ceilings.get(_CEILING_KEY.get(dtype, ""), None))
     copy_ceiling = _num(ceilings.get("copy_bytes_per_s"))
     rate = flops / median if median > 0 else math.nan
     bandwidth = moved / median if median > 0 else math.nan
-    extra = {k: v for k, v in info.items() if k not in _STANDARD_EXTRA}
     row = dict(
-        machine=run["machine"], run=run["run"], datetime=run["datetime"], case=str(info["case"]),
-        tier=_num(info.get("tier")), variant=str(info.get("variant", bench.get("name", "?"))),
-        role=str(info.get("role", "")), size_label=str(info.get("size_label", "")), x_name=str(x_name),
+        machine=run["machine"], run=run["run"], datetime=run["datetime"], case=str(point.case),
+        tier=_num(point.tier), variant=str(point.variant if point.variant != "?" else bench.get("name", "?")),
+        role=str(point.role), size_label=str(point.size_label), x_name=str(x_name),
         x=_num(size.get(x_name)), dtype=str(dtype), device=str(device),
         rounds=int(stats.get("rounds") or len(data)), median_s=median, q1_s=_num(stats.get("q1")),
         q3_s=_num(stats.get("q3")), iqr_s=iqr, spread=iqr / median if median > 0 else math.nan,
         noisy=bool(median > 0 and iqr / median > NOISY_SPREAD), min_s=_num(stats.get("min")),
         mean_s=_num(stats.get("mean")), stddev_s=_num(stats.get("stddev")),
-        peak_bytes=_num(info.get("peak_bytes")), max_abs_err=_num(info.get("max_abs_err")),
-        max_rel_err=_num(info.get("max_rel_err")), flops=flops, bytes=moved,
+        peak_bytes=_num(point.peak_bytes), max_abs_err=_num(point.max_abs_err),
+        max_rel_err=_num(point.max_rel_err), flops=flops, bytes=moved,
         gflops_per_s=rate / 1e9, gb_per_s=bandwidth / 1e9, flops_ceiling=flops_ceiling,
         copy_ceiling=copy_ceiling, flops_fraction=rate / flops_ceiling, bandwidth_fraction=bandwidth / copy_ceiling,
         extra=json.dumps(extra, sort_keys=True, default=str) if extra else "",
@@ -181,12 +194,17 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
 def load(args) -> Results:
     paths = collect_paths(args)
     rows, datas, outcomes, runs = [], [], [], []
+    cases: dict[str, dict[str, record.CaseInfo]] = {}
     names = {}
     for path in paths:
         doc = read_json(path)
         torch_info = doc["machine_info"].get("torch") or {}
         if not isinstance(torch_info, dict):
             raise ResultsError(f"{path}: machine_info.torch is not an object")
+        try:
+            suite_part = record.read_run(doc)
+        except record.RecordError as exc:
+            raise ResultsError(f"{path}: {exc}") from None
         name = path.name if path.name not in names else str(path)
         names[path.name] = path
         gpu = torch_info.get("gpu") or {}
@@ -195,10 +213,12 @@ def load(args) -> Results:
             datetime=str(doc.get("datetime", "")), torch_version=torch_info.get("torch_version", ""),
             cuda_version=torch_info.get("cuda_version") or "", gpu_name=gpu.get("name", ""),
             gpu_count=gpu.get("count", 0), ceilings=torch_info.get("ceilings"),
-            profile=(doc.get("suite") or {}).get("profile", ""), machine_info=torch_info,
-            commit=(doc.get("commit_info") or {}).get("id", ""),
+            profile=suite_part.info.profile, machine_info=torch_info,
+            commit=(doc.get("commit_info") or {}).get("id", ""), schema_version=suite_part.info.schema_version,
+            partial=suite_part.info.partial, partial_reason=suite_part.info.partial_reason,
         )
         runs.append(run)
+        cases.setdefault(run["machine"], {}).update(suite_part.cases)
         for bench in doc["benchmarks"]:
             if not isinstance(bench, dict):
                 raise ResultsError(f"{path}: a benchmarks[] entry is not an object")
@@ -206,21 +226,16 @@ def load(args) -> Results:
             if got is not None:
                 rows.append(got[0])
                 datas.append(got[1])
-        for entry in doc.get("outcomes") or []:
-            if not isinstance(entry, dict) or "case" not in entry:
-                raise ResultsError(f"{path}: an outcomes[] entry has no case")
-            finding = entry.get("finding") or {}
+        for o in suite_part.outcomes:
             outcomes.append(dict(
-                machine=run["machine"], run=name, case=str(entry["case"]), kind=entry.get("kind", ""),
-                name=str(entry.get("variant") or entry.get("check") or ""),
-                size_label=entry.get("size_label", ""), dtype=entry.get("dtype", ""),
-                device=entry.get("device", ""), outcome=entry.get("outcome", ""),
-                reason=str(entry.get("reason") or ""), verdict=finding.get("verdict"),
-                evidence=finding.get("evidence", ""), nodeid=entry.get("nodeid", ""),
+                machine=run["machine"], run=name, case=o.case, kind=o.kind, name=o.name,
+                size_label=o.size_label, dtype=o.dtype, device=o.device, outcome=o.outcome, reason=o.reason,
+                error_type=o.error_type, verdict=o.finding.verdict.value if o.finding and o.finding.verdict else None,
+                evidence=o.finding.evidence if o.finding else "", nodeid=o.nodeid,
             ))
     table = pd.DataFrame(rows, columns=COLUMNS)
     table["tier"] = table["tier"].astype("Int64")  # blank, not NaN or 1.0, in the CSV
     table["data"] = pd.Series(datas, dtype=object, index=table.index) if datas else pd.Series(dtype=object)
     out_cols = ["machine", "run", "case", "kind", "name", "size_label", "dtype", "device", "outcome",
-                "reason", "verdict", "evidence", "nodeid"]
-    return Results(table, pd.DataFrame(outcomes, columns=out_cols), pd.DataFrame(runs))
+                "reason", "error_type", "verdict", "evidence", "nodeid"]
+    return Results(table, pd.DataFrame(outcomes, columns=out_cols), pd.DataFrame(runs), cases)

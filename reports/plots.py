@@ -169,7 +169,9 @@ def roofline_plot(rows: pd.DataFrame, title: str) -> bytes | None:
                   & rows["gflops_per_s"].notna()]
     if usable.empty:
         return None
-    fig = Figure(figsize=(7, 4.5), dpi=DPI, layout="constrained")
+    entries = usable.groupby(["device", "dtype"]).ngroups + usable.groupby(["variant", "device", "dtype"]).ngroups
+    columns = 1 + entries // 28  # a column of the legend holds ~28 entries at 6 pt beside a 4.5 in plot
+    fig = Figure(figsize=(7 + 2.2 * columns, 4.5), dpi=DPI, layout="constrained")
     ax = fig.subplots()
     intensity = usable["flops"] / usable["bytes"]
     for (device, dtype), part in usable.groupby(["device", "dtype"], sort=False):
@@ -183,7 +185,8 @@ def roofline_plot(rows: pd.DataFrame, title: str) -> bytes | None:
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (flop / byte of the cost model)")
     ax.set_ylabel("achieved GFLOP/s")
-    ax.legend(fontsize=6, ncols=2)
+    # Beside the axes, never over them: with dozens of variants an inside legend hides the points.
+    ax.legend(fontsize=6, ncols=columns, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     ax.grid(alpha=0.3)
     ax.set_title(title, fontsize=10)
     return _png(fig)

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from cases import rules
+from harness import rules
 from reports import stats
 
 ROLES = ("naive", "optimized", "library")
@@ -111,10 +111,11 @@ def groups(rows: pd.DataFrame) -> list[Group]:
     return list(out.values())
 
 
-def build(rows: pd.DataFrame, known: dict) -> pd.DataFrame:
+def build(rows: pd.DataFrame, cases: dict) -> pd.DataFrame:
+    """``cases``: machine → case ID → declaration (harness.record.CaseInfo), as each run recorded."""
     out = []
     for group in groups(rows):
-        case = known.get(group.key["case"])
+        case = cases.get(group.key["machine"], {}).get(group.key["case"])
         for fast, slow, against in group.pairs(case):
             speedup, lo, hi = stats.ratio_of_medians(group.data[slow], group.data[fast])
             fp, sp = group.peak[fast], group.peak[slow]

@@ -1,8 +1,10 @@
-"""Evaluate a case's verdict rule (cases/rules.py) on one machine's results.
+"""Evaluate a case's verdict rule (harness/rules.py) on one machine's results.
 
 Each evaluation returns a `Judgement`: the verdict and one line of evidence with the numbers it
-rests on. A case whose suite tests failed on the machine (a check's assertion, a variant outside
-its tolerance) is ``fails`` whatever its timings: a fast wrong answer is not an optimization.
+rests on, and, apart from it, the suite tests that went red on the machine (`errors`). A failed
+test is an error of the run (a check's own truth violated, a variant outside its tolerance, a
+crash), not a finding on the notes' claim: the verdict comes only from findings and timings, and
+a variant outside its tolerance has no timings (a fast wrong answer is not an optimization).
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from cases import rules
-from cases.spec import Verdict
+from harness import rules
+from harness.record import Verdict
 from reports.summary import expand
 
 HOLDS, FAILS, DEPENDS, NOT_MEASURED = (v.value for v in Verdict)
@@ -23,6 +25,7 @@ HOLDS, FAILS, DEPENDS, NOT_MEASURED = (v.value for v in Verdict)
 class Judgement:
     verdict: str
     evidence: str
+    errors: tuple[str, ...] = ()  # the failed suite tests, one line each with the message
 
 
 def combine(parts: list[Judgement], joiner: str = "; ") -> Judgement:
@@ -174,10 +177,10 @@ def evaluate(rule, summary, rows, outcomes, roles) -> Judgement:
 
 
 def default_rule(case, rows: pd.DataFrame):
+    """The rule the run recorded for the case; for a file that recorded none (schema 1), Faster()
+    where variants were timed, else the findings."""
     if case is not None and case.verdict is not None:
         return case.verdict
-    if case is not None:
-        return rules.Faster() if case.variants else rules.FromFindings()
     return rules.Faster() if not rows.empty else rules.FromFindings()
 
 
@@ -188,17 +191,16 @@ def skip_reasons(outcomes: pd.DataFrame) -> str:
 
 
 def judge(case, rows: pd.DataFrame, summary: pd.DataFrame, outcomes: pd.DataFrame) -> Judgement:
-    """The verdict for one case on one machine (all frames already filtered to both)."""
+    """The verdict for one case on one machine (all frames already filtered to both), with the
+    failed tests beside it."""
     failed = outcomes[outcomes["outcome"] == "failed"]
-    if not failed.empty:
-        lines = [f"{r.name or r.kind} {r.size_label} {r.dtype} {r.device}".strip() + f" failed: {r.reason[:300]}"
-                 for r in failed.head(3).itertuples()]
-        more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
-        return Judgement(FAILS, "; ".join(lines) + more)
+    errors = tuple(" ".join(f"{r.name or r.kind} {r.size_label} {r.dtype} {r.device}".split())
+                   + f" failed: {r.reason[:300]}" for r in failed.itertuples())
     if rows.empty and not (outcomes["outcome"] == "passed").any():
-        return Judgement(NOT_MEASURED, skip_reasons(outcomes) or "no results on this machine")
+        why = "every test failed" if errors and not (outcomes["outcome"] == "skipped").any() else ""
+        return Judgement(NOT_MEASURED, skip_reasons(outcomes) or why or "no results on this machine", errors)
     roles = dict(zip(rows["variant"], rows["role"]))
     judgement = evaluate(default_rule(case, rows), summary, rows, outcomes, roles)
     if judgement.verdict == NOT_MEASURED and not judgement.evidence:
-        return Judgement(NOT_MEASURED, skip_reasons(outcomes) or "no results on this machine")
-    return judgement
+        return Judgement(NOT_MEASURED, skip_reasons(outcomes) or "no results on this machine", errors)
+    return Judgement(judgement.verdict, judgement.evidence, errors)

@@ -16,6 +16,7 @@ from cases import all_cases
 from cases.spec import Case, Check, Size, Variant, dtype_name, size_label
 from harness import ceilings, measure
 from suite import options
+from suite.recorder import recorder
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,13 +192,15 @@ def input_cache(request):
 def machine_ceilings(request):
     """`ceilings_for(device)`: this machine's measured ceilings (harness.ceilings), measured for
     every selected device the first time a timed test asks, i.e. before the first timing, and
-    kept for the session (the root conftest stores them in machine_info)."""
+    kept for the session in the run's record (the root conftest puts them in machine_info)."""
+
+    recorded = recorder(request.config).ceilings
 
     def ceilings_for(device: str) -> dict:
         for d in options.devices(request.config):
             if d == "cpu" or (d == "cuda" and torch.cuda.is_available()):
-                ceilings.measured(d)
-        return ceilings.cached()[0].get(torch.device(device).type, {})
+                recorded[d] = ceilings.measured(d)
+        return recorded.get(torch.device(device).type, ({}, {}))[0]
 
     return ceilings_for
 

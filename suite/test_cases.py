@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from cases.spec import dtype_name, size_label
-from harness import measure
+from harness import measure, record
 from harness.timing import capture_graph
 from suite import timing
 from suite.conftest import skip_if_too_big
@@ -58,13 +58,15 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
     if point.timing != "warm":
         benchmark.group += f" {point.timing}"
     device_ceilings = machine_ceilings(point.device) if not benchmark.disabled else {}
-    benchmark.extra_info.update(point.describe())
-    benchmark.extra_info.update(
-        tier=case.tier,
-        x=case.x_axis,
+    benchmark.extra_info.update(record.BenchmarkInfo(
+        case=case.id, variant=point.variant_name, role=point.variant.role.value, size=dict(point.size),
+        size_label=size_label(point.size), dtype=dtype_name(point.dtype), device=point.device,
+        tier=case.tier, x=case.x_axis,
         flops=case.flops(point.size) if case.flops else None,
         bytes=case.bytes_moved(point.size, itemsize) if case.bytes_moved else None,
-    )
+    ).to_data())
+    if point.timing != "warm":
+        benchmark.extra_info["timing_mode"] = point.timing
 
     def measured_once():
         inputs, truth = input_cache.get(point)

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from cases import all_cases, catalogue
+from cases import all_cases
+from harness import catalogue
 from cases.spec import Case, Check, Tol, naive
 
 SHARED_CATALOG = Path(__file__).resolve().parents[1].parent / "shared" / "CATALOG.md"

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cases import catalogue, rules
+from harness import catalogue, record, rules
 from reports import build, load, summary, synthetic, verdicts
 from reports.__main__ import main
 
@@ -131,7 +131,7 @@ def _judge(rule, **kw):
     rows, table, outcomes = _tables(**kw)
     roles = dict(zip(rows["variant"], rows["role"]))
     if kw.get("fail"):
-        return verdicts.judge(None, rows, table, outcomes)
+        return verdicts.judge(record.CaseInfo(id="x.case", tier=1, rule=rule), rows, table, outcomes)
     return verdicts.evaluate(rule, table, rows, outcomes, roles)
 
 
@@ -173,7 +173,11 @@ def test_from_findings_and_failed_checks():
     failed = {"case": "x.case", "kind": "check", "check": "oracle", "device": "cpu", "nodeid": "x",
               "outcome": "failed", "reason": "AssertionError: off by 3"}
     judged = _judge(rules.Faster(), fail=failed)
-    assert judged.verdict == "fails" and "off by 3" in judged.evidence
+    # A failed test is an error of the run, kept apart from the verdict on the claim.
+    assert judged.verdict == "holds" and "off by 3" not in judged.evidence
+    assert len(judged.errors) == 1 and "oracle cpu failed: AssertionError: off by 3" in judged.errors[0]
+    alone = _judge(rules.FromFindings(), fail=failed)
+    assert alone.verdict == "not measured" and alone.errors
 
 
 # ---- bad input: exit 2, one line naming the file, nothing written ------------------------------
@@ -222,7 +226,6 @@ def test_ten_thousand_rows_build_in_under_ten_seconds(tmp_path):
     doc = synthetic.result(cases=ids, sizes=sizes, dtypes=("float32", "bfloat16"), n_rounds=20)
     assert len(doc["benchmarks"]) >= 10_000
     path = write(tmp_path / "big.json", doc)
-    build.known_cases()  # importing the cases (torch) is start-up, not the build
     before = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter()
     build.build([path], tmp_path / "out")

@@ -66,27 +66,23 @@ def test_gpu_only_benchmarks_skip_with_the_reason_on_a_cpu_machine():
 
 
 def test_a_slow_check_gets_the_slow_marker():
-    import importlib.util
-
     from cases.spec import Case, Check
     from suite.conftest import CheckPoint
+    from suite.recorder import Recorder
 
-    spec = importlib.util.spec_from_file_location("root_conftest_under_test", ROOT / "conftest.py")
-    hooks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hooks)
     case = Case(id="x.y", tier=3, claim="", source="",
                 checks={"fast": Check(lambda d: None), "sweep": Check(lambda d: None, slow=True)})
 
     class Item:
         def __init__(self, point):
             self.callspec = type("CallSpec", (), {"params": {"check_point": point}})()
-            self.markers, self.user_properties = [], []
+            self.markers, self.user_properties, self.own_markers = [], [], []
 
         def add_marker(self, mark):
             self.markers.append(mark.name)
 
     items = [Item(CheckPoint(case, name, "cpu")) for name in ("fast", "sweep")]
-    hooks.pytest_collection_modifyitems(None, items)
+    Recorder(None).pytest_collection_modifyitems(None, items)
     assert "slow" not in items[0].markers and "slow" in items[1].markers
 
 

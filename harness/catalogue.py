@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-CATALOG_PATH = Path(__file__).with_name("CATALOG.md")
+CATALOG_PATH = Path(__file__).resolve().parents[1] / "cases" / "CATALOG.md"
 
 _TIER = re.compile(r"^##\s+Tier\s+(\d)")
 _ROW = re.compile(r"^\|\s*`(?P<id>[a-z0-9_]+\.[a-z0-9_]+)`\s*\|(?P<rest>.*)\|\s*$")

@@ -1,0 +1,275 @@
+"""The results contract: the typed, versioned records a run writes into pytest-benchmark's JSON and
+`reports` reads back. Every writer goes through these types and every reader through `read_run`,
+so the format is written down in one place.
+
+Plain Python: imports neither torch nor pytest (`reports` and a CI gate job need neither), and a
+results file carries the declarations it was judged by, so an old reference run is judged by the
+rules it was measured under, not by today's code.
+
+A results file is pytest-benchmark's JSON plus:
+
+* ``suite`` — a `RunInfo`: schema version, profile, devices, seed, and whether the run was cut
+  short (``partial``);
+* ``cases`` — ``{id: CaseInfo}`` for every catalogue ID: claim, tier, source, technique and the
+  verdict rule as data (`rule_to_data`);
+* ``outcomes`` — one `Outcome` per suite test: passed / failed / skipped with the reason, and the
+  `Finding` on the notes' claim where the test reached one;
+* ``benchmarks[].extra_info`` — a `BenchmarkInfo` (the point, its cost model, error and peak
+  memory) plus measurement details (timing mode, warnings, case metrics).
+
+Schema versions: 1 is every file written before this module (no ``suite.schema_version``, no
+``cases``): it still loads, and its cases are judged by the default rules. 2 is this one.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
+
+from harness import rules as rule_types
+
+SCHEMA_VERSION = 2
+LEGACY_VERSION = 1
+
+
+class RecordError(ValueError):
+    """A results document that does not fit the schema; the message is one line."""
+
+
+class Verdict(str, enum.Enum):
+    """What the evidence says about the notes' claim."""
+
+    HOLDS = "holds"
+    FAILS = "fails"
+    DEPENDS = "depends"  # on hardware, torch version or size: the evidence says which
+    NOT_MEASURED = "not measured"
+
+
+OUTCOMES = ("passed", "failed", "skipped")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a check observed, and the verdict on the notes' claim it decides (None when the check
+    only reports a measurement, e.g. a compile time, without judging a claim)."""
+
+    verdict: Verdict | None
+    evidence: str
+
+    def to_data(self) -> dict:
+        return {"verdict": self.verdict.value if self.verdict is not None else None, "evidence": self.evidence}
+
+    @classmethod
+    def from_data(cls, data: Mapping) -> Finding:
+        verdict = data.get("verdict")
+        try:
+            return cls(Verdict(verdict) if verdict is not None else None, str(data.get("evidence", "")))
+        except ValueError:
+            raise RecordError(f"finding verdict {verdict!r} is not one of {[v.value for v in Verdict]}") from None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One suite test. ``outcome == "failed"`` means the test itself went red (an assertion of the
+    suite's own truth, a variant outside its tolerance, a crash): an error of the run, reported
+    apart from the verdict on the notes' claim, which only findings and timings decide."""
+
+    case: str
+    kind: str  # "variant" (a variant's check or timing) or "check" (a rule/behaviour check)
+    name: str  # the variant or check name
+    device: str = ""
+    nodeid: str = ""
+    outcome: str = ""
+    reason: str = ""  # why it was skipped, or the failure's message
+    error_type: str = ""  # the exception's class for a failed test, e.g. AssertionError
+    role: str = ""
+    size: Mapping[str, int] = field(default_factory=dict)
+    size_label: str = ""
+    dtype: str = ""
+    timing_mode: str = ""
+    finding: Finding | None = None
+    measured: Mapping[str, Any] | None = None
+
+    def to_data(self) -> dict:
+        data = {"case": self.case, "kind": self.kind, ("check" if self.kind == "check" else "variant"): self.name}
+        for f in fields(self):
+            if f.name in ("case", "kind", "name", "finding"):
+                continue
+            value = getattr(self, f.name)
+            if value not in ("", None, {}):
+                data[f.name] = dict(value) if isinstance(value, Mapping) else value
+        if self.finding is not None:
+            data["finding"] = self.finding.to_data()
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping) -> Outcome:
+        if not isinstance(data, Mapping) or "case" not in data:
+            raise RecordError("an outcomes[] entry has no case")
+        finding = data.get("finding")
+        return cls(
+            case=str(data["case"]), kind=str(data.get("kind", "")),
+            name=str(data.get("variant") or data.get("check") or data.get("name") or ""),
+            device=str(data.get("device", "")), nodeid=str(data.get("nodeid", "")),
+            outcome=str(data.get("outcome", "")), reason=str(data.get("reason") or ""),
+            error_type=str(data.get("error_type") or ""), role=str(data.get("role", "")),
+            size=dict(data.get("size") or {}), size_label=str(data.get("size_label", "")),
+            dtype=str(data.get("dtype", "")), timing_mode=str(data.get("timing_mode", "")),
+            finding=Finding.from_data(finding) if finding else None, measured=data.get("measured"),
+        )
+
+
+@dataclass(frozen=True)
+class BenchmarkInfo:
+    """The standard part of a benchmark's ``extra_info``: which point was timed and what it cost.
+    Measurement details (timing mode, warnings, roofline fractions, case metrics) sit beside these
+    keys in the same dict and are read back as `extras`."""
+
+    case: str
+    variant: str
+    role: str
+    size: Mapping[str, int]
+    size_label: str
+    dtype: str
+    device: str
+    tier: int | None = None
+    x: str | None = None  # the size parameter on the plots' x axis
+    flops: float | None = None
+    bytes: float | None = None
+    peak_bytes: float | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    kind: str = "variant"
+
+    def to_data(self) -> dict:
+        return {f.name: (dict(v) if isinstance(v := getattr(self, f.name), Mapping) else v) for f in fields(self)}
+
+    @classmethod
+    def split(cls, extra_info: Mapping) -> tuple[BenchmarkInfo, dict] | None:
+        """(the standard record, the other keys), or None for a benchmark outside the suite."""
+        if extra_info.get("case") is None:
+            return None
+        names = {f.name for f in fields(cls)}
+        known = {k: v for k, v in extra_info.items() if k in names}
+        known.setdefault("variant", "?")
+        for key in ("role", "size_label", "dtype", "device"):
+            known.setdefault(key, "")
+        known.setdefault("size", {})
+        return cls(**known), {k: v for k, v in extra_info.items() if k not in names}
+
+
+STANDARD_EXTRA_KEYS = frozenset(f.name for f in fields(BenchmarkInfo))
+
+
+@dataclass(frozen=True)
+class CaseInfo:
+    """A catalogue ID as the run declared it. ``rule`` is the effective verdict rule (a case
+    without one is judged by Faster() when it times variants, else by its findings)."""
+
+    id: str
+    tier: int | None
+    technique: str = ""
+    claim: str = ""
+    source: str = ""
+    rule: Any = None  # a harness.rules object
+    declared: bool = True  # False: in the catalogue but no case declares it
+    gate_tolerance: float | None = None
+
+    @property
+    def verdict(self):  # the name reports use for a case's rule
+        return self.rule
+
+    def to_data(self) -> dict:
+        data = asdict(self)
+        data["rule"] = rule_to_data(self.rule) if self.rule is not None else None
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping) -> CaseInfo:
+        if not isinstance(data, Mapping) or "id" not in data:
+            raise RecordError("a cases{} entry has no id")
+        rule = data.get("rule")
+        return cls(
+            id=str(data["id"]), tier=data.get("tier"), technique=str(data.get("technique", "")),
+            claim=str(data.get("claim", "")), source=str(data.get("source", "")),
+            rule=rule_from_data(rule) if rule else None, declared=bool(data.get("declared", True)),
+            gate_tolerance=data.get("gate_tolerance"),
+        )
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    profile: str = ""
+    devices: tuple[str, ...] = ()
+    seed: int | None = None
+    partial: bool = False  # cut short (interrupted, time limit): holds only the points that finished
+    partial_reason: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    def to_data(self) -> dict:
+        data = asdict(self)
+        data["devices"] = list(self.devices)
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping | None) -> RunInfo:
+        data = data or {}
+        version = data.get("schema_version", LEGACY_VERSION)
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise RecordError(
+                f"results schema version {version!r} is newer than this reader's ({SCHEMA_VERSION}); "
+                f"update the suite to read it")
+        return cls(
+            profile=str(data.get("profile", "")), devices=tuple(data.get("devices") or ()),
+            seed=data.get("seed"), partial=bool(data.get("partial", False)),
+            partial_reason=str(data.get("partial_reason", "")), schema_version=version,
+        )
+
+
+_RULES = {cls.__name__: cls for cls in (rule_types.Faster, rule_types.NotFaster, rule_types.Lighter,
+                                        rule_types.NotLighter, rule_types.AllOf, rule_types.FromFindings)}
+
+
+def rule_to_data(rule) -> dict:
+    """A verdict rule as plain data: ``{"rule": "Faster", "fast": ..., ...}``; AllOf nests."""
+    name = type(rule).__name__
+    if name not in _RULES:
+        raise RecordError(f"unknown verdict rule {name}")
+    data = {"rule": name}
+    for f in fields(rule):
+        value = getattr(rule, f.name)
+        data[f.name] = [rule_to_data(r) for r in value] if name == "AllOf" else value
+    return data
+
+
+def rule_from_data(data: Mapping):
+    name = data.get("rule") if isinstance(data, Mapping) else None
+    if name not in _RULES:
+        raise RecordError(f"unknown verdict rule {name!r}; this reader knows {sorted(_RULES)}")
+    kwargs = {k: v for k, v in data.items() if k != "rule"}
+    if name == "AllOf":
+        kwargs["rules"] = tuple(rule_from_data(r) for r in kwargs.get("rules", ()))
+    return _RULES[name](**kwargs)
+
+
+@dataclass(frozen=True)
+class Run:
+    """What `read_run` gives back from one results document (benchmarks stay with the reader)."""
+
+    info: RunInfo
+    cases: dict[str, CaseInfo]
+    outcomes: list[Outcome]
+
+
+def read_run(doc: Mapping) -> Run:
+    """The suite's part of a results document, checked against the schema."""
+    info = RunInfo.from_data(doc.get("suite") if isinstance(doc.get("suite"), Mapping) else None)
+    cases_data = doc.get("cases") or {}
+    if not isinstance(cases_data, Mapping):
+        raise RecordError("'cases' is not an object")
+    cases = {cid: CaseInfo.from_data(entry) for cid, entry in cases_data.items()}
+    outcomes_data = doc.get("outcomes") or []
+    if not isinstance(outcomes_data, list):
+        raise RecordError("'outcomes' is not a list")
+    return Run(info, cases, [Outcome.from_data(o) for o in outcomes_data])

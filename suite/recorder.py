@@ -1,0 +1,182 @@
+"""The run's record: every suite test's outcome and finding, the cases' declarations and the
+machine's ceilings, written into the results JSON through `harness.record`.
+
+A pytest plugin object registered on the config (``config.stash[RECORDER]``), so its state lives
+and dies with one pytest session, and the hooks that fill it and the hook that writes it share
+an object rather than module globals.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cases import all_cases
+from harness import catalogue, record, requirements, rules
+
+RECORDER = pytest.StashKey["Recorder"]()
+NOT_A_BENCHMARK = "Skipping non-benchmark"  # the reason pytest-benchmark's --benchmark-only gives
+
+
+def point_of(item):
+    """The VariantPoint / CheckPoint an item was parametrised with, or None."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    point = params.get("variant_point") or params.get("check_point")
+    return point if hasattr(point, "requires") else None  # an empty parametrisation gives NOTSET
+
+
+def declared_cases() -> dict[str, record.CaseInfo]:
+    """Every catalogue ID with what the code declares for it, the verdict rule resolved."""
+    entries = {e.id: e for e in catalogue.load()}
+    out = {}
+    for case in all_cases():
+        entry = entries.get(case.id)
+        rule = case.verdict or (rules.Faster() if case.variants else rules.FromFindings())
+        out[case.id] = record.CaseInfo(
+            id=case.id, tier=case.tier, technique=entry.technique if entry else "", claim=case.claim,
+            source=case.source, rule=rule, gate_tolerance=case.gate_tolerance)
+    for cid, entry in entries.items():
+        out.setdefault(cid, record.CaseInfo(id=cid, tier=entry.tier, technique=entry.technique,
+                                            source=entry.source, declared=False))
+    return out
+
+
+def _derived_point(item, case_ids) -> dict | None:
+    """For a topic test without a declared point (torch.compile, launches, flag restores): the
+    catalogue ID that starts its node ID, so its outcome is recorded like any other check."""
+    param_id = getattr(getattr(item, "callspec", None), "id", "")
+    matches = [c for c in case_ids if param_id == c or param_id.startswith(c + "-")]
+    if not matches:
+        return None
+    case = max(matches, key=len)
+    rest = param_id[len(case) + 1:]
+    params = getattr(item, "callspec").params
+    device = params.get("device") if isinstance(params.get("device"), str) else ""
+    if not device:
+        device = next((d for d in ("cuda", "cpu") if rest.endswith(d)), "")
+    return {"case": case, "kind": "check", "check": f"{item.originalname}{'-' + rest if rest else ''}",
+            "device": device}
+
+
+class Recorder:
+    def __init__(self, config):
+        self.config = config
+        self.outcomes: list[record.Outcome] = []
+        self.ceilings: dict[str, tuple[dict, dict]] = {}  # device kind → (measured, detail)
+        self.partial_reason = ""
+
+    # collection ---------------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)  # before `-m` selects by the markers added here
+    def pytest_collection_modifyitems(self, config, items):
+        """Markers and skips come from each point's requirements, in this one place."""
+        case_ids = [c.id for c in all_cases()]
+        for item in items:
+            point = point_of(item)
+            if point is not None:
+                described = point.describe()
+                if requirements.needs_gpu(point.requires, point.device):
+                    item.add_marker(pytest.mark.gpu)
+                if requirements.gpus_needed(point.requires) >= 2:
+                    item.add_marker(pytest.mark.multigpu)
+                if "distributed" in point.requires:
+                    item.add_marker(pytest.mark.distributed)
+                if getattr(point, "slow", False):
+                    item.add_marker(pytest.mark.slow)
+                reason = requirements.unmet(point.requires, point.device)
+                if reason:
+                    item.add_marker(pytest.mark.skip(reason=reason))
+            elif any(name == "point" for name, _ in item.user_properties):
+                continue
+            else:
+                described = _derived_point(item, case_ids)
+                if described is None:
+                    continue
+            item.user_properties.append(("point", described))
+        _gpu_run_covers_cpu_only_cases(items)
+
+    @pytest.hookimpl(trylast=True)  # after pytest-benchmark has marked what --benchmark-only skips
+    def pytest_collection_finish(self, session):
+        for item in session.items:
+            point = dict(item.user_properties).get("point")
+            if point is not None and point["kind"] == "check":
+                _keep_under_benchmark_only(item)
+
+    # outcomes -----------------------------------------------------------------------------------
+    def pytest_runtest_logreport(self, report):
+        """Every suite test's outcome (with its point and any finding) goes into the results JSON,
+        so the reports know which checks failed and which sizes were skipped, and why."""
+        props = dict(report.user_properties)
+        point = props.get("point")
+        if point is None:
+            return
+        if not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")
+                or (report.when == "teardown" and report.failed)):
+            return
+        reason, error_type = "", ""
+        if report.skipped and isinstance(report.longrepr, tuple):
+            reason = report.longrepr[2].removeprefix("Skipped: ")
+        elif report.failed:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            reason = (crash.message if crash else str(report.longrepr))[:2000]
+            error_type = reason.split(":", 1)[0] if ":" in reason[:80] else "Failed"
+        finding = props.get("finding")
+        self.outcomes.append(record.Outcome(
+            case=point["case"], kind=point["kind"], name=point.get("variant") or point.get("check", ""),
+            device=point.get("device", ""), nodeid=report.nodeid, outcome=report.outcome, reason=reason,
+            error_type=error_type, role=point.get("role", ""), size=point.get("size") or {},
+            size_label=point.get("size_label", ""), dtype=point.get("dtype", ""),
+            timing_mode=point.get("timing_mode", ""),
+            finding=record.Finding.from_data(finding) if finding else None, measured=props.get("measured"),
+        ))
+
+    # results JSON -------------------------------------------------------------------------------
+    def pytest_benchmark_update_json(self, config, benchmarks, output_json):
+        from suite import options
+
+        info = record.RunInfo(
+            profile=config.getoption("--profile"), devices=options.devices(config),
+            seed=config.getoption("--seed"), partial=bool(self.partial_reason),
+            partial_reason=self.partial_reason,
+        )
+        output_json["suite"] = {**(output_json.get("suite") or {}), **info.to_data()}
+        output_json["cases"] = {cid: c.to_data() for cid, c in declared_cases().items()}
+        output_json["outcomes"] = [o.to_data() for o in self.outcomes]
+
+    def machine_ceilings(self) -> tuple[dict, dict]:
+        return {k: v[0] for k, v in self.ceilings.items()}, {k: v[1] for k, v in self.ceilings.items()}
+
+    # terminal ------------------------------------------------------------------------------------
+    def pytest_terminal_summary(self, terminalreporter):
+        """The notes' claims judged in this run, one line each, so a plain run shows the verdicts
+        without a results file; failed checks are listed apart: they are errors, not findings."""
+        findings = [o for o in self.outcomes if o.finding is not None]
+        if findings:
+            terminalreporter.section("findings on the notes' claims")
+            for o in findings:
+                verdict = o.finding.verdict.value if o.finding.verdict is not None else "note"
+                evidence = o.finding.evidence
+                if len(evidence) > 160:
+                    evidence = evidence[:157] + "..."
+                terminalreporter.write_line(f"{verdict:>12}  {o.case}/{o.name} [{o.device}]: {evidence}")
+
+
+def _gpu_run_covers_cpu_only_cases(items) -> None:
+    """A technique with no CUDA test at all (RecordIO files, a scheduler's state dict) still gets a
+    verdict from the GPU command (`-m gpu`): its tests join the GPU run on the host's CPU, so the
+    GPU report holds every catalogue ID the machine can run."""
+    points = [(item, dict(item.user_properties).get("point")) for item in items]
+    on_cuda = {p["case"] for _, p in points if p is not None and p.get("device") == "cuda"}
+    for item, p in points:
+        if p is not None and p["case"] not in on_cuda:
+            item.add_marker(pytest.mark.gpu)
+
+
+def _keep_under_benchmark_only(item) -> None:
+    """`pytest suite -m gpu --benchmark-only` is the command GPU users run: without its rule checks
+    the report could give no verdict to the Tier-3 claims. Variant checks need no such help: each
+    benchmark checks its variant against the oracle before timing it."""
+    item.own_markers[:] = [m for m in item.own_markers
+                           if not (m.name == "skip" and str(m.kwargs.get("reason", "")).startswith(NOT_A_BENCHMARK))]
+
+
+def recorder(config) -> Recorder:
+    return config.stash[RECORDER]
