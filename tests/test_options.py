@@ -1,0 +1,86 @@
+"""Every documented option and entry point, each run on a real selection (not only collected):
+the README's options table, the GPU command, and the tox environments' install step."""
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+HAS_CUDA = torch.cuda.is_available()
+
+
+def _pytest(*args):
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "suite", "-q", "-rs", *args],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
+    counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|deselected|error)", last)}
+    return run, counts
+
+
+QUICK_BENCH = ("--benchmark-max-time=0.005", "--benchmark-min-rounds=1", "--benchmark-warmup=off")
+
+# (options, what must have run): a device's tests pass where it exists and skip with the reason
+# where it does not; each combination is a real run of a cheap selection.
+COMBINATIONS = {
+    "device-cpu": (["--device", "cpu", "-k", "onehot.encode", "--benchmark-disable"], {"cpu"}),
+    "device-cuda": (["--device", "cuda", "-k", "onehot.encode", "--benchmark-disable"], {"cuda"}),
+    "device-both": (["--device", "cpu,cuda", "-k", "onehot.encode", "--benchmark-disable"], {"cpu", "cuda"}),
+    "marker-not-slow": (["--device", "cpu", "-m", "not slow", "-k", "broadcast.rules", "--benchmark-disable"],
+                        {"cpu"}),
+    "profile-full": (["--device", "cpu", "--profile", "full", "-k", "broadcast.outer and r32-",
+                      "--benchmark-disable"], {"cpu"}),
+    "timing-mode-all": (["--device", "cpu,cuda", "--timing-mode", "all", "-k", "distance.pairwise and n256",
+                         "--benchmark-only", *QUICK_BENCH], {"cpu", "cuda"}),
+    "timing-mode-graph-threads": (["--device", "cpu", "--timing-mode", "cold_l2,graph", "--threads", "1",
+                                   "--seed", "3", "-k", "broadcast.outer", *QUICK_BENCH], {"cpu"}),
+    "gpu-command": (["-m", "gpu", "--benchmark-only", "-k", "data.recordio or onehot.encode", *QUICK_BENCH],
+                    {"cpu", "cuda"}),
+}
+
+
+@pytest.mark.parametrize("name", list(COMBINATIONS))
+def test_option_combination_runs_a_real_selection(name):
+    args, devices = COMBINATIONS[name]
+    run, counts = _pytest(*args)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert counts.get("failed", 0) == 0 and counts.get("error", 0) == 0
+    ran_here = {d for d in devices if d == "cpu" or HAS_CUDA}
+    if ran_here:
+        assert counts.get("passed", 0) > 0, f"{name}: nothing ran ({counts})"
+    if "cuda" in devices and not HAS_CUDA:
+        assert "CUDA not available" in run.stdout, f"{name}: CUDA tests did not skip with the reason"
+    if name == "device-cpu":
+        assert "CUDA not available" not in run.stdout, "--device cpu must not even collect CUDA points"
+    if name == "profile-full":
+        assert "r32" in run.stdout or counts["passed"] >= 2
+
+
+def test_gpu_command_gives_cpu_only_techniques_and_rule_checks_a_run():
+    """`-m gpu --benchmark-only`: the rule checks run (their findings are the Tier-3 verdicts) and a
+    technique with no CUDA test (data.recordio) runs on the host CPU, so every ID gets a verdict."""
+    run, counts = _pytest("-m", "gpu", "--benchmark-only", "-k", "data.recordio", *QUICK_BENCH, "-vv")
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert re.search(r"test_rule\[data\.recordio-\S+ PASSED", run.stdout), run.stdout[-3000:]
+    assert re.search(r"test_benchmark\[data\.recordio-\S+ PASSED", run.stdout)
+    assert "Skipping non-benchmark" in run.stdout  # the variant checks: each benchmark checks its variant
+
+
+@pytest.mark.parametrize("present", [True, False])
+def test_tox_install_keeps_an_installed_torch_else_pins_the_cpu_wheel(present):
+    spec = importlib.util.spec_from_file_location("install_suite", ROOT / ".ci" / "install_suite.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    command = module.install_command(present)
+    assert ("-c" in command) is (not present)
+    if not present:
+        pins = (ROOT / "constraints.txt").read_text()
+        assert command[command.index("-c") + 1].endswith("constraints.txt") and "torch==" in pins
+    tox = (ROOT / "tox.ini").read_text()
+    for env in ("gpu", "multigpu"):
+        section = tox.split(f"[testenv:{env}]")[1].split("\n[")[0]
+        assert "python .ci/install_suite.py" in section and "skip_install = true" in section, env

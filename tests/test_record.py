@@ -1,0 +1,128 @@
+"""The results contract (harness/record.py) and what rides on it: a report and the gate built with
+`torch` and `cases` unimportable, every suite test's outcome in outcomes[], old files still read."""
+
+import json
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from cases import all_cases
+from harness import record, rules
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+
+
+def test_every_declared_rule_round_trips_as_data():
+    from suite.recorder import declared_cases
+
+    declared = declared_cases()
+    assert len(declared) == 44 and {c.id for c in all_cases()} <= set(declared)
+    for info in declared.values():
+        back = record.CaseInfo.from_data(json.loads(json.dumps(info.to_data())))
+        assert back == info, info.id
+
+
+def test_outcome_and_finding_round_trip_and_keep_the_old_keys():
+    o = record.Outcome(case="a.b", kind="check", name="c", device="cpu", outcome="failed", reason="boom",
+                       error_type="AssertionError", finding=record.Finding(record.Verdict.DEPENDS, "no AMX"))
+    data = json.loads(json.dumps(o.to_data()))
+    assert data["check"] == "c" and "variant" not in data  # the keys schema-1 readers used
+    assert record.Outcome.from_data(data) == o
+
+
+def test_unknown_rule_and_newer_schema_are_one_line_errors():
+    with pytest.raises(record.RecordError, match="unknown verdict rule 'Quicker'"):
+        record.rule_from_data({"rule": "Quicker"})
+    with pytest.raises(record.RecordError, match="schema version 99 is newer"):
+        record.read_run({"suite": {"schema_version": 99}})
+    assert record.read_run({"suite": {"profile": "quick"}}).info.schema_version == record.LEGACY_VERSION
+
+
+def test_a_schema_1_file_still_loads_and_builds(tmp_path):
+    from reports import build, load
+
+    old = DATA / "distance_cpu_run1.json"
+    assert "schema_version" not in json.loads(old.read_text()).get("suite", {})
+    results = load.load([old])
+    assert not results.rows.empty and results.runs["schema_version"].tolist() == [1]
+    index = build.build([old], tmp_path / "out").read_text()
+    assert index.count('<section class="case"') == 44
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    """A real run of a few cases (checks, benchmarks, rule checks, torch.compile) with its JUnit
+    XML, the independent count of what pytest ran."""
+    out = tmp_path_factory.mktemp("run")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "suite", "-q", "--device", "cpu",
+         "-k", "jit.script_trace or onehot.encode or distance.pairwise and n256",
+         f"--benchmark-json={out / 'bench.json'}", f"--junitxml={out / 'junit.xml'}",
+         "--benchmark-max-time=0.01", "--benchmark-min-rounds=5", "--benchmark-warmup=off"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    return out
+
+
+def test_every_suite_test_outcome_is_in_the_results(small_run):
+    doc = json.loads((small_run / "bench.json").read_text())
+    junit = list(ET.parse(small_run / "junit.xml").getroot().iter("testcase"))
+    assert len(doc["outcomes"]) == len(junit) > 30
+    nodeids = {o["nodeid"] for o in doc["outcomes"]}
+    assert len(nodeids) == len(doc["outcomes"]), "one outcome per test"
+    compile_outcomes = [o for o in doc["outcomes"] if "compile" in o.get("check", "")]
+    assert compile_outcomes and all(o["case"] == "jit.script_trace" for o in compile_outcomes)
+    assert any(o.get("finding") for o in compile_outcomes if o["outcome"] == "passed")
+    assert doc["suite"]["schema_version"] == record.SCHEMA_VERSION and len(doc["cases"]) == 44
+
+
+BLOCKED = textwrap.dedent("""
+    import importlib.abc, sys
+    class Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split('.')[0] in ('torch', 'cases'):
+                raise ImportError(f'{name} is blocked: reports must read only the results JSON')
+    sys.meta_path.insert(0, Block())
+    from reports.__main__ import main
+    out = sys.argv[1]
+    code = main(['build', out + '/bench.json', '--out', out + '/report'])
+    assert code == 0, code
+    code = main(['gate', '--baseline', out + '/bench.json', '--current', out + '/bench.json'])
+    assert code == 0, code
+    assert not {m for m in sys.modules if m.split('.')[0] in ('torch', 'cases')}
+    print('built and gated without torch or cases')
+""")
+
+
+def test_report_and_gate_need_neither_torch_nor_cases(small_run):
+    run = subprocess.run([sys.executable, "-c", BLOCKED, str(small_run)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    page = (small_run / "report" / "index.html").read_text()
+    assert "(= 44)" in page and page.count('<section class="case"') == 44
+
+
+def test_a_file_is_judged_by_the_rule_it_recorded(small_run, tmp_path):
+    """Change the recorded rule of distance.pairwise: the verdict follows the file, not the code."""
+    from reports import build
+
+    doc = json.loads((small_run / "bench.json").read_text())
+    doc["cases"]["distance.pairwise"]["rule"] = record.rule_to_data(
+        rules.Faster(fast="broadcast", slow="matmul"))  # the naive way "faster": false on every machine
+    path = tmp_path / "rule.json"
+    path.write_text(json.dumps(doc))
+    build.build([small_run / "bench.json"], tmp_path / "as_run")
+    build.build([path], tmp_path / "changed")
+
+    def verdict(folder):
+        page = (folder / "index.html").read_text()
+        section = page[page.index('id="distance.pairwise"'):]
+        return section[:section.index("</section>")]
+
+    assert ">holds</span>" in verdict(tmp_path / "as_run")
+    assert ">fails</span>" in verdict(tmp_path / "changed")
