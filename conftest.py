@@ -11,6 +11,7 @@ import torch
 
 from harness import machine
 from suite import options
+from suite.progress import PROGRESS, Progress
 from suite.recorder import RECORDER, Recorder
 
 
@@ -24,6 +25,8 @@ def pytest_configure(config):
         torch.set_num_threads(config.getoption("--threads"))
     config.stash[RECORDER] = Recorder(config)
     config.pluginmanager.register(config.stash[RECORDER], "suite-recorder")
+    config.stash[PROGRESS] = Progress.from_config(config)
+    config.pluginmanager.register(config.stash[PROGRESS], "suite-progress")
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):

@@ -28,6 +28,11 @@ def add_options(parser) -> None:
         "Default: torch's own choice. On shared CPU machines 1 gives steadier timings.",
     )
     group.addoption(
+        "--time-budget", type=float, default=None, metavar="SECONDS",
+        help="fit the run in about this many seconds by capping each point's timed rounds below "
+        "--benchmark-max-time (checks are never trimmed); the end of the run says what was trimmed.",
+    )
+    group.addoption(
         "--timing-mode", default="warm",
         help="comma-separated GPU timing modes among warm,cold_l2,graph (or 'all'): each CUDA point "
         "is benchmarked once per mode. CPU points are always timed warm. Default: warm.",
@@ -49,6 +54,9 @@ def validate(config) -> None:
     threads = config.getoption("--threads")
     if threads is not None and threads < 1:
         raise pytest.UsageError(f"--threads {threads}: use a positive number of threads")
+    budget = config.getoption("--time-budget")
+    if budget is not None and not budget > 0:
+        raise pytest.UsageError(f"--time-budget {budget}: use a positive number of seconds")
     modes = timing_modes(config)
     if not modes or any(m not in TIMING_MODES for m in modes):
         raise pytest.UsageError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from cases import all_cases
-from harness import catalogue, record, requirements, rules
+from harness import catalogue, record, requirements, rules, timing
 
 RECORDER = pytest.StashKey["Recorder"]()
 NOT_A_BENCHMARK = "Skipping non-benchmark"  # the reason pytest-benchmark's --benchmark-only gives
@@ -84,6 +84,8 @@ class Recorder:
                 reason = requirements.unmet(point.requires, point.device)
                 if reason:
                     item.add_marker(pytest.mark.skip(reason=reason))
+                elif _times_on_the_device_clock(item, point):
+                    item.add_marker(pytest.mark.benchmark(timer=timing.DeviceClock(point.device)))
             elif any(name == "point" for name, _ in item.user_properties):
                 continue
             else:
@@ -157,6 +159,13 @@ class Recorder:
                 if len(evidence) > 160:
                     evidence = evidence[:157] + "..."
                 terminalreporter.write_line(f"{verdict:>12}  {o.case}/{o.name} [{o.device}]: {evidence}")
+
+
+def _times_on_the_device_clock(item, point) -> bool:
+    """Warm CUDA points are timed in device time (harness.timing.DeviceClock as the benchmark's
+    timer); cold-L2 and graph rounds keep the host clock around a synchronized call."""
+    return ("benchmark" in getattr(item, "fixturenames", ()) and point.device == "cuda"
+            and getattr(point, "timing", "") == "warm")
 
 
 def _gpu_run_covers_cpu_only_cases(items) -> None:

@@ -18,6 +18,7 @@ from harness import measure, record
 from harness.timing import capture_graph
 from suite import timing
 from suite.conftest import skip_if_too_big
+from suite.progress import progress
 
 
 def _fail_on_error(point, err: measure.Error) -> None:
@@ -82,9 +83,17 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
         benchmark.extra_info.update(case.metrics(point.variant_name, inputs, torch.device(point.device)))
     _fail_on_error(point, err)  # timings of a wrong answer are not recorded as results
     replay = _checked_graph_replay(point, call, input_cache) if point.timing == "graph" else None
+    marker = request.node.get_closest_marker("benchmark")  # a CUDA warm point's DeviceClock
+    clock = marker.kwargs.get("timer") if marker is not None else None
+    budget = progress(request.config)
+    cap = budget.round_cap_s(point.id)
     _, info = _run_or_skip_on_oom(
-        point, lambda: timing.run(benchmark, call, point.device, point.timing, request.config, replay)
+        point, lambda: timing.run(benchmark, call, point.device, point.timing, request.config, replay, clock, cap)
     )
+    if not benchmark.disabled:
+        budget.spent_in_rounds(sum(benchmark.stats.stats.data) * benchmark.stats.iterations)
+        if cap < budget.max_time_s:
+            info["round_cap_trimmed_s"] = cap
     benchmark.extra_info.update(info)
     if not benchmark.disabled:
         extra = benchmark.extra_info

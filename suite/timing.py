@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from typing import Any, Callable
 
 import torch
 
-from harness import ceilings, measure, timing
+from harness import ceilings, measure, rounds, timing
+
+MIN_ROUND_S = {"cpu": 50e-6, "cuda": 0.5e-3}  # a round at least this long: see rounds.iterations_for
 
 
 def pedantic_rounds(config, seconds_per_call: float) -> int:
@@ -20,25 +23,39 @@ def pedantic_rounds(config, seconds_per_call: float) -> int:
     return max(min_rounds, min(10_000, math.ceil(max_time / max(seconds_per_call, 1e-7))))
 
 
-def run(benchmark, call: Callable[[], Any], device: str, mode: str, config, replay=None) -> tuple[Any, dict]:
+def run(benchmark, call: Callable[[], Any], device: str, mode: str, config, replay=None, clock=None,
+        cap_s: float | None = None) -> tuple[Any, dict]:
     """Time `call` in `mode` with `benchmark`; return the timed callable's last result and the
-    extra_info the mode adds (mode, launch-overhead fraction, GPU-busy vs wall time, warnings).
+    extra_info the mode adds (mode, rounds plan, launch-overhead fraction, GPU-busy vs wall time,
+    warnings).
 
-    On CPU only ``warm`` exists and it is the suite's original path, unchanged.
+    ``warm`` rounds are planned for precision (harness.rounds) within `cap_s` seconds; on CUDA
+    `clock` is the point's DeviceClock (the benchmark's timer), so the calls go back to back with
+    no barrier inside a round and the figure is device time.
     """
     info: dict = {"timing_mode": mode}
+    cuda = torch.device(device).type == "cuda"
     if mode == "warm":
-        result = benchmark(measure.synchronized(call, device))
-        if torch.device(device).type == "cuda" and not benchmark.disabled:
-            info.update(_busy_vs_wall(call, device, benchmark.stats.stats.median))
+        if benchmark.disabled:
+            result = benchmark(call)
+        else:
+            cap = cap_s if cap_s is not None else float(config.getoption("benchmark_max_time", 1.0) or 1.0)
+            min_rounds = int(config.getoption("benchmark_min_rounds", 5) or 5)
+            plan = pilot_plan(call, clock or time.perf_counter, cuda, cap, min_rounds)
+            result = benchmark.pedantic(call, rounds=plan.rounds, iterations=plan.iterations)
+            info.update(plan.info())
+            if cuda:
+                info["timer"] = "cuda_events"
+                # The host's view beside the device's: one synchronized call, wall and events.
+                info.update(_busy_vs_wall(call, device, benchmark.stats.stats.median))
     elif mode == "cold_l2":
         flush = timing.L2Flush(device)
         timed = measure.synchronized(call, device)
         flush()
         estimate = timing.wall_median(timed, reps=3, budget_s=0.5)
-        rounds = pedantic_rounds(config, estimate)
+        n_rounds = pedantic_rounds(config, estimate)
         # The flush is pedantic's `setup`: it runs before every round and is not timed.
-        result = benchmark.pedantic(timed, setup=flush, rounds=rounds, warmup_rounds=1, iterations=1)
+        result = benchmark.pedantic(timed, setup=flush, rounds=n_rounds, warmup_rounds=1, iterations=1)
         info["l2_flush_bytes"] = flush.buffer.nbytes
         del flush
     elif mode == "graph":
@@ -51,11 +68,27 @@ def run(benchmark, call: Callable[[], Any], device: str, mode: str, config, repl
     else:
         raise ValueError(f"unknown timing mode {mode!r}; use one of {timing.TIMING_MODES}")
     if not benchmark.disabled:
-        info["warnings"] = timing.timer_warnings(
+        imprecise = rounds.precision_warning(list(benchmark.stats.stats.data)) if mode == "warm" else None
+        info["warnings"] = ([imprecise] if imprecise else []) + timing.timer_warnings(
             list(benchmark.stats.stats.data), info.get("device_seconds"), info.get("wall_seconds"),
             *_load_and_cores(),
         )
     return result, info
+
+
+def pilot_plan(call, clock, cuda: bool, cap_s: float, min_rounds: int) -> rounds.Plan:
+    """A few rounds (≤ 20% of the cap, at least 3) to size the rounds and plan their number. The
+    pilot also warms the point; its samples are not kept."""
+    t0 = clock()
+    call()
+    iterations = rounds.iterations_for(clock() - t0, MIN_ROUND_S["cuda" if cuda else "cpu"])
+    samples, started = [], time.perf_counter()
+    while len(samples) < rounds.PILOT_SAMPLES and (len(samples) < 3 or time.perf_counter() - started < 0.2 * cap_s):
+        t0 = clock()
+        for _ in range(iterations):
+            call()
+        samples.append(clock() - t0)
+    return rounds.plan(samples, iterations, cap_s=cap_s, min_rounds=min_rounds)
 
 
 def _load_and_cores() -> tuple[float | None, int | None]:

@@ -147,3 +147,34 @@ def test_a_point_above_its_ceiling_is_flagged():
     (warning,) = above_ceiling_warning({"roofline_fraction": 1.26, "ceiling_key": "fp32_flops"})
     assert "1.26x" in warning and "fp32_flops" in warning
     assert above_ceiling_warning({"roofline_fraction": 0.8}) == [] and above_ceiling_warning({}) == []
+
+
+def test_device_clock_sums_event_intervals_in_float64(monkeypatch):
+    """The CUDA timer, with fake events: each reading is the device time since the first, built
+    from event-to-event intervals (float32 ms each) so that a late reading keeps its microseconds."""
+    from harness.timing import DeviceClock
+
+    now = {"ms": 0.0}
+
+    class FakeEvent:
+        def __init__(self, enable_timing):
+            assert enable_timing
+
+        def record(self, stream):
+            self.at = now["ms"]
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, later):
+            return float(torch.tensor(later.at - self.at, dtype=torch.float32))
+
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: None)
+    clock = DeviceClock("cuda")
+    assert clock() == 0.0
+    now["ms"] += 3_600_000.0  # an hour later: one float32 interval from the origin would lose µs
+    start = clock()
+    now["ms"] += 0.0123  # a 12.3 µs kernel
+    assert abs((clock() - start) - 12.3e-6) < 1e-9
+    assert "DeviceClock" in repr(clock)

@@ -1,0 +1,95 @@
+"""How many timed rounds a point needs: as many as make its median precise, not a fixed time.
+
+pytest-benchmark runs rounds for ``--benchmark-max-time`` whatever the noise: a quiet 50 µs kernel
+gets 20 000 rounds it does not need while a noisy one gets no more than the time allows. Here a
+short pilot measures the spread, and the rounds are planned so that the 95% confidence interval of
+the median is within ±2% (``TARGET``), at least ``min_rounds`` and at most what fits in the
+point's cap (``--benchmark-max-time``). A point whose interval is still wider after the rounds is
+flagged, not hidden.
+
+The anchors, from their sources: torch.utils.benchmark's ``adaptive_autorange`` stops when
+IQR/median < 0.1 after at least 4 blocks (10 s cap); NVBench's ``stdrel`` stops at a relative
+standard deviation ≤ 0.5% with ≥ 10 samples and ≥ 0.5 s of them (15 s timeout), earlier once its
+noise estimate is stable; ``triton.testing.do_bench`` takes 25 ms of warm-up and 100 ms of repeats.
+We judge the median's interval rather than the spread itself: a point with 10% spread still has
+a precise median after enough rounds, and a spread target would never be met on a shared CPU.
+
+The interval is distribution-free (order statistics of the sample, binomial ranks), so skewed,
+bimodal timing distributions get an honest width. Plain Python, no torch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+TARGET = 0.02  # half-width of the median's 95% CI, relative to the median
+PILOT_SAMPLES = 10
+Z95 = 1.959964
+
+
+def median_ci(samples) -> tuple[float, float, float]:
+    """(low, median, high): the 95% interval of the median from the sample's order statistics
+    (ranks n/2 ∓ 1.96·√n/2, the normal approximation to the binomial). Needs ≥ 6 samples to be
+    narrower than the sample's range."""
+    data = sorted(samples)
+    n = len(data)
+    if n == 0:
+        raise ValueError("no samples")
+    mid = data[n // 2] if n % 2 else (data[n // 2 - 1] + data[n // 2]) / 2
+    half = Z95 * math.sqrt(n) / 2
+    lo = max(0, math.floor(n / 2 - half))
+    hi = min(n - 1, math.ceil(n / 2 + half) - 1)
+    return data[lo], mid, data[hi]
+
+
+def relative_halfwidth(samples) -> float:
+    lo, mid, hi = median_ci(samples)
+    return (hi - lo) / 2 / mid if mid > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class Plan:
+    iterations: int  # calls per round (back to back)
+    rounds: int
+    round_s: float  # the pilot's median seconds per round
+    pilot_halfwidth: float
+    capped: bool  # the precision target needed more rounds than the cap allows
+    cap_s: float
+
+    def info(self) -> dict:
+        return {"rounds_planned": self.rounds, "iterations": self.iterations,
+                "pilot_ci_halfwidth": self.pilot_halfwidth, "round_cap_s": self.cap_s, "rounds_capped": self.capped}
+
+
+def iterations_for(call_s: float, min_round_s: float) -> int:
+    """Calls per round so that one round lasts at least `min_round_s` (timer resolution and, on
+    CUDA, the launch gap before the first kernel then weigh little), at most 10 000."""
+    return max(1, min(10_000, math.ceil(min_round_s / max(call_s, 1e-9))))
+
+
+def plan(pilot_round_s, iterations: int, *, cap_s: float, min_rounds: int, target: float = TARGET) -> Plan:
+    """Rounds for the median's interval to reach ±`target`: the half-width shrinks as 1/√n, so
+    n = n_pilot · (pilot half-width / target)²; at least `min_rounds`, at most what `cap_s` holds
+    (never below `min_rounds`: the minimum is a floor the cap does not cut)."""
+    samples = list(pilot_round_s)
+    round_s = sorted(samples)[len(samples) // 2]
+    width = relative_halfwidth(samples) if len(samples) >= 6 else math.inf
+    if math.isinf(width):
+        needed = 10_000
+    else:
+        needed = math.ceil(len(samples) * (width / target) ** 2)
+    fits = int(cap_s / round_s) if round_s > 0 else 10_000
+    rounds = max(min_rounds, min(needed, fits, 10_000))
+    return Plan(iterations, rounds, round_s, width, capped=needed > max(fits, min_rounds), cap_s=cap_s)
+
+
+def precision_warning(rounds_s, target: float = TARGET) -> str | None:
+    """The flag for a point whose median is less precise than the target after its rounds."""
+    if len(rounds_s) < 6:
+        return f"imprecise: {len(rounds_s)} rounds, too few for an interval of the median"
+    width = relative_halfwidth(rounds_s)
+    if width > target:
+        return (f"imprecise: the median's 95% CI is ±{width:.1%} after {len(rounds_s)} rounds "
+                f"(target ±{target:.0%}; the round cap stopped it)")
+    return None

@@ -1,0 +1,141 @@
+"""The run's plan, progress and time budget: what will run before the first point, one line per
+finished case with the elapsed time and an ETA, and `--time-budget` turned into a cap on each
+point's timed rounds (checks are never trimmed).
+
+A pytest plugin object on the config (``config.stash[PROGRESS]``), like the recorder.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pytest
+
+PROGRESS = pytest.StashKey["Progress"]()
+OVERHEAD_GUESS_S = 0.3  # per timed point outside its rounds (inputs, oracle, memory pass), until measured
+CHECK_GUESS_S = 0.05
+
+
+@dataclass
+class _Tally:
+    done: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(eq=False)  # a plugin object: hashed by identity
+class Progress:
+    config: object
+    budget_s: float | None = None
+    max_time_s: float = 1.0
+    timed_by_case: Counter = field(default_factory=Counter)
+    tests_by_case: Counter = field(default_factory=Counter)
+    finished_by_case: Counter = field(default_factory=Counter)
+    timed: _Tally = field(default_factory=_Tally)
+    other: _Tally = field(default_factory=_Tally)
+    rounds_s: float = 0.0
+    trimmed: list = field(default_factory=list)  # caps below --benchmark-max-time
+    started: float = 0.0
+    cases_done: int = 0
+    enabled: bool = False
+    timed_ids: set = field(default_factory=set)
+    counted_ids: set = field(default_factory=set)  # the tests the plan counted (not statically skipped)
+    _duration: dict = field(default_factory=dict)  # nodeid → seconds of its phases so far
+
+    @classmethod
+    def from_config(cls, config) -> Progress:
+        max_time = float(config.getoption("benchmark_max_time", 1.0) or 1.0)
+        return cls(config, config.getoption("--time-budget"), max_time)
+
+    # plan ------------------------------------------------------------------------------------------
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session):
+        self.started = time.perf_counter()
+        bench = session.config._benchmarksession
+        self.enabled = not bench.disabled
+        for item in session.items:
+            point = dict(item.user_properties).get("point")
+            if point is None or item.get_closest_marker("skip") is not None:
+                continue
+            self.tests_by_case[point["case"]] += 1
+            self.counted_ids.add(item.nodeid)
+            if "benchmark" in getattr(item, "fixturenames", ()) and self.enabled:
+                self.timed_by_case[point["case"]] += 1
+                self.timed_ids.add(item.nodeid)
+        if not self.enabled or not self.timed_by_case:
+            return
+        timed, tests = sum(self.timed_by_case.values()), sum(self.tests_by_case.values())
+        ceiling = timed * (self.max_time_s + OVERHEAD_GUESS_S) + (tests - timed) * CHECK_GUESS_S
+        budget = f"; --time-budget {self.budget_s:g} s trims the rounds to fit" if self.budget_s else ""
+        lines = [f"plan: {timed} timed points and {tests - timed} other tests in {len(self.tests_by_case)} "
+                 f"cases; rounds stop at ±2% on the median or {self.max_time_s:g} s per point; at most "
+                 f"~{ceiling / 60:.1f} min{budget}",
+                 "      " + ", ".join(f"{c} {n}" for c, n in sorted(self.timed_by_case.items()))]
+        self._write(lines)
+
+    # budget ---------------------------------------------------------------------------------------
+    def round_cap_s(self, point_id: str) -> float:
+        """Seconds of timed rounds this point may take: `--benchmark-max-time`, or less where the
+        budget left, after the measured cost of everything else still to run, allows less."""
+        if not self.budget_s:
+            return self.max_time_s
+        left_timed = max(1, sum(self.timed_by_case.values()) - self.timed.done)
+        left_other = max(0, sum(self.tests_by_case.values()) - sum(self.timed_by_case.values()) - self.other.done)
+        overhead = ((self.timed.seconds - self.rounds_s) / self.timed.done) if self.timed.done else OVERHEAD_GUESS_S
+        per_check = self.other.seconds / self.other.done if self.other.done else CHECK_GUESS_S
+        remaining = self.budget_s - (time.perf_counter() - self.started)
+        cap = (remaining - left_timed * max(overhead, 0.0) - left_other * per_check) / left_timed
+        cap = min(self.max_time_s, max(0.0, cap))
+        if cap < self.max_time_s:
+            self.trimmed.append((point_id, cap))
+        return cap
+
+    def spent_in_rounds(self, seconds: float) -> None:
+        self.rounds_s += seconds
+
+    # progress -------------------------------------------------------------------------------------
+    def pytest_runtest_logreport(self, report):
+        self._duration[report.nodeid] = self._duration.get(report.nodeid, 0.0) + report.duration
+        if report.when != "teardown":
+            return
+        point = dict(report.user_properties).get("point")
+        duration = self._duration.pop(report.nodeid, 0.0)
+        if point is None or report.nodeid not in self.counted_ids:
+            return
+        tally = self.timed if report.nodeid in self.timed_ids else self.other
+        tally.done += 1
+        tally.seconds += duration
+        case = point["case"]
+        self.finished_by_case[case] += 1
+        if self.enabled and self.timed_by_case and self.finished_by_case[case] == self.tests_by_case.get(case):
+            self.cases_done += 1
+            elapsed = time.perf_counter() - self.started
+            done, total = sum(self.finished_by_case.values()), sum(self.tests_by_case.values())
+            eta = elapsed / done * (total - done) if done else 0.0
+            self._write([f"[{self.cases_done}/{len(self.tests_by_case)}] {case}: "
+                         f"{self.tests_by_case[case]} tests done; elapsed {_clock(elapsed)}, ETA {_clock(eta)}"])
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.trimmed:
+            lowest = min(cap for _, cap in self.trimmed)
+            terminalreporter.write_line(
+                f"time budget {self.budget_s:g} s: {len(self.trimmed)} points' rounds capped below "
+                f"{self.max_time_s:g} s (lowest {lowest:.3g} s); their precision flags say which missed ±2%")
+
+    def _write(self, lines) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        reporter.ensure_newline()
+        for line in lines:
+            reporter.write_line(line)
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes}m{secs:02d}s"
+
+
+def progress(config) -> Progress:
+    return config.stash[PROGRESS]

@@ -1,0 +1,55 @@
+"""Precision-driven rounds (harness/rounds.py): the interval of the median, the planned number of
+rounds, the cap, and the flag for a point that missed the target."""
+
+import random
+import statistics
+
+from harness import rounds
+
+
+def _sample(n, rel_sigma, seed=0, median=1e-3):
+    rng = random.Random(seed)
+    return [median * (1 + rng.gauss(0, rel_sigma)) for _ in range(n)]
+
+
+def test_median_interval_covers_the_true_median_about_95_percent_of_the_time():
+    covered = 0
+    for seed in range(400):
+        lo, _, hi = rounds.median_ci(_sample(40, 0.05, seed))
+        covered += lo <= 1e-3 <= hi
+    assert 0.90 <= covered / 400 <= 0.995, covered / 400  # the order-statistic interval is conservative
+
+
+def test_quiet_points_stop_early_and_noisy_ones_get_more_rounds():
+    quiet = rounds.plan(_sample(10, 0.002), 1, cap_s=1.0, min_rounds=5)
+    noisy = rounds.plan(_sample(10, 0.10), 1, cap_s=1.0, min_rounds=5)
+    assert quiet.rounds == 5 and not quiet.capped  # ±2% is already met: the minimum is enough
+    assert noisy.rounds > 50 and not noisy.capped  # 1 ms rounds, 1 s cap: up to 1000 fit
+
+
+def test_the_cap_bounds_rounds_but_never_the_minimum():
+    slow_noisy = rounds.plan(_sample(10, 0.2, median=0.1), 1, cap_s=1.0, min_rounds=5)
+    assert slow_noisy.rounds == 10 and slow_noisy.capped  # 0.1 s rounds: 10 fit in the 1 s cap
+    starved = rounds.plan(_sample(10, 0.2, median=0.1), 1, cap_s=0.0, min_rounds=5)
+    assert starved.rounds == 5
+
+
+def test_planned_rounds_reach_the_target_on_a_stationary_sample():
+    pilot = _sample(10, 0.08, seed=1)
+    planned = rounds.plan(pilot, 1, cap_s=100.0, min_rounds=5)
+    after = _sample(planned.rounds, 0.08, seed=2)
+    assert rounds.relative_halfwidth(after) < 1.5 * rounds.TARGET
+    assert rounds.precision_warning(after, target=1.5 * rounds.TARGET) is None
+
+
+def test_imprecise_points_are_flagged_with_the_width():
+    flag = rounds.precision_warning(_sample(20, 0.3))
+    assert flag and flag.startswith("imprecise: the median's 95% CI is ±") and "20 rounds" in flag
+    assert rounds.precision_warning(_sample(3, 0.0)).startswith("imprecise: 3 rounds")
+    assert rounds.precision_warning([1e-3] * 50) is None
+
+
+def test_iterations_make_a_round_long_enough():
+    assert rounds.iterations_for(20e-6, 0.5e-3) == 25
+    assert rounds.iterations_for(5e-3, 0.5e-3) == 1
+    assert statistics.median([rounds.iterations_for(1e-12, 1.0)]) == 10_000
