@@ -251,6 +251,8 @@ CASE = Case(
         "pin_memory": Check(check_pin_memory, requires=("cuda",), devices=("cuda",)),
     },
     verdict=FromFindings(),
+    uncompilable={"data_iter": "a DataLoader's Python iteration (workers, collation): no tensor program "
+                               "for torch.compile to fuse"},
     metrics=lambda name, inputs, device: {"samples": len(inputs[1])},
     bytes_moved=lambda s, b: s["n"] * s["f"] * b,
 )

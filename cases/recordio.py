@@ -443,6 +443,8 @@ CASE = Case(
     },
     dtypes={"cpu": (torch.float32,)},
     verdict=Faster("recordio_random", "one_file_per_sample"),
+    uncompilable={"one_file_per_sample": "file opens and reads: I/O, not a tensor program torch.compile "
+                                         "could fuse"},
     metrics=lambda name, inputs, device: {"records": inputs[0].n, "payload_bytes": int(inputs[1].sum())},
     bytes_moved=lambda s, b: s["n"] * s["bytes"],
 )

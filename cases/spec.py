@@ -35,6 +35,7 @@ class Role(str, enum.Enum):
     NAIVE = "naive"
     OPTIMIZED = "optimized"
     LIBRARY = "library"
+    COMPILED = "compiled"  # torch.compile of a naive variant, made by the suite (harness.compiled)
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,9 @@ class Case:
     # benchmark's extra_info (e.g. {"saved_bytes": ...} from harness.measure.saved_tensor_bytes).
     metrics: Callable[[str, tuple, torch.device], Mapping[str, float]] | None = None
     gate_tolerance: float | None = None  # per-case override of the gate's allowed drop
+    # Naive variants torch.compile is not applied to, with why (file I/O, a DataLoader: nothing
+    # for Inductor to compile); every other naive variant of a timed pair gets a compiled twin.
+    uncompilable: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if "." not in self.id or self.id != self.id.strip():

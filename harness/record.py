@@ -227,6 +227,18 @@ class RunInfo:
         )
 
 
+def compiled_source(name: str, naive_names) -> str | None:
+    """The naive variant a compiled variant compiles, from the suite's naming: ``compiled`` (the
+    case's one naive variant), ``compiled_<naive>``, each optionally ``..._max_autotune``."""
+    if not name.startswith("compiled"):
+        return None
+    base = name.removeprefix("compiled").removesuffix("_max_autotune").removeprefix("_")
+    naive_names = list(naive_names)
+    if base:
+        return base if base in naive_names else None
+    return naive_names[0] if len(naive_names) == 1 else None
+
+
 _RULES = {cls.__name__: cls for cls in (rule_types.Faster, rule_types.NotFaster, rule_types.Lighter,
                                         rule_types.NotLighter, rule_types.AllOf, rule_types.FromFindings)}
 

@@ -63,6 +63,7 @@ class CaseView:
     tables: dict = field(default_factory=dict)  # machine → summary rows (DataFrame)
     plots: dict = field(default_factory=dict)  # machine → PNG bytes
     findings: dict = field(default_factory=dict)  # machine → [(check, device, verdict, evidence)]
+    compile_findings: dict = field(default_factory=dict)  # machine → lines (verdicts.compile_findings)
     reason: str = ""  # why nothing was measured anywhere
 
 
@@ -103,6 +104,8 @@ def _section(view: CaseView, machines: list[str], css_class: str) -> str:
             parts.append(f'<p class="errors"><b>{len(j.errors)} failed test(s)</b> — errors of the run, '
                          "not findings on the claim:</p><ul class=errors>"
                          + "".join(f"<li>{esc(e)}</li>" for e in shown) + more + "</ul>")
+        for line in view.compile_findings.get(machine, ()):
+            parts.append(f'<p class="compile"><b>torch.compile:</b> {esc(line)}</p>')
         findings = view.findings.get(machine)
         if findings:
             parts.append("<ul>" + "".join(

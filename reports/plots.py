@@ -138,7 +138,9 @@ def _draw_cost_model(row_axes, points: pd.DataFrame) -> None:
 
 def overview_plot(summary: pd.DataFrame, title: str) -> bytes:
     """Speedup of each case's claimed pair at its largest size, with the 95% CI as whiskers."""
-    rule = summary[summary["against"] == "rule"].assign(_order=range(int((summary["against"] == "rule").sum())))
+    # The notes' pairs, and torch.compile's: compiled naive vs naive, optimized vs compiled naive.
+    shown = summary["against"].isin(["rule", "compiled"])
+    rule = summary[shown].assign(_order=range(int(shown.sum())))
     last = rule.sort_values(["x", "_order"]).groupby(["case", "fast", "slow", "device", "dtype"], sort=False).tail(1)
     last = last.sort_values(["case", "device", "dtype", "fast"])
     labels = [f"{r.case}: {r.fast}/{r.slow} ({r.device} {r.dtype}, {r.size_label})" for r in last.itertuples()]

@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 
 from harness import rules
+from harness.record import compiled_source
 from reports import stats
 
-ROLES = ("naive", "optimized", "library")
+ROLES = ("naive", "optimized", "library", "compiled")
 
 SUMMARY_COLUMNS = [
     "machine", "case", "tier", "size_label", "x_name", "x", "dtype", "device", "fast", "slow",
@@ -86,6 +87,16 @@ class Group:
             for lib in expand("library", self.roles):
                 if lib != fast and (fast, lib) not in [(f, s) for f, s, _ in out]:
                     out.append((fast, lib, "library"))
+        # torch.compile of the naive way: compiled vs naive, and the trick vs the compiled naive.
+        naive = expand("naive", self.roles)
+        for comp in expand("compiled", self.roles):
+            source = compiled_source(comp, naive)
+            if source is None:
+                continue
+            out.append((comp, source, "compiled"))
+            for fast, slow, against in list(out):  # the notes' trick, or the library where there is none
+                if against in ("rule", "library") and slow == source:
+                    out.append((fast, comp, "compiled"))
         return out
 
 

@@ -204,3 +204,37 @@ def judge(case, rows: pd.DataFrame, summary: pd.DataFrame, outcomes: pd.DataFram
     if judgement.verdict == NOT_MEASURED and not judgement.evidence:
         return Judgement(NOT_MEASURED, skip_reasons(outcomes) or "no results on this machine", errors)
     return Judgement(judgement.verdict, judgement.evidence, errors)
+
+
+CLOSES, PART, NOT_CLOSED = 0.9, 0.1, None  # fractions of the gap: closes ≥ 90%, part ≥ 10%
+
+
+def compile_findings(summary: pd.DataFrame) -> list[str]:
+    """Per compiled variant, at the largest size of each device × dtype: does torch.compile of the
+    naive way close the gap to the optimized way? The fraction closed is of the time saved,
+    (t_naive - t_compiled) / (t_naive - t_optimized), from the medians."""
+    compiled = summary[summary["against"] == "compiled"]
+    rule = summary[summary["against"].isin(["rule", "library"])]
+    lines = []
+    for row in _largest(compiled[compiled["fast"].str.startswith("compiled")]).itertuples():
+        opt = rule[(rule["slow"] == row.slow) & (rule["size_label"] == row.size_label)
+                   & (rule["dtype"] == row.dtype) & (rule["device"] == row.device)]
+        where = f"{row.fast} vs {row.slow} at {row.size_label} {row.dtype} {row.device}: {_ci(row)}"
+        if opt.empty:
+            lines.append(f"{where}; no optimized variant timed beside it")
+            continue
+        best = opt.sort_values("speedup").iloc[-1]
+        t_naive, t_opt, t_comp = row.slow_median_s, best["fast_median_s"], row.fast_median_s
+        versus = f"{best['fast']} {best['speedup']:.3g}× over {row.slow}"
+        if not t_opt < t_naive:
+            lines.append(f"no gap to close ({versus}); {where}")
+            continue
+        closed = (t_naive - t_comp) / (t_naive - t_opt)
+        if closed >= CLOSES:
+            verdict = "torch.compile closes the gap"
+        elif closed >= PART:
+            verdict = f"torch.compile closes part of it ({closed:.0%})"
+        else:
+            verdict = f"torch.compile does not close it ({closed:.0%})"
+        lines.append(f"{verdict}: {where}; {versus}")
+    return lines

@@ -7,14 +7,15 @@ so ``-k distance.pairwise`` selects one technique.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import pytest
 import torch
 
-from cases import all_cases
-from cases.spec import Case, Check, Size, Variant, dtype_name, size_label
-from harness import ceilings, measure
+from cases import all_cases, get_case
+from cases.spec import Case, Check, Role, Size, Variant, dtype_name, size_label
+from harness import ceilings, compiled, measure, record
 from suite import options
 from suite.recorder import recorder
 
@@ -30,7 +31,9 @@ class VariantPoint:
 
     @property
     def variant(self) -> Variant:
-        return self.case.variants[self.variant_name]
+        if self.variant_name in self.case.variants:
+            return self.case.variants[self.variant_name]
+        return compiled_variants(self.case.id)[self.variant_name]
 
     @property
     def requires(self):
@@ -92,13 +95,45 @@ class CheckPoint:
         return {"case": self.case.id, "kind": "check", "check": self.check_name, "device": self.device}
 
 
+@functools.lru_cache(maxsize=None)
+def compiled_variants(case_id: str) -> dict[str, Variant]:
+    """The compiled twins of a case's naive variants, where the case times a pair: ``compiled``
+    (torch.compile's default mode; ``compiled_<naive>`` when there are several naive variants)
+    and ``<that>_max_autotune`` (CUDA, full profile). Same inputs, oracle and tolerance as the
+    naive variant they compile, so they are checked and timed like any other variant."""
+    case = get_case(case_id)
+    roles = {v.role for v in case.variants.values()}
+    if Role.NAIVE not in roles or not roles & {Role.OPTIMIZED, Role.LIBRARY}:
+        return {}
+    naive_names = [n for n, v in case.variants.items() if v.role is Role.NAIVE]
+    out = {}
+    for name in naive_names:
+        base = "compiled" if len(naive_names) == 1 else f"compiled_{name}"
+        naive_variant = case.variants[name]
+        for mode, suffix in ((compiled.DEFAULT, ""), (compiled.MAX_AUTOTUNE, "_max_autotune")):
+            out[base + suffix] = dataclasses.replace(
+                naive_variant, fn=compiled.Compiled(naive_variant.fn, mode), role=Role.COMPILED)
+    return out
+
+
+def compiled_of(case: Case, name: str) -> str:
+    """The naive variant a compiled one compiles."""
+    return record.compiled_source(name, [n for n, v in case.variants.items() if v.role is Role.NAIVE])
+
+
 def variant_points(profile: str, devices) -> list[VariantPoint]:
     points = []
     for case in all_cases():
-        for size in case.sizes_for(profile):
+        sizes = case.sizes_for(profile)
+        for size in sizes:
             for device in devices:
                 for dtype in case.dtypes.get(device, ()):
-                    for name, variant in case.variants.items():
+                    variants = dict(case.variants)
+                    if profile == "full" or (case.id in compiled.QUICK_CASES and size is sizes[-1]):
+                        variants.update({
+                            n: v for n, v in compiled_variants(case.id).items()
+                            if not n.endswith("_max_autotune") or (device == "cuda" and profile == "full")})
+                    for name, variant in variants.items():
                         if variant.dtypes is None or dtype in variant.dtypes:
                             points.append(VariantPoint(case, name, size, dtype, device))
     return points

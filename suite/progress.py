@@ -16,6 +16,7 @@ import pytest
 PROGRESS = pytest.StashKey["Progress"]()
 OVERHEAD_GUESS_S = 0.3  # per timed point outside its rounds (inputs, oracle, memory pass), until measured
 CHECK_GUESS_S = 0.05
+COMPILE_GUESS_S = 10.0  # a torch.compile of one point on 2 CPU cores (measured 7-9 s), until measured
 
 
 @dataclass
@@ -66,7 +67,9 @@ class Progress:
         if not self.enabled or not self.timed_by_case:
             return
         timed, tests = sum(self.timed_by_case.values()), sum(self.tests_by_case.values())
-        ceiling = timed * (self.max_time_s + OVERHEAD_GUESS_S) + (tests - timed) * CHECK_GUESS_S
+        compiles = sum(1 for i in session.items if i.nodeid in self.timed_ids and "-compiled" in i.nodeid)
+        ceiling = (timed * (self.max_time_s + OVERHEAD_GUESS_S) + (tests - timed) * CHECK_GUESS_S
+                   + compiles * COMPILE_GUESS_S)
         budget = f"; --time-budget {self.budget_s:g} s trims the rounds to fit" if self.budget_s else ""
         lines = [f"plan: {timed} timed points and {tests - timed} other tests in {len(self.tests_by_case)} "
                  f"cases; rounds stop at ±2% on the median or {self.max_time_s:g} s per point; at most "

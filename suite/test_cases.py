@@ -13,11 +13,11 @@ import functools
 import pytest
 import torch
 
-from cases.spec import dtype_name, size_label
-from harness import measure, record
+from cases.spec import Role, dtype_name, size_label
+from harness import compiled, measure, record
 from harness.timing import capture_graph
 from suite import timing
-from suite.conftest import skip_if_too_big
+from suite.conftest import compiled_of, select_points, skip_if_too_big
 from suite.progress import progress
 
 
@@ -40,6 +40,9 @@ def _run_or_skip_on_oom(point, fn):
     pytest.skip(f"out of memory at {point.id}")
 
 
+# A compiled variant is checked by its benchmark (every benchmark checks its variant against the
+# oracle before timing it, under --benchmark-disable too): checking it here would compile it twice.
+@select_points(lambda p: p.variant.role is not Role.COMPILED)
 def test_check(variant_point, input_cache):
     point = variant_point
     skip_if_too_big(point)
@@ -68,6 +71,9 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
     ).to_data())
     if point.timing != "warm":
         benchmark.extra_info["timing_mode"] = point.timing
+
+    if point.variant.role is Role.COMPILED:
+        benchmark.extra_info.update(_compile_first(point, input_cache))
 
     def measured_once():
         inputs, truth = input_cache.get(point)
@@ -102,6 +108,26 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
                                  benchmark.stats.stats.median, device_ceilings)
         )
         extra["warnings"] = extra.get("warnings", []) + timing.above_ceiling_warning(extra)
+
+
+def _compile_first(point, input_cache) -> dict:
+    """Compile the naive variant for this point, timed apart from the steady state that follows;
+    a variant torch.compile cannot take is skipped with the reason (recorded in outcomes[])."""
+    naive = compiled_of(point.case, point.variant_name)
+    reason = point.case.uncompilable.get(naive) or compiled.unavailable(point.device)
+    if reason:
+        pytest.skip(f"not compiled: {reason}")
+    inputs, _ = input_cache.get(point)
+    try:
+        _, seconds, breaks = point.variant.fn.compile_and_time(*inputs)
+    except Exception as exc:  # Inductor's failure is a finding about the compiler, recorded per variant
+        if measure.is_out_of_memory(exc):
+            raise
+        reason = compiled.short_reason(exc)
+    if reason:
+        measure.free_memory(point.device)  # outside the except block: the traceback holds tensors
+        pytest.skip(f"torch.compile failed: {reason}")
+    return {"compiles": naive, "compile_mode": point.variant.fn.mode, "compile_s": seconds, "graph_breaks": breaks}
 
 
 def _checked_graph_replay(point, call, input_cache):

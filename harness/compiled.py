@@ -1,0 +1,76 @@
+"""torch.compile of a case's naive variant: does the compiler close the gap the notes' trick closes?
+
+A `Compiled` wraps the naive callable. Its first call on a point (`compile_and_time`) starts from
+an empty Dynamo cache, so the compile time it measures is that point's own (not a cache hit from
+an earlier size), and is kept apart from steady state: the suite's warm-up, peak-memory pass and
+timed rounds all come after it. Graph breaks are counted from Dynamo's own counters.
+
+Where torch.compile cannot run (no C compiler for Inductor's CPU code, no Triton for its GPU
+kernels, a Python Dynamo does not support), `unavailable` says why, and the point is skipped
+with that reason rather than failed; a compile that raises is recorded the same way, per variant.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import time
+from typing import Any, Callable
+
+import torch
+
+DEFAULT = "default"
+MAX_AUTOTUNE = "max-autotune-no-cudagraphs"  # CUDA, full profile: Triton autotuning, no graph replay
+
+# The pairs compiled in the quick profile (2 CPU cores: each compile costs seconds), one per kind
+# of question: can Inductor fuse away a broadcast's (N, M, D) intermediate, reach the library's
+# fused LayerNorm from the notes' hand-written one, and unroll a per-time-step Python loop.
+QUICK_CASES = ("distance.pairwise", "layernorm.manual", "rnn.timestep_loop")
+
+
+def unavailable(device: str) -> str | None:
+    """Why torch.compile cannot run here for `device`, or None."""
+    if not hasattr(torch, "compile") or not torch._dynamo.is_dynamo_supported():
+        return f"torch.compile is not supported by torch {torch.__version__} on this Python"
+    if torch.device(device).type == "cpu" and not any(shutil.which(c) for c in ("cc", "gcc", "clang")):
+        return "torch.compile's CPU backend (Inductor C++) needs a C compiler and none is on PATH"
+    if torch.device(device).type == "cuda" and importlib.util.find_spec("triton") is None:
+        return "torch.compile's CUDA backend (Inductor) needs Triton, which is not installed"
+    return None
+
+
+class Compiled:
+    """``torch.compile(fn, mode=mode)``, compiled afresh on each point's first call."""
+
+    def __init__(self, fn: Callable[..., Any], mode: str = DEFAULT):
+        self.fn = fn
+        self.mode = mode
+        self._compiled = None
+        self.__name__ = f"compiled({getattr(fn, '__name__', 'fn')}, {mode})"
+
+    def compile_and_time(self, *inputs) -> tuple[Any, float, int]:
+        """(first output, compile seconds, graph breaks) for these inputs. The seconds are the
+        first call's wall time, device-synchronized: tracing, Inductor codegen and the C++/Triton
+        builds, plus one run of the code, which is small beside them."""
+        torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
+        self._compiled = torch.compile(self.fn, mode=None if self.mode == DEFAULT else self.mode)
+        devices = {t.device for t in inputs if isinstance(t, torch.Tensor) and t.device.type == "cuda"}
+        start = time.perf_counter()
+        out = self._compiled(*inputs)
+        for device in devices:
+            torch.cuda.synchronize(device)
+        seconds = time.perf_counter() - start
+        breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
+        return out, seconds, breaks
+
+    def __call__(self, *inputs):
+        if self._compiled is None:
+            self._compiled = torch.compile(self.fn, mode=None if self.mode == DEFAULT else self.mode)
+        return self._compiled(*inputs)
+
+
+def short_reason(exc: BaseException) -> str:
+    """One line of a compile failure: the exception's class and the first line of its message."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first}"[:300]

@@ -1,0 +1,72 @@
+"""torch.compile beside every timed pair: which variants get a compiled twin, why one cannot, and
+the report's finding on whether the compiler closes the gap."""
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from cases import all_cases
+from cases.spec import Role
+from harness import compiled, record
+from reports import verdicts
+from suite.conftest import compiled_variants, variant_points
+
+
+def test_every_timed_pair_has_a_compiled_variant_or_a_reason_in_the_full_profile():
+    points = variant_points("full", ("cpu",))
+    compiled_cases = {p.case.id for p in points if p.variant.role is Role.COMPILED}
+    for case in all_cases():
+        roles = {v.role for v in case.variants.values()}
+        timed_pair = Role.NAIVE in roles and roles & {Role.OPTIMIZED, Role.LIBRARY}
+        if not timed_pair:
+            continue
+        naive = [n for n, v in case.variants.items() if v.role is Role.NAIVE]
+        assert case.id in compiled_cases or set(naive) <= set(case.uncompilable), case.id
+        for name, variant in compiled_variants(case.id).items():
+            source = record.compiled_source(name, naive)
+            assert source in naive and variant.oracle is case.variants[source].oracle
+            assert variant.tolerance is case.variants[source].tolerance  # held to the naive's bound
+
+
+def test_quick_profile_compiles_only_the_representative_pairs_at_their_largest_size():
+    quick = [p for p in variant_points("quick", ("cpu", "cuda")) if p.variant.role is Role.COMPILED]
+    assert {p.case.id for p in quick} == set(compiled.QUICK_CASES)
+    assert all(p.size == p.case.sizes_for("quick")[-1] for p in quick)
+    assert not any(p.variant_name.endswith("_max_autotune") for p in quick)
+    full = [p for p in variant_points("full", ("cpu", "cuda")) if p.variant_name.endswith("_max_autotune")]
+    assert full and {p.device for p in full} == {"cuda"}
+
+
+def test_missing_compiler_is_a_reason_not_a_failure(monkeypatch):
+    monkeypatch.setattr(compiled.shutil, "which", lambda name: None)
+    assert "needs a C compiler" in compiled.unavailable("cpu")
+    monkeypatch.setattr(compiled.importlib.util, "find_spec", lambda name: None)
+    assert "needs Triton" in compiled.unavailable("cuda")
+
+
+def test_compile_time_is_measured_apart_and_the_result_is_right():
+    fn = compiled.Compiled(lambda x: (x * 2).sin().sum(-1))
+    x = torch.randn(64, 32)
+    out, seconds, breaks = fn.compile_and_time(x)
+    assert seconds > 0 and breaks == 0
+    torch.testing.assert_close(fn(x), (x * 2).sin().sum(-1))
+
+
+def _row(fast, slow, against, t_fast, t_slow, size="n1"):
+    return dict(machine="m", case="c", tier=1, size_label=size, x_name="n", x=1.0, dtype="float32",
+                device="cpu", fast=fast, slow=slow, against=against, fast_rounds=10, slow_rounds=10,
+                fast_median_s=t_fast, slow_median_s=t_slow, speedup=t_slow / t_fast, ci_low=math.nan,
+                ci_high=math.nan, fast_peak_bytes=1.0, slow_peak_bytes=1.0, memory_ratio=1.0, verdict="")
+
+
+@pytest.mark.parametrize("t_compiled, expected", [
+    (1.05, "closes the gap"), (5.5, "closes part of it (50%)"), (9.8, "does not close it (2%)"),
+])
+def test_the_finding_says_how_much_of_the_gap_compile_closes(t_compiled, expected):
+    summary = pd.DataFrame([_row("opt", "naive", "rule", 1.0, 10.0),
+                            _row("compiled", "naive", "compiled", t_compiled, 10.0),
+                            _row("opt", "compiled", "compiled", 1.0, t_compiled)])
+    lines = verdicts.compile_findings(summary)
+    assert len(lines) == 1 and expected in lines[0] and "opt 10× over naive" in lines[0]
