@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import functools
+import time
 
 import pytest
 import torch
@@ -72,8 +73,15 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
     if point.timing != "warm":
         benchmark.extra_info["timing_mode"] = point.timing
 
+    # Where a point's time goes (the full GPU profile's budget is mostly outside the rounds):
+    # inputs and the float64 oracle, a compile, the checked peak-memory pass, pilot and rounds.
+    phases = benchmark.extra_info["phase_s"] = {}
+    started = time.perf_counter()
+    _run_or_skip_on_oom(point, lambda: input_cache.get(point))
+    phases["inputs_oracle"] = time.perf_counter() - started
     if point.variant.role is Role.COMPILED:
         benchmark.extra_info.update(_compile_first(point, input_cache))
+        phases["compile"] = benchmark.extra_info["compile_s"]
 
     def measured_once():
         inputs, truth = input_cache.get(point)
@@ -82,7 +90,9 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
         out, peak = measure.peak_memory(call, point.device)
         return call, peak, measure.compare(out, truth, point.tolerance.rtol, point.tolerance.atol)
 
+    started = time.perf_counter()
     call, peak, err = _run_or_skip_on_oom(point, measured_once)
+    phases["memory_pass"] = time.perf_counter() - started
     benchmark.extra_info.update(peak_bytes=peak, max_abs_err=err.max_abs, max_rel_err=err.max_rel)
     if case.metrics is not None:
         inputs, _ = input_cache.get(point)
@@ -93,9 +103,11 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
     clock = marker.kwargs.get("timer") if marker is not None else None
     budget = progress(request.config)
     cap = budget.round_cap_s(point.id)
+    started = time.perf_counter()
     _, info = _run_or_skip_on_oom(
         point, lambda: timing.run(benchmark, call, point.device, point.timing, request.config, replay, clock, cap)
     )
+    phases["timing"] = time.perf_counter() - started
     if not benchmark.disabled:
         budget.spent_in_rounds(sum(benchmark.stats.stats.data) * benchmark.stats.iterations)
         if cap < budget.max_time_s:

@@ -81,7 +81,10 @@ def pilot_plan(call, clock, cuda: bool, cap_s: float, min_rounds: int) -> rounds
     pilot also warms the point; its samples are not kept."""
     t0 = clock()
     call()
-    iterations = rounds.iterations_for(clock() - t0, MIN_ROUND_S["cuda" if cuda else "cpu"])
+    call_s = clock() - t0
+    iterations = rounds.iterations_for(call_s, MIN_ROUND_S["cuda" if cuda else "cpu"])
+    if 3 * call_s > 0.2 * cap_s:  # a slow call: no pilot (it would cost more than it saves)
+        return rounds.plan([call_s] * 3, 1, cap_s=cap_s, min_rounds=min_rounds)
     samples, started = [], time.perf_counter()
     while len(samples) < rounds.PILOT_SAMPLES and (len(samples) < 3 or time.perf_counter() - started < 0.2 * cap_s):
         t0 = clock()
