@@ -64,7 +64,8 @@ def test_onednn_probe_agrees_with_the_flag_effect_measured_another_way(op):
     assert premises.onednn_reduced(op, "bf16").present == changed
 
 
-@pytest.mark.parametrize("sm, changed, present", [((7, 5), False, False), ((8, 0), True, True), ((9, 0), False, False)])
+@pytest.mark.parametrize("sm, changed, present",
+                         [((7, 5), False, False), ((8, 0), True, True), ((9, 0), False, False)])
 def test_tf32_premise_records_the_capability_and_is_decided_by_the_effect(monkeypatch, sm, changed, present):
     _fake_gpu(monkeypatch, sm)
     found = premises.cuda_tf32(torch.device("cuda", 0), "matmul", changed=changed)
@@ -72,10 +73,12 @@ def test_tf32_premise_records_the_capability_and_is_decided_by_the_effect(monkey
     assert f"Fake GPU sm_{sm[0]}{sm[1]}" in found.evidence and "sm_80+" in found.evidence
 
 
-@pytest.mark.parametrize("sm, tensor_cores", [((7, 0), {"fp16"}), ((7, 5), {"fp16"}), ((8, 6), {"fp16", "bf16", "tf32"})])
+@pytest.mark.parametrize("sm, tensor_cores",
+                         [((7, 0), {"fp16"}), ((7, 5), {"fp16"}), ((8, 6), {"fp16", "bf16", "tf32"})])
 def test_tensor_cores_per_dtype_from_the_compute_capability(monkeypatch, sm, tensor_cores):
     _fake_gpu(monkeypatch, sm)
-    found = {d for d in ("fp16", "bf16", "tf32") if premises.cuda_tensor_cores(torch.device("cuda", 0), d).present}
+    gpu = torch.device("cuda", 0)
+    found = {d for d in ("fp16", "bf16", "tf32") if premises.cuda_tensor_cores(gpu, d).present}
     assert found == tensor_cores
 
 
@@ -88,7 +91,8 @@ def test_compiler_premise_is_a_compiled_probe_not_a_name_on_path(monkeypatch):
 
 def test_tokens_give_the_premise_as_the_skip_reason(monkeypatch):
     _fake(monkeypatch, "torch_compile", Premise("torch.compile on cpu", False, "no C++ compiler builds"))
-    assert requirements.unmet(("compiler",), "cpu") == "torch.compile cannot build kernels for cpu here: no C++ compiler builds"
+    reason = requirements.unmet(("compiler",), "cpu")
+    assert reason == "torch.compile cannot build kernels for cpu here: no C++ compiler builds"
     _fake(monkeypatch, "torch_compile", PRESENT)
     assert requirements.unmet(("compiler",), "cpu") is None
     _fake(monkeypatch, "nccl", Premise("NCCL", False, "torch is not built with NCCL"))
@@ -117,7 +121,10 @@ def test_reduced_error_depends_where_the_premise_is_absent(monkeypatch, name):
 @pytest.mark.parametrize("what", ["matmul", "conv"])
 def test_reduced_error_is_judged_where_the_premise_holds(monkeypatch, what):
     _fake(monkeypatch, "reduced_fp32", PRESENT)
-    make, ieee = (tf32.make_matmul, tf32._matmul_at("highest")) if what == "matmul" else (tf32.make_conv, tf32._conv(False))
+    if what == "matmul":
+        make, ieee = tf32.make_matmul, tf32._matmul_at("highest")
+    else:
+        make, ieee = tf32.make_conv, tf32._conv(False)
     finding = tf32._error_check(make, ieee, _bf16_inputs(ieee), what)(CPU)
     assert finding.verdict is Verdict.HOLDS and str(PRESENT) in finding.evidence
     with pytest.raises(AssertionError, match="did not lower precision"):
@@ -129,7 +136,8 @@ def test_a_flag_without_effect_is_an_absent_premise_not_a_failure():
     ieee = tf32._matmul_at("highest")
     finding = tf32._error_check(tf32.make_matmul, ieee, ieee, "matmul")(CPU)
     assert finding.verdict is Verdict.DEPENDS
-    assert "left the check's own matmul bitwise unchanged" in finding.evidence and "amx_bf16" in finding.evidence
+    assert "left the check's own matmul bitwise unchanged" in finding.evidence
+    assert "amx_bf16" in finding.evidence
 
 
 def test_reduced_error_on_cuda_by_compute_capability(monkeypatch):
@@ -171,7 +179,8 @@ def test_dataparallel_cpu_question_is_asked_where_no_gpu_is_visible(monkeypatch)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     finding = parallel.check_dataparallel_without_gpus(CPU)
-    assert "a fresh process with CUDA_VISIBLE_DEVICES=''" in finding.evidence and "device_ids=[]" in finding.evidence
+    assert "a fresh process with CUDA_VISIBLE_DEVICES=''" in finding.evidence
+    assert "device_ids=[]" in finding.evidence
 
 
 def test_dataparallel_without_gpus_in_this_process(monkeypatch):
@@ -214,12 +223,13 @@ def test_device_side_assert_evidence(monkeypatch):
     """The shape of what the H100 printed (1-checks-all.log), as the fresh processes report it."""
     printed = ("TensorCompare.cu:109: _assert_async_cuda_kernel: block: [0,0,0], thread: [0,0,0] Assertion "
                "`probability tensor contains either `inf`, `nan` or element < 0` failed.")
-    answer = _isolated.Outcome({"raised": "AcceleratorError", "message": "CUDA error: device-side assert triggered"},
-                               None, printed)
+    raised = {"raised": "AcceleratorError", "message": "CUDA error: device-side assert triggered"}
+    answer = _isolated.Outcome(raised, None, printed)
     monkeypatch.setattr(sampling, "_asserts_on_device", lambda device: True)
     monkeypatch.setattr(sampling._isolated, "run_each", lambda calls, **kw: [answer for _ in calls])
     found = sampling._rejections(CPU)
-    assert all(r["kernel"] == "probability tensor contains either `inf`, `nan` or element < 0" for r in found.values())
+    kernel = "probability tensor contains either `inf`, `nan` or element < 0"
+    assert all(r["kernel"] == kernel for r in found.values())
     assert sampling._how(found["negative"]).startswith("a device-side assert ('probability tensor")
     silent = _isolated.Outcome({"raised": None, "message": ""}, None, "")
     monkeypatch.setattr(sampling._isolated, "run_each", lambda calls, **kw: [silent for _ in calls])
@@ -229,7 +239,8 @@ def test_device_side_assert_evidence(monkeypatch):
 
 def test_isolated_call_returns_what_it_raised_and_survives_a_dying_child():
     raised = _isolated.run("math:sqrt", -1.0)
-    assert raised.value is None and raised.error["type"] == "ValueError" and "RuntimeError" not in raised.error["bases"]
+    assert raised.value is None and raised.error["type"] == "ValueError"
+    assert "RuntimeError" not in raised.error["bases"]
     with pytest.raises(RuntimeError, match="gave no answer"):
         _isolated.run("os:_exit", 3)
     assert torch.ones(3).sum().item() == 3
