@@ -168,30 +168,31 @@ def _error_check(make, run_full, run_reduced, what):
         inputs = make(size, FP32, device, seed=11)
         truth = truth_float64(*inputs)
         k = inputs[0].shape[1] if what == "matmul" else inputs[1][0].numel()
-        out_full, out_reduced = run_full(*inputs), run_reduced(*inputs)
-        # The premise is read off this very computation: oneDNN's choice depends on the shape
-        # (GEMMs below 32×32 stay fp32 even with AMX), so a probe of another size could disagree.
-        premise = premises.reduced_fp32(device, what, changed=not torch.equal(out_full, out_reduced))
-        full, reduced = _rel_error(out_full, truth), _rel_error(out_reduced, truth)
+        # Which kernels the flags select depends on the shapes (oneDNN keeps GEMMs below 32×32 in
+        # fp32 even with AMX), so the premise is measured at this computation's shapes.
+        premise = premises.reduced_fp32(device, what, shapes=[tuple(t.shape) for t in inputs])
+        full, reduced = _rel_error(run_full(*inputs), truth), _rel_error(run_reduced(*inputs), truth)
         return judge_reduced_error(what, device.type, k, full, reduced, premise)
 
     return check
 
 
 def check_cpu_high_is_noop(device):
-    """'high' lets CUDA use TF32 but leaves the CPU in full fp32 (bitwise-identical results) where
-    oneDNN has no TF32 path for it. Where 'high' does change the result the claim depends on the
-    CPU, and the change is held to TF32's bound."""
+    """'high' lets CUDA use TF32 but leaves the CPU in full fp32 where oneDNN has no TF32 path for
+    it: fp32's error bound, bitwise the same result here. Where it rounds to TF32 the claim depends
+    on the CPU, and the change is held to TF32's bound."""
     a, b = make_matmul({"n": 256}, FP32, device, seed=3)
+    truth, k = truth_float64(a, b), a.shape[1]
     highest, high = _matmul_at("highest")(a, b), _matmul_at("high")(a, b)
-    premise = premises.onednn_reduced("matmul", "tf32", changed=not torch.equal(highest, high))
+    err, same = _rel_error(high, truth), torch.equal(highest, high)
+    premise = premises.onednn_reduced("matmul", "tf32", shapes=[tuple(a.shape), tuple(b.shape)])
     if not premise.present:
-        assert torch.equal(highest, high), "set_float32_matmul_precision('high') changed a CPU matmul result"
-        return Finding(None, f"on CPU, 'high' gives bitwise the same fp32 matmul as 'highest' (256³); "
+        assert err <= k * U_FP32, f"'high' on CPU: rel error {err:.3g} > K·u_fp32 = {k * U_FP32:.3g}"
+        return Finding(None, f"on CPU, 'high' keeps fp32 matmuls in fp32 (256³: rel error {err:.2g}, "
+                       f"{'bitwise the same as' if same else 'summed in another order than'} 'highest'); "
                        f"{premise}")
-    err, k = _rel_error(high, truth_float64(a, b)), a.shape[1]
     assert err <= k * U_TF32, f"'high' on CPU: rel error {err:.3g} > K·u_tf32 = {k * U_TF32:.3g}"
-    return Finding(Verdict.DEPENDS, f"{premise}: on this CPU 'high' changes fp32 matmuls (rel error "
+    return Finding(Verdict.DEPENDS, f"{premise}: on this CPU 'high' rounds fp32 matmuls to TF32 (rel error "
                    f"{err:.2g} vs float64, within K·u_tf32), where the claim is that it leaves them alone")
 
 

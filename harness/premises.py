@@ -10,10 +10,10 @@ absent instead of failing; a test that cannot run without it is skipped through 
 
 Where the effect itself can be measured, the measurement decides and everything read is evidence
 only, because the readings lie: torch's `_is_mkldnn_bf16_supported()` and the cpuinfo flag
-`avx512_bf16` both say yes on CPUs where oneDNN ignores the bf16 fpmath mode, and even with AMX
-oneDNN keeps GEMMs below 32×32 in fp32. A check therefore passes its own observation (did the flag
-change *its* result?) as `changed`; without one, a probe at a size oneDNN/cuBLAS give to their
-reduced-precision kernels stands in.
+`avx512_bf16` both say yes on CPUs where oneDNN does not round to bf16 under the bf16 fpmath mode
+(there the flag only changes the summation order), and even with AMX oneDNN keeps GEMMs below 32×32
+in fp32. So the reduced-precision premises are measured on inputs whose rounding has an exact
+signature, at the shapes of the computation the claim is about (`_rounds_inputs`).
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ CPUINFO = "/proc/cpuinfo"
 # cpuinfo flags recorded as evidence for each reduced fp32 mode of oneDNN (AMX-TF32 is announced for
 # Xeons after Granite Rapids; no CPU this suite has met lists it).
 _CPU_EVIDENCE = {"bf16": ("amx_bf16", "avx512_bf16", "avx512f"), "tf32": ("amx_tf32", "amx_fp16")}
-# The level of torch.set_float32_matmul_precision that asks oneDNN for each mode.
-_MATMUL_LEVEL = {"bf16": "medium", "tf32": "high"}
 
 
 @dataclass(frozen=True)
@@ -79,50 +77,76 @@ def _torch_says_bf16() -> str:
     return f"torch's mkldnn bf16 query {answer}; CPU capability {torch.backends.cpu.get_cpu_capability()}"
 
 
-def _changed(ieee: torch.Tensor, reduced: torch.Tensor) -> tuple[bool, float]:
-    return not torch.equal(ieee, reduced), (ieee.double() - reduced.double()).abs().max().item()
+# ---- reduced-precision fp32: oneDNN bf16/TF32 on the CPU, TF32 on CUDA --------------------------
+
+# Exact in fp32 (24-bit significand); TF32 (11 bits) and bf16 (8 bits) round it to 1.
+_ODD = 1 + 2.0**-12
+# The torch.set_float32_matmul_precision level that asks for each mode (oneDNN: 'medium' → bf16,
+# 'high' → tf32; cuBLAS: 'high' → TF32).
+_MATMUL_LEVEL = {"ieee": "highest", "bf16": "medium", "tf32": "high"}
+DEFAULT_SHAPES = {"matmul": ((256, 256), (256, 256)), "conv": ((8, 64, 32, 32), (64, 64, 3, 3))}
 
 
-def _effect(flag: str, changed: bool, what: str) -> str:
-    return f"the {flag} flag changed {what}" if changed else f"the {flag} flag left {what} bitwise unchanged"
+def _reference(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a @ b if op == "matmul" else F.conv2d(a, b, padding=1)
+
+
+def _flagged(op: str, device: torch.device, mode: str):
+    """`op` (a matmul, or a 3×3 conv with padding 1) as the precision flags make `device` run it:
+    `mode` 'ieee', or the reduced one ('bf16', 'tf32')."""
+    def run(a, b):
+        if op == "matmul":
+            with flags.matmul_precision(_MATMUL_LEVEL[mode]):
+                return a @ b
+        with flags.conv_precision(device, reduced=mode != "ieee"):
+            return F.conv2d(a, b, padding=1)
+
+    return run
 
 
 @functools.cache
-def _onednn_probe(op: str, mode: str) -> tuple[bool, float]:
-    """(changed, max |reduced − ieee|) for fp32 `op` under oneDNN's `mode`, at 256×256 GEMM / a 64-channel
-    3×3 conv: sizes oneDNN hands to its AMX kernels where it has them."""
-    g, cpu = torch.Generator().manual_seed(0), torch.device("cpu")
-    if op == "matmul":
-        a, b = torch.randn(256, 256, generator=g), torch.randn(256, 256, generator=g)
-        with flags.matmul_precision("highest"):
-            ieee = a @ b
-        with flags.matmul_precision(_MATMUL_LEVEL[mode]):
-            reduced = a @ b
-        return _changed(ieee, reduced)
-    if mode != "bf16":
-        raise ValueError(f"oneDNN has no {mode} switch for {op}")
-    x, w = torch.randn(8, 64, 32, 32, generator=g), torch.randn(64, 64, 3, 3, generator=g) / 24
-    with flags.conv_precision(cpu, reduced=False):
-        ieee = F.conv2d(x, w, padding=1)
-    with flags.conv_precision(cpu, reduced=True):
-        reduced = F.conv2d(x, w, padding=1)
-    return _changed(ieee, reduced)
+def _rounds_inputs(device: str, op: str, mode: str, shapes: tuple) -> tuple[bool, str]:
+    """Whether the `mode` flag makes `device` round the fp32 inputs of `op` at these shapes to a
+    shorter significand, and what was seen.
+
+    Operands 1 + 2⁻¹² and 1 give that rounding one exact signature: in fp32 every product and every
+    partial sum is exact (K·(1 + 2⁻¹²) needs under 24 bits for K < 2¹²), in any summation order, so
+    the IEEE result is the float64 one; TF32 and bf16 round 1 + 2⁻¹² to 1 and give K·1. A kernel
+    that only sums in another order (oneDNN under the bf16 flag on AVX-512-BF16 without AMX) keeps
+    the exact result. Kernel choice depends on the shapes, not the values, so the probe takes the
+    shapes of the computation it stands for."""
+    dev = torch.device(device)
+    a, b = torch.full(shapes[0], _ODD, device=dev), torch.ones(shapes[1], device=dev)
+    exact = _reference(op, a.double(), b.double()).cpu()
+    rounded = _reference(op, torch.ones_like(a).double(), b.double()).cpu()
+    ieee, reduced = (_flagged(op, dev, m)(a, b).double().cpu() for m in ("ieee", mode))
+    off = (reduced - exact).abs().max().item()
+    what = f"{op} of 1+2⁻¹² by 1 at {' · '.join('×'.join(map(str, s)) for s in shapes)}"
+    if torch.equal(reduced, rounded):
+        seen = f"the {mode} flag rounded the fp32 inputs of a {what} (result off the exact fp32 one by {off:.3g})"
+    elif off == 0:
+        seen = f"the {mode} flag left the fp32 inputs of a {what} unrounded (exact result)"
+    else:
+        seen = f"the {mode} flag rounded some fp32 inputs of a {what} (result off the exact fp32 one by {off:.3g})"
+    if not torch.equal(ieee, exact):
+        seen += "; the IEEE path was not exact either (fp32 is not IEEE here: an override in force?)"
+    return off > 0, seen
 
 
-def onednn_reduced(op: str, mode: str = "bf16", changed: bool | None = None) -> Premise:
+def _shapes(op: str, shapes) -> tuple:
+    return tuple(tuple(s) for s in (shapes or DEFAULT_SHAPES[op]))
+
+
+def onednn_reduced(op: str, mode: str = "bf16", shapes=None) -> Premise:
     """oneDNN computing fp32 `op` ('matmul' or 'conv') in `mode` ('bf16'; 'tf32' for a matmul at
-    'high') when the precision flag asks for it. Present when the flag changes the result:
-    `changed` is the caller's own observation; without one, `_onednn_probe` measures it."""
+    'high') when the precision flag asks for it, at `shapes` (the two operands'; default: sizes
+    oneDNN gives to its AMX kernels where it has them). Measured by `_rounds_inputs`."""
     name = f"oneDNN {mode} for fp32 {op} on this CPU"
     read = f"read: {_flags_read(_CPU_EVIDENCE[mode])}; {_torch_says_bf16()}"
     if op == "conv" and not flags.has_new_api():
         return Premise(name, False, f"torch {torch.__version__} has no CPU conv precision switch; {read}")
-    if changed is None:
-        changed, diff = _onednn_probe(op, mode)
-        seen = _effect(mode, changed, f"a probe {op}") + f" (max diff {diff:.2g})"
-    else:
-        seen = _effect(mode, changed, f"the check's own {op}")
-    return Premise(name, changed, f"measured: {seen}; {read}")
+    present, seen = _rounds_inputs("cpu", op, mode, _shapes(op, shapes))
+    return Premise(name, present, f"measured: {seen}; {read}")
 
 
 # ---- GPUs -----------------------------------------------------------------------------------------
@@ -156,48 +180,24 @@ def cuda_tensor_cores(device, dtype: str) -> Premise:
                    f"{sm}; {dtype} tensor cores need sm_{needed}0+")
 
 
-@functools.cache
-def _tf32_probe(index: int, op: str) -> tuple[bool, float]:
-    device = torch.device("cuda", index)
-    g = torch.Generator().manual_seed(0)
-    if op == "matmul":
-        a, b = (torch.randn(512, 512, generator=g).to(device) for _ in range(2))
-        with flags.matmul_precision("highest"):
-            ieee = a @ b
-        with flags.matmul_precision("high"):
-            reduced = a @ b
-    else:
-        x = torch.randn(8, 64, 32, 32, generator=g).to(device)
-        w = (torch.randn(64, 64, 3, 3, generator=g) / 24).to(device)
-        with flags.conv_precision(device, reduced=False):
-            ieee = F.conv2d(x, w, padding=1)
-        with flags.conv_precision(device, reduced=True):
-            reduced = F.conv2d(x, w, padding=1)
-    return _changed(ieee.cpu(), reduced.cpu())
-
-
-def cuda_tf32(device, op: str, changed: bool | None = None) -> Premise:
-    """cuBLAS (matmul) / cuDNN (conv) computing fp32 `op` in TF32 when the flag allows it. Decided by
-    the measured effect; the compute capability (TF32 units from sm_80) is the evidence for it."""
+def cuda_tf32(device, op: str, shapes=None) -> Premise:
+    """cuBLAS (matmul) / cuDNN (conv) computing fp32 `op` in TF32 when the flag allows it. Measured
+    by `_rounds_inputs`; the compute capability (TF32 units from sm_80) is evidence for it."""
     device = torch.device(device)
+    if device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
     hardware = cuda_tensor_cores(device, "tf32")
-    if changed is None:
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        changed, diff = _tf32_probe(index, op)
-        seen = _effect("TF32", changed, f"a probe {op}") + f" (max diff {diff:.2g})"
-    else:
-        seen = _effect("TF32", changed, f"the check's own {op}")
-    return Premise(f"TF32 for fp32 {op} on {device.type}", changed,
-                   f"measured: {seen}; read: {hardware.evidence}")
+    present, seen = _rounds_inputs(str(device), op, "tf32", _shapes(op, shapes))
+    return Premise(f"TF32 for fp32 {op} on cuda", present, f"measured: {seen}; read: {hardware.evidence}")
 
 
-def reduced_fp32(device, op: str, changed: bool | None = None) -> Premise:
+def reduced_fp32(device, op: str, shapes=None) -> Premise:
     """The reduced-precision fp32 path the precision flags select on `device`: TF32 on CUDA, oneDNN
     bf16 on the CPU."""
     device = torch.device(device)
     if device.type == "cuda":
-        return cuda_tf32(device, op, changed)
-    return onednn_reduced(op, "bf16", changed)
+        return cuda_tf32(device, op, shapes)
+    return onednn_reduced(op, "bf16", shapes)
 
 
 def nccl() -> Premise:
