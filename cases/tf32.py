@@ -5,8 +5,10 @@ The notes: "since PyTorch 1.7 setting `torch.backends.cuda.matmul.allow_tf32` an
 fp32's 8-bit exponent and rounds the mantissa to 10 bits (unit roundoff 2⁻¹¹ vs fp32's 2⁻²⁴), so
 an fp32 GEMM on Ampere+ tensor cores is ~8× faster at ~1e-3 relative error. On a CPU the same knob,
 `set_float32_matmul_precision('medium')` (new API: `mkldnn.matmul.fp32_precision = 'bf16'`), makes
-oneDNN compute fp32 GEMMs in bf16 (8-bit mantissa) on AVX-512-BF16/AMX hardware; 'high' does
-nothing there. Every variant sets its flags inside the call and restores them afterwards
+oneDNN compute fp32 GEMMs in bf16 (8-bit mantissa) on CPUs with AMX; with AVX-512-BF16 alone it
+only changes the summation order, and 'high' does nothing on any CPU met so far. Whether the flag
+lowers precision on the machine at hand is measured (`harness.premises`), and where it does not the
+error checks say `depends`. Every variant sets its flags inside the call and restores them afterwards
 (`harness.precision_flags`), so nothing leaks into other cases.
 """
 
