@@ -11,13 +11,18 @@ Cost comments count bytes *sent by one rank* for a message of S bytes over p ran
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
 
-from harness.rules import FromFindings
+from cases import _isolated
+from cases._precision import ieee_fp32
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
+from harness import premises
+from harness.rules import FromFindings
 
 FP32, FP64 = torch.float32, torch.float64
 U32 = 2.0**-24  # unit roundoff of fp32
@@ -371,18 +376,79 @@ def check_d2l_allreduce(device):
                    f"p·u·Σ|x| of float64 (max err {max(e.max().item() for e in errors):.2g}), all replicas equal")
 
 
-def check_dataparallel_without_gpus(device):
-    """What `nn.DataParallel` does where there is nothing to parallelise over."""
-    model = make_mlp(8, 16, 4, seed=0)
-    wrapped = nn.DataParallel(model)
+def _abs_chain(model: nn.Sequential, x: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """(|W_L|…|W_1||x| with the biases' magnitudes, in float64; Σ_l (K_l + 1)·u): a first-order
+    bound on fp32 rounding through Linear layers is their product. ReLU only shrinks magnitudes
+    and passes errors through unamplified, so skipping it in the chain keeps the bound."""
+    h, gamma = x.detach().double().abs().cpu(), 0.0
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            h = h @ layer.weight.detach().double().abs().cpu().T + layer.bias.detach().double().abs().cpu()
+            gamma += (layer.in_features + 1) * U32
+    return h, gamma
+
+
+@ieee_fp32
+def dataparallel_probe(device: str) -> dict:
+    """nn.DataParallel around a small MLP on `device`, with whatever GPUs this process sees: what it
+    did, as plain data (it may run in a fresh process, see `check_dataparallel_without_gpus`)."""
+    dev = torch.device("cuda", 0) if device == "cuda" else torch.device(device)
+    model = make_mlp(8, 16, 4, seed=0).to(dev)
     x, _ = make_batch(6, 8, 4, seed=0)
-    same = torch.equal(wrapped(x), model(x))
-    assert same, "DataParallel changed the output"
-    if torch.cuda.device_count() < 2:
-        return Finding(None, f"with {torch.cuda.device_count()} GPU(s) nn.DataParallel runs the module "
-                       f"unchanged (device_ids={wrapped.device_ids}): no replication, no scatter — "
-                       "DP numbers need >= 2 GPUs")
-    return Finding(None, f"DataParallel over device_ids={wrapped.device_ids}: same output as the module")
+    x = x.to(dev)
+    reference = copy.deepcopy(model)  # the plain module, out of DataParallel's reach
+    wrapped = nn.DataParallel(model)
+    with torch.no_grad():
+        out, plain = wrapped(x), reference(x)
+        truth = copy.deepcopy(reference).cpu().double()(x.cpu().double())
+    chain, gamma = _abs_chain(reference, x)
+    return {
+        "gpus": premises.gpu_count(),
+        "device_ids": list(wrapped.device_ids),
+        "module_device": str(next(wrapped.module.parameters()).device),
+        "output_device": str(out.device),
+        "bitwise_equal": bool(torch.equal(out, plain.to(out.device))),
+        "max_abs_err": (out.cpu().double() - truth).abs().max().item(),
+        "bound": 2 * gamma * chain.max().item(),  # 2×: second-order terms and slack
+    }
+
+
+def judge_dataparallel(result: dict, where: str) -> Finding:
+    """The finding from what `dataparallel_probe` saw: 0 GPUs, the module itself runs; 1, it runs on
+    cuda:0 unreplicated; N, replicas on every GPU, outputs gathered on cuda:0."""
+    n, ids = result["gpus"], result["device_ids"]
+    err, bound = result["max_abs_err"], result["bound"]
+    assert err <= bound, f"DataParallel's output is {err:.3g} off float64, beyond fp32 rounding ({bound:.3g})"
+    if n == 0:
+        assert ids == [], f"no GPU visible, yet DataParallel took device_ids={ids}"
+        assert result["bitwise_equal"], "DataParallel without GPUs changed the module's output"
+        return Finding(None, f"in {where}, with no GPU visible, nn.DataParallel runs the module unchanged "
+                       "(device_ids=[], output bitwise equal): no replication, no scatter — DP numbers need "
+                       ">= 2 GPUs")
+    on = (result["module_device"], result["output_device"])
+    assert on == ("cuda:0", "cuda:0"), f"DataParallel with {n} GPU(s): module and output on {on}"
+    if n == 1:
+        assert ids == [0], f"one GPU visible, yet DataParallel took device_ids={ids}"
+        assert result["bitwise_equal"], "DataParallel on one GPU changed the module's output"
+        return Finding(None, "with 1 GPU nn.DataParallel moves the module to cuda:0 and runs it there "
+                       "unreplicated (output bitwise equal to the module's) — DP numbers need >= 2 GPUs")
+    assert ids == list(range(n)), f"DataParallel should take every visible GPU ({n}), took {ids}"
+    return Finding(None, f"DataParallel over {n} GPUs (device_ids={ids}): the batch scattered, replicas run, "
+                   f"outputs gathered on cuda:0 within fp32 rounding of float64 ({err:.2g} ≤ {bound:.2g})")
+
+
+def check_dataparallel_without_gpus(device):
+    """What `nn.DataParallel` does where there is nothing to parallelise over (`cpu`) and with the
+    GPUs present (`cuda`). DataParallel takes every GPU the process sees and moves the module to
+    cuda:0, so on a machine with GPUs the `cpu` question is asked in a fresh process that sees none
+    (CUDA_VISIBLE_DEVICES='')."""
+    gpus = premises.gpu_count()
+    if device.type == "cpu" and gpus > 0:
+        outcome = _isolated.run("cases.parallel:dataparallel_probe", "cpu", env={"CUDA_VISIBLE_DEVICES": ""})
+        assert outcome.error is None, f"the probe raised in the fresh process: {outcome.error}"
+        where = f"a fresh process with CUDA_VISIBLE_DEVICES='' ({gpus} GPU(s) hidden)"
+        return judge_dataparallel(outcome.value, where)
+    return judge_dataparallel(dataparallel_probe(device.type), "this process")
 
 
 # ---- the cases -------------------------------------------------------------------------------------

@@ -1,11 +1,20 @@
 """Sampling and NaN helpers from notes 004 (items 33, 38, 39): `torch.multinomial`,
-`repeat_interleave` vs `repeat`, NaN comparisons and nan-aware reductions."""
+`repeat_interleave` vs `repeat`, NaN comparisons and nan-aware reductions.
+
+Invalid multinomial weights are rejected differently per device: on the CPU the call raises
+RuntimeError; on CUDA the weights are validated by an asynchronous device-side assert
+(`_assert_async`), which surfaces at the next synchronisation and leaves the process's CUDA context
+unusable. So on CUDA those probes run in fresh processes (`cases._isolated`), never in the test process.
+"""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import torch
 
+from cases import _isolated
 from cases.spec import Case, Check, Finding, Verdict
 
 
@@ -17,13 +26,57 @@ def _raises(fn, exc=RuntimeError) -> bool:
     return False
 
 
+INVALID_WEIGHTS = {"negative": [1.0, -1.0], "all-zero": [0.0, 0.0, 0.0]}
+
+
+def multinomial_rejects(device: str, weights: list[float]) -> dict:
+    """torch.multinomial on `weights`, finished on the device: what it raised, as data. On CUDA
+    this must run in a process of its own (see the module docstring)."""
+    w = torch.tensor(weights, device=device)
+    try:
+        torch.multinomial(w, 1)
+        if w.is_cuda:
+            torch.cuda.synchronize(w.device)
+    except RuntimeError as exc:
+        return {"raised": type(exc).__name__, "message": str(exc).strip().splitlines()[0]}
+    return {"raised": None, "message": ""}
+
+
+def _asserts_on_device(device) -> bool:
+    """Whether invalid input can end in a device-side assert on `device` (CUDA kernels validate
+    asynchronously; the CPU raises at the call)."""
+    return device.type == "cuda"
+
+
+def _rejections(device) -> dict[str, dict]:
+    """`multinomial_rejects` for each invalid weight vector: in this process on the CPU, each in a
+    fresh process where a device-side assert could end this one's CUDA context."""
+    if not _asserts_on_device(device):
+        return {name: multinomial_rejects(str(device), w) for name, w in INVALID_WEIGHTS.items()}
+    calls = [("cases.sampling:multinomial_rejects", (str(device), w)) for w in INVALID_WEIGHTS.values()]
+    found = {}
+    for name, outcome in zip(INVALID_WEIGHTS, _isolated.run_each(calls)):
+        assert outcome.error is None, f"the {name} probe failed outside torch.multinomial: {outcome.error}"
+        kernel = re.search(r"Assertion `(.+?)` failed", outcome.output)
+        found[name] = {**outcome.value, "kernel": kernel.group(1) if kernel else None, "isolated": True}
+    return found
+
+
+def _how(r: dict) -> str:
+    if "device-side assert" in r["message"]:
+        return "a device-side assert" + (f" ('{r['kernel']}')" if r.get("kernel") else "")
+    return f"{r['raised']} ('{r['message'][:80]}')"
+
+
 def check_multinomial_shapes(device):
     g = torch.Generator(device=device).manual_seed(0)
     w = torch.tensor([1.0, 2.0, 3.0, 4.0], device=device)  # unnormalised weights are fine
     assert torch.multinomial(w, 3, generator=g).shape == (3,)
     assert torch.multinomial(w.repeat(5, 1), 3, generator=g).shape == (5, 3)
-    assert _raises(lambda: torch.multinomial(torch.tensor([1.0, -1.0], device=device), 1))
-    assert _raises(lambda: torch.multinomial(torch.zeros(3, device=device), 1))
+    rejected = _rejections(device)
+    for name, r in rejected.items():
+        assert r["raised"], f"torch.multinomial accepted {name} weights on {device.type}"
+    isolated = any(r.get("isolated") for r in rejected.values())
     n = 200_000
     counts = torch.bincount(torch.multinomial(w, n, replacement=True, generator=g), minlength=4).cpu().double()
     p = w.cpu().double() / w.sum().item()
@@ -32,8 +85,10 @@ def check_multinomial_shapes(device):
     return Finding(
         Verdict.HOLDS,
         f"vector → (num_samples,), (m, n) → (m, num_samples); weights need not sum to 1 but must be "
-        f"non-negative with a non-zero sum (negative or all-zero raise); with replacement, {n} draws match "
-        f"p = w/Σw within {z:.1f} σ",
+        f"non-negative with a non-zero sum (on {device.type}: "
+        + "; ".join(f"{name} → {_how(r)}" for name, r in rejected.items())
+        + (", each seen in a fresh process" if isolated else "")
+        + f"); with replacement, {n} draws match p = w/Σw within {z:.1f} σ",
     )
 
 

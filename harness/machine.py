@@ -2,7 +2,8 @@
 
 Stored in every results file (pytest-benchmark's ``machine_info``) so a number is never read
 without knowing where it was measured. bf16 speed on a CPU depends on AVX-512-BF16/AMX, TF32
-speed on the TF32 flags in force, so those are recorded too.
+speed on the TF32 flags in force, so those are recorded too, with the premises claims rest on
+(`harness.premises`: what oneDNN and the GPUs really do here, measured where it can be).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import os
 import platform
 
 import torch
+
+from harness import premises
 
 PRECISION_SETTINGS = (
     "backends.cuda.matmul.allow_tf32",
@@ -45,15 +48,14 @@ def precision_settings() -> dict[str, str]:
 
 
 def cpu_info() -> dict:
-    model, flags = platform.processor() or platform.machine(), set()
+    model, flags = platform.processor() or platform.machine(), premises.cpu_flags()
     try:
-        with open("/proc/cpuinfo") as f:
+        with open(premises.CPUINFO) as f:
             for line in f:
                 key, _, value = line.partition(":")
                 if key.strip() == "model name":
                     model = value.strip()
-                elif key.strip() == "flags":
-                    flags = set(value.split())
+                    break
     except OSError:
         pass
     return {
@@ -87,6 +89,7 @@ def machine_info() -> dict:
         "gpu": gpu_info(),
         "cpu_detail": cpu_info(),
         "precision": precision_settings(),
+        "premises": premises.summary(),
     }
 
 

@@ -1,8 +1,11 @@
 """What a case or variant needs, as short tokens, and why it cannot run here when it cannot.
 
 Tokens: ``cuda``; ``cuda>=8.0`` (compute capability); ``gpus>=2``; ``module:NAME`` (an optional
-package); ``distributed`` (torch.distributed built in). The pytest markers and skip reasons are
-derived from these in one place (`conftest.py`), so a case never writes ``skipif`` itself.
+package); ``distributed`` (torch.distributed built in); ``nccl`` (torch built with NCCL, for
+one-process-per-GPU launches); ``compiler`` (torch.compile can build kernels for the device: a working
+C++ compiler on CPU, Triton on CUDA). The pytest markers and skip reasons are derived from these in
+one place (`conftest.py`), so a case never writes ``skipif`` itself. What the machine has is read in
+`harness.premises`; this module only turns it into reasons.
 """
 
 from __future__ import annotations
@@ -12,15 +15,19 @@ import re
 
 import torch
 
+from harness import premises
+
 CUDA_MISSING = "CUDA not available"
 _COMPARE = re.compile(r"^(cuda|gpus)>=(\d+(?:\.\d+)?)$")
+_PLAIN = {"cuda", "distributed", "nccl", "compiler"}
 
 
 def validate(token: str) -> None:
-    if token in {"cuda", "distributed"} or token.startswith("module:") or _COMPARE.match(token):
+    if token in _PLAIN or token.startswith("module:") or _COMPARE.match(token):
         return
     raise ValueError(
-        f"unknown requirement {token!r}; use cuda, cuda>=MAJOR.MINOR, gpus>=N, module:NAME or distributed"
+        f"unknown requirement {token!r}; use cuda, cuda>=MAJOR.MINOR, gpus>=N, module:NAME, distributed, "
+        "nccl or compiler"
     )
 
 
@@ -46,10 +53,14 @@ def unmet(requires, device: str) -> str | None:
                 return f"needs the optional package {name!r}"
         elif token == "distributed" and not torch.distributed.is_available():
             return "torch.distributed is not built into this torch"
+        elif token == "nccl" and not (found := premises.nccl()).present:
+            return f"needs NCCL: {found.evidence}"
+        elif token == "compiler" and not (found := premises.torch_compile(device)).present:
+            return f"torch.compile cannot build kernels for {device} here: {found.evidence}"
         elif m := _COMPARE.match(token):
             kind, value = m.group(1), float(m.group(2))
-            if kind == "gpus" and torch.cuda.device_count() < value:
-                return f"needs >= {int(value)} GPUs, found {torch.cuda.device_count()}"
+            if kind == "gpus" and premises.gpu_count() < value:
+                return f"needs >= {int(value)} GPUs, found {premises.gpu_count()}"
             if kind == "cuda":
                 major, minor = torch.cuda.get_device_capability()
                 if major + minor / 10 < value:

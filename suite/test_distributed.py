@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from cases import parallel as P
-from harness import launch
+from harness import launch, requirements
 from suite import options
 
 WORKER = "cases.dist_worker"
@@ -66,13 +66,11 @@ def pytest_generate_tests(metafunc):
 
 
 def _skip_unless_runnable(device: str, world: int) -> None:
-    if device == "cuda":
-        if not torch.cuda.is_available():
-            pytest.skip("CUDA not available")
-        if torch.cuda.device_count() < world:
-            pytest.skip(f"needs >= {world} GPUs, found {torch.cuda.device_count()}")
-    if not torch.distributed.is_available():
-        pytest.skip("torch.distributed is not built into this torch")
+    """One process per GPU over NCCL on CUDA (dist_worker's backend there), gloo on CPU."""
+    needs = ("distributed",) + ((f"gpus>={world}", "nccl") if device == "cuda" else ())
+    reason = requirements.unmet(needs, device)
+    if reason:
+        pytest.skip(reason)
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
@@ -203,10 +201,9 @@ def test_ddp(ddp_point, runs, benchmark, request):
 @pytest.mark.parametrize("device", ["cuda"], ids=["parallel.dp_vs_ddp-dp-cuda"])
 def test_dataparallel(device, runs, benchmark, tmp_path):
     """nn.DataParallel: one process driving every GPU on the full batch (the DDP rows' baseline)."""
-    if not torch.cuda.is_available():
-        pytest.skip("CUDA not available")
-    if torch.cuda.device_count() < 2:
-        pytest.skip(f"needs >= 2 GPUs, found {torch.cuda.device_count()}")
+    reason = requirements.unmet(("gpus>=2", "nccl"), device)
+    if reason:
+        pytest.skip(reason)
     full = runs.profile == "full"
     run = launch.torchrun(WORKER, ["train", "--device", "cuda", "--modes", "dp", "--width", "4096" if full else "1024",
                                    "--batch", "1024" if full else "64", "--steps", "20" if full else "5"],
