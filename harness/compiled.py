@@ -5,15 +5,13 @@ an empty Dynamo cache, so the compile time it measures is that point's own (not 
 an earlier size), and is kept apart from steady state: the suite's warm-up, peak-memory pass and
 timed rounds all come after it. Graph breaks are counted from Dynamo's own counters.
 
-Where torch.compile cannot run (no C compiler for Inductor's CPU code, no Triton for its GPU
-kernels, a Python Dynamo does not support), `unavailable` says why, and the point is skipped
-with that reason rather than failed; a compile that raises is recorded the same way, per variant.
+Where torch.compile cannot run (no C++ compiler for Inductor's CPU code, no Triton for its GPU
+kernels, a Python Dynamo does not support) the compiled variants' ``compiler`` requirement skips
+them with the reason (harness.premises); a compile that raises is recorded the same way, per variant.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
 import time
 from typing import Any, Callable
 
@@ -26,17 +24,6 @@ MAX_AUTOTUNE = "max-autotune-no-cudagraphs"  # CUDA, full profile: Triton autotu
 # of question: can Inductor fuse away a broadcast's (N, M, D) intermediate, reach the library's
 # fused LayerNorm from the notes' hand-written one, and unroll a per-time-step Python loop.
 QUICK_CASES = ("distance.pairwise", "layernorm.manual", "rnn.timestep_loop")
-
-
-def unavailable(device: str) -> str | None:
-    """Why torch.compile cannot run here for `device`, or None."""
-    if not hasattr(torch, "compile") or not torch._dynamo.is_dynamo_supported():
-        return f"torch.compile is not supported by torch {torch.__version__} on this Python"
-    if torch.device(device).type == "cpu" and not any(shutil.which(c) for c in ("cc", "gcc", "clang")):
-        return "torch.compile's CPU backend (Inductor C++) needs a C compiler and none is on PATH"
-    if torch.device(device).type == "cuda" and importlib.util.find_spec("triton") is None:
-        return "torch.compile's CUDA backend (Inductor) needs Triton, which is not installed"
-    return None
 
 
 class Compiled:

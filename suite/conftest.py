@@ -112,7 +112,8 @@ def compiled_variants(case_id: str) -> dict[str, Variant]:
         naive_variant = case.variants[name]
         for mode, suffix in ((compiled.DEFAULT, ""), (compiled.MAX_AUTOTUNE, "_max_autotune")):
             out[base + suffix] = dataclasses.replace(
-                naive_variant, fn=compiled.Compiled(naive_variant.fn, mode), role=Role.COMPILED)
+                naive_variant, fn=compiled.Compiled(naive_variant.fn, mode), role=Role.COMPILED,
+                requires=naive_variant.requires + ("compiler",))
     return out
 
 

@@ -39,11 +39,14 @@ def test_quick_profile_compiles_only_the_representative_pairs_at_their_largest_s
     assert full and {p.device for p in full} == {"cuda"}
 
 
-def test_missing_compiler_is_a_reason_not_a_failure(monkeypatch):
-    monkeypatch.setattr(compiled.shutil, "which", lambda name: None)
-    assert "needs a C compiler" in compiled.unavailable("cpu")
-    monkeypatch.setattr(compiled.importlib.util, "find_spec", lambda name: None)
-    assert "needs Triton" in compiled.unavailable("cuda")
+def test_missing_compiler_is_a_skip_with_the_reason(monkeypatch):
+    from harness import premises, requirements
+
+    variant = compiled_variants("distance.pairwise")["compiled"]
+    assert "compiler" in variant.requires
+    monkeypatch.setattr(premises, "torch_compile",
+                        lambda device: premises.Premise(f"torch.compile on {device}", False, "no C++ compiler"))
+    assert "no C++ compiler" in requirements.unmet(variant.requires, "cpu")
 
 
 def test_compile_time_is_measured_apart_and_the_result_is_right():
