@@ -81,6 +81,8 @@ class Recorder:
                     item.add_marker(pytest.mark.distributed)
                 if getattr(point, "slow", False):
                     item.add_marker(pytest.mark.slow)
+                if described.get("role") == "compiled":
+                    item.add_marker(pytest.mark.compiled)
                 reason = requirements.unmet(point.requires, point.device)
                 if reason:
                     item.add_marker(pytest.mark.skip(reason=reason))

@@ -35,8 +35,10 @@ def test_quick_profile_compiles_only_the_representative_pairs_at_their_largest_s
     assert {p.case.id for p in quick} == set(compiled.QUICK_CASES)
     assert all(p.size == p.case.sizes_for("quick")[-1] for p in quick)
     assert not any(p.variant_name.endswith("_max_autotune") for p in quick)
-    full = [p for p in variant_points("full", ("cpu", "cuda")) if p.variant_name.endswith("_max_autotune")]
-    assert full and {p.device for p in full} == {"cuda"}
+    full = [p for p in variant_points("full", ("cpu", "cuda")) if p.variant.role is Role.COMPILED]
+    assert all(p.size == p.case.sizes_for("full")[-1] for p in full), "one compile per pair, at its largest size"
+    autotuned = [p for p in full if p.variant_name.endswith("_max_autotune")]
+    assert autotuned and {p.device for p in autotuned} == {"cuda"}
 
 
 def test_missing_compiler_is_a_skip_with_the_reason(monkeypatch):
