@@ -283,16 +283,18 @@ def _chain_tolerance(block_terms: int) -> dict:
     are independent, so they add like a random walk: u·√(depth·K). A weight gradient then sums
     δ·hᵀ over the batch's tokens once more: u·√tokens. Both land on small entries as on large
     ones, so the bound is a floor at each gradient's own scale (the deep linear chain's grow
-    ~1.15× per block: max|grad| ≈ 1e3 at depth 64). Taken at the largest depth, width and batch
-    of any profile. Measured, linear at depth 64 (width 2048): 69u on an H100 (batch 8192: 4.2e-3
-    absolute on gradients of scale 1e3), 31u on a CPU (batch 128), against 453u here.
+    ~1.15× per block: max|grad| ≈ 1e3 at depth 64). Measured, linear at depth 64, width 2048:
+    69u on an H100 at batch 8192 (4.2e-3 absolute on gradients of scale 1e3) against 453u here;
+    31u on a CPU at batch 128 against 373u.
     """
-    sizes = [s for profile in _DEPTH_AND_WIDTH.values() for s in profile]
-    depth = max(s["depth"] for s in sizes)
-    width = max(s["width"] for s in sizes)
-    tokens = max(s["batch"] for s in sizes)  # the transformer's batch//16 sequences × 16 tokens
     u = UNIT_ROUNDOFF[FP32]
-    return {FP32: Tol(rtol=8 * u, floor=u * (math.sqrt(depth * block_terms * width) + math.sqrt(tokens)))}
+
+    def at(size) -> Tol:
+        # The transformer's batch is batch//16 sequences of 16 tokens: as many tokens.
+        chain = math.sqrt(size["depth"] * block_terms * size["width"])
+        return Tol(rtol=8 * u, floor=u * (chain + math.sqrt(size["batch"])))
+
+    return {FP32: at}
 
 
 # Reductions per block, in units of the width: h + W·h one (W·h); the MLP block two (fc1, fc2);

@@ -198,7 +198,7 @@ CASE = Case(
     # truth's scale. bf16/fp16: each of |x|², x·yᵀ, |y|² and the result is rounded to the dtype
     # (GEMMs accumulate in fp32): 2u relative plus 4u of the scale for the cancellation.
     tolerance={
-        FP32: Tol(rtol=2 * U[FP32] * 256**0.5, floor=2 * U[FP32] * 256**0.5),
+        FP32: lambda s: Tol(rtol=2 * U[FP32] * s["d"] ** 0.5, floor=2 * U[FP32] * s["d"] ** 0.5),
         BF16: Tol(rtol=2 * U[BF16], floor=4 * U[BF16]),
         FP16: Tol(rtol=2 * U[FP16], floor=4 * U[FP16]),
     },

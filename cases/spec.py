@@ -80,7 +80,9 @@ class Tol:
 
     Say beside every bound why it is what it is: the dtype's unit roundoff (`UNIT_ROUNDOFF`),
     times a factor for the length of the reductions or the depth of the chain, times the scale.
-    A 1e-4 relative bias must stay outside every fp32 bound (``tests/test_mutations.py``).
+    Where that factor depends on the size, declare a function of the size instead of a Tol
+    (``tolerance={FP32: lambda size: Tol(...)}``, resolved by `tolerance_at`). A 1e-4 relative
+    bias must stay outside every fp32 bound at the quick sizes (``tests/test_mutations.py``).
     """
 
     rtol: float = 0.0
@@ -101,6 +103,11 @@ class Tol:
         if self.floor:
             terms.append(f"floor={self.floor:.3g}*max|truth|")
         return " ".join(terms)
+
+
+def tolerance_at(tolerance: Tol | Callable[[Size], Tol], size: Size) -> Tol:
+    """A declared tolerance at one size: the `Tol` itself, or what the declared function returns."""
+    return tolerance if isinstance(tolerance, Tol) else tolerance(size)
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,7 @@ class Variant:
     requires: tuple[str, ...] = ()
     dtypes: tuple[torch.dtype, ...] | None = None  # None: every dtype the case runs
     oracle: Callable[..., Any] | None = None
-    tolerance: Mapping[torch.dtype, Tol] | None = None
+    tolerance: Mapping[torch.dtype, Tol | Callable[[Size], Tol]] | None = None
 
 
 def naive(fn, **kw) -> Variant:
@@ -165,7 +172,7 @@ class Case:
     make_inputs: Callable[..., tuple] | None = None
     variants: Mapping[str, Variant] = field(default_factory=dict)
     oracle: Callable[..., Any] | None = None
-    tolerance: Mapping[torch.dtype, Tol] = field(default_factory=dict)
+    tolerance: Mapping[torch.dtype, Tol | Callable[[Size], Tol]] = field(default_factory=dict)
     sizes: Mapping[str, Sequence[Size]] = field(default_factory=dict)
     dtypes: Mapping[str, tuple[torch.dtype, ...]] = field(
         default_factory=lambda: {"cpu": (torch.float32,), "cuda": (torch.float32,)}

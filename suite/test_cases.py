@@ -13,17 +13,21 @@ import functools
 import pytest
 import torch
 
-from cases.spec import dtype_name, size_label
+from cases.spec import dtype_name, size_label, tolerance_at
 from harness import measure
 from harness.timing import capture_graph
 from suite import timing
 from suite.conftest import skip_if_too_big
 
 
+def _tolerance(point):
+    return tolerance_at(point.tolerance, point.size)
+
+
 def _fail_on_error(point, err: measure.Error) -> None:
     if not err.within:
         pytest.fail(
-            f"{point.id}: outside tolerance {point.tolerance} "
+            f"{point.id}: outside tolerance {_tolerance(point)} "
             f"(max abs error {err.max_abs:.3g}, max rel {err.max_rel:.3g}); worst {err.worst}",
             pytrace=False,
         )
@@ -45,7 +49,7 @@ def test_check(variant_point, input_cache):
 
     def run():
         inputs, truth = input_cache.get(point)
-        return measure.within_tol(point.variant.fn(*inputs), truth, point.tolerance)
+        return measure.within_tol(point.variant.fn(*inputs), truth, _tolerance(point))
 
     _fail_on_error(point, _run_or_skip_on_oom(point, run))
 
@@ -71,7 +75,7 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
         call = functools.partial(point.variant.fn, *inputs)
         # The first call is also the warm-up (allocator, cuDNN/oneDNN kernel selection).
         out, peak = measure.peak_memory(call, point.device)
-        return call, peak, measure.within_tol(out, truth, point.tolerance)
+        return call, peak, measure.within_tol(out, truth, _tolerance(point))
 
     call, peak, err = _run_or_skip_on_oom(point, measured_once)
     benchmark.extra_info.update(peak_bytes=peak, max_abs_err=err.max_abs, max_rel_err=err.max_rel)
@@ -105,7 +109,7 @@ def _checked_graph_replay(point, call, input_cache):
         measure.free_memory(point.device)  # outside the except block: the traceback holds tensors
         pytest.skip(reason)
     _, truth = input_cache.get(point)
-    _fail_on_error(point, measure.within_tol(replay(), truth, point.tolerance))
+    _fail_on_error(point, measure.within_tol(replay(), truth, _tolerance(point)))
     return replay
 
 

@@ -1,9 +1,9 @@
 """A 1e-4 relative bias in any Tier-1/2 optimized or library fp32 variant must fail its check.
 
 Each variant is run twice on the quick profile's smallest size, on the CPU, through the suite's own
-path (`VariantPoint`'s inputs, oracle and tolerance, `measure.within_tol`): as written, where it must
-pass, and with every output multiplied by (1 + 1e-4), where it must not. A bound that lets the bias
-through is either too wide or taken from another variant's scale.
+path (`VariantPoint`'s inputs, oracle and tolerance at that size, `measure.within_tol`): as written,
+where it must pass, and with every output multiplied by (1 + 1e-4), where it must not. A bound that
+lets the bias through is either too wide or taken from another variant's scale.
 
 Integer outputs are biased as integers would be (rounded, clamped to the dtype), booleans not at
 all: a relative bias of a truth value means nothing. A variant whose dtype's own error, or whose
@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from cases import all_cases
-from cases.spec import Role
+from cases.spec import Role, tolerance_at
 from harness import measure, requirements
 from suite.conftest import VariantPoint
 
@@ -97,10 +97,11 @@ def test_bias_fails_the_check(point):
     reason = requirements.unmet(point.requires, point.device)
     if reason:
         pytest.skip(reason)
+    tol = tolerance_at(point.tolerance, point.size)
     inputs = point.make_inputs(0)
     truth = point.oracle(*inputs)
     got = point.variant.fn(*inputs)
-    clean = measure.within_tol(got, truth, point.tolerance)
+    clean = measure.within_tol(got, truth, tol)
     assert clean.within, f"unmutated {point.id} fails its own check: {clean.worst}"
 
     key = (point.case.id, point.variant_name)
@@ -109,13 +110,13 @@ def test_bias_fails_the_check(point):
     assert any(not torch.equal(a, b) for a, b in zip(_outputs(mutated), _outputs(got))), (
         f"a bias of {smallest:g} changes no output of {point.id}: say why in EXEMPT"
     )
-    caught = measure.within_tol(mutated, truth, point.tolerance)
+    caught = measure.within_tol(mutated, truth, tol)
     assert not caught.within, (
         f"{point.id}: outputs biased by {smallest:g} relative pass the check "
-        f"({point.tolerance}; max rel {caught.max_rel:.3g})"
+        f"({tol}; max rel {caught.max_rel:.3g})"
     )
     if key in EXEMPT:
-        unseen = measure.within_tol(biased(got, BIAS), truth, point.tolerance)
+        unseen = measure.within_tol(biased(got, BIAS), truth, tol)
         assert unseen.within, f"{point.id} catches a {BIAS:g} bias after all: drop it from EXEMPT"
 
 
