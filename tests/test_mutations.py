@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from cases import all_cases
-from cases.spec import Role, tolerance_at
+from cases.spec import PROFILES, Role, Tol, tolerance_at
 from harness import measure, requirements
 from suite.conftest import VariantPoint
 
@@ -123,6 +123,17 @@ def test_bias_fails_the_check(point):
 def test_exemptions_name_real_targets():
     names = {(p.case.id, p.variant_name) for p in TARGETS}
     assert set(EXEMPT) <= names, f"EXEMPT lists variants that are not targets: {set(EXEMPT) - names}"
+
+
+def test_every_declared_tolerance_is_a_tol_at_every_size():
+    """Bounds declared as functions of the size must resolve at every size of every profile."""
+    for case in all_cases():
+        declared = [case.tolerance] + [v.tolerance for v in case.variants.values() if v.tolerance]
+        for profile in PROFILES:
+            for size in case.sizes_for(profile):
+                for mapping in declared:
+                    for dtype, tol in mapping.items():
+                        assert isinstance(tolerance_at(tol, size), Tol), (case.id, dtype, size)
 
 
 def test_bias_of_integer_and_boolean_outputs():
