@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from harness.rules import AllOf, Faster, Lighter
-from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
+from cases.spec import UNIT_ROUNDOFF as U, Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 
@@ -191,12 +191,16 @@ CASE = Case(
         "cdist_direct": library(cdist_direct, peak_bytes=lambda s, b: 2 * _nm(s, b), dtypes=(FP32,)),
     },
     oracle=distances_float64,
-    # Distances of N(0,1) points in D=256 are ≈ 2D = 512 (unit vectors: ≈ 2), so an absolute
-    # floor near the dtype's eps times that scale absorbs the GEMM's reordered sums.
+    # Distances of N(0,1) points in D = 256 are ≈ 2D = 512, of unit vectors ≈ 2, of 0/1 vectors
+    # ≈ D/2: every bound is relative to the variant's own truth. Σ(x−y)² adds D terms of one
+    # sign, relative error ≲ u·√D on each element (rtol); the expansion subtracts terms as large
+    # as |x|² + |y|² ≈ max|truth|, so its cancellation error, u·√D of that, is a floor at the
+    # truth's scale. bf16/fp16: each of |x|², x·yᵀ, |y|² and the result is rounded to the dtype
+    # (GEMMs accumulate in fp32): 2u relative plus 4u of the scale for the cancellation.
     tolerance={
-        FP32: Tol(rtol=1e-5, atol=1e-3),
-        BF16: Tol(rtol=2e-2, atol=0.5),
-        FP16: Tol(rtol=2e-3, atol=0.1),
+        FP32: lambda s: Tol(rtol=2 * U[FP32] * s["d"] ** 0.5, floor=2 * U[FP32] * s["d"] ** 0.5),
+        BF16: Tol(rtol=2 * U[BF16], floor=4 * U[BF16]),
+        FP16: Tol(rtol=2 * U[FP16], floor=4 * U[FP16]),
     },
     dtypes={"cpu": (FP32,), "cuda": (FP32, BF16, FP16)},
     sizes={

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from harness.rules import FromFindings
-from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
+from cases.spec import UNIT_ROUNDOFF as U, Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32 = torch.float32
 JIT_APIS = ("torch.jit.script", "torch.jit.trace", "torch.jit.save", "torch.jit.load")
@@ -205,8 +205,10 @@ CASE = Case(
         "traced": library(run_traced),
     },
     oracle=eager_float64,
-    # T tanh steps in fp32: error stays at a few ulps of values in (-1, 1).
-    tolerance={FP32: Tol(rtol=1e-5, atol=1e-5)},
+    # Each step adds a Linear's error, ~u·√H of its terms, at the scale of h ∈ (−1, 1);
+    # tanh' < 1 shrinks older errors every step, so they sum like a geometric series instead of
+    # growing with T (measured: 8u at T = 1024, 19u at T = 256, H = 1024): 4u·√H at the scale.
+    tolerance={FP32: lambda s: Tol(rtol=8 * U[FP32], floor=4 * U[FP32] * s["h"] ** 0.5)},
     sizes={
         "quick": [{"t": t, "b": 16, "h": 64} for t in (16, 64)],
         "full": [{"t": t, "b": 256, "h": 1024} for t in (64, 256, 1024)],

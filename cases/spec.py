@@ -38,12 +38,70 @@ class Role(str, enum.Enum):
     COMPILED = "compiled"  # torch.compile of a naive variant, made by the suite (harness.compiled)
 
 
+UNIT_ROUNDOFF = {
+    torch.float64: 2.0**-53,
+    torch.float32: 2.0**-24,
+    torch.float16: 2.0**-11,
+    torch.bfloat16: 2.0**-8,
+}
+"""u: the largest relative error of one rounding to the dtype (half an ulp at 1)."""
+
+U_TF32 = 2.0**-11
+"""TF32 keeps fp32's exponent and rounds the mantissa to 10 bits (as fp16 does)."""
+
+
 @dataclass(frozen=True)
 class Tol:
-    """Element-wise bound ``|got - truth| <= atol + rtol * |truth|`` (torch.testing semantics)."""
+    """How far a result may be from its float64 truth, checked per output tensor.
 
-    rtol: float
-    atol: float
+    Element-wise (the default), torch.testing's ``|got - truth| <= atol + rtol * |truth|`` with
+    one more term, an absolute floor measured in units of the truth's own largest magnitude:
+
+        |got - truth| <= atol + floor * max|truth| + rtol * |truth|
+
+    ``rtol`` bounds errors proportional to the element itself (the final rounding, a scaling, a sum
+    of terms of one sign). ``floor`` bounds errors that are not: a dot product or a difference
+    loses ``u * sqrt(K)`` or so of the size of its *terms*, which lands on small and large results
+    alike, so relative error means nothing where the truth is near zero. Measured against
+    ``max|truth|`` it follows each variant's own scale: outputs near 2 and outputs near 512 get the
+    same relative bound, where one absolute ``atol`` would be tight for one and loose for the
+    other. Keep ``atol`` for exact results (0) and quantities with a scale of their own.
+
+    Norm-wise (``norm`` given, the element-wise fields left 0): ``||got - truth||_2 <= norm *
+    ||truth||_2`` per tensor instead, for results where a few elements may legitimately be far
+    off (a ReLU kink that the two precisions land on either side of) while the tensor as a whole
+    is held to rounding error.
+
+    Say beside every bound why it is what it is: the dtype's unit roundoff (`UNIT_ROUNDOFF`),
+    times a factor for the length of the reductions or the depth of the chain, times the scale.
+    Where that factor depends on the size, declare a function of the size instead of a Tol
+    (``tolerance={FP32: lambda size: Tol(...)}``, resolved by `tolerance_at`). A 1e-4 relative
+    bias must stay outside every fp32 bound at the quick sizes (``tests/test_mutations.py``).
+    """
+
+    rtol: float = 0.0
+    atol: float = 0.0
+    floor: float = 0.0
+    norm: float | None = None
+
+    def __post_init__(self):
+        if min(self.rtol, self.atol, self.floor) < 0 or (self.norm is not None and self.norm < 0):
+            raise ValueError(f"negative tolerance: {self!r}")
+        if self.norm is not None and (self.rtol or self.atol or self.floor):
+            raise ValueError(f"a norm-wise tolerance has no element-wise terms: {self!r}")
+
+    def __str__(self):
+        if self.norm is not None:
+            return f"||got - truth|| <= {self.norm:.3g}*||truth||"
+        terms = [f"rtol={self.rtol:.3g}", f"atol={self.atol:.3g}"]
+        if self.floor:
+            terms.append(f"floor={self.floor:.3g}*max|truth|")
+        return " ".join(terms)
+
+
+def tolerance_at(tolerance: Tol | Callable[[Size], Tol], size: Size) -> Tol:
+    """A declared tolerance at one size: the `Tol` itself, or what the declared function returns."""
+    return tolerance if isinstance(tolerance, Tol) else tolerance(size)
 
 
 @dataclass(frozen=True)
@@ -65,7 +123,7 @@ class Variant:
     requires: tuple[str, ...] = ()
     dtypes: tuple[torch.dtype, ...] | None = None  # None: every dtype the case runs
     oracle: Callable[..., Any] | None = None
-    tolerance: Mapping[torch.dtype, Tol] | None = None
+    tolerance: Mapping[torch.dtype, Tol | Callable[[Size], Tol]] | None = None
 
 
 def naive(fn, **kw) -> Variant:
@@ -99,7 +157,7 @@ class Case:
     make_inputs: Callable[..., tuple] | None = None
     variants: Mapping[str, Variant] = field(default_factory=dict)
     oracle: Callable[..., Any] | None = None
-    tolerance: Mapping[torch.dtype, Tol] = field(default_factory=dict)
+    tolerance: Mapping[torch.dtype, Tol | Callable[[Size], Tol]] = field(default_factory=dict)
     sizes: Mapping[str, Sequence[Size]] = field(default_factory=dict)
     dtypes: Mapping[str, tuple[torch.dtype, ...]] = field(
         default_factory=lambda: {"cpu": (torch.float32,), "cuda": (torch.float32,)}

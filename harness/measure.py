@@ -134,17 +134,25 @@ def _cpu_available_bytes() -> int:
 class Error:
     max_abs: float
     max_rel: float  # max |got - truth| / max |truth|: normwise, defined where truth has zeros
-    within: bool  # every element inside atol + rtol * |truth|
+    within: bool  # every output tensor inside its bound
     worst: str  # where the largest excess over the bound sits, for the failure message
 
 
-def compare(got, truth, rtol: float, atol: float) -> Error:
-    """Compare a result (tensor or tuple of tensors) with the float64 truth, element-wise."""
+def compare(got, truth, rtol: float = 0.0, atol: float = 0.0, *, floor: float = 0.0,
+            norm: float | None = None) -> Error:
+    """Compare a result (tensor or tuple of tensors) with the float64 truth, tensor by tensor.
+
+    Element-wise, torch.testing's bound with the absolute term split in two, an absolute `atol`
+    and a `floor` in units of that tensor's largest truth:
+    ``|got - truth| <= atol + floor * max|truth| + rtol * |truth|``. With `norm` given, instead:
+    ``||got - truth||_2 <= norm * ||truth||_2`` per tensor. NaN in `got` is never within.
+    `cases.spec.Tol` documents when to use which; `within_tol` takes one.
+    """
     gots, truths = _as_tuple(got), _as_tuple(truth)
     if len(gots) != len(truths):
         raise AssertionError(f"result has {len(gots)} tensors, the oracle {len(truths)}")
     max_abs = max_rel = 0.0
-    within, worst = True, ""
+    within, worst, worst_excess = True, "", 0.0
     for i, (g, t) in enumerate(zip(gots, truths)):
         if g.shape != t.shape:
             raise AssertionError(f"output {i}: shape {tuple(g.shape)} != oracle's {tuple(t.shape)}")
@@ -156,16 +164,39 @@ def compare(got, truth, rtol: float, atol: float) -> Error:
         scale = t64.abs().max().item()
         max_abs = max(max_abs, diff.max().item())
         max_rel = max(max_rel, diff.max().item() / scale if scale > 0 else diff.max().item())
-        excess = diff - (atol + rtol * t64.abs())
-        if excess.max().item() > 0:
+        if norm is not None:
+            size = t64.norm().item()
+            excess = diff.norm().item() / size - norm if size > 0 else diff.norm().item() - norm
+            if excess > 0:
+                within = False
+                if excess >= worst_excess:
+                    worst_excess = excess
+                    worst = (f"output {i}: ||got - truth|| = {excess + norm:.3g}*||truth|| "
+                             f"(||truth|| = {size:.6g}), bound {norm:.3g}*||truth||")
+            continue
+        bound = atol + floor * scale + rtol * t64.abs()
+        excess = diff - bound
+        top = excess.max().item()
+        if top > 0:
             within = False
-            flat = int(excess.argmax().item())
-            index = tuple(int(k) for k in torch.unravel_index(torch.tensor(flat), g64.shape))
-            worst = (
-                f"output {i} at {index}: got {g64.flatten()[flat].item():.6g}, "
-                f"truth {t64.flatten()[flat].item():.6g}, bound atol={atol:g} + rtol={rtol:g}*|truth|"
-            )
+            # Compared in units of the bound at that element, so that outputs of different scales
+            # rank fairly; an infinite excess (NaN in got) is always the worst.
+            flat = int((excess / bound.clamp_min(torch.finfo(torch.float64).tiny)).argmax().item())
+            ratio = excess.flatten()[flat].item() / max(bound.flatten()[flat].item(), 1e-300)
+            if ratio >= worst_excess:
+                worst_excess = ratio
+                index = tuple(int(k) for k in torch.unravel_index(torch.tensor(flat), g64.shape))
+                worst = (
+                    f"output {i} at {index}: got {g64.flatten()[flat].item():.6g}, "
+                    f"truth {t64.flatten()[flat].item():.6g}, "
+                    f"bound atol={atol:g} + floor={floor:g}*{scale:.6g} + rtol={rtol:g}*|truth|"
+                )
     return Error(max_abs, max_rel, within, worst)
+
+
+def within_tol(got, truth, tol) -> Error:
+    """`compare` with the bound of a `cases.spec.Tol` (anything with rtol, atol, floor, norm)."""
+    return compare(got, truth, tol.rtol, tol.atol, floor=tol.floor, norm=tol.norm)
 
 
 def _as_tuple(x):

@@ -14,7 +14,7 @@ import time
 import pytest
 import torch
 
-from cases.spec import Role, dtype_name, size_label
+from cases.spec import Role, dtype_name, size_label, tolerance_at
 from harness import compiled, measure, record
 from harness.timing import capture_graph
 from suite import timing
@@ -22,10 +22,14 @@ from suite.conftest import compiled_of, select_points, skip_if_too_big
 from suite.progress import progress
 
 
+def _tolerance(point):
+    return tolerance_at(point.tolerance, point.size)
+
+
 def _fail_on_error(point, err: measure.Error) -> None:
     if not err.within:
         pytest.fail(
-            f"{point.id}: outside tolerance rtol={point.tolerance.rtol:g} atol={point.tolerance.atol:g} "
+            f"{point.id}: outside tolerance {_tolerance(point)} "
             f"(max abs error {err.max_abs:.3g}, max rel {err.max_rel:.3g}); worst {err.worst}",
             pytrace=False,
         )
@@ -50,7 +54,7 @@ def test_check(variant_point, input_cache):
 
     def run():
         inputs, truth = input_cache.get(point)
-        return measure.compare(point.variant.fn(*inputs), truth, point.tolerance.rtol, point.tolerance.atol)
+        return measure.within_tol(point.variant.fn(*inputs), truth, _tolerance(point))
 
     _fail_on_error(point, _run_or_skip_on_oom(point, run))
 
@@ -88,7 +92,7 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
         call = functools.partial(point.variant.fn, *inputs)
         # The first call is also the warm-up (allocator, cuDNN/oneDNN kernel selection).
         out, peak = measure.peak_memory(call, point.device)
-        return call, peak, measure.compare(out, truth, point.tolerance.rtol, point.tolerance.atol)
+        return call, peak, measure.within_tol(out, truth, _tolerance(point))
 
     started = time.perf_counter()
     call, peak, err = _run_or_skip_on_oom(point, measured_once)
@@ -154,7 +158,7 @@ def _checked_graph_replay(point, call, input_cache):
         measure.free_memory(point.device)  # outside the except block: the traceback holds tensors
         pytest.skip(reason)
     _, truth = input_cache.get(point)
-    _fail_on_error(point, measure.compare(replay(), truth, point.tolerance.rtol, point.tolerance.atol))
+    _fail_on_error(point, measure.within_tol(replay(), truth, _tolerance(point)))
     return replay
 
 

@@ -13,8 +13,8 @@ import functools
 import pytest
 import torch
 
-from cases.layout import make_matrix
-from harness import measure, requirements
+from cases.layout import conv_tolerance, make_matrix
+from harness import measure, precision_flags, requirements
 from suite import options
 
 CASE_ID = "layout.contiguous"
@@ -117,12 +117,13 @@ def test_conv_channels_last(conv_point, benchmark):
     if fmt == "channels_last":
         conv, x = conv.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
         assert x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
-    with torch.no_grad():
-        call = functools.partial(conv, x)
+    call = functools.partial(conv, x)
+    # fp32 means IEEE fp32 in both layouts, checked and timed: cuDNN would otherwise run it in
+    # TF32 (its default), a 10-bit mantissa, and the layouts' errors and speeds would be TF32's.
+    with torch.no_grad(), precision_flags.conv_precision(dev, reduced=False):
         got = call()
-    # TF32 may be on for cuDNN convs: allow its 10-bit mantissa over 9·C products.
-    tol = 1e-3 if device == "cuda" else 1e-4
-    torch.testing.assert_close(got.double().cpu(), expected, rtol=tol, atol=tol)
+    err = measure.within_tol(got.cpu(), expected, conv_tolerance(channels))
+    assert err.within, f"{fmt} conv off the float64 truth: {err.worst}"
     flops = 2 * batch * 2 * channels * h * w * channels * 9
     benchmark.group = f"{CASE_ID} conv3x3 {batch}x{channels}x{h}x{w} float32 {device}"
     benchmark.extra_info.update(
@@ -131,5 +132,5 @@ def test_conv_channels_last(conv_point, benchmark):
         size={"batch": batch, "channels": channels, "hw": h}, size_label=f"conv3x3-b{batch}-c{channels}-hw{h}",
         dtype="float32", device=device, tier=1, x="channels", flops=flops, bytes=None,
     )
-    with torch.no_grad():
+    with torch.no_grad(), precision_flags.conv_precision(dev, reduced=False):
         _time(benchmark, call, device)

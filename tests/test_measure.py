@@ -5,6 +5,7 @@ import time
 import pytest
 import torch
 
+from cases.spec import Tol
 from harness import measure
 
 
@@ -99,6 +100,53 @@ def test_compare_reports_worst_element_and_nan():
     assert err.max_rel == pytest.approx(0.001 / 4, rel=1e-3)
     assert measure.compare(truth.float(), truth, rtol=1e-6, atol=0).within
     assert not measure.compare(torch.tensor([1.0, float("nan"), 4.0]), truth, rtol=1, atol=1).within
+
+
+def test_floor_follows_each_truths_own_scale():
+    """One Tol for outputs near 512 and near 2: a floor in units of max|truth| holds both to the
+    same relative bound, where one absolute atol fitted to 512 lets a 5e-4 bias through at 2."""
+    g = torch.Generator().manual_seed(0)
+    near_512 = 512 + torch.rand(1000, generator=g, dtype=torch.float64)
+    near_2 = 1.9 + 0.1 * torch.rand(1000, generator=g, dtype=torch.float64)
+    tol = Tol(rtol=1e-6, floor=1e-5)
+    for truth in (near_512, near_2):
+        assert measure.within_tol(truth * (1 + 5e-6), truth, tol).within
+        assert not measure.within_tol(truth * (1 + 5e-4), truth, tol).within
+    assert measure.compare(near_2 * (1 + 5e-4), near_2, rtol=1e-5, atol=1e-3).within  # the scale-blind floor
+
+
+def test_floor_covers_zeros_where_relative_error_means_nothing():
+    truth = torch.tensor([1.0, 1e-9, -0.5], dtype=torch.float64)
+    assert measure.compare(truth + 1e-7, truth, rtol=1e-6, floor=2e-7).within
+    err = measure.compare(truth + 1e-7, truth, rtol=1e-6)
+    assert not err.within and "(1,)" in err.worst  # only the near-zero element is past rtol alone
+
+
+def test_norm_wise_bound():
+    truth = torch.linspace(1, 2, 10_000, dtype=torch.float64)
+    kink = truth.clone()
+    kink[7] += 1e-3  # one element far off, the tensor as a whole within rounding
+    assert measure.compare(kink, truth, norm=1e-5).within
+    assert not measure.compare(kink, truth, rtol=1e-5).within
+    err = measure.compare(truth * (1 + 1e-4), truth, norm=1e-5)
+    assert not err.within and "||got - truth||" in err.worst
+    assert not measure.compare(torch.full_like(truth, float("nan")), truth, norm=1.0).within
+
+
+def test_worst_is_the_output_furthest_past_its_own_bound():
+    small, large = torch.ones(4, dtype=torch.float64), torch.full((4,), 1000.0, dtype=torch.float64)
+    err = measure.compare((small * 1.01, large * 1.5), (small, large), rtol=1e-3)
+    assert not err.within and err.worst.startswith("output 1")
+
+
+def test_tol_rejects_mixed_or_negative_bounds_and_says_what_it_is():
+    with pytest.raises(ValueError):
+        Tol(rtol=1e-5, norm=1e-5)
+    with pytest.raises(ValueError):
+        Tol(rtol=-1.0)
+    assert "floor=1e-05*max|truth|" in str(Tol(rtol=1e-6, floor=1e-5))
+    assert str(Tol(norm=2e-6)) == "||got - truth|| <= 2e-06*||truth||"
+    assert Tol(0, 0) == Tol()  # positional (rtol, atol) as before: exact
 
 
 def test_compare_rejects_shape_mismatch():
