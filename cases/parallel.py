@@ -525,3 +525,213 @@ AVERAGE_GRADIENT = Case(
     verdict=FromFindings(),
 )
 
+
+
+# ---- judging the launched runs ---------------------------------------------------------------------
+# suite/test_distributed.py launches `cases.dist_worker` and hands its per-rank JSON (one dict per
+# rank, in rank order) to these functions: they assert what must hold (AssertionError with the
+# message) and compute the findings and benchmark rows. A row is (the `harness.record.BenchmarkInfo`
+# fields, its extra keys, the per-step seconds pytest-benchmark replays).
+
+# quick: the 1.6 M-parameter MLP (a 6.4 MB gradient all-reduce per step) for 5 steps, seconds on
+# 2 CPU cores; full: width 4096 (18.9 M parameters, 75 MB per step) and a batch that fills a GPU.
+TRAIN_SIZES = {
+    "quick": {"width": 1024, "batch": 64, "steps": 5},
+    "full": {"width": 4096, "batch": 1024, "steps": 20},
+}
+TRAIN_ROLES = {"dp": "naive", "ddp": "optimized", "avg_grad": "naive"}
+
+
+def allreduce_message_sizes(profile: str, device: str) -> list[int]:
+    """1 KiB (α-bound: the per-message latency dominates) to 64 MiB (β-bound), every 16× in the
+    quick profile and every 4× in the full one, whose GPU sweep goes on to 256 MiB, where NVLink
+    and PCIe reach their bandwidth. The α–β fit needs both ends."""
+    top = 28 if profile == "full" and device == "cuda" else 26
+    step = 2 if profile == "full" else 4
+    return [1 << k for k in range(10, top + 1, step)]
+
+
+def _median(values) -> float:
+    import statistics
+
+    return statistics.median(values)
+
+
+def slowest_rank(rows: list[dict], pick) -> list[float]:
+    """Per step, the slowest rank's time: a step is done when every rank is."""
+    return [max(step) for step in zip(*(pick(r) for r in rows))]
+
+
+def step_times(rows: list[dict], mode: str) -> list[float]:
+    return slowest_rank(rows, lambda r: r["modes"][mode]["step_s"])
+
+
+def check_training(rows: list[dict], mode: str) -> None:
+    """Every rank trained `mode` to full-batch SGD's parameters, and all ranks to the same ones."""
+    world = rows[0]["world_size"]
+    assert len(rows) == world, f"{len(rows)} rank files for world size {world}"
+    for r in rows:
+        m = r["modes"][mode]
+        assert m["params_within_tol"], (
+            f"rank {r['rank']} {mode}: parameters differ from full-batch training by "
+            f"{m['params_max_abs_diff']:.3g} (tol {m['tol']})")
+        assert m["grad_within_tol"], (
+            f"rank {r['rank']} {mode}: first gradient off by {m['grad_max_abs_diff']:.3g}")
+    digests = {r["modes"][mode]["params_sha1"] for r in rows}
+    assert len(digests) == 1, f"{mode}: ranks ended with different parameters"
+
+
+def train_row(rows: list[dict], mode: str, device: str) -> tuple[dict, dict, list[float]]:
+    world, batch = rows[0]["world_size"], rows[0]["batch"]
+    times = step_times(rows, mode)
+    info = {
+        "case": "parallel.dp_vs_ddp" if mode in ("ddp", "dp") else "parallel.average_gradient",
+        "kind": "distributed", "variant": mode, "role": TRAIN_ROLES[mode],
+        "size": {"world_size": world, "batch": batch}, "size_label": f"w{world}-batch{batch}",
+        "x": "world_size", "dtype": "float32", "device": device,
+    }
+    extra = {
+        "backend": rows[0]["backend"], "params": rows[0]["params"], "step_s": times,
+        "samples_per_s": batch / _median(times),
+        "params_max_abs_diff": max(r["modes"][mode]["params_max_abs_diff"] for r in rows),
+    }
+    return info, extra, times
+
+
+def ddp_scaling(rows: list[dict], times: list[float], base: list[dict]) -> tuple[dict, Finding]:
+    """Strong scaling: the same global batch at world N as at 1 (`base`), so the ideal is
+    T_N = T_1 / N and the efficiency T_1 / (N·T_N)."""
+    world = rows[0]["world_size"]
+    t1 = _median(step_times(base, "ddp"))
+    efficiency = t1 / (world * _median(times))
+    return {"t1_s": t1, "scaling_efficiency": efficiency}, Finding(
+        None,
+        f"DDP over {rows[0]['backend']}, {rows[0]['params'] / 1e6:.1f} M params, global batch "
+        f"{rows[0]['batch']}: step {_median(times) * 1e3:.1f} ms at world {world} vs "
+        f"{t1 * 1e3:.1f} ms at 1, scaling efficiency T1/(N·TN) = {efficiency:.2f}")
+
+
+def average_gradient_vs_ddp(rows: list[dict]) -> tuple[dict, Finding]:
+    """Manual averaging's first gradient against DDP's on every rank, and the two step times."""
+    tol = PARAM_TOL[FP32]
+    for r in rows:
+        diff = r["avg_grad_vs_ddp"]["grad_max_abs_diff"]
+        assert diff <= tol.atol, (
+            f"rank {r['rank']}: manual averaging differs from DDP's gradient by {diff:.3g}")
+    bitwise = all(r["avg_grad_vs_ddp"]["bitwise_equal"] for r in rows)
+    step = _median(step_times(rows, "avg_grad"))
+    ddp = _median(step_times(rows, "ddp"))
+    return {"bitwise_equal_to_ddp": bitwise}, Finding(
+        None,
+        f"all_reduce after backward gives DDP's gradients "
+        f"({'bitwise' if bitwise else 'within fp32 tolerance'}); "
+        f"step {step * 1e3:.1f} ms vs DDP's {ddp * 1e3:.1f} ms at world {rows[0]['world_size']}")
+
+
+def two_nodes_vs_one(rows: list[dict], two: torch.Tensor, one: torch.Tensor,
+                     wall_s: float) -> tuple[dict, Finding]:
+    """Two single-rank nodes (their rank files `rows`, final parameters `two`) against one
+    process on the full batch (`one`)."""
+    worlds = sorted({r["world_size"] for r in rows})
+    assert len(rows) == 2 and worlds == [2], (
+        f"two nodes × 1 rank: {len(rows)} rank files, world sizes {worlds}")
+    max_abs, excess = max_excess(two, one, PARAM_TOL[FP32])
+    assert excess <= 0, f"two nodes vs one process: parameters differ by {max_abs:.3g}"
+    return {"wall_s": wall_s, "max_abs_diff": max_abs}, Finding(
+        None,
+        f"2 simulated nodes × 1 rank (torchrun --nnodes=2, c10d rendezvous): parameters within "
+        f"{max_abs:.2g} of one process after {rows[0]['warmup'] + rows[0]['steps']} steps; "
+        f"wall {wall_s:.1f} s")
+
+
+def allreduce_table(ranks: list[dict]) -> tuple[list[dict], int]:
+    """One row per (algorithm, message size): per repetition the slowest rank's time, and what
+    each rank counted and checked."""
+    p = ranks[0]["world_size"]
+    table = []
+    for i, row in enumerate(ranks[0]["rows"]):
+        per_rank = [r["rows"][i] for r in ranks]
+        times = [max(ts) for ts in zip(*(pr["times_s"] for pr in per_rank))]
+        table.append({**row, "p": p, "times_s": times, "median_s": _median(times),
+                      "bytes_sent_per_rank": [pr["bytes_sent"] for pr in per_rank],
+                      "checked": [pr["within_bound"] for pr in per_rank],
+                      "errors": [pr["max_abs_err"] for pr in per_rank]})
+    return table, p
+
+
+def check_allreduce(table: list[dict], p: int) -> None:
+    """Every checked sum within the fp32 bound p·u·Σ|x| (None: too big for the float64 truth), and
+    the bytes each rank counted against the algorithms' traffic: the ring's 2(p−1)/p·S on every
+    rank, the naive version's (p−1)·S through rank 0 and S from each other rank."""
+    for row in table:
+        assert all(c in (True, None) for c in row["checked"]), (
+            f"{row['algorithm']} at {row['bytes']} B: sum outside the fp32 bound on some rank "
+            f"({row['errors']})")
+        sent, s = row["bytes_sent_per_rank"], row["bytes"]
+        if row["algorithm"] == "ring":  # exact for sizes divisible by p chunks of 4-byte elements
+            ring = 2 * (p - 1) / p * s
+            assert all(abs(b - ring) <= 8 * p for b in sent), (
+                f"ring at {s} B over {p} ranks: bytes sent {sent}, expected 2(p−1)/p·S = {ring:.0f}")
+        if row["algorithm"] == "naive":
+            assert sent[0] == (p - 1) * s and all(b == s for b in sent[1:]), (
+                f"naive at {s} B over {p} ranks: bytes sent {sent}, expected (p−1)·S = {(p - 1) * s} "
+                f"from rank 0 and S from each other rank")
+    checked = any(all(c is True for c in row["checked"]) for row in table)
+    assert checked, "no size was checked against the truth"
+
+
+def allreduce_cost_model(table: list[dict], p: int,
+                         device: str) -> tuple[tuple[dict, dict, list[float]], Finding]:
+    """The α–β model fitted to the naive, master and ring times, its error, its predictions at
+    larger p, and the measured bus bandwidths. The row's times are the library all-reduce's at the
+    largest size (one row per algorithm and size would need one test each); every point is in its
+    extra keys."""
+    fitted = [r for r in table if r["algorithm"] in ("naive", "master", "ring")]
+    alpha, beta = fit_alpha_beta([(r["algorithm"], p, r["bytes"], r["median_s"]) for r in fitted])
+    points = []
+    for r in table:
+        algbw, busbw = bus_bandwidth(r["bytes"], r["median_s"], p)
+        points.append({"algorithm": r["algorithm"], "bytes": r["bytes"], "measured_s": r["median_s"],
+                       "model_s": model_time(r["algorithm"], p, r["bytes"], alpha, beta),
+                       "algbw": algbw, "busbw": busbw, "bytes_sent_rank0": r["bytes_sent_per_rank"][0]})
+    predictions = [
+        {"algorithm": a, "p": q, "bytes": r["bytes"], "model_s": model_time(a, q, r["bytes"], alpha, beta)}
+        for a in ("naive", "ring") for q in (2, 4, 8, 16, 64) for r in table if r["algorithm"] == a]
+    rel = [abs(pt["model_s"] - pt["measured_s"]) / pt["measured_s"] for pt in points
+           if pt["algorithm"] != "all_reduce"]
+    big = max(r["bytes"] for r in table)
+    at = {pt["algorithm"]: pt for pt in points if pt["bytes"] == big}
+    ratio64 = model_time("naive", 64, big, alpha, beta) / model_time("ring", 64, big, alpha, beta)
+    finding = Finding(
+        Verdict.HOLDS,
+        f"every algorithm equals the float64 sum within p·u·Σ|x|; bytes sent per rank counted: ring "
+        f"2(p−1)/p·S, naive rank 0 (p−1)·S. α–β fit at p={p}: α={alpha * 1e6:.1f} µs, "
+        f"1/β={1 / beta / 1e9:.2f} GB/s (median |model−measured|/measured {_median(rel):.0%}); "
+        f"at {big >> 20} MiB measured busbw "
+        + ", ".join(f"{a} {pt['busbw'] / 1e9:.2f} GB/s" for a, pt in at.items())
+        + f"; the model predicts naive/ring = {ratio64:.0f}× at p=64 for {big >> 20} MiB")
+    info = {"case": "parallel.allreduce", "kind": "distributed", "variant": "cost_model", "role": "library",
+            "device": device, "size": {"world_size": p}, "size_label": f"w{p}", "x": "bytes",
+            "dtype": "float32"}
+    extra = {"alpha_s": alpha, "beta_s_per_byte": beta, "points": points, "predictions": predictions,
+             "model": "ring: 2(p-1)·α + 2(p-1)/p·S·β; naive/master: 2(p-1)·α + 2(p-1)·S·β"}
+    times = next(r for r in table if r["algorithm"] == "all_reduce" and r["bytes"] == big)["times_s"]
+    return (info, extra, times), finding
+
+
+def allreduce_sweep_row(table: list[dict], p: int, algorithm: str,
+                        device: str) -> tuple[dict, dict, list[float]]:
+    """One algorithm's row: its largest message's times and bus bandwidth, the whole size sweep in
+    the extra keys (the reports plot bus bandwidth against size, one line per algorithm)."""
+    rows = [r for r in table if r["algorithm"] == algorithm]
+    for r in rows:
+        assert all(c in (True, None) for c in r["checked"]), f"{algorithm} at {r['bytes']} B: wrong sum"
+    largest = rows[-1]
+    algbw, busbw = bus_bandwidth(largest["bytes"], largest["median_s"], p)
+    info = {"case": "parallel.allreduce", "kind": "distributed", "variant": algorithm,
+            "role": ALLREDUCE_ROLES[algorithm], "size": {"bytes": largest["bytes"], "world_size": p},
+            "size_label": f"bytes{largest['bytes']}-w{p}", "x": "bytes", "dtype": "float32", "device": device}
+    extra = {"bytes_sent": largest["bytes_sent_per_rank"][0], "algbw": algbw, "busbw": busbw,
+             "sweep": [{"bytes": r["bytes"], "median_s": r["median_s"], "times_s": r["times_s"],
+                        "busbw": bus_bandwidth(r["bytes"], r["median_s"], p)[1]} for r in rows]}
+    return info, extra, largest["times_s"]

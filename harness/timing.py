@@ -16,6 +16,9 @@ Self-checks (``timer_warnings``) flag a point whose numbers should not be truste
 spread over 10% (IQR/median), first rounds much slower than the median (compilation, autotuning,
 allocator growth left in the timed region), and a CUDA time that is mostly host overhead (the GPU
 busy for a small part of the wall time: the number measures Python and the launch, not the kernel).
+
+Timers handed to pytest-benchmark (``pytest.mark.benchmark(timer=...)``): ``DeviceClock`` reads
+the GPU's clock; ``ReplayClock`` reads back times measured in other processes (a launch's ranks).
 """
 
 from __future__ import annotations
@@ -110,6 +113,44 @@ class DeviceClock:
 
     def __repr__(self) -> str:  # pytest-benchmark stores the timer's name in the results JSON
         return f"harness.timing.DeviceClock({self.device})"
+
+
+class ReplayClock:
+    """A timer for pytest-benchmark that reads back times measured elsewhere: the steps that a
+    launch's ranks timed themselves (device synchronized before each clock read), which the
+    pytest process cannot time.
+
+    Given to pytest-benchmark as an item's timer (``pytest.mark.benchmark(timer=...)``) and run as
+    ``load(seconds)``, then ``benchmark.pedantic(advance, setup=rewind, rounds=len(seconds))``:
+    each round reads the clock, calls `advance`, which moves it by the next step's time, and reads
+    it again, so ``stats.data`` holds the measured steps and pytest-benchmark's statistics, JSON
+    and ``--benchmark-compare`` work on them as on any row. `rewind` (pedantic's untimed setup)
+    starts every round at zero, so each round's difference is the step's time to the bit rather
+    than a difference of two running sums.
+    """
+
+    def __init__(self):
+        self._steps: list[float] = []
+        self._next = 0
+        self._now = 0.0
+
+    def load(self, seconds) -> None:
+        self._steps, self._next, self._now = [float(s) for s in seconds], 0, 0.0
+
+    def rewind(self) -> None:
+        self._now = 0.0
+
+    def advance(self) -> None:
+        if self._next >= len(self._steps):
+            raise RuntimeError(f"ReplayClock: all {len(self._steps)} loaded steps were replayed")
+        self._now += self._steps[self._next]
+        self._next += 1
+
+    def __call__(self) -> float:
+        return self._now
+
+    def __repr__(self) -> str:  # pytest-benchmark stores the timer's name in the results JSON
+        return "harness.timing.ReplayClock"
 
 
 def device_and_wall_seconds(

@@ -95,6 +95,40 @@ class CheckPoint:
         return {"case": self.case.id, "kind": "check", "check": self.check_name, "device": self.device}
 
 
+@dataclass(frozen=True)
+class LaunchPoint:
+    """A test that launches worker processes (suite/test_distributed.py): its requirements give its
+    markers and skip like any point's. ``world`` is the ranks it launches, or None where the ID
+    leaves it out (a test that sets up its own launch: two nodes, a fault, DataParallel's one
+    process). The ranks time their own steps and the benchmark replays them (timing ``replay``)."""
+
+    case: str
+    name: str  # what is launched, "" where the catalogue ID says it all (parallel.allreduce-w2-cpu)
+    device: str
+    world: int | None = None
+    requires: tuple[str, ...] = ("distributed",)
+    slow: bool = False
+    test: str = ""  # the test function: the recorded check is named after it, as for any topic test
+    timing: str = "replay"
+
+    @classmethod
+    def on(cls, case: str, name: str, device: str, world: int | None = None, *, gpus: int | None = None,
+           slow: bool = False) -> LaunchPoint:
+        """On CUDA one process per GPU over NCCL (dist_worker's backend there); gloo on CPU."""
+        on_gpus = (f"gpus>={gpus or world or 1}", "nccl") if device == "cuda" else ()
+        return cls(case, name, device, world, ("distributed",) + on_gpus, slow)
+
+    @property
+    def id(self) -> str:
+        world = f"w{self.world}" if self.world else ""
+        return "-".join(p for p in (self.case, self.name, world, self.device) if p)
+
+    def describe(self) -> dict:
+        rest = self.id.removeprefix(self.case + "-")
+        return {"case": self.case, "kind": "check", "check": f"{self.test}-{rest}" if self.test else rest,
+                "device": self.device}
+
+
 @functools.lru_cache(maxsize=None)
 def compiled_variants(case_id: str) -> dict[str, Variant]:
     """The compiled twins of a case's naive variants, where the case times a pair: ``compiled``

@@ -18,10 +18,11 @@ NOT_A_BENCHMARK = "Skipping non-benchmark"  # the reason pytest-benchmark's --be
 
 
 def point_of(item):
-    """The VariantPoint / CheckPoint an item was parametrised with, or None."""
+    """The point an item was parametrised with (a VariantPoint, CheckPoint or LaunchPoint of
+    suite/conftest.py: any parameter with `requires` and `describe()`), or None."""
     params = getattr(getattr(item, "callspec", None), "params", {})
-    point = params.get("variant_point") or params.get("check_point")
-    return point if hasattr(point, "requires") else None  # an empty parametrisation gives NOTSET
+    # an empty parametrisation gives NOTSET, which has neither
+    return next((p for p in params.values() if hasattr(p, "requires") and hasattr(p, "describe")), None)
 
 
 def declared_cases() -> dict[str, record.CaseInfo]:
@@ -86,8 +87,8 @@ class Recorder:
                 reason = requirements.unmet(point.requires, point.device)
                 if reason:
                     item.add_marker(pytest.mark.skip(reason=reason))
-                elif _times_on_the_device_clock(item, point):
-                    item.add_marker(pytest.mark.benchmark(timer=timing.DeviceClock(point.device)))
+                elif (clock := _benchmark_clock(item, point)) is not None:
+                    item.add_marker(pytest.mark.benchmark(timer=clock))
             elif any(name == "point" for name, _ in item.user_properties):
                 continue
             else:
@@ -163,11 +164,19 @@ class Recorder:
                 terminalreporter.write_line(f"{verdict:>12}  {o.case}/{o.name} [{o.device}]: {evidence}")
 
 
-def _times_on_the_device_clock(item, point) -> bool:
-    """Warm CUDA points are timed in device time (harness.timing.DeviceClock as the benchmark's
-    timer); cold-L2 and graph rounds keep the host clock around a synchronized call."""
-    return ("benchmark" in getattr(item, "fixturenames", ()) and point.device == "cuda"
-            and getattr(point, "timing", "") == "warm")
+def _benchmark_clock(item, point):
+    """The timer of a point's benchmark, None for pytest-benchmark's own (the host clock). Warm
+    CUDA points are timed in device time (harness.timing.DeviceClock); cold-L2 and graph rounds
+    keep the host clock around a synchronized call. Points timed inside launched processes
+    (timing ``replay``) hand those times over through a harness.timing.ReplayClock, one per item."""
+    if "benchmark" not in getattr(item, "fixturenames", ()):
+        return None
+    mode = getattr(point, "timing", "")
+    if mode == "replay":
+        return timing.ReplayClock()
+    if point.device == "cuda" and mode == "warm":
+        return timing.DeviceClock(point.device)
+    return None
 
 
 def _gpu_run_covers_cpu_only_cases(items) -> None:

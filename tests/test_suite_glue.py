@@ -117,3 +117,38 @@ def test_variant_oracle_and_tolerance_override_the_case_and_inputs_are_shared():
     assert ta.tolist() == [2, 4, 6] and tb.tolist() == [1, 4, 9]
     cache.get(a)
     assert truths == ["doubled", "squared"], "each oracle is computed once per point"
+
+
+def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements():
+    from harness import timing
+    from suite.conftest import LaunchPoint
+    from suite.recorder import Recorder
+
+    class Item:
+        fixturenames = ("launch_point", "benchmark")
+
+        def __init__(self, point):
+            self.callspec = type("CallSpec", (), {"params": {"launch_point": point}})()
+            self.marks, self.user_properties, self.own_markers = [], [], []
+
+        def add_marker(self, mark):
+            self.marks.append(mark)
+
+    # one CUDA point of the case: its CPU points stay out of the GPU run (no gpu marker)
+    points = [LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cpu", 2),
+              LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cpu", 4, slow=True),
+              LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cuda", 2)]
+    items = [Item(p) for p in points]
+    Recorder(None).pytest_collection_modifyitems(None, items)
+    names = [{m.name for m in item.marks} for item in items]
+    assert names[0] == {"distributed", "benchmark"} and names[1] == {"distributed", "slow", "benchmark"}
+    assert {"gpu", "multigpu", "distributed"} <= names[2]
+    clock = next(m for m in items[0].marks if m.name == "benchmark").kwargs["timer"]
+    assert isinstance(clock, timing.ReplayClock)
+    assert [p.id for p in points] == ["parallel.dp_vs_ddp-ddp-w2-cpu", "parallel.dp_vs_ddp-ddp-w4-cpu",
+                                      "parallel.dp_vs_ddp-ddp-w2-cuda"]
+    assert LaunchPoint.on("parallel.allreduce", "", "cpu", 2).id == "parallel.allreduce-w2-cpu"
+    assert points[2].requires == ("distributed", "gpus>=2", "nccl")
+    if not torch.cuda.is_available():
+        skip = next(m for m in items[2].marks if m.name == "skip")
+        assert skip.kwargs["reason"] == "CUDA not available" and "benchmark" not in names[2]

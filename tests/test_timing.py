@@ -1,11 +1,19 @@
-"""The timer's self-checks, the roofline arithmetic and the ceilings, against known answers."""
+"""The timer's self-checks, the roofline arithmetic, the ceilings and the timers handed to
+pytest-benchmark, against known answers."""
 
+import json
+import os
 import statistics
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from harness import ceilings, timing
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_steady_rounds_raise_no_warning():
@@ -178,3 +186,43 @@ def test_device_clock_sums_event_intervals_in_float64(monkeypatch):
     now["ms"] += 0.0123  # a 12.3 µs kernel
     assert abs((clock() - start) - 12.3e-6) < 1e-9
     assert "DeviceClock" in repr(clock)
+
+
+REPLAYED_TEST = """
+import pytest
+from harness.timing import ReplayClock
+
+STEPS = [0.1, 0.2, 0.3, 1e-9]
+
+
+@pytest.mark.benchmark(timer=ReplayClock())
+def test_steps(benchmark, request):
+    clock = request.node.get_closest_marker("benchmark").kwargs["timer"]
+    clock.load(STEPS)
+    benchmark.pedantic(clock.advance, setup=clock.rewind, rounds=len(STEPS), iterations=1)
+"""
+
+
+def test_replay_clock_hands_measured_steps_to_pytest_benchmark_exactly(tmp_path):
+    """Through pytest-benchmark's public per-test timer (the `benchmark` marker), each round's time
+    is the loaded step to the bit: (0.1 + 0.2) - 0.1 would be 0.20000000000000004."""
+    (tmp_path / "test_replayed.py").write_text(REPLAYED_TEST)
+    out = tmp_path / "bench.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_replayed.py",
+                          f"--benchmark-json={out}", "--benchmark-save-data"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    (row,) = json.loads(out.read_text())["benchmarks"]
+    assert row["stats"]["data"] == [0.1, 0.2, 0.3, 1e-9]
+    assert row["options"]["timer"] == "harness.timing.ReplayClock"
+
+
+def test_replay_clock_refuses_to_invent_a_step():
+    clock = timing.ReplayClock()
+    clock.load([0.5])
+    start = clock()
+    clock.advance()
+    assert clock() - start == 0.5
+    with pytest.raises(RuntimeError, match="all 1 loaded steps"):
+        clock.advance()

@@ -1,0 +1,109 @@
+"""The judges of the distributed cases (`cases.parallel`, `cases.dist_setup`) on hand-made rank
+files: each check goes red on the evidence it exists to catch, without launching a process."""
+
+import copy
+
+import pytest
+
+from cases import dist_setup as S
+from cases import parallel as P
+
+S_BYTES = 1 << 12
+
+
+def _allreduce_rows(p: int, ring_sent=None, naive_sent=None, checked=True) -> list[dict]:
+    """The ranks' JSON of an all-reduce sweep at one size, with the traffic each algorithm sends."""
+    sent = {
+        "naive": naive_sent or [(p - 1) * S_BYTES] + [S_BYTES] * (p - 1),
+        "master": [(p - 1) * S_BYTES] + [S_BYTES] * (p - 1),
+        "ring": ring_sent or [2 * (p - 1) * S_BYTES // p] * p,
+        "all_reduce": [2 * (p - 1) * S_BYTES // p] * p,
+    }
+    return [{"world_size": p, "rows": [
+        {"algorithm": a, "bytes": S_BYTES, "times_s": [1e-3, 2e-3], "bytes_sent": sent[a][rank],
+         "max_abs_err": 0.0, "within_bound": checked} for a in P.ALLREDUCE]} for rank in range(p)]
+
+
+@pytest.mark.parametrize("p", [2, 4])
+def test_the_algorithms_traffic_passes(p):
+    table, world = P.allreduce_table(_allreduce_rows(p))
+    assert world == p
+    P.check_allreduce(table, p)
+
+
+def test_a_ring_sending_the_naive_traffic_fails():
+    table, p = P.allreduce_table(_allreduce_rows(4, ring_sent=[3 * S_BYTES] * 4))
+    with pytest.raises(AssertionError, match=r"ring at 4096 B over 4 ranks.*2\(p−1\)/p·S = 6144"):
+        P.check_allreduce(table, p)
+
+
+def test_a_naive_root_sending_less_than_p_minus_1_messages_fails():
+    table, p = P.allreduce_table(_allreduce_rows(4, naive_sent=[2 * S_BYTES] + [S_BYTES] * 3))
+    with pytest.raises(AssertionError, match=r"naive at 4096 B over 4 ranks.*\(p−1\)·S = 12288"):
+        P.check_allreduce(table, p)
+
+
+def test_a_sum_outside_the_bound_and_a_sweep_with_no_truth_fail():
+    table, p = P.allreduce_table(_allreduce_rows(2, checked=False))
+    with pytest.raises(AssertionError, match="sum outside the fp32 bound"):
+        P.check_allreduce(table, p)
+    with pytest.raises(AssertionError, match="wrong sum"):
+        P.allreduce_sweep_row(table, p, "ring", "cpu")
+    table, p = P.allreduce_table(_allreduce_rows(2, checked=None))
+    with pytest.raises(AssertionError, match="no size was checked"):
+        P.check_allreduce(table, p)
+
+
+def test_the_slowest_rank_makes_each_step():
+    ranks = _allreduce_rows(2)
+    ranks[1]["rows"][0]["times_s"] = [5e-3, 1e-3]
+    table, _ = P.allreduce_table(ranks)
+    assert table[0]["times_s"] == [5e-3, 2e-3]
+
+
+def _train_rows(world: int) -> list[dict]:
+    mode = {"step_s": [0.01, 0.02], "params_max_abs_diff": 0.0, "params_within_tol": True,
+            "grad_max_abs_diff": 0.0, "grad_within_tol": True, "params_sha1": "same", "tol": {}}
+    return [{"rank": r, "world_size": world, "batch": 64, "params": 10, "backend": "gloo",
+             "modes": {"ddp": dict(mode)}} for r in range(world)]
+
+
+def test_training_checks_catch_a_missing_rank_and_diverged_replicas():
+    P.check_training(_train_rows(2), "ddp")
+    with pytest.raises(AssertionError, match="1 rank files for world size 2"):
+        P.check_training(_train_rows(2)[:1], "ddp")
+    rows = _train_rows(2)
+    rows[1]["modes"]["ddp"]["params_sha1"] = "other"
+    with pytest.raises(AssertionError, match="different parameters"):
+        P.check_training(rows, "ddp")
+
+
+def test_a_training_row_goes_through_the_results_record():
+    from harness.record import BenchmarkInfo
+
+    info, extra, times = P.train_row(_train_rows(2), "ddp", "cpu")
+    data = BenchmarkInfo(**info).to_data()
+    assert (data["case"], data["role"], data["size_label"]) == ("parallel.dp_vs_ddp", "optimized", "w2-batch64")
+    assert times == extra["step_s"] == [0.01, 0.02]
+
+
+def _facts(rank: int) -> dict:
+    return {"rank": rank, "initialized": True, "initialized_after_destroy": False, "seeded_init_identical": True,
+            "unseeded_init_identical": False, "after_ddp_identical": True, "after_ddp_equals_rank0": True,
+            "subgroup_sum": 1.0 + rank, "subgroup_expected": 1.0 + rank, "reload_equal": True,
+            "ddp_state_dict_keys": ["module.weight", "module.bias"], "wrapped_state_dict_loads": False,
+            "wrapped_state_dict_error": "Error(s) in loading state_dict for Linear:",
+            "env": {"LOCAL_RANK": str(rank), "WORLD_SIZE": "2"}}
+
+
+def test_setup_facts_are_judged_and_each_wrong_fact_fails():
+    finding = S.judge_torchrun_env([_facts(0), _facts(1)], 2)
+    assert finding.verdict.value == "holds" and "new_group sums 2 in the odd group" in finding.evidence
+    for key, value, message in (("initialized_after_destroy", True, "left it initialized"),
+                                ("after_ddp_equals_rank0", False, "broadcast rank 0"),
+                                ("ddp_state_dict_keys", ["weight"], "state_dict keys"),
+                                ("unseeded_init_identical", True, "different seeds")):
+        facts = copy.deepcopy(_facts(1))
+        facts[key] = value
+        with pytest.raises(AssertionError, match=message):
+            S.judge_torchrun_env([_facts(0), facts], 2)
