@@ -13,6 +13,8 @@ from harness import machine
 from suite import options
 from suite.recorder import RECORDER, Recorder
 
+pytest_plugins = ["suite.persist"]  # nothing measured is lost when a run is cut short
+
 
 def pytest_addoption(parser):
     options.add_options(parser)
