@@ -31,8 +31,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 SUFFIX = ".journal.jsonl"
 # Set by the process that starts an isolation worker (`harness.isolation`): the worker journals
@@ -57,10 +58,11 @@ def dumps(obj: Any) -> str:
 class Journal:
     """Append-only writer; every record is one line, flushed before `write` returns."""
 
-    def __init__(self, path: str | Path, *, truncate: bool = True):
+    def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "w" if truncate else "a", encoding="utf-8")
+        # Open for the whole run (closed by `close`); "w": a journal left by an earlier run is not this one's.
+        self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
         self._sent: dict[str, Any] = {}  # extra key → items already written (list) or last value
         self.has_header = False
         self.benchmarks = 0

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import signal
@@ -101,6 +102,7 @@ class Persist:
         self.running: str | None = None
         self.interrupted = ""  # why the run was cut short, or "" while it was not
         self.left_out: list[str] = []
+        self._machine: dict | None = None
         self._sigterm_before = None
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # never replace someone else's handler
@@ -134,6 +136,9 @@ class Persist:
         journal = self._open()
         if journal is None:
             return
+        if self.worker_journal:  # the process that started this worker journals it with its own header
+            journal.benchmark(row)
+            return
         if not journal.has_header:
             journal.header(self._header())
         self._journal_extras()  # first: a point in the journal always has its outcome there too
@@ -148,12 +153,20 @@ class Persist:
         self.add_row(row)
 
     def _header(self) -> dict:
-        config, bs = self.config, self.benchmark_session
+        config = self.config
+        self._machine = config.hook.pytest_benchmark_generate_machine_info(config=config)
+        machine_info = copy.deepcopy(self._machine)
+        config.hook.pytest_benchmark_update_machine_info(config=config, machine_info=machine_info)
         commit_info = config.hook.pytest_benchmark_generate_commit_info(config=config)
         config.hook.pytest_benchmark_update_commit_info(config=config, commit_info=commit_info)
-        return config.hook.pytest_benchmark_generate_json(
-            config=config, benchmarks=[], include_data=True, machine_info=bs.get_machine_info(),
-            commit_info=commit_info)
+        return config.hook.pytest_benchmark_generate_json(config=config, benchmarks=[], include_data=True,
+                                                          machine_info=machine_info, commit_info=commit_info)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_benchmark_generate_machine_info(self, config):
+        # The machine does not change within a run: the header's description is reused for the
+        # JSON rather than asking cpuinfo again (over a second on a loaded 2-core machine).
+        return copy.deepcopy(self._machine) if self._machine is not None else None
 
     def _journal_extras(self) -> None:
         # The run's own keys (suite, cases, outcomes) as the hooks that fill the JSON give them
