@@ -13,7 +13,7 @@ from harness import machine
 from suite import options
 from suite.recorder import RECORDER, Recorder
 
-pytest_plugins = ["suite.persist"]  # nothing measured is lost when a run is cut short
+pytest_plugins = ["suite.persist", "suite.isolation"]  # nothing lost on interrupt; sticky CUDA errors
 
 
 def pytest_addoption(parser):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import journal
+from harness.isolation import PLANT_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = "tests/data/interrupt_cases.py"
@@ -22,7 +23,7 @@ SELECTION = ["suite", "--device", "cpu", "-k", "distance.pairwise and benchmark 
 
 
 def _start(args, out: Path, env=None, log: Path | None = None) -> subprocess.Popen:
-    env = {**os.environ, **(env or {})}
+    env = {**{k: v for k, v in os.environ.items() if k != PLANT_ENV}, **(env or {})}
     with open(log or os.devnull, "w") as output:  # the child has its own copy of the descriptor
         return subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args,
                                  f"--benchmark-json={out}"], cwd=ROOT, env=env, stdout=output,
@@ -43,7 +44,7 @@ def _journaled(path: Path) -> list[dict]:
 
 def _report_builds(results: Path, out: Path) -> str:
     run = subprocess.run([sys.executable, "-m", "reports", "build", str(results), "--out", str(out)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+                         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
     return (out / "index.html").read_text(encoding="utf-8")
 
@@ -69,7 +70,7 @@ def test_interrupted_run_keeps_every_finished_point(sig, tmp_path):
         # parsed); the journal is still there and becomes the JSON.
         assert status == -signal.SIGKILL and out.read_text() == ""
         rebuilt = subprocess.run([sys.executable, "-m", "harness.journal", str(journal_path)], cwd=ROOT,
-                                 capture_output=True, text=True, timeout=60)
+                                 capture_output=True, text=True, timeout=60, check=False)
         assert rebuilt.returncode == 0, rebuilt.stderr
     else:
         assert status == pytest.ExitCode.INTERRUPTED, output[-3000:]
