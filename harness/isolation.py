@@ -205,9 +205,13 @@ class Worker:
         return self.proc.poll()
 
     def interrupt(self, grace_s: float = INTERRUPT_GRACE_S) -> None:
-        """SIGINT, as the user's Ctrl-C would have been; SIGKILL if it has not exited in `grace_s`."""
+        """Stop the worker as this process was stopped; SIGKILL if it has not exited in `grace_s`.
+
+        SIGTERM rather than SIGINT: the worker finishes the same way (`suite.persist`), and a run
+        started in the background by a shell without job control has SIGINT ignored, which the
+        worker would inherit."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+            self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(grace_s)
         except subprocess.TimeoutExpired:

@@ -16,6 +16,12 @@ from harness import journal
 from harness.isolation import PLANT_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
+# pytest as `python -m pytest`, but with SIGINT raising KeyboardInterrupt as at a terminal: a shell
+# without job control starts background commands with SIGINT ignored, exec keeps that, and a
+# child that ignores SIGINT cannot show what an interrupt does.
+PYTEST = [sys.executable, "-c", ("import runpy, signal; "
+                                 "signal.signal(signal.SIGINT, signal.default_int_handler); "
+                                 "runpy.run_module('pytest', run_name='__main__', alter_sys=True)")]
 CASES = "tests/data/interrupt_cases.py"
 # 12 CPU points of a few tenths of a second each: the signal lands with most of them still to run.
 SELECTION = ["suite", "--device", "cpu", "-k", "distance.pairwise and benchmark and (n128 or n256)",
@@ -25,7 +31,7 @@ SELECTION = ["suite", "--device", "cpu", "-k", "distance.pairwise and benchmark 
 def _start(args, out: Path, env=None, log: Path | None = None) -> subprocess.Popen:
     env = {**{k: v for k, v in os.environ.items() if k != PLANT_ENV}, **(env or {})}
     with open(log or os.devnull, "w") as output:  # the child has its own copy of the descriptor
-        return subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args,
+        return subprocess.Popen([*PYTEST, "-p", "no:cacheprovider", "-q", *args,
                                  f"--benchmark-json={out}"], cwd=ROOT, env=env, stdout=output,
                                 stderr=subprocess.STDOUT)
 
@@ -117,11 +123,12 @@ def test_point_caught_in_its_rounds_is_left_out(rounds_before, tmp_path):
 def test_second_signal_while_the_results_are_written_waits():
     from suite import persist
 
+    before = signal.getsignal(signal.SIGINT)
     with persist._signals_held() as held:
         os.kill(os.getpid(), signal.SIGINT)
         os.kill(os.getpid(), signal.SIGTERM)
     assert held == [signal.SIGINT, signal.SIGTERM]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) == before
 
 
 def test_journal_reader_ignores_a_line_cut_by_a_crash(tmp_path):
