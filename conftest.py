@@ -14,6 +14,8 @@ from suite import options
 from suite.progress import PROGRESS, Progress
 from suite.recorder import RECORDER, Recorder
 
+pytest_plugins = ["suite.persist", "suite.isolation"]  # nothing lost on interrupt; sticky CUDA errors
+
 
 def pytest_addoption(parser):
     options.add_options(parser)

@@ -1,0 +1,240 @@
+"""Isolation from sticky CUDA errors: when a test leaves the process's CUDA context dead, the tests
+after it run in a fresh worker process, and their outcomes and benchmark points come back to the
+process the user started, which writes the one results JSON.
+
+Why this mechanism. A device-side assert or an illegal address is *sticky*: every later CUDA call
+in the process raises the same error, and the context cannot be reset from inside it; on the H100
+one `torch.multinomial` assert turned 186 later tests red. The ways out, and why this one:
+
+* A fresh process per test (TorchBench runs each model in a subprocess worker) isolates
+  everything, but pays process start, CUDA initialisation and collection for each of ~1400
+  tests, and each process would write its own pytest-benchmark JSON.
+* A subprocess only for the checks that can assert needs to know which can: the multinomial
+  check that took the H100 run down was not expected to, and any kernel can hit an illegal
+  address.
+* pytest-xdist with a worker that exits when its context is dead (cuML's plugin: after a failed
+  test, probe with a tiny allocation and ``os._exit`` so xdist starts a new worker) keeps one
+  session, but pytest-benchmark switches itself off under xdist: no timings at all.
+* Re-running the rest of the selection in a new process after a crash (PyTorch CI: the
+  ``stepcurrent`` plugin of ``test/conftest.py`` with ``run_test.py``) costs one new process per
+  sticky error and nothing when there is none. That is the one used here, with two changes: the
+  context is probed after a failed test (cuML's probe) instead of waiting for the process to
+  crash, because a sticky error does not crash it; and the worker's reports and points are
+  streamed back to the first process, so pytest-benchmark's JSON, the terminal summary, the
+  exit status and ``outcomes[]`` cover the whole run as if it had run in one process.
+
+The worker is started with ``subprocess`` (fork + exec: a CUDA context does not survive a bare
+fork), runs ``python -m pytest`` with the first process's arguments, keeps only the remaining
+node IDs, and writes its events to a journal (`harness.journal`) that the first process follows.
+A worker that dies in its turn (a second sticky error hands off again, so only a hard crash) has
+the test it was running reported as failed, and the rest go to the next worker.
+
+Limits: the dead context keeps the device memory it held until the first process exits (every
+later call fails, frees included), so the worker sees that much less free memory; each worker
+measures the machine's ceilings again before its first timing; warnings raised in a worker stay
+in its log.
+
+Plain Python, never imports pytest: the probe, the planted (simulated) error and the worker
+process; the pytest glue is `suite.isolation`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import torch
+
+from harness.journal import WORKER_JOURNAL_ENV, Tail
+
+PLANT_ENV = "SUITE_PLANT_STICKY_ERROR"  # newline-separated node IDs that simulate a sticky error
+WORKER_NODEIDS_ENV = "SUITE_ISOLATION_NODEIDS"  # a worker's file of node IDs to run, one a line
+
+# The text torch gives for a device-side assert (torch 2.11 on the H100, 1-checks-all.log), so the
+# simulated error reads like the real one; the kernel's own line goes to stderr, as the driver's does.
+SIMULATED_MESSAGE = (
+    "CUDA error: device-side assert triggered\n"
+    "Search for `cudaErrorAssert' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
+    "group__CUDART__TYPES.html for more information.\n"
+    "(simulated sticky error planted by " + PLANT_ENV + ")"
+)
+SIMULATED_KERNEL_LINE = (
+    "/pytorch/aten/src/ATen/native/cuda/TensorCompare.cu:109: _assert_async_cuda_kernel: block: [0,0,0], "
+    "thread: [0,0,0] Assertion `probability tensor contains either `inf`, `nan` or element < 0` failed."
+)
+_KERNEL_ASSERT = re.compile(r".*Assertion .* failed\.?\s*$")
+
+INTERRUPT_GRACE_S = 60.0  # a worker told to stop writes its journal's last points, then exits
+
+
+def cuda_context_error() -> str | None:
+    """None when this process's CUDA context works (or was never created), else the error text.
+
+    A sticky error makes every CUDA call raise, so a one-element allocation and a synchronize
+    are enough. Out of memory is not sticky (the next test may fit), so it does not count. Only
+    the current device is probed: waking the others would create a context on each.
+    """
+    if not torch.cuda.is_initialized():
+        return None
+    try:
+        torch.empty(1, device="cuda").add_(1)
+        torch.cuda.synchronize()
+    except torch.OutOfMemoryError:
+        return None
+    except RuntimeError as exc:  # torch.AcceleratorError (torch >= 2.8) is a RuntimeError
+        return str(exc)
+    return None
+
+
+def synchronize_cuda() -> None:
+    """Wait for this process's CUDA work, so an asynchronous error (a kernel's assert) is raised
+    in the test that launched the kernel, not in whichever test makes the next CUDA call."""
+    if torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def simulated_error(message: str = SIMULATED_MESSAGE) -> Exception:
+    return torch.AcceleratorError(message) if hasattr(torch, "AcceleratorError") else RuntimeError(message)
+
+
+class Context:
+    """The process's CUDA context as the isolation plugin sees it.
+
+    `planted`: node IDs whose call raises a simulated sticky error, after which the context
+    counts as dead for the rest of this process (every later test's call raises the same error,
+    as every CUDA call would); `probe` is `cuda_context_error` unless a test injects another.
+    """
+
+    def __init__(self, planted=frozenset(), probe=cuda_context_error):
+        self.planted = frozenset(planted)
+        self.probe = probe
+        self.simulated: str | None = None
+
+    @classmethod
+    def from_environ(cls, environ=os.environ) -> Context:
+        return cls(n.strip() for n in environ.get(PLANT_ENV, "").splitlines() if n.strip())
+
+    def before_call(self, nodeid: str) -> None:
+        if self.simulated is None and nodeid in self.planted:
+            print(SIMULATED_KERNEL_LINE, file=sys.stderr)
+            self.simulated = SIMULATED_MESSAGE
+        if self.simulated is not None:
+            raise simulated_error(self.simulated)
+
+    def after_call(self) -> None:
+        synchronize_cuda()
+
+    def error(self) -> str | None:
+        """The sticky error that killed this process's context, or None while it is healthy."""
+        return self.simulated or self.probe()
+
+
+def kernel_assert_lines(*captured: str) -> list[str]:
+    """The device-side assert's own text (``...cu:109: ... Assertion `...` failed.``), which the
+    driver prints to stderr, from a test's captured output; torch's exception only says that an
+    assert was triggered."""
+    seen: list[str] = []
+    for text in captured:
+        for line in (text or "").splitlines():
+            if _KERNEL_ASSERT.match(line) and line.strip() not in seen:
+                seen.append(line.strip())
+    return seen[:5]
+
+
+# Options whose files a worker must not write: the first process writes the run's one JSON (and
+# storage, junit XML, HTML) from everything it gathered, the worker's part included; and a worker
+# with the first process's --basetemp would wipe that folder while the first process still uses it.
+_DROP_WITH_VALUE = ("--benchmark-json", "--benchmark-save", "--junitxml", "--junit-xml", "--html",
+                    "--basetemp")
+# Selections made from the cache were made once, by the first process: the node IDs a worker gets
+# are their result, and a worker re-applying them would read a cache that earlier workers rewrote.
+_DROP_FLAGS = ("--benchmark-autosave", "--lf", "--last-failed", "--ff", "--failed-first", "--nf",
+               "--new-first", "--sw", "--stepwise", "--sw-skip", "--stepwise-skip", "--sw-reset",
+               "--stepwise-reset", "--cache-clear")
+
+
+def worker_args(args) -> list[str]:
+    """The first process's pytest arguments for a worker: the same selection and options (so
+    every item collects and runs as it would have), minus the outputs only the first one writes."""
+    out, skip_next = [], False
+    for arg in args:
+        if skip_next:
+            skip_next = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in _DROP_WITH_VALUE:
+            skip_next = "=" not in arg
+            continue
+        if name in _DROP_FLAGS:
+            continue
+        out.append(arg)
+    return out
+
+
+class Worker:
+    """One ``python -m pytest`` worker process running `nodeids`, its events followed live."""
+
+    def __init__(self, args, nodeids, *, cwd, folder: Path, index: int):
+        self.folder = folder
+        self.journal = folder / f"worker-{index}.journal.jsonl"
+        self.log = folder / f"worker-{index}.log"
+        ids = folder / f"worker-{index}.nodeids"
+        ids.write_text("".join(n + "\n" for n in nodeids), encoding="utf-8")
+        env = {**os.environ, WORKER_NODEIDS_ENV: str(ids), WORKER_JOURNAL_ENV: str(self.journal),
+               "PYTHONUNBUFFERED": "1"}
+        self.command = [sys.executable, "-m", "pytest", *worker_args(args)]
+        self._tail = Tail(self.journal)
+        with open(self.log, "wb") as log:
+            # A session of its own: a Ctrl-C or `timeout -s INT` aimed at the group reaches the
+            # first process only, which passes it on once (`interrupt`); a second SIGINT would
+            # cut the worker's own clean finish short.
+            self.proc = subprocess.Popen(self.command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def events(self) -> list[dict]:
+        return self._tail.read()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.poll()
+
+    def interrupt(self, grace_s: float = INTERRUPT_GRACE_S) -> None:
+        """Stop the worker as this process was stopped; SIGKILL if it has not exited in `grace_s`.
+
+        SIGTERM rather than SIGINT: the worker finishes the same way (`suite.persist`), and a run
+        started in the background by a shell without job control has SIGINT ignored, which the
+        worker would inherit."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            text = self.log.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        return text[-chars:]
+
+
+def watch_parent(interval_s: float = 1.0) -> None:
+    """In a worker: SIGTERM to itself when the process that started it is gone (killed hard), so
+    the worker finishes cleanly instead of holding the GPU as an orphan; its own session keeps
+    the group kill that ended the parent from reaching it."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(interval_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="isolation-parent-watch", daemon=True).start()
