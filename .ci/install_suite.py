@@ -28,8 +28,12 @@ def main(argv: list[str]) -> int:
     extras = argv[0] if argv else ""
     present = importlib.util.find_spec("torch") is not None
     command = install_command(present, extras)
-    print(("keeping the installed torch" if present else "no torch here: the pinned CPU wheel") + ": "
-          + " ".join(command), flush=True)
+    print(
+        ("keeping the installed torch" if present else "no torch here: the pinned CPU wheel")
+        + ": "
+        + " ".join(command),
+        flush=True,
+    )
     return subprocess.call(command)
 
 

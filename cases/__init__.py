@@ -12,20 +12,45 @@ from functools import lru_cache
 
 from cases.spec import Case
 
+WHERE = "catalogue ID `a.b` is declared in cases/a.py or cases/a/b.py"
+
+
+def _case_modules():
+    """Every module that may declare cases: not the private helpers (`_lib`), the declaration
+    module (`spec`) or subprocess entry points (`*_worker`)."""
+    for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
+        parts = info.name.split(".")[1:]
+        if any(p.startswith("_") for p in parts) or parts == ["spec"] or parts[-1].endswith("_worker"):
+            continue
+        yield info.name
+
 
 @lru_cache(maxsize=None)
 def all_cases() -> tuple[Case, ...]:
     found: dict[str, Case] = {}
-    for info in pkgutil.iter_modules(__path__):
-        if info.name.startswith("_") or info.name in {"spec", "catalogue"}:
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+    for name in _case_modules():
+        module = importlib.import_module(name)
         for value in vars(module).values():
             if isinstance(value, Case):
                 if value.id in found and found[value.id] is not value:
                     raise ValueError(f"two cases declare {value.id!r}")
                 found[value.id] = value
+                _declared_in[value.id] = name
     return tuple(sorted(found.values(), key=lambda c: c.id))
+
+
+_declared_in: dict[str, str] = {}
+
+
+def declared_in(case_id: str) -> str:
+    """The module that declares `case_id` (the completeness test holds it to `WHERE`)."""
+    all_cases()
+    return _declared_in[case_id]
+
+
+def expected_modules(case_id: str) -> tuple[str, str]:
+    topic, name = case_id.split(".", 1)
+    return f"{__name__}.{topic}", f"{__name__}.{topic}.{name}"
 
 
 def get_case(case_id: str) -> Case:

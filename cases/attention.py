@@ -21,8 +21,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from cases.spec import UNIT_ROUNDOFF as U
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
 from harness.rules import AllOf, Faster, FromFindings, Lighter
-from cases.spec import UNIT_ROUNDOFF as U, Case, Check, Finding, Tol, Verdict, library, naive
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 

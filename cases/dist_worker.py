@@ -91,21 +91,34 @@ def task_train(a) -> None:
     assert a.warmup >= 1
     x, y = P.make_batch(a.batch, D_IN, D_OUT, a.seed)
     # DistributedSampler without shuffling: rank r gets samples r, r+p, r+2p, ...
-    shard = list(torch.utils.data.DistributedSampler(range(a.batch), num_replicas=world, rank=rank, shuffle=False))
+    shard = list(
+        torch.utils.data.DistributedSampler(range(a.batch), num_replicas=world, rank=rank, shuffle=False)
+    )
     x_local, y_local = x[shard].to(device), y[shard].to(device)
     base = P.make_mlp(D_IN, a.width, D_OUT, a.seed)
     steps = a.warmup + a.steps
     ref_params, ref_grad = _reference(base, x, y, steps, a.lr)
     tol = P.PARAM_TOL[torch.float32]
-    result = {"world_size": world, "backend": dist.get_backend(), "device": str(device),
-              "params": sum(p.numel() for p in base.parameters()), "batch": a.batch,
-              "local_batch": len(shard), "steps": a.steps, "warmup": a.warmup, "lr": a.lr, "modes": {}}
+    result = {
+        "world_size": world,
+        "backend": dist.get_backend(),
+        "device": str(device),
+        "params": sum(p.numel() for p in base.parameters()),
+        "batch": a.batch,
+        "local_batch": len(shard),
+        "steps": a.steps,
+        "warmup": a.warmup,
+        "lr": a.lr,
+        "modes": {},
+    }
     first_grads = {}
     for mode in a.modes.split(","):
         model = copy.deepcopy(base).to(device)
         inputs, targets = x_local, y_local
         if mode == "ddp":
-            net = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if device.type == "cuda" else None)
+            net = nn.parallel.DistributedDataParallel(
+                model, device_ids=[local_rank] if device.type == "cuda" else None
+            )
         elif mode == "avg_grad":
             net = model
         elif mode == "dp":
@@ -133,16 +146,22 @@ def task_train(a) -> None:
         max_abs, excess = P.max_excess(final, ref_params, tol)
         grad_abs, grad_excess = P.max_excess(first_grads[mode], ref_grad, tol)
         result["modes"][mode] = {
-            "step_s": times, "params_max_abs_diff": max_abs, "params_within_tol": excess <= 0,
-            "grad_max_abs_diff": grad_abs, "grad_within_tol": grad_excess <= 0,
-            "params_sha1": _digest(final), "tol": {"rtol": tol.rtol, "atol": tol.atol},
+            "step_s": times,
+            "params_max_abs_diff": max_abs,
+            "params_within_tol": excess <= 0,
+            "grad_max_abs_diff": grad_abs,
+            "grad_within_tol": grad_excess <= 0,
+            "params_sha1": _digest(final),
+            "tol": {"rtol": tol.rtol, "atol": tol.atol},
         }
         if rank == 0:
             torch.save(final, Path(a.out) / f"params-{mode}.pt")
     if "ddp" in first_grads and "avg_grad" in first_grads:
         diff = (first_grads["ddp"] - first_grads["avg_grad"]).abs().max().item()
-        result["avg_grad_vs_ddp"] = {"grad_max_abs_diff": diff,
-                                     "bitwise_equal": torch.equal(first_grads["ddp"], first_grads["avg_grad"])}
+        result["avg_grad_vs_ddp"] = {
+            "grad_max_abs_diff": diff,
+            "bitwise_equal": torch.equal(first_grads["ddp"], first_grads["avg_grad"]),
+        }
     _write(a.out, "train", rank, result)
     dist.destroy_process_group()
 
@@ -175,11 +194,23 @@ def task_allreduce(a) -> None:
                     error, within = err.max().item(), bool((err <= bound).all())
                 elif rep > 0:
                     times.append(dt)
-            rows.append({"algorithm": name, "bytes": nbytes, "times_s": times, "bytes_sent": sent,
-                         "max_abs_err": error, "within_bound": within})
+            rows.append(
+                {
+                    "algorithm": name,
+                    "bytes": nbytes,
+                    "times_s": times,
+                    "bytes_sent": sent,
+                    "max_abs_err": error,
+                    "within_bound": within,
+                }
+            )
         del src, truth, bound
-    _write(a.out, "allreduce", rank, {"world_size": world, "backend": dist.get_backend(),
-                                      "device": str(device), "rows": rows})
+    _write(
+        a.out,
+        "allreduce",
+        rank,
+        {"world_size": world, "backend": dist.get_backend(), "device": str(device), "rows": rows},
+    )
     dist.destroy_process_group()
 
 
@@ -194,8 +225,12 @@ def _gather(t: torch.Tensor, world: int) -> list[torch.Tensor]:
 
 def setup_facts(rank: int, world: int, local_rank: int, device: torch.device, out: str, how: str) -> dict:
     """The notes' set-up recipe, observed: seeds, DDP's initial broadcast, sub-groups, rank-0 save."""
-    facts = {"how": how, "world_size": world, "backend": dist.get_backend(),
-             "initialized": dist.is_initialized()}
+    facts = {
+        "how": how,
+        "world_size": world,
+        "backend": dist.get_backend(),
+        "initialized": dist.is_initialized(),
+    }
     torch.manual_seed(42)  # the notes' setup(): same seed on every rank → same initial weights
     same = nn.Linear(32, 8).to(device)
     gathered = _gather(torch.cat([p.detach().reshape(-1) for p in same.parameters()]), world)
@@ -204,7 +239,9 @@ def setup_facts(rank: int, world: int, local_rank: int, device: torch.device, ou
     model = nn.Linear(32, 8).to(device)
     before = _gather(torch.cat([p.detach().reshape(-1) for p in model.parameters()]), world)
     facts["unseeded_init_identical"] = all(torch.equal(g, before[0]) for g in before)
-    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if device.type == "cuda" else None)
+    ddp = nn.parallel.DistributedDataParallel(
+        model, device_ids=[local_rank] if device.type == "cuda" else None
+    )
     after = _gather(torch.cat([p.detach().reshape(-1) for p in ddp.module.parameters()]), world)
     facts["after_ddp_identical"] = all(torch.equal(g, after[0]) for g in after)
     facts["after_ddp_equals_rank0"] = torch.equal(after[rank], before[0])
@@ -224,7 +261,9 @@ def setup_facts(rank: int, world: int, local_rank: int, device: torch.device, ou
     dist.barrier()  # nobody reads before rank 0 has written
     plain = nn.Linear(32, 8)
     plain.load_state_dict(torch.load(path, map_location="cpu"))
-    facts["reload_equal"] = all(torch.equal(a.cpu(), b) for a, b in zip(ddp.module.parameters(), plain.parameters()))
+    facts["reload_equal"] = all(
+        torch.equal(a.cpu(), b) for a, b in zip(ddp.module.parameters(), plain.parameters())
+    )
     wrapped_keys = list(ddp.state_dict())
     facts["ddp_state_dict_keys"] = wrapped_keys
     try:
@@ -242,7 +281,9 @@ def setup_facts(rank: int, world: int, local_rank: int, device: torch.device, ou
 def task_setup(a) -> None:
     rank, world, local_rank, device = _init(a.device)
     facts = setup_facts(rank, world, local_rank, device, a.out, "torchrun env://")
-    facts["env"] = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    facts["env"] = {
+        k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+    }
     _write(a.out, "setup", rank, facts)
 
 
@@ -270,7 +311,9 @@ def task_spawn(a) -> None:
         slip = {"raised": False}
     except mp.ProcessRaisedException as exc:
         slip = {"raised": True, "error": str(exc).strip().splitlines()[-1]}
-    _write(a.out, "spawn_slip", 0, {"args": repr((world_size)), "args_type": type((world_size)).__name__, **slip})
+    _write(
+        a.out, "spawn_slip", 0, {"args": repr((world_size)), "args_type": type((world_size)).__name__, **slip}
+    )
 
 
 # ---- faults ---------------------------------------------------------------------------------------
@@ -320,8 +363,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-TASKS = {"train": task_train, "allreduce": task_allreduce, "setup": task_setup, "spawn": task_spawn,
-         "fault": task_fault}
+TASKS = {
+    "train": task_train,
+    "allreduce": task_allreduce,
+    "setup": task_setup,
+    "spawn": task_spawn,
+    "fault": task_fault,
+}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import torch
 
+from cases.spec import UNIT_ROUNDOFF as U
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 from harness.rules import AllOf, Faster, Lighter
-from cases.spec import UNIT_ROUNDOFF as U, Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 
@@ -25,7 +26,9 @@ def _normal(shape, dtype, device, generator):
 
 def make_points(size, dtype, device, seed):
     g = torch.Generator().manual_seed(seed)
-    return _normal((size["n"], size["d"]), dtype, device, g), _normal((size["m"], size["d"]), dtype, device, g)
+    return _normal((size["n"], size["d"]), dtype, device, g), _normal(
+        (size["m"], size["d"]), dtype, device, g
+    )
 
 
 def make_unit_points(size, dtype, device, seed):
@@ -129,7 +132,9 @@ def check_cancellation(device):
         else:
             rel = lambda e: (e / truth).max().item()  # noqa: E731 (truth > 0 here)
             detail = f"rel {rel(err):.3g}, broadcast rel {rel((direct - truth).abs()):.3g}"
-        lines.append(f"{name}: expansion error {detail}; {negative}/{n} diagonal entries negative (NaN after sqrt)")
+        lines.append(
+            f"{name}: expansion error {detail}; {negative}/{n} diagonal entries negative (NaN after sqrt)"
+        )
     return Finding(None, "; ".join(lines) + "; clamp_min(0) before sqrt removes the NaNs")
 
 

@@ -29,7 +29,9 @@ def _models(device, seed=0):
 
 
 def _flat_grad(model):
-    return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten() for p in model.parameters()])
+    return torch.cat(
+        [(p.grad if p.grad is not None else torch.zeros_like(p)).flatten() for p in model.parameters()]
+    )
 
 
 def gan_step(G, D, real, z, detach: bool, zero_g_before_g_step: bool):

@@ -24,8 +24,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from cases.spec import UNIT_ROUNDOFF as U
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 from harness.rules import FromFindings
-from cases.spec import UNIT_ROUNDOFF as U, Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32 = torch.float32
 JIT_APIS = ("torch.jit.script", "torch.jit.trace", "torch.jit.save", "torch.jit.load")
@@ -134,8 +135,11 @@ def check_trace_freezes_branch(device):
     wrong = (traced(neg) - gate(neg)).abs().max().item()
     assert "if" in scripted.code and "if" not in traced.code, "script should keep the `if`, trace drop it"
     verdict = Verdict.HOLDS if wrong > 0 else Verdict.FAILS
-    return Finding(verdict, f"traced on sum>0, the gate returns x instead of -x for sum<0 (max error {wrong:.3g}); "
-                   f"scripted matches eager on both branches; trace emitted {tracer_warned} TracerWarning(s)")
+    return Finding(
+        verdict,
+        f"traced on sum>0, the gate returns x instead of -x for sum<0 (max error {wrong:.3g}); "
+        f"scripted matches eager on both branches; trace emitted {tracer_warned} TracerWarning(s)",
+    )
 
 
 def check_save_load_round_trip(device):
@@ -156,13 +160,20 @@ def check_save_load_round_trip(device):
         buffer = io.BytesIO()
         quietly(torch.jit.save, loaded, buffer)
     truth = [models.eager(x) for x in others]
-    traced_err = max((a - b).abs().max().item() for x, t in zip(others, truth) for a, b in zip(models.traced(x), t))
+    traced_err = max(
+        (a - b).abs().max().item() for x, t in zip(others, truth) for a, b in zip(models.traced(x), t)
+    )
     for x, t in zip(others, truth):
         for a, b in zip(loaded(x), t):
-            torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6, msg="loaded scripted model differs from eager")
-    return Finding(None, f"scripted and traced models round-trip through torch.jit.save/load exactly "
-                   f"({buffer.getbuffer().nbytes} bytes scripted); on inputs other than the trace example the "
-                   f"loaded traced model is off by up to {traced_err:.3g}, the loaded scripted one matches eager")
+            torch.testing.assert_close(
+                a, b, rtol=1e-6, atol=1e-6, msg="loaded scripted model differs from eager"
+            )
+    return Finding(
+        None,
+        f"scripted and traced models round-trip through torch.jit.save/load exactly "
+        f"({buffer.getbuffer().nbytes} bytes scripted); on inputs other than the trace example the "
+        f"loaded traced model is off by up to {traced_err:.3g}, the loaded scripted one matches eager",
+    )
 
 
 def check_deprecation(device):
@@ -184,9 +195,12 @@ def check_deprecation(device):
             deprecated.append(api)
     message = next((str(w.message) for w in w1 if issubclass(w.category, DeprecationWarning)), "")
     if deprecated:
-        return Finding(Verdict.DEPENDS, f"torch {torch.__version__}: {', '.join(deprecated)} raise DeprecationWarning "
-                       f"({message!r}); the notes' TorchScript route works here but is deprecated — "
-                       f"torch.export / torch.compile replace it")
+        return Finding(
+            Verdict.DEPENDS,
+            f"torch {torch.__version__}: {', '.join(deprecated)} raise DeprecationWarning "
+            f"({message!r}); the notes' TorchScript route works here but is deprecated — "
+            f"torch.export / torch.compile replace it",
+        )
     return Finding(Verdict.HOLDS, f"torch {torch.__version__}: TorchScript APIs raise no DeprecationWarning")
 
 

@@ -23,8 +23,9 @@ import math
 import torch
 import torch.nn.functional as F
 
+from cases.spec import UNIT_ROUNDOFF as U
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
 from harness.rules import FromFindings
-from cases.spec import UNIT_ROUNDOFF as U, Case, Check, Finding, Tol, Verdict, library, naive
 
 FP32 = torch.float32
 
@@ -89,7 +90,9 @@ def check_exact_relation(device):
         library_ln.weight.copy_(w), library_ln.bias.copy_(b)
         y_notes, y_ln = notes(x), library_ln(x)
         sigma = x.var(-1, keepdim=True, unbiased=False).sqrt()
-        predicted = b + (y_ln - b) * (sigma**2 + library_ln.eps).sqrt() / (sigma * math.sqrt(d / (d - 1)) + notes.eps)
+        predicted = b + (y_ln - b) * (sigma**2 + library_ln.eps).sqrt() / (
+            sigma * math.sqrt(d / (d - 1)) + notes.eps
+        )
         rel = ((y_notes - predicted).abs().max() / y_notes.abs().max()).item()
         assert rel < 1e-12, f"the stated relation is off by {rel:.3g} (relative) in float64"
         # ε → 0: a pure rescaling by √((D−1)/D).

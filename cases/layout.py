@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from cases._properties import run_property, smallest
-from harness.rules import FromFindings
+from cases._lib.properties import run_property, smallest
 from cases.spec import UNIT_ROUNDOFF, Case, Check, Finding, Tol, Verdict, library, naive
+from harness.rules import FromFindings
 
 FP32 = torch.float32
 
@@ -64,7 +64,9 @@ def is_contiguous_formula(tensor) -> bool:
 def _addresses(tensor) -> list[int]:
     """Storage index of every element, in row-major (logical) order."""
     off, stride = tensor.storage_offset(), tensor.stride()
-    return [off + sum(i * s for i, s in zip(idx, stride)) for idx in itertools.product(*map(range, tensor.shape))]
+    return [
+        off + sum(i * s for i, s in zip(idx, stride)) for idx in itertools.product(*map(range, tensor.shape))
+    ]
 
 
 def view_strides(tensor, shape) -> tuple[int, ...] | None:
@@ -76,7 +78,7 @@ def view_strides(tensor, shape) -> tuple[int, ...] | None:
     any strides do (torch then gives it contiguous ones).
     """
     shape = tuple(shape)
-    contiguous = tuple(math.prod(shape[d + 1:]) for d in range(len(shape)))
+    contiguous = tuple(math.prod(shape[d + 1 :]) for d in range(len(shape)))
     if tensor.numel() == 0:
         return contiguous
     addr = _addresses(tensor)
@@ -270,7 +272,9 @@ def check_reshape_rule(device):
         t = v.tensor
         out = t.reshape(shape)
         assert out.shape == shape
-        assert torch.equal(out, t.contiguous().view(shape)), "reshape's values differ from contiguous().view()"
+        assert torch.equal(out, t.contiguous().view(shape)), (
+            "reshape's values differ from contiguous().view()"
+        )
         if t.numel() == 0:
             return
         viewable = view_strides(t, shape) is not None
@@ -282,8 +286,11 @@ def check_reshape_rule(device):
     # The notes: reshape ≈ contiguous().view(), reusing memory "if the array was contiguous".
     cex = smallest(
         views_and_shapes(str(device)),
-        lambda e: e[0].tensor.numel() > 0 and not e[0].tensor.is_contiguous()
-        and _same_storage(e[0].tensor.reshape(e[1]), e[0].tensor),
+        lambda e: (
+            e[0].tensor.numel() > 0
+            and not e[0].tensor.is_contiguous()
+            and _same_storage(e[0].tensor.reshape(e[1]), e[0].tensor)
+        ),
     )
     assert counts["view"] and counts["copy"], f"the strategy should produce both outcomes: {counts}"
     return Finding(

@@ -6,16 +6,14 @@ writes B·C zeros and B ones; `F.one_hot` does the same in int64 (twice the byte
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from cases._properties import run_property
-from harness.rules import FromFindings
+from cases._lib.properties import run_property
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
+from harness.rules import FromFindings
 
 FP32 = torch.float32
 
@@ -54,8 +52,11 @@ def check_notes_names(device):
     inferred = F.one_hot(label)  # num_classes=-1: max + 1
     assert inferred.shape == (6, 4) and inferred.dtype == torch.int64
     assert F.one_hot(label.view(2, 3), 5).shape == (2, 3, 5)  # input (*) → output (*, num_classes)
-    missing = [n for n, mod in (("torch.one_hot", torch), ("torch.functional.one_hot", torch.functional))
-               if not hasattr(mod, "one_hot")]
+    missing = [
+        n
+        for n, mod in (("torch.one_hot", torch), ("torch.functional.one_hot", torch.functional))
+        if not hasattr(mod, "one_hot")
+    ]
     return Finding(
         Verdict.FAILS if missing else Verdict.HOLDS,
         f"{', '.join(missing) or 'nothing'} missing in torch {torch.__version__}; the function is "
@@ -98,8 +99,11 @@ def check_scatter_formula(device):
         assert torch.equal(got, scatter_formula(base, dim, index.to(device), src.to(device))), problem
 
     run = run_property(scatter_problems(), prop, max_examples=150)
-    return Finding(Verdict.HOLDS, f"{run}: scatter_(dim, index, src) matched the notes' index formula "
-                   f"(a Python loop) for dims 0, 1, 2 and random index/src shapes no larger than self's")
+    return Finding(
+        Verdict.HOLDS,
+        f"{run}: scatter_(dim, index, src) matched the notes' index formula "
+        f"(a Python loop) for dims 0, 1, 2 and random index/src shapes no larger than self's",
+    )
 
 
 def check_notes_snippet(device):
@@ -131,8 +135,12 @@ def check_notes_snippet(device):
     if not hasattr(torch, "to_numpy"):
         errors.append("torch.to_numpy does not exist")
     assert len(errors) >= 2, errors
-    return Finding(Verdict.FAILS, "as written: " + "; ".join(errors) +
-                   ". With label defined first and a float src it gives F.one_hot's result exactly")
+    return Finding(
+        Verdict.FAILS,
+        "as written: "
+        + "; ".join(errors)
+        + ". With label defined first and a float src it gives F.one_hot's result exactly",
+    )
 
 
 def _bytes(s, b):
@@ -164,5 +172,7 @@ CASE = Case(
     },
     verdict=FromFindings(),
     bytes_moved=lambda s, b: _bytes(s, 4) + s["b"] * 8,
-    metrics=lambda name, inputs, device: {"output_bytes": inputs[0].numel() * inputs[1] * (8 if name == "one_hot" else 4)},
+    metrics=lambda name, inputs, device: {
+        "output_bytes": inputs[0].numel() * inputs[1] * (8 if name == "one_hot" else 4)
+    },
 )

@@ -18,8 +18,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from cases import _isolated
-from cases._precision import ieee_fp32
+from cases._lib import isolated as _isolated
+from cases._lib.precision import ieee_fp32
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
 from harness import premises
 from harness.rules import FromFindings
@@ -35,8 +35,9 @@ def make_mlp(d_in: int, width: int, d_out: int, seed: int) -> nn.Sequential:
     """A plain MLP: 1.6 M parameters at width 1024 (d_in = d_out = 256), the size of a small
     real layer stack; its gradient is one 6.4 MB all-reduce per step."""
     g = torch.Generator().manual_seed(seed)
-    model = nn.Sequential(nn.Linear(d_in, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
-                          nn.Linear(width, d_out))
+    model = nn.Sequential(
+        nn.Linear(d_in, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, d_out)
+    )
     with torch.no_grad():
         for p in model.parameters():  # seeded explicitly: identical on every rank by construction
             p.copy_(torch.randn(p.shape, generator=g) / (p.shape[-1] ** 0.5))
@@ -280,8 +281,12 @@ def _mlp_forward(params, x):
 def make_mlp_problem(size, dtype, device, seed):
     g = torch.Generator().manual_seed(seed)
     d, h, n = size["d"], size["hidden"], size["batch"]
-    params = [torch.randn(d, h, generator=g) / d**0.5, 0.1 * torch.randn(h, generator=g),
-              torch.randn(h, d, generator=g) / h**0.5, 0.1 * torch.randn(d, generator=g)]
+    params = [
+        torch.randn(d, h, generator=g) / d**0.5,
+        0.1 * torch.randn(h, generator=g),
+        torch.randn(h, d, generator=g) / h**0.5,
+        0.1 * torch.randn(d, generator=g),
+    ]
     x, y = torch.randn(n, d, generator=g), torch.randn(n, d, generator=g)
     # replicas travel as a 0-d tensor so that the generic harness passes it through unchanged
     replicas = torch.tensor(size["replicas"])
@@ -365,11 +370,17 @@ def check_all_reduce_multigpu_removed(device):
         if own_group:
             dist.destroy_process_group()
     if exists:
-        return Finding(Verdict.DEPENDS, f"torch {torch.__version__} still has all_reduce_multigpu "
-                       f"(deprecated since 2.1, removed later); the notes' call gave {error!r}")
+        return Finding(
+            Verdict.DEPENDS,
+            f"torch {torch.__version__} still has all_reduce_multigpu "
+            f"(deprecated since 2.1, removed later); the notes' call gave {error!r}",
+        )
     assert isinstance(error, AttributeError), f"expected AttributeError, got {error!r}"
-    return Finding(Verdict.FAILS, f"torch {torch.__version__}: the notes' average_gradient raises "
-                   f"AttributeError ({error}); use dist.all_reduce on each gradient (one tensor per process)")
+    return Finding(
+        Verdict.FAILS,
+        f"torch {torch.__version__}: the notes' average_gradient raises "
+        f"AttributeError ({error}); use dist.all_reduce on each gradient (one tensor per process)",
+    )
 
 
 def check_d2l_allreduce(device):
@@ -383,8 +394,11 @@ def check_d2l_allreduce(device):
     errors = [(t.double().cpu() - truth).abs() for t in data]
     assert all((e <= bound).all() for e in errors), f"max error {max(e.max().item() for e in errors):.3g}"
     assert all(torch.equal(data[0].cpu(), t.cpu()) for t in data), "replicas differ after the copy back"
-    return Finding(Verdict.HOLDS, f"4 replicas on {sorted({str(d) for d in devices})}: sum within "
-                   f"p·u·Σ|x| of float64 (max err {max(e.max().item() for e in errors):.2g}), all replicas equal")
+    return Finding(
+        Verdict.HOLDS,
+        f"4 replicas on {sorted({str(d) for d in devices})}: sum within "
+        f"p·u·Σ|x| of float64 (max err {max(e.max().item() for e in errors):.2g}), all replicas equal",
+    )
 
 
 def _abs_chain(model: nn.Sequential, x: torch.Tensor) -> tuple[torch.Tensor, float]:
@@ -433,19 +447,28 @@ def judge_dataparallel(result: dict, where: str) -> Finding:
     if n == 0:
         assert ids == [], f"no GPU visible, yet DataParallel took device_ids={ids}"
         assert result["bitwise_equal"], "DataParallel without GPUs changed the module's output"
-        return Finding(None, f"in {where}, with no GPU visible, nn.DataParallel runs the module unchanged "
-                       "(device_ids=[], output bitwise equal): no replication, no scatter — DP numbers need "
-                       ">= 2 GPUs")
+        return Finding(
+            None,
+            f"in {where}, with no GPU visible, nn.DataParallel runs the module unchanged "
+            "(device_ids=[], output bitwise equal): no replication, no scatter — DP numbers need "
+            ">= 2 GPUs",
+        )
     on = (result["module_device"], result["output_device"])
     assert on == ("cuda:0", "cuda:0"), f"DataParallel with {n} GPU(s): module and output on {on}"
     if n == 1:
         assert ids == [0], f"one GPU visible, yet DataParallel took device_ids={ids}"
         assert result["bitwise_equal"], "DataParallel on one GPU changed the module's output"
-        return Finding(None, "with 1 GPU nn.DataParallel moves the module to cuda:0 and runs it there "
-                       "unreplicated (output bitwise equal to the module's) — DP numbers need >= 2 GPUs")
+        return Finding(
+            None,
+            "with 1 GPU nn.DataParallel moves the module to cuda:0 and runs it there "
+            "unreplicated (output bitwise equal to the module's) — DP numbers need >= 2 GPUs",
+        )
     assert ids == list(range(n)), f"DataParallel should take every visible GPU ({n}), took {ids}"
-    return Finding(None, f"DataParallel over {n} GPUs (device_ids={ids}): the batch scattered, replicas run, "
-                   f"outputs gathered on cuda:0 within fp32 rounding of float64 ({err:.2g} ≤ {bound:.2g})")
+    return Finding(
+        None,
+        f"DataParallel over {n} GPUs (device_ids={ids}): the batch scattered, replicas run, "
+        f"outputs gathered on cuda:0 within fp32 rounding of float64 ({err:.2g} ≤ {bound:.2g})",
+    )
 
 
 def check_dataparallel_without_gpus(device):
@@ -526,7 +549,6 @@ AVERAGE_GRADIENT = Case(
 )
 
 
-
 # ---- judging the launched runs ---------------------------------------------------------------------
 # suite/test_distributed.py launches `cases.dist_worker` and hands its per-rank JSON (one dict per
 # rank, in rank order) to these functions: they assert what must hold (AssertionError with the
@@ -574,9 +596,11 @@ def check_training(rows: list[dict], mode: str) -> None:
         m = r["modes"][mode]
         assert m["params_within_tol"], (
             f"rank {r['rank']} {mode}: parameters differ from full-batch training by "
-            f"{m['params_max_abs_diff']:.3g} (tol {m['tol']})")
+            f"{m['params_max_abs_diff']:.3g} (tol {m['tol']})"
+        )
         assert m["grad_within_tol"], (
-            f"rank {r['rank']} {mode}: first gradient off by {m['grad_max_abs_diff']:.3g}")
+            f"rank {r['rank']} {mode}: first gradient off by {m['grad_max_abs_diff']:.3g}"
+        )
     digests = {r["modes"][mode]["params_sha1"] for r in rows}
     assert len(digests) == 1, f"{mode}: ranks ended with different parameters"
 
@@ -586,12 +610,19 @@ def train_row(rows: list[dict], mode: str, device: str) -> tuple[dict, dict, lis
     times = step_times(rows, mode)
     info = {
         "case": "parallel.dp_vs_ddp" if mode in ("ddp", "dp") else "parallel.average_gradient",
-        "kind": "distributed", "variant": mode, "role": TRAIN_ROLES[mode],
-        "size": {"world_size": world, "batch": batch}, "size_label": f"w{world}-batch{batch}",
-        "x": "world_size", "dtype": "float32", "device": device,
+        "kind": "distributed",
+        "variant": mode,
+        "role": TRAIN_ROLES[mode],
+        "size": {"world_size": world, "batch": batch},
+        "size_label": f"w{world}-batch{batch}",
+        "x": "world_size",
+        "dtype": "float32",
+        "device": device,
     }
     extra = {
-        "backend": rows[0]["backend"], "params": rows[0]["params"], "step_s": times,
+        "backend": rows[0]["backend"],
+        "params": rows[0]["params"],
+        "step_s": times,
         "samples_per_s": batch / _median(times),
         "params_max_abs_diff": max(r["modes"][mode]["params_max_abs_diff"] for r in rows),
     }
@@ -608,7 +639,8 @@ def ddp_scaling(rows: list[dict], times: list[float], base: list[dict]) -> tuple
         None,
         f"DDP over {rows[0]['backend']}, {rows[0]['params'] / 1e6:.1f} M params, global batch "
         f"{rows[0]['batch']}: step {_median(times) * 1e3:.1f} ms at world {world} vs "
-        f"{t1 * 1e3:.1f} ms at 1, scaling efficiency T1/(N·TN) = {efficiency:.2f}")
+        f"{t1 * 1e3:.1f} ms at 1, scaling efficiency T1/(N·TN) = {efficiency:.2f}",
+    )
 
 
 def average_gradient_vs_ddp(rows: list[dict]) -> tuple[dict, Finding]:
@@ -617,7 +649,8 @@ def average_gradient_vs_ddp(rows: list[dict]) -> tuple[dict, Finding]:
     for r in rows:
         diff = r["avg_grad_vs_ddp"]["grad_max_abs_diff"]
         assert diff <= tol.atol, (
-            f"rank {r['rank']}: manual averaging differs from DDP's gradient by {diff:.3g}")
+            f"rank {r['rank']}: manual averaging differs from DDP's gradient by {diff:.3g}"
+        )
     bitwise = all(r["avg_grad_vs_ddp"]["bitwise_equal"] for r in rows)
     step = _median(step_times(rows, "avg_grad"))
     ddp = _median(step_times(rows, "ddp"))
@@ -625,23 +658,27 @@ def average_gradient_vs_ddp(rows: list[dict]) -> tuple[dict, Finding]:
         None,
         f"all_reduce after backward gives DDP's gradients "
         f"({'bitwise' if bitwise else 'within fp32 tolerance'}); "
-        f"step {step * 1e3:.1f} ms vs DDP's {ddp * 1e3:.1f} ms at world {rows[0]['world_size']}")
+        f"step {step * 1e3:.1f} ms vs DDP's {ddp * 1e3:.1f} ms at world {rows[0]['world_size']}",
+    )
 
 
-def two_nodes_vs_one(rows: list[dict], two: torch.Tensor, one: torch.Tensor,
-                     wall_s: float) -> tuple[dict, Finding]:
+def two_nodes_vs_one(
+    rows: list[dict], two: torch.Tensor, one: torch.Tensor, wall_s: float
+) -> tuple[dict, Finding]:
     """Two single-rank nodes (their rank files `rows`, final parameters `two`) against one
     process on the full batch (`one`)."""
     worlds = sorted({r["world_size"] for r in rows})
     assert len(rows) == 2 and worlds == [2], (
-        f"two nodes × 1 rank: {len(rows)} rank files, world sizes {worlds}")
+        f"two nodes × 1 rank: {len(rows)} rank files, world sizes {worlds}"
+    )
     max_abs, excess = max_excess(two, one, PARAM_TOL[FP32])
     assert excess <= 0, f"two nodes vs one process: parameters differ by {max_abs:.3g}"
     return {"wall_s": wall_s, "max_abs_diff": max_abs}, Finding(
         None,
         f"2 simulated nodes × 1 rank (torchrun --nnodes=2, c10d rendezvous): parameters within "
         f"{max_abs:.2g} of one process after {rows[0]['warmup'] + rows[0]['steps']} steps; "
-        f"wall {wall_s:.1f} s")
+        f"wall {wall_s:.1f} s",
+    )
 
 
 def allreduce_table(ranks: list[dict]) -> tuple[list[dict], int]:
@@ -652,10 +689,17 @@ def allreduce_table(ranks: list[dict]) -> tuple[list[dict], int]:
     for i, row in enumerate(ranks[0]["rows"]):
         per_rank = [r["rows"][i] for r in ranks]
         times = [max(ts) for ts in zip(*(pr["times_s"] for pr in per_rank))]
-        table.append({**row, "p": p, "times_s": times, "median_s": _median(times),
-                      "bytes_sent_per_rank": [pr["bytes_sent"] for pr in per_rank],
-                      "checked": [pr["within_bound"] for pr in per_rank],
-                      "errors": [pr["max_abs_err"] for pr in per_rank]})
+        table.append(
+            {
+                **row,
+                "p": p,
+                "times_s": times,
+                "median_s": _median(times),
+                "bytes_sent_per_rank": [pr["bytes_sent"] for pr in per_rank],
+                "checked": [pr["within_bound"] for pr in per_rank],
+                "errors": [pr["max_abs_err"] for pr in per_rank],
+            }
+        )
     return table, p
 
 
@@ -666,22 +710,26 @@ def check_allreduce(table: list[dict], p: int) -> None:
     for row in table:
         assert all(c in (True, None) for c in row["checked"]), (
             f"{row['algorithm']} at {row['bytes']} B: sum outside the fp32 bound on some rank "
-            f"({row['errors']})")
+            f"({row['errors']})"
+        )
         sent, s = row["bytes_sent_per_rank"], row["bytes"]
         if row["algorithm"] == "ring":  # exact for sizes divisible by p chunks of 4-byte elements
             ring = 2 * (p - 1) / p * s
             assert all(abs(b - ring) <= 8 * p for b in sent), (
-                f"ring at {s} B over {p} ranks: bytes sent {sent}, expected 2(p−1)/p·S = {ring:.0f}")
+                f"ring at {s} B over {p} ranks: bytes sent {sent}, expected 2(p−1)/p·S = {ring:.0f}"
+            )
         if row["algorithm"] == "naive":
             assert sent[0] == (p - 1) * s and all(b == s for b in sent[1:]), (
                 f"naive at {s} B over {p} ranks: bytes sent {sent}, expected (p−1)·S = {(p - 1) * s} "
-                f"from rank 0 and S from each other rank")
+                f"from rank 0 and S from each other rank"
+            )
     checked = any(all(c is True for c in row["checked"]) for row in table)
     assert checked, "no size was checked against the truth"
 
 
-def allreduce_cost_model(table: list[dict], p: int,
-                         device: str) -> tuple[tuple[dict, dict, list[float]], Finding]:
+def allreduce_cost_model(
+    table: list[dict], p: int, device: str
+) -> tuple[tuple[dict, dict, list[float]], Finding]:
     """The α–β model fitted to the naive, master and ring times, its error, its predictions at
     larger p, and the measured bus bandwidths. The row's times are the library all-reduce's at the
     largest size (one row per algorithm and size would need one test each); every point is in its
@@ -691,14 +739,29 @@ def allreduce_cost_model(table: list[dict], p: int,
     points = []
     for r in table:
         algbw, busbw = bus_bandwidth(r["bytes"], r["median_s"], p)
-        points.append({"algorithm": r["algorithm"], "bytes": r["bytes"], "measured_s": r["median_s"],
-                       "model_s": model_time(r["algorithm"], p, r["bytes"], alpha, beta),
-                       "algbw": algbw, "busbw": busbw, "bytes_sent_rank0": r["bytes_sent_per_rank"][0]})
+        points.append(
+            {
+                "algorithm": r["algorithm"],
+                "bytes": r["bytes"],
+                "measured_s": r["median_s"],
+                "model_s": model_time(r["algorithm"], p, r["bytes"], alpha, beta),
+                "algbw": algbw,
+                "busbw": busbw,
+                "bytes_sent_rank0": r["bytes_sent_per_rank"][0],
+            }
+        )
     predictions = [
         {"algorithm": a, "p": q, "bytes": r["bytes"], "model_s": model_time(a, q, r["bytes"], alpha, beta)}
-        for a in ("naive", "ring") for q in (2, 4, 8, 16, 64) for r in table if r["algorithm"] == a]
-    rel = [abs(pt["model_s"] - pt["measured_s"]) / pt["measured_s"] for pt in points
-           if pt["algorithm"] != "all_reduce"]
+        for a in ("naive", "ring")
+        for q in (2, 4, 8, 16, 64)
+        for r in table
+        if r["algorithm"] == a
+    ]
+    rel = [
+        abs(pt["model_s"] - pt["measured_s"]) / pt["measured_s"]
+        for pt in points
+        if pt["algorithm"] != "all_reduce"
+    ]
     big = max(r["bytes"] for r in table)
     at = {pt["algorithm"]: pt for pt in points if pt["bytes"] == big}
     ratio64 = model_time("naive", 64, big, alpha, beta) / model_time("ring", 64, big, alpha, beta)
@@ -709,18 +772,33 @@ def allreduce_cost_model(table: list[dict], p: int,
         f"1/β={1 / beta / 1e9:.2f} GB/s (median |model−measured|/measured {_median(rel):.0%}); "
         f"at {big >> 20} MiB measured busbw "
         + ", ".join(f"{a} {pt['busbw'] / 1e9:.2f} GB/s" for a, pt in at.items())
-        + f"; the model predicts naive/ring = {ratio64:.0f}× at p=64 for {big >> 20} MiB")
-    info = {"case": "parallel.allreduce", "kind": "distributed", "variant": "cost_model", "role": "library",
-            "device": device, "size": {"world_size": p}, "size_label": f"w{p}", "x": "bytes",
-            "dtype": "float32"}
-    extra = {"alpha_s": alpha, "beta_s_per_byte": beta, "points": points, "predictions": predictions,
-             "model": "ring: 2(p-1)·α + 2(p-1)/p·S·β; naive/master: 2(p-1)·α + 2(p-1)·S·β"}
+        + f"; the model predicts naive/ring = {ratio64:.0f}× at p=64 for {big >> 20} MiB",
+    )
+    info = {
+        "case": "parallel.allreduce",
+        "kind": "distributed",
+        "variant": "cost_model",
+        "role": "library",
+        "device": device,
+        "size": {"world_size": p},
+        "size_label": f"w{p}",
+        "x": "bytes",
+        "dtype": "float32",
+    }
+    extra = {
+        "alpha_s": alpha,
+        "beta_s_per_byte": beta,
+        "points": points,
+        "predictions": predictions,
+        "model": "ring: 2(p-1)·α + 2(p-1)/p·S·β; naive/master: 2(p-1)·α + 2(p-1)·S·β",
+    }
     times = next(r for r in table if r["algorithm"] == "all_reduce" and r["bytes"] == big)["times_s"]
     return (info, extra, times), finding
 
 
-def allreduce_sweep_row(table: list[dict], p: int, algorithm: str,
-                        device: str) -> tuple[dict, dict, list[float]]:
+def allreduce_sweep_row(
+    table: list[dict], p: int, algorithm: str, device: str
+) -> tuple[dict, dict, list[float]]:
     """One algorithm's row: its largest message's times and bus bandwidth, the whole size sweep in
     the extra keys (the reports plot bus bandwidth against size, one line per algorithm)."""
     rows = [r for r in table if r["algorithm"] == algorithm]
@@ -728,10 +806,29 @@ def allreduce_sweep_row(table: list[dict], p: int, algorithm: str,
         assert all(c in (True, None) for c in r["checked"]), f"{algorithm} at {r['bytes']} B: wrong sum"
     largest = rows[-1]
     algbw, busbw = bus_bandwidth(largest["bytes"], largest["median_s"], p)
-    info = {"case": "parallel.allreduce", "kind": "distributed", "variant": algorithm,
-            "role": ALLREDUCE_ROLES[algorithm], "size": {"bytes": largest["bytes"], "world_size": p},
-            "size_label": f"bytes{largest['bytes']}-w{p}", "x": "bytes", "dtype": "float32", "device": device}
-    extra = {"bytes_sent": largest["bytes_sent_per_rank"][0], "algbw": algbw, "busbw": busbw,
-             "sweep": [{"bytes": r["bytes"], "median_s": r["median_s"], "times_s": r["times_s"],
-                        "busbw": bus_bandwidth(r["bytes"], r["median_s"], p)[1]} for r in rows]}
+    info = {
+        "case": "parallel.allreduce",
+        "kind": "distributed",
+        "variant": algorithm,
+        "role": ALLREDUCE_ROLES[algorithm],
+        "size": {"bytes": largest["bytes"], "world_size": p},
+        "size_label": f"bytes{largest['bytes']}-w{p}",
+        "x": "bytes",
+        "dtype": "float32",
+        "device": device,
+    }
+    extra = {
+        "bytes_sent": largest["bytes_sent_per_rank"][0],
+        "algbw": algbw,
+        "busbw": busbw,
+        "sweep": [
+            {
+                "bytes": r["bytes"],
+                "median_s": r["median_s"],
+                "times_s": r["times_s"],
+                "busbw": bus_bandwidth(r["bytes"], r["median_s"], p)[1],
+            }
+            for r in rows
+        ],
+    }
     return info, extra, largest["times_s"]

@@ -22,9 +22,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cases._precision import ieee_fp32
+from cases._lib.precision import ieee_fp32
+from cases.spec import UNIT_ROUNDOFF as U
+from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 from harness.rules import AllOf, Faster, FromFindings, Lighter
-from cases.spec import UNIT_ROUNDOFF as U, Case, Check, Finding, Tol, Verdict, naive, optimized
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 
@@ -443,8 +444,7 @@ HIDDEN_DETACH = Case(
     # terms' size on every entry (2u·√K); summed over up to 128 chunks and back through 8
     # (truncated) or all (full BPTT) tanh steps, which tanh' < 1 damps: ×2 (measured ≤ 19u at
     # 128 steps, B = 64, H = 512, against 4u·√512 = 90u), a floor at each gradient's own scale.
-    tolerance={FP32: lambda s: Tol(rtol=8 * U[FP32],
-                                   floor=4 * U[FP32] * max(s["h"], s["b"] * CHUNK) ** 0.5)},
+    tolerance={FP32: lambda s: Tol(rtol=8 * U[FP32], floor=4 * U[FP32] * max(s["h"], s["b"] * CHUNK) ** 0.5)},
     dtypes={"cpu": (FP32,), "cuda": (FP32,)},
     sizes={
         "quick": [{"steps": n, "b": 8, "h": 32, "i": 4} for n in (4, 10, 24)],

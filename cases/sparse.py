@@ -13,10 +13,11 @@ import math
 
 import torch
 
-from cases._timing import median_time
-from harness.rules import FromFindings
-from cases.spec import UNIT_ROUNDOFF as U, Case, Check, Finding, Tol, Verdict, naive, optimized
+from cases._lib.timing import median_time
+from cases.spec import UNIT_ROUNDOFF as U
+from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 from harness import measure
+from harness.rules import FromFindings
 
 FP32 = torch.float32
 
@@ -74,8 +75,11 @@ def check_coo_layout(device):
     assert a.values().shape == (nnz,) and a.values().dtype == FP32
     csr = a.to_sparse_csr()
     assert csr.crow_indices().shape == (65,) and csr.col_indices().shape == (nnz,)
-    return Finding(Verdict.HOLDS, f"COO indices int64 of shape (ndim, nse) = (2, {nnz}), values ({nnz},) in the "
-                   f"value dtype, as stated; CSR: crow (n+1,), col (nnz,), values (nnz,)")
+    return Finding(
+        Verdict.HOLDS,
+        f"COO indices int64 of shape (ndim, nse) = (2, {nnz}), values ({nnz},) in the "
+        f"value dtype, as stated; CSR: crow (n+1,), col (nnz,), values (nnz,)",
+    )
 
 
 def _crossover(densities, ratios):
@@ -102,9 +106,13 @@ def check_crossover(device):
         for fn, inputs in ((coo_mm, coo), (csr_mm, csr)):
             err = measure.within_tol(fn(*inputs), truth, product_tolerance(size))
             assert err.within, f"sparse product off at density {d}: {err.worst}"
-        t_dense, t_coo, t_csr = (median_time(lambda f=f, i=i: f(*i), device)
-                                 for f, i in ((dense_mm, dense), (coo_mm, coo), (csr_mm, csr)))
-        rows.append((d, storage_bytes(dense[0]), storage_bytes(coo[0]), storage_bytes(csr[0]), t_dense, t_coo, t_csr))
+        t_dense, t_coo, t_csr = (
+            median_time(lambda f=f, i=i: f(*i), device)
+            for f, i in ((dense_mm, dense), (coo_mm, coo), (csr_mm, csr))
+        )
+        rows.append(
+            (d, storage_bytes(dense[0]), storage_bytes(coo[0]), storage_bytes(csr[0]), t_dense, t_coo, t_csr)
+        )
     # Bytes are linear in nnz: the crossover from the two measured points around it.
     mem_coo = _crossover(densities, [r[2] / r[1] for r in rows])
     mem_csr = _crossover(densities, [r[3] / r[1] for r in rows])
@@ -113,8 +121,10 @@ def check_crossover(device):
     time_coo = _crossover(densities, [r[5] / r[4] for r in rows])
     time_csr = _crossover(densities, [r[6] / r[4] for r in rows])
     best = max((x for x in (time_coo, time_csr) if x is not None), default=None)
-    table = "; ".join(f"{d:g}: dense {td * 1e3:.2f} ms, coo {tc * 1e3:.2f}, csr {tr * 1e3:.2f}"
-                      for d, _, _, _, td, tc, tr in rows)
+    table = "; ".join(
+        f"{d:g}: dense {td * 1e3:.2f} ms, coo {tc * 1e3:.2f}, csr {tr * 1e3:.2f}"
+        for d, _, _, _, td, tc, tr in rows
+    )
     # "Very sparse" taken as: sparse storage only pays for matmul below 10% density.
     if best is None:
         verdict = Verdict.FAILS

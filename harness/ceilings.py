@@ -59,8 +59,13 @@ def cached() -> tuple[dict, dict]:
     return {k: v[0] for k, v in _cache.items()}, {k: v[1] for k, v in _cache.items()}
 
 
-def roofline(flops: float | None, bytes_moved: float | None, seconds: float,
-             peak_flops: float | None, bandwidth: float | None) -> dict:
+def roofline(
+    flops: float | None,
+    bytes_moved: float | None,
+    seconds: float,
+    peak_flops: float | None,
+    bandwidth: float | None,
+) -> dict:
     """Achieved FLOP/s and B/s of one call lasting `seconds`, and its fraction of the roofline.
 
     The roofline bound is min(peak_flops, intensity × bandwidth), intensity = flops / bytes;

@@ -150,13 +150,32 @@ def kernel_assert_lines(*captured: str) -> list[str]:
 # Options whose files a worker must not write: the first process writes the run's one JSON (and
 # storage, junit XML, HTML) from everything it gathered, the worker's part included; and a worker
 # with the first process's --basetemp would wipe that folder while the first process still uses it.
-_DROP_WITH_VALUE = ("--benchmark-json", "--benchmark-save", "--junitxml", "--junit-xml", "--html",
-                    "--basetemp")
+_DROP_WITH_VALUE = (
+    "--benchmark-json",
+    "--benchmark-save",
+    "--junitxml",
+    "--junit-xml",
+    "--html",
+    "--basetemp",
+)
 # Selections made from the cache were made once, by the first process: the node IDs a worker gets
 # are their result, and a worker re-applying them would read a cache that earlier workers rewrote.
-_DROP_FLAGS = ("--benchmark-autosave", "--lf", "--last-failed", "--ff", "--failed-first", "--nf",
-               "--new-first", "--sw", "--stepwise", "--sw-skip", "--stepwise-skip", "--sw-reset",
-               "--stepwise-reset", "--cache-clear")
+_DROP_FLAGS = (
+    "--benchmark-autosave",
+    "--lf",
+    "--last-failed",
+    "--ff",
+    "--failed-first",
+    "--nf",
+    "--new-first",
+    "--sw",
+    "--stepwise",
+    "--sw-skip",
+    "--stepwise-skip",
+    "--sw-reset",
+    "--stepwise-reset",
+    "--cache-clear",
+)
 
 
 def worker_args(args) -> list[str]:
@@ -186,16 +205,27 @@ class Worker:
         self.log = folder / f"worker-{index}.log"
         ids = folder / f"worker-{index}.nodeids"
         ids.write_text("".join(n + "\n" for n in nodeids), encoding="utf-8")
-        env = {**os.environ, WORKER_NODEIDS_ENV: str(ids), WORKER_JOURNAL_ENV: str(self.journal),
-               "PYTHONUNBUFFERED": "1"}
+        env = {
+            **os.environ,
+            WORKER_NODEIDS_ENV: str(ids),
+            WORKER_JOURNAL_ENV: str(self.journal),
+            "PYTHONUNBUFFERED": "1",
+        }
         self.command = [sys.executable, "-m", "pytest", *worker_args(args)]
         self._tail = Tail(self.journal)
         with open(self.log, "wb") as log:
             # A session of its own: a Ctrl-C or `timeout -s INT` aimed at the group reaches the
             # first process only, which passes it on once (`interrupt`); a second SIGINT would
             # cut the worker's own clean finish short.
-            self.proc = subprocess.Popen(self.command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.command,
+                cwd=cwd,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
 
     def events(self) -> list[dict]:
         return self._tail.read()

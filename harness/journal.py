@@ -179,25 +179,32 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m harness.journal",
         description="Rebuild a results JSON (marked partial) from the journal(s) of a run that died "
-        "before writing it.")
-    parser.add_argument("journals", nargs="+", type=Path,
-                        help="journal files; the first one's header is used")
-    parser.add_argument("--out", type=Path, help="results JSON to write (default: the first journal's "
-                        f"name without {SUFFIX})")
+        "before writing it.",
+    )
+    parser.add_argument(
+        "journals", nargs="+", type=Path, help="journal files; the first one's header is used"
+    )
+    parser.add_argument(
+        "--out", type=Path, help=f"results JSON to write (default: the first journal's name without {SUFFIX})"
+    )
     args = parser.parse_args(argv)
     records: list[dict] = []
     try:
         for path in args.journals:
             records.extend(read(path))
         names = ", ".join(p.name for p in args.journals)
-        doc = results_from(records, f"rebuilt from the journal ({names}): the run ended before writing "
-                                    "its JSON")
+        doc = results_from(
+            records, f"rebuilt from the journal ({names}): the run ended before writing its JSON"
+        )
     except (OSError, JournalError) as exc:
         print(f"{args.journals[0]}: {exc}", file=sys.stderr)
         return 2
     first = args.journals[0]
-    out = args.out or (first.with_name(first.name[: -len(SUFFIX)]) if first.name.endswith(SUFFIX) else
-                       first.with_suffix(".json"))
+    out = args.out or (
+        first.with_name(first.name[: -len(SUFFIX)])
+        if first.name.endswith(SUFFIX)
+        else first.with_suffix(".json")
+    )
     out.write_text(json.dumps(doc, indent=4, default=lambda o: f"UNSERIALIZABLE[{o!r}]"), encoding="utf-8")
     print(f"{out}: {len(doc['benchmarks'])} benchmark points, marked partial")
     return 0

@@ -63,11 +63,21 @@ def torchrun_command(
     """`python -m torch.distributed.run` (torchrun without relying on PATH: the same interpreter
     and environment as the tests) with c10d rendezvous on 127.0.0.1:`port`."""
     return [
-        sys.executable, "-m", "torch.distributed.run",
-        f"--nnodes={nnodes}", f"--nproc-per-node={nproc}", f"--node-rank={node_rank}",
-        "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-id={rdzv_id}",
-        "--max-restarts=0", "--monitor-interval=0.1", "--tee=3",
-        "-m", module, *args,
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={nnodes}",
+        f"--nproc-per-node={nproc}",
+        f"--node-rank={node_rank}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint=127.0.0.1:{port}",
+        f"--rdzv-id={rdzv_id}",
+        "--max-restarts=0",
+        "--monitor-interval=0.1",
+        "--tee=3",
+        "-m",
+        module,
+        *args,
     ]
 
 
@@ -77,7 +87,7 @@ def _proc_stat(pid: int) -> tuple[int, int] | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = text[text.rindex(")") + 2:].split()  # the command name may contain spaces
+    fields = text[text.rindex(")") + 2 :].split()  # the command name may contain spaces
     if fields[0] == "Z":  # a zombie has exited; only its parent's wait is missing
         return None
     return int(fields[1]), int(fields[19])
@@ -171,8 +181,11 @@ def run(
         for i, cmd in enumerate(commands):
             log = open(logs_dir / f"node{i}.log", "w+b")
             files.append(log)
-            procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env,
-                                          start_new_session=True))
+            procs.append(
+                subprocess.Popen(
+                    cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env, start_new_session=True
+                )
+            )
             tracked[procs[-1].pid] = (_proc_stat(procs[-1].pid) or (0, 0))[1]
         deadline = start + timeout_s
         timed_out = False
@@ -242,15 +255,28 @@ def torchrun(
     port; when it is taken another free one is used (see `Launch.port`)."""
     chosen = free_port(preferred=port)
     commands = [
-        torchrun_command(module, [*args, "--out", str(out_dir)], nproc=nproc, port=chosen,
-                         nnodes=nnodes, node_rank=n, rdzv_id=f"suite-{chosen}")
+        torchrun_command(
+            module,
+            [*args, "--out", str(out_dir)],
+            nproc=nproc,
+            port=chosen,
+            nnodes=nnodes,
+            node_rank=n,
+            rdzv_id=f"suite-{chosen}",
+        )
         for n in range(nnodes)
     ]
     return run(commands, out_dir=out_dir, timeout_s=timeout_s, port=chosen, env=env)
 
 
-def python_module(module: str, args: list[str], *, out_dir: Path, timeout_s: float = 120.0,
-                  env: dict[str, str] | None = None) -> Launch:
+def python_module(
+    module: str,
+    args: list[str],
+    *,
+    out_dir: Path,
+    timeout_s: float = 120.0,
+    env: dict[str, str] | None = None,
+) -> Launch:
     """Run ``python -m module args --out out_dir`` (a script that starts its own processes, e.g.
     with `mp.spawn`) under the same timeout and clean-up."""
     cmd = [sys.executable, "-u", "-m", module, *args, "--out", str(out_dir)]

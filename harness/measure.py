@@ -138,8 +138,9 @@ class Error:
     worst: str  # where the largest excess over the bound sits, for the failure message
 
 
-def compare(got, truth, rtol: float = 0.0, atol: float = 0.0, *, floor: float = 0.0,
-            norm: float | None = None) -> Error:
+def compare(
+    got, truth, rtol: float = 0.0, atol: float = 0.0, *, floor: float = 0.0, norm: float | None = None
+) -> Error:
     """Compare a result (tensor or tuple of tensors) with the float64 truth, tensor by tensor.
 
     Element-wise, torch.testing's bound with the absolute term split in two, an absolute `atol`
@@ -171,8 +172,10 @@ def compare(got, truth, rtol: float = 0.0, atol: float = 0.0, *, floor: float = 
                 within = False
                 if excess >= worst_excess:
                     worst_excess = excess
-                    worst = (f"output {i}: ||got - truth|| = {excess + norm:.3g}*||truth|| "
-                             f"(||truth|| = {size:.6g}), bound {norm:.3g}*||truth||")
+                    worst = (
+                        f"output {i}: ||got - truth|| = {excess + norm:.3g}*||truth|| "
+                        f"(||truth|| = {size:.6g}), bound {norm:.3g}*||truth||"
+                    )
             continue
         bound = atol + floor * scale + rtol * t64.abs()
         excess = diff - bound

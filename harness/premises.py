@@ -94,6 +94,7 @@ def _reference(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def _flagged(op: str, device: torch.device, mode: str):
     """`op` (a matmul, or a 3×3 conv with padding 1) as the precision flags make `device` run it:
     `mode` 'ieee', or the reduced one ('bf16', 'tf32')."""
+
     def run(a, b):
         if op == "matmul":
             with flags.matmul_precision(_MATMUL_LEVEL[mode]):
@@ -127,8 +128,11 @@ def _rounds_inputs(device: str, op: str, mode: str, shapes: tuple) -> tuple[bool
 
     ieee, reduced = (rounded_share(_flagged(op, dev, m)(a, b)) for m in ("ieee", mode))
     what = f"{op} of 1+2⁻¹² by 1 at {' · '.join('×'.join(map(str, s)) for s in shapes)}"
-    seen = (f"the {mode} flag rounded the fp32 inputs of a {what} ({reduced:.0%} of outputs rounded)"
-            if reduced else f"the {mode} flag left the fp32 inputs of a {what} unrounded")
+    seen = (
+        f"the {mode} flag rounded the fp32 inputs of a {what} ({reduced:.0%} of outputs rounded)"
+        if reduced
+        else f"the {mode} flag left the fp32 inputs of a {what} unrounded"
+    )
     if ieee:
         seen += f"; the IEEE path rounded too ({ieee:.0%} of outputs): is an fp32 override in force?"
     return reduced > 0, seen
@@ -177,8 +181,9 @@ def cuda_tensor_cores(device, dtype: str) -> Premise:
     in fp32 (cuBLAS) or on CUDA-core kernels (PyTorch hands bf16 convs to cuDNN only from sm_80)."""
     major, _, sm = _sm(device)
     needed = 7 if dtype == "fp16" else 8
-    return Premise(f"{dtype} tensor cores on {device}", major >= needed,
-                   f"{sm}; {dtype} tensor cores need sm_{needed}0+")
+    return Premise(
+        f"{dtype} tensor cores on {device}", major >= needed, f"{sm}; {dtype} tensor cores need sm_{needed}0+"
+    )
 
 
 def cuda_tf32(device, op: str, shapes=None) -> Premise:
@@ -223,8 +228,17 @@ def _inductor_compilers() -> list[str]:
 @functools.cache
 def _cxx_compiles(cxx: str) -> tuple[bool, str]:
     with tempfile.TemporaryDirectory(prefix="premise-cxx-") as d:
-        cmd = [cxx, "-x", "c++", "-fopenmp", f"-I{sysconfig.get_paths()['include']}", "-c", "-",
-               "-o", str(Path(d) / "probe.o")]
+        cmd = [
+            cxx,
+            "-x",
+            "c++",
+            "-fopenmp",
+            f"-I{sysconfig.get_paths()['include']}",
+            "-c",
+            "-",
+            "-o",
+            str(Path(d) / "probe.o"),
+        ]
         try:
             run = subprocess.run(cmd, input=_CXX_PROBE, capture_output=True, text=True, timeout=60)
         except (FileNotFoundError, PermissionError) as exc:
@@ -266,8 +280,14 @@ def summary() -> dict[str, dict]:
     """Every premise above that can be read without a GPU measurement, for the results file's
     machine info: the CPU's oneDNN modes (measured), GPU count, tensor cores per dtype (read),
     torch.compile and NCCL."""
-    found = [onednn_reduced("matmul", "bf16"), onednn_reduced("conv", "bf16"),
-             onednn_reduced("matmul", "tf32"), gpus(1), gpus(2), torch_compile("cpu")]
+    found = [
+        onednn_reduced("matmul", "bf16"),
+        onednn_reduced("conv", "bf16"),
+        onednn_reduced("matmul", "tf32"),
+        gpus(1),
+        gpus(2),
+        torch_compile("cpu"),
+    ]
     if gpu_count():
         cuda = torch.device("cuda", torch.cuda.current_device())
         found += [cuda_tensor_cores(cuda, d) for d in ("tf32", "bf16", "fp16")]

@@ -58,7 +58,10 @@ class Finding:
     evidence: str
 
     def to_data(self) -> dict:
-        return {"verdict": self.verdict.value if self.verdict is not None else None, "evidence": self.evidence}
+        return {
+            "verdict": self.verdict.value if self.verdict is not None else None,
+            "evidence": self.evidence,
+        }
 
     @classmethod
     def from_data(cls, data: Mapping) -> Finding:
@@ -66,7 +69,9 @@ class Finding:
         try:
             return cls(Verdict(verdict) if verdict is not None else None, str(data.get("evidence", "")))
         except ValueError:
-            raise RecordError(f"finding verdict {verdict!r} is not one of {[v.value for v in Verdict]}") from None
+            raise RecordError(
+                f"finding verdict {verdict!r} is not one of {[v.value for v in Verdict]}"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,11 @@ class Outcome:
     measured: Mapping[str, Any] | None = None
 
     def to_data(self) -> dict:
-        data = {"case": self.case, "kind": self.kind, ("check" if self.kind == "check" else "variant"): self.name}
+        data = {
+            "case": self.case,
+            "kind": self.kind,
+            ("check" if self.kind == "check" else "variant"): self.name,
+        }
         for f in fields(self):
             if f.name in ("case", "kind", "name", "finding"):
                 continue
@@ -109,14 +118,21 @@ class Outcome:
             raise RecordError("an outcomes[] entry has no case")
         finding = data.get("finding")
         return cls(
-            case=str(data["case"]), kind=str(data.get("kind", "")),
+            case=str(data["case"]),
+            kind=str(data.get("kind", "")),
             name=str(data.get("variant") or data.get("check") or data.get("name") or ""),
-            device=str(data.get("device", "")), nodeid=str(data.get("nodeid", "")),
-            outcome=str(data.get("outcome", "")), reason=str(data.get("reason") or ""),
-            error_type=str(data.get("error_type") or ""), role=str(data.get("role", "")),
-            size=dict(data.get("size") or {}), size_label=str(data.get("size_label", "")),
-            dtype=str(data.get("dtype", "")), timing_mode=str(data.get("timing_mode", "")),
-            finding=Finding.from_data(finding) if finding else None, measured=data.get("measured"),
+            device=str(data.get("device", "")),
+            nodeid=str(data.get("nodeid", "")),
+            outcome=str(data.get("outcome", "")),
+            reason=str(data.get("reason") or ""),
+            error_type=str(data.get("error_type") or ""),
+            role=str(data.get("role", "")),
+            size=dict(data.get("size") or {}),
+            size_label=str(data.get("size_label", "")),
+            dtype=str(data.get("dtype", "")),
+            timing_mode=str(data.get("timing_mode", "")),
+            finding=Finding.from_data(finding) if finding else None,
+            measured=data.get("measured"),
         )
 
 
@@ -143,7 +159,9 @@ class BenchmarkInfo:
     kind: str = "variant"
 
     def to_data(self) -> dict:
-        return {f.name: (dict(v) if isinstance(v := getattr(self, f.name), Mapping) else v) for f in fields(self)}
+        return {
+            f.name: (dict(v) if isinstance(v := getattr(self, f.name), Mapping) else v) for f in fields(self)
+        }
 
     @classmethod
     def split(cls, extra_info: Mapping) -> tuple[BenchmarkInfo, dict] | None:
@@ -191,9 +209,13 @@ class CaseInfo:
             raise RecordError("a cases{} entry has no id")
         rule = data.get("rule")
         return cls(
-            id=str(data["id"]), tier=data.get("tier"), technique=str(data.get("technique", "")),
-            claim=str(data.get("claim", "")), source=str(data.get("source", "")),
-            rule=rule_from_data(rule) if rule else None, declared=bool(data.get("declared", True)),
+            id=str(data["id"]),
+            tier=data.get("tier"),
+            technique=str(data.get("technique", "")),
+            claim=str(data.get("claim", "")),
+            source=str(data.get("source", "")),
+            rule=rule_from_data(rule) if rule else None,
+            declared=bool(data.get("declared", True)),
             gate_tolerance=data.get("gate_tolerance"),
         )
 
@@ -219,11 +241,15 @@ class RunInfo:
         if not isinstance(version, int) or version > SCHEMA_VERSION:
             raise RecordError(
                 f"results schema version {version!r} is newer than this reader's ({SCHEMA_VERSION}); "
-                f"update the suite to read it")
+                f"update the suite to read it"
+            )
         return cls(
-            profile=str(data.get("profile", "")), devices=tuple(data.get("devices") or ()),
-            seed=data.get("seed"), partial=bool(data.get("partial", False)),
-            partial_reason=str(data.get("partial_reason", "")), schema_version=version,
+            profile=str(data.get("profile", "")),
+            devices=tuple(data.get("devices") or ()),
+            seed=data.get("seed"),
+            partial=bool(data.get("partial", False)),
+            partial_reason=str(data.get("partial_reason", "")),
+            schema_version=version,
         )
 
 
@@ -239,8 +265,17 @@ def compiled_source(name: str, naive_names) -> str | None:
     return naive_names[0] if len(naive_names) == 1 else None
 
 
-_RULES = {cls.__name__: cls for cls in (rule_types.Faster, rule_types.NotFaster, rule_types.Lighter,
-                                        rule_types.NotLighter, rule_types.AllOf, rule_types.FromFindings)}
+_RULES = {
+    cls.__name__: cls
+    for cls in (
+        rule_types.Faster,
+        rule_types.NotFaster,
+        rule_types.Lighter,
+        rule_types.NotLighter,
+        rule_types.AllOf,
+        rule_types.FromFindings,
+    )
+}
 
 
 def rule_to_data(rule) -> dict:

@@ -58,8 +58,13 @@ class Plan:
     cap_s: float
 
     def info(self) -> dict:
-        return {"rounds_planned": self.rounds, "iterations": self.iterations,
-                "pilot_ci_halfwidth": self.pilot_halfwidth, "round_cap_s": self.cap_s, "rounds_capped": self.capped}
+        return {
+            "rounds_planned": self.rounds,
+            "iterations": self.iterations,
+            "pilot_ci_halfwidth": self.pilot_halfwidth,
+            "round_cap_s": self.cap_s,
+            "rounds_capped": self.capped,
+        }
 
 
 def iterations_for(call_s: float, min_round_s: float) -> int:
@@ -90,6 +95,8 @@ def precision_warning(rounds_s, target: float = TARGET) -> str | None:
         return f"imprecise: {len(rounds_s)} rounds, too few for an interval of the median"
     width = relative_halfwidth(rounds_s)
     if width > target:
-        return (f"imprecise: the median's 95% CI is ±{width:.1%} after {len(rounds_s)} rounds "
-                f"(target ±{target:.0%}; the round cap stopped it)")
+        return (
+            f"imprecise: the median's 95% CI is ±{width:.1%} after {len(rounds_s)} rounds "
+            f"(target ±{target:.0%}; the round cap stopped it)"
+        )
     return None

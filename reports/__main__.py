@@ -25,13 +25,27 @@ def _parser() -> argparse.ArgumentParser:
     gate = sub.add_parser("gate", help="fail (exit 1) on a significant drop of within-run speedups")
     gate.add_argument("--baseline", required=True, help="results JSON of the stored baseline run")
     gate.add_argument("--current", required=True, help="results JSON of this run")
-    gate.add_argument("--tolerance", type=float, default=0.10,
-                      help="allowed drop of a speedup (fraction, default 0.10); a case's gate_tolerance overrides it")
-    gate.add_argument("--absolute", action="store_true",
-                      help="also fail when a variant's median time rose by more than the tolerance (fixed runner)")
-    gate.add_argument("--recheck", action="append", default=[], metavar="RESULTS",
-                      help="a re-measurement of the suspects; a regression must show in every one to fail")
-    gate.add_argument("--suspects", metavar="FILE", help="write a pytest -k expression of the regressed cases")
+    gate.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.10,
+        help="allowed drop of a speedup (fraction, default 0.10); a case's gate_tolerance overrides it",
+    )
+    gate.add_argument(
+        "--absolute",
+        action="store_true",
+        help="also fail when a variant's median time rose by more than the tolerance (fixed runner)",
+    )
+    gate.add_argument(
+        "--recheck",
+        action="append",
+        default=[],
+        metavar="RESULTS",
+        help="a re-measurement of the suspects; a regression must show in every one to fail",
+    )
+    gate.add_argument(
+        "--suspects", metavar="FILE", help="write a pytest -k expression of the regressed cases"
+    )
     return parser
 
 
@@ -47,8 +61,14 @@ def main(argv=None) -> int:
             return 0
         from reports.gate import run
 
-        code, text = run(args.baseline, args.current, tolerance=args.tolerance, absolute=args.absolute,
-                         recheck_paths=args.recheck, suspects_path=args.suspects)
+        code, text = run(
+            args.baseline,
+            args.current,
+            tolerance=args.tolerance,
+            absolute=args.absolute,
+            recheck_paths=args.recheck,
+            suspects_path=args.suspects,
+        )
         print(text, end="")
         return code
     except ResultsError as exc:

@@ -18,7 +18,6 @@ import pandas as pd
 from harness import catalogue, record
 from reports import html, load, plots, summary, verdicts
 
-
 PLOTS_PER_WORKER = 8  # fewer plots than this per worker: starting workers costs more than it saves
 
 
@@ -28,8 +27,10 @@ def catalogue_of(results: load.Results) -> list[record.CaseInfo]:
     recorded = results.cases_of()
     if recorded:
         return sorted(recorded.values(), key=lambda c: (c.tier or 9, c.id))
-    return [record.CaseInfo(id=e.id, tier=e.tier, technique=e.technique, source=e.source)
-            for e in catalogue.load()]
+    return [
+        record.CaseInfo(id=e.id, tier=e.tier, technique=e.technique, source=e.source)
+        for e in catalogue.load()
+    ]
 
 
 def _slug(text: str) -> str:
@@ -63,9 +64,13 @@ def build(paths, out: Path) -> Path:
         def view_for(case_id: str, entry) -> html.CaseView:
             case = known.get(case_id)
             view = html.CaseView(
-                id=case_id, tier=entry.tier if entry else None, technique=entry.technique if entry else "",
-                claim=entry.claim if entry else "", source=entry.source if entry else "",
-                known=entry is not None)
+                id=case_id,
+                tier=entry.tier if entry else None,
+                technique=entry.technique if entry else "",
+                claim=entry.claim if entry else "",
+                source=entry.source if entry else "",
+                known=entry is not None,
+            )
             for machine in machines:
                 key = (machine, case_id)
                 if key not in rows_by and key not in out_by:
@@ -79,7 +84,9 @@ def build(paths, out: Path) -> Path:
                 view.judgements[machine] = judgement
                 case_out = out_by.get(key, empty_out)
                 checks = case_out[(case_out["kind"] == "check") & (case_out["evidence"].fillna("") != "")]
-                view.findings[machine] = list(zip(checks["name"], checks["device"], checks["verdict"], checks["evidence"]))
+                view.findings[machine] = list(
+                    zip(checks["name"], checks["device"], checks["verdict"], checks["evidence"])
+                )
                 if not case_sum.empty:
                     table.loc[case_sum.index, "verdict"] = judgement.verdict
                     view.tables[machine] = case_sum[case_sum["against"].isin(["rule", "compiled"])]
@@ -90,7 +97,8 @@ def build(paths, out: Path) -> Path:
             if not view.judgements:
                 anywhere = outcomes[outcomes["case"] == case_id]
                 view.reason = (verdicts.skip_reasons(anywhere) if not anywhere.empty else "") or (
-                    "not in these results" if case else "no case yet")
+                    "not in these results" if case else "no case yet"
+                )
             return view
 
         jobs: list = []
@@ -103,7 +111,9 @@ def build(paths, out: Path) -> Path:
         for machine in machines:
             part = table[table["machine"] == machine]
             if not part.empty:
-                overviews[machine] = plots.overview_plot(part, _title(runs, machine, "speedups at the largest size"))
+                overviews[machine] = plots.overview_plot(
+                    part, _title(runs, machine, "speedups at the largest size")
+                )
                 (tmp / "plots" / f"overview--{_slug(machine)}.png").write_bytes(overviews[machine])
             roof = plots.roofline_plot(rows[rows["machine"] == machine], _title(runs, machine, "roofline"))
             if roof:
@@ -112,8 +122,9 @@ def build(paths, out: Path) -> Path:
 
         rows[load.COLUMNS].to_csv(tmp / "results.csv", index=False)
         table.to_csv(tmp / "summary.csv", index=False)
-        (tmp / "index.html").write_text(html.page(views, unknown, runs, machines, overviews, rooflines),
-                                        encoding="utf-8")
+        (tmp / "index.html").write_text(
+            html.page(views, unknown, runs, machines, overviews, rooflines), encoding="utf-8"
+        )
         _replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

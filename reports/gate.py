@@ -43,13 +43,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from reports import load, stats, summary
 
 OK, REGRESSED, NOISY, NEW, VANISHED, INCOMPARABLE, FAILED, MEMORY, SLOWER, UNSTABLE = (
-    "ok", "regressed", "ok (drop not significant)", "new", "vanished", "incomparable",
-    "check failed", "memory saving shrank", "slower (absolute)", "unstable",
+    "ok",
+    "regressed",
+    "ok (drop not significant)",
+    "new",
+    "vanished",
+    "incomparable",
+    "check failed",
+    "memory saving shrank",
+    "slower (absolute)",
+    "unstable",
 )
 # A sample whose IQR exceeds this fraction of its median (quiet machines: 3-5%) comes from a
 # machine that was not measuring the code (bimodal rounds: descheduled, throttled); the bootstrap
@@ -76,14 +83,18 @@ class Line:
 def _machine(results: load.Results, path) -> str:
     machines = list(dict.fromkeys(results.runs["machine"]))
     if len(machines) != 1:
-        raise load.ResultsError(f"{path}: holds results of {len(machines)} machines ({'; '.join(machines)}); "
-                                "gate one machine at a time")
+        raise load.ResultsError(
+            f"{path}: holds results of {len(machines)} machines ({'; '.join(machines)}); "
+            "gate one machine at a time"
+        )
     return machines[0]
 
 
 def _groups(results: load.Results) -> dict:
-    return {(g.key["case"], g.key["size_label"], g.key["dtype"], g.key["device"]): g
-            for g in summary.groups(results.rows)}
+    return {
+        (g.key["case"], g.key["size_label"], g.key["dtype"], g.key["device"]): g
+        for g in summary.groups(results.rows)
+    }
 
 
 def _cases(results: load.Results) -> set:
@@ -100,15 +111,15 @@ def _tol(case_id, known, default) -> float:
 
 
 def _regressed(base, cur, fast, slow, tol, seed) -> tuple[float, float, float, bool]:
-    r, lo, hi = stats.ratio_of_speedups(base.data[slow], base.data[fast], cur.data[slow], cur.data[fast],
-                                        level=LEVEL, seed=seed)
+    r, lo, hi = stats.ratio_of_speedups(
+        base.data[slow], base.data[fast], cur.data[slow], cur.data[fast], level=LEVEL, seed=seed
+    )
     return r, lo, hi, (not math.isnan(hi)) and hi < 1 - tol
 
 
 def _spread(sample: np.ndarray) -> float:
     q1, median, q3 = np.quantile(sample, [0.25, 0.5, 0.75])
     return float((q3 - q1) / median) if median > 0 else math.inf
-
 
 
 PAGE = 4096
@@ -120,8 +131,17 @@ def _memory_ratio(group, slow: str, fast: str) -> float:
     difference means nothing. NaN where a peak was not measured (the comparison is then skipped)."""
     return (group.peak[slow] + PAGE) / (group.peak[fast] + PAGE)
 
-def compare(baseline: load.Results, current: load.Results, *, tolerance: float = 0.10, absolute: bool = False,
-            rechecks: tuple = (), known: dict | None = None, names=("baseline", "current")) -> list[Line]:
+
+def compare(
+    baseline: load.Results,
+    current: load.Results,
+    *,
+    tolerance: float = 0.10,
+    absolute: bool = False,
+    rechecks: tuple = (),
+    known: dict | None = None,
+    names=("baseline", "current"),
+) -> list[Line]:
     # The pairs and tolerances a case is gated on are those its current run recorded (harness.record).
     known = known if known is not None else current.cases_of()
     base_machine, cur_machine = _machine(baseline, names[0]), _machine(current, names[1])
@@ -130,8 +150,16 @@ def compare(baseline: load.Results, current: load.Results, *, tolerance: float =
     lines: list[Line] = []
     failed = current.outcomes[current.outcomes["outcome"] == "failed"]
     for r in failed.itertuples():
-        lines.append(Line(r.case, r.size_label, f"{r.dtype} {r.device}".strip(), r.name, verdict=FAILED,
-                          note=r.reason.splitlines()[0][:200] if r.reason else ""))
+        lines.append(
+            Line(
+                r.case,
+                r.size_label,
+                f"{r.dtype} {r.device}".strip(),
+                r.name,
+                verdict=FAILED,
+                note=r.reason.splitlines()[0][:200] if r.reason else "",
+            )
+        )
     base_groups, cur_groups = _groups(baseline), _groups(current)
     recheck_groups = [_groups(rc) for rc in rechecks]
     comparable = base_machine == cur_machine
@@ -146,13 +174,19 @@ def compare(baseline: load.Results, current: load.Results, *, tolerance: float =
             lines.append(line)
             if cur is None or fast not in cur.data or slow not in cur.data:
                 line.verdict = VANISHED
-                line.note = "case missing from the current run" if case_id not in cur_cases else \
-                    "this size/pair missing from the current run"
+                line.note = (
+                    "case missing from the current run"
+                    if case_id not in cur_cases
+                    else "this size/pair missing from the current run"
+                )
                 continue
             line.current = float(np.median(cur.data[slow]) / np.median(cur.data[fast]))
             line.change = line.current / line.baseline - 1
             if not comparable:
-                line.verdict, line.note = INCOMPARABLE, f"baseline on {base_machine}, current on {cur_machine}"
+                line.verdict, line.note = (
+                    INCOMPARABLE,
+                    f"baseline on {base_machine}, current on {cur_machine}",
+                )
                 continue
             spread = max(_spread(g.data[v]) for g in (base, cur) for v in (fast, slow))
             if spread > MAX_SPREAD:
@@ -161,11 +195,15 @@ def compare(baseline: load.Results, current: load.Results, *, tolerance: float =
             r, lo, hi, bad = _regressed(base, cur, fast, slow, tol, seed=len(lines))
             line.ci = f"[{lo - 1:+.1%}, {hi - 1:+.1%}]" if not math.isnan(lo) else "too few rounds"
             if bad:
-                again = [g[key] for g in recheck_groups if key in g and fast in g[key].data and slow in g[key].data]
+                again = [
+                    g[key] for g in recheck_groups if key in g and fast in g[key].data and slow in g[key].data
+                ]
                 confirmed = [_regressed(base, g, fast, slow, tol, seed=len(lines))[3] for g in again]
                 if all(confirmed):
                     line.verdict = REGRESSED
-                    line.note = f"CI below -{tol:.0%}" + (f"; confirmed by {len(again)} recheck(s)" if again else "")
+                    line.note = f"CI below -{tol:.0%}" + (
+                        f"; confirmed by {len(again)} recheck(s)" if again else ""
+                    )
                 else:
                     line.verdict = NOISY
                     line.note = f"not confirmed by {confirmed.count(False)} of {len(again)} recheck(s)"
@@ -182,17 +220,32 @@ def compare(baseline: load.Results, current: load.Results, *, tolerance: float =
                     continue
                 r, lo, hi = stats.ratio_of_medians(cur.data[variant], base.data[variant], seed=len(lines))
                 if not math.isnan(lo) and lo > 1 + tol:
-                    lines.append(Line(case_id, size, f"{dtype} {device}", f"{variant} (absolute)",
-                                      float(np.median(base.data[variant])), float(np.median(cur.data[variant])),
-                                      r - 1, f"[{lo - 1:+.1%}, {hi - 1:+.1%}]", SLOWER, f"median time up > {tol:.0%}"))
+                    lines.append(
+                        Line(
+                            case_id,
+                            size,
+                            f"{dtype} {device}",
+                            f"{variant} (absolute)",
+                            float(np.median(base.data[variant])),
+                            float(np.median(cur.data[variant])),
+                            r - 1,
+                            f"[{lo - 1:+.1%}, {hi - 1:+.1%}]",
+                            SLOWER,
+                            f"median time up > {tol:.0%}",
+                        )
+                    )
     for key, cur in cur_groups.items():
         if key not in base_groups:
             for fast, slow in _pairs(cur, known):
                 value = float(np.median(cur.data[slow]) / np.median(cur.data[fast]))
-                lines.append(Line(key[0], key[1], f"{key[2]} {key[3]}", f"{fast} ÷ {slow}", current=value, verdict=NEW))
+                lines.append(
+                    Line(key[0], key[1], f"{key[2]} {key[3]}", f"{fast} ÷ {slow}", current=value, verdict=NEW)
+                )
     for case_id in sorted(_cases(baseline) - cur_cases):
         if not any(l.case == case_id and l.verdict == VANISHED for l in lines):
-            lines.append(Line(case_id, "", "", "", verdict=VANISHED, note="case missing from the current run"))
+            lines.append(
+                Line(case_id, "", "", "", verdict=VANISHED, note="case missing from the current run")
+            )
     return lines
 
 
@@ -216,17 +269,23 @@ def markdown(lines: list[Line], tolerance: float, baseline_runs: int = 2) -> str
         return str(text).replace("|", "\\|").replace("\n", " ")
 
     code = exit_code(lines)
-    head = [f"### Regression gate: {'FAIL' if code else 'pass'}", "",
-            f"Within-run speedups (slow median ÷ fast median), current ÷ baseline, with a 90% bootstrap "
-            f"interval of the change; a pair fails when the interval's top (its one-sided 95% bound) lies "
-            f"below -{tolerance:.0%} (or the case's own tolerance).", "",
-            *([SINGLE_RUN_NOTE, ""] if baseline_runs < 2 else []),
-            "| case | size | dtype device | pair | baseline speedup | current speedup | change | 90% CI | verdict | note |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    head = [
+        f"### Regression gate: {'FAIL' if code else 'pass'}",
+        "",
+        f"Within-run speedups (slow median ÷ fast median), current ÷ baseline, with a 90% bootstrap "
+        f"interval of the change; a pair fails when the interval's top (its one-sided 95% bound) lies "
+        f"below -{tolerance:.0%} (or the case's own tolerance).",
+        "",
+        *([SINGLE_RUN_NOTE, ""] if baseline_runs < 2 else []),
+        "| case | size | dtype device | pair | baseline speedup | current speedup | change | 90% CI | verdict | note |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     order = sorted(lines, key=lambda l: (l.verdict not in FAILING, l.case, l.size))
-    body = [f"| {cell(l.case)} | {cell(l.size)} | {cell(l.where)} | {cell(l.pair)} | {_f(l.baseline)} | "
-            f"{_f(l.current)} | {_f(l.change, '+.1%')} | {cell(l.ci)} | {'**' + l.verdict + '**' if l.verdict in FAILING else l.verdict} | {cell(l.note)} |"
-            for l in order]
+    body = [
+        f"| {cell(l.case)} | {cell(l.size)} | {cell(l.where)} | {cell(l.pair)} | {_f(l.baseline)} | "
+        f"{_f(l.current)} | {_f(l.change, '+.1%')} | {cell(l.ci)} | {'**' + l.verdict + '**' if l.verdict in FAILING else l.verdict} | {cell(l.note)} |"
+        for l in order
+    ]
     return "\n".join(head + body) + "\n"
 
 
@@ -237,15 +296,30 @@ def suspects(lines: list[Line]) -> str:
     return " or ".join(f"({case} and {size})" if size else case for case, size in points)
 
 
-def run(baseline_path, current_path, *, tolerance=0.10, absolute=False, recheck_paths=(), suspects_path=None,
-        known=None) -> tuple[int, str]:
+def run(
+    baseline_path,
+    current_path,
+    *,
+    tolerance=0.10,
+    absolute=False,
+    recheck_paths=(),
+    suspects_path=None,
+    known=None,
+) -> tuple[int, str]:
     if not 0 <= tolerance < 1:
         raise load.ResultsError(f"--tolerance {tolerance} must be in [0, 1)")
     baseline = load.load([baseline_path])
     current = load.load([current_path])
     rechecks = tuple(load.load([p]) for p in recheck_paths)
-    lines = compare(baseline, current, tolerance=tolerance, absolute=absolute, rechecks=rechecks,
-                    known=known, names=(str(baseline_path), str(current_path)))
+    lines = compare(
+        baseline,
+        current,
+        tolerance=tolerance,
+        absolute=absolute,
+        rechecks=rechecks,
+        known=known,
+        names=(str(baseline_path), str(current_path)),
+    )
     text = markdown(lines, tolerance, baseline_runs=len(baseline.runs))
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:

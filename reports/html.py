@@ -70,8 +70,10 @@ class CaseView:
 def _summary_table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return ""
-    head = ("<tr><th>size</th><th>dtype</th><th>device</th><th>fast ÷ slow</th><th>fast median</th>"
-            "<th>slow median</th><th>speedup [95% CI]</th><th>memory ratio (slow ÷ fast)</th></tr>")
+    head = (
+        "<tr><th>size</th><th>dtype</th><th>device</th><th>fast ÷ slow</th><th>fast median</th>"
+        "<th>slow median</th><th>speedup [95% CI]</th><th>memory ratio (slow ÷ fast)</th></tr>"
+    )
     body = []
     for r in frame.itertuples():
         ci = f" [{fmt(r.ci_low)}, {fmt(r.ci_high)}]" if math.isfinite(r.ci_low) else ""
@@ -79,18 +81,24 @@ def _summary_table(frame: pd.DataFrame) -> str:
             f"<tr><td>{esc(r.size_label)}</td><td>{esc(r.dtype)}</td><td>{esc(r.device)}</td>"
             f"<td>{esc(r.fast)} ÷ {esc(r.slow)}</td><td>{fmt(r.fast_median_s * 1e3)} ms</td>"
             f"<td>{fmt(r.slow_median_s * 1e3)} ms</td><td>{fmt(r.speedup)}×{ci}</td>"
-            f"<td>{fmt(r.memory_ratio)}</td></tr>")
+            f"<td>{fmt(r.memory_ratio)}</td></tr>"
+        )
     return f"<table>{head}{''.join(body)}</table>"
 
 
 def _section(view: CaseView, machines: list[str], css_class: str) -> str:
-    parts = [f'<section class="{css_class}" id="{esc(view.id)}">',
-             f"<h3><code>{esc(view.id)}</code> {'(unknown case)' if css_class == 'unknown' else ''}</h3>"]
+    parts = [
+        f'<section class="{css_class}" id="{esc(view.id)}">',
+        f"<h3><code>{esc(view.id)}</code> {'(unknown case)' if css_class == 'unknown' else ''}</h3>",
+    ]
     if view.technique:
         parts.append(f"<p><b>Technique:</b> {esc(view.technique)}</p>")
     parts.append(f"<p><b>Claim:</b> {esc(view.claim) or '<i>no case yet</i>'}</p>")
-    parts.append(f'<p class="meta">Source: {esc(view.source)}' +
-                 (f" · tier {esc(view.tier)}" if view.tier else "") + "</p>")
+    parts.append(
+        f'<p class="meta">Source: {esc(view.source)}'
+        + (f" · tier {esc(view.tier)}" if view.tier else "")
+        + "</p>"
+    )
     if not view.judgements:
         parts.append(f"<p>{badge('not measured')} {esc(view.reason)}</p>")
     for machine in machines:
@@ -101,16 +109,26 @@ def _section(view: CaseView, machines: list[str], css_class: str) -> str:
         if j.errors:
             shown = j.errors[:5]
             more = f"<li>… and {len(j.errors) - len(shown)} more</li>" if len(j.errors) > len(shown) else ""
-            parts.append(f'<p class="errors"><b>{len(j.errors)} failed test(s)</b> — errors of the run, '
-                         "not findings on the claim:</p><ul class=errors>"
-                         + "".join(f"<li>{esc(e)}</li>" for e in shown) + more + "</ul>")
+            parts.append(
+                f'<p class="errors"><b>{len(j.errors)} failed test(s)</b> — errors of the run, '
+                "not findings on the claim:</p><ul class=errors>"
+                + "".join(f"<li>{esc(e)}</li>" for e in shown)
+                + more
+                + "</ul>"
+            )
         for line in view.compile_findings.get(machine, ()):
             parts.append(f'<p class="compile"><b>torch.compile:</b> {esc(line)}</p>')
         findings = view.findings.get(machine)
         if findings:
-            parts.append("<ul>" + "".join(
-                f"<li>check <code>{esc(name)}</code> ({esc(device)}): {badge(verdict) if isinstance(verdict, str) else '<i>measured</i>'} "
-                f"{esc(evidence)}</li>" for name, device, verdict, evidence in findings) + "</ul>")
+            parts.append(
+                "<ul>"
+                + "".join(
+                    f"<li>check <code>{esc(name)}</code> ({esc(device)}): {badge(verdict) if isinstance(verdict, str) else '<i>measured</i>'} "
+                    f"{esc(evidence)}</li>"
+                    for name, device, verdict, evidence in findings
+                )
+                + "</ul>"
+            )
         table = view.tables.get(machine)
         if table is not None:
             parts.append(_summary_table(table))
@@ -129,9 +147,11 @@ def _machines_table(runs: pd.DataFrame) -> str:
         precision = "; ".join(f"{k}={v}" for k, v in (info.get("precision") or {}).items())
         gpu = f"{r.gpu_name} ×{r.gpu_count}" if r.gpu_count else "none"
         run_name = f"{r.run} (partial)" if getattr(r, "partial", False) else r.run
-        body.append(f"<tr><td>{esc(r.machine)}</td><td>{esc(run_name)}</td><td>{esc(r.datetime)}</td>"
-                    f"<td>{esc(r.profile)}</td><td>{esc(cpu.get('model'))} ({esc(cpu.get('usable_cores'))} cores; "
-                    f"{esc(feats)})</td><td>{esc(gpu)}</td><td class=meta>{esc(precision)}</td></tr>")
+        body.append(
+            f"<tr><td>{esc(r.machine)}</td><td>{esc(run_name)}</td><td>{esc(r.datetime)}</td>"
+            f"<td>{esc(r.profile)}</td><td>{esc(cpu.get('model'))} ({esc(cpu.get('usable_cores'))} cores; "
+            f"{esc(feats)})</td><td>{esc(gpu)}</td><td class=meta>{esc(precision)}</td></tr>"
+        )
     return f"<table>{head}{''.join(body)}</table>"
 
 
@@ -143,21 +163,36 @@ def _headline(views: list[CaseView], machines: list[str], runs: pd.DataFrame) ->
     not measured, so the counts add up to the catalogue), and the failed tests counted apart."""
     lines = []
     for machine in machines:
-        verdicts = [v.judgements[machine].verdict if machine in v.judgements else "not measured" for v in views]
+        verdicts = [
+            v.judgements[machine].verdict if machine in v.judgements else "not measured" for v in views
+        ]
         counts = ", ".join(f"{verdicts.count(k)} {k}" for k in VERDICT_ORDER)
         errors = [(v.id, e) for v in views if machine in v.judgements for e in v.judgements[machine].errors]
-        failed = (f"; <b class=errors>{len(errors)} failed test(s) in {len({c for c, _ in errors})} case(s)</b>"
-                  if errors else "; no failed tests")
+        failed = (
+            f"; <b class=errors>{len(errors)} failed test(s) in {len({c for c, _ in errors})} case(s)</b>"
+            if errors
+            else "; no failed tests"
+        )
         mine = runs[runs["machine"] == machine] if "machine" in runs else runs.iloc[:0]
         partial = mine[mine["partial"].fillna(False).astype(bool)] if "partial" in mine else mine.iloc[:0]
-        cut = ("; <b>partial</b>: " + esc("; ".join(f"{r.run} ({r.partial_reason or 'cut short'})"
-                                                 for r in partial.itertuples())) if not partial.empty else "")
+        cut = (
+            "; <b>partial</b>: "
+            + esc("; ".join(f"{r.run} ({r.partial_reason or 'cut short'})" for r in partial.itertuples()))
+            if not partial.empty
+            else ""
+        )
         lines.append(f"<li>{esc(machine)}: {counts} (= {len(verdicts)}){failed}{cut}</li>")
     return f'<ul class="headline">{"".join(lines)}</ul>'
 
 
-def page(views: list[CaseView], unknown: list[CaseView], runs: pd.DataFrame, machines: list[str],
-         overviews: dict, rooflines: dict) -> str:
+def page(
+    views: list[CaseView],
+    unknown: list[CaseView],
+    runs: pd.DataFrame,
+    machines: list[str],
+    overviews: dict,
+    rooflines: dict,
+) -> str:
     toc = []
     for tier in (1, 2, 3):
         items = []
@@ -166,23 +201,33 @@ def page(views: list[CaseView], unknown: list[CaseView], runs: pd.DataFrame, mac
             items.append(f'<li><a href="#{esc(v.id)}"><code>{esc(v.id)}</code></a> {badges}</li>')
         toc.append(f"<h3>Tier {tier}</h3><ul class=toc>{''.join(items)}</ul>")
     if unknown:
-        toc.append("<h3>Unknown cases</h3><ul class=toc>" + "".join(
-            f'<li><a href="#{esc(v.id)}"><code>{esc(v.id)}</code></a></li>' for v in unknown) + "</ul>")
+        toc.append(
+            "<h3>Unknown cases</h3><ul class=toc>"
+            + "".join(f'<li><a href="#{esc(v.id)}"><code>{esc(v.id)}</code></a></li>' for v in unknown)
+            + "</ul>"
+        )
     body = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; style-src \'unsafe-inline\'">',
-        "<title>Technique suite report</title>", f"<style>{CSS}</style></head><body>",
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
+        "<title>Technique suite report</title>",
+        f"<style>{CSS}</style></head><body>",
         "<h1>PyTorch technique suite: report</h1>",
         f"<p>{len(views)} catalogue IDs. Speedups are within one machine (runs pooled), medians of "
         "per-round times, 95% bootstrap CIs.</p>",
         _headline(views, machines, runs),
-        "<h2>Machines</h2>", _machines_table(runs),
-        "<h2>Contents</h2>", *toc,
+        "<h2>Machines</h2>",
+        _machines_table(runs),
+        "<h2>Contents</h2>",
+        *toc,
         "<h2>Overview</h2>",
     ]
     for machine in machines:
-        body.append(f"<h4>{esc(machine)}</h4>" + img(overviews.get(machine), f"speedups on {machine}")
-                    + img(rooflines.get(machine), f"roofline on {machine}"))
+        body.append(
+            f"<h4>{esc(machine)}</h4>"
+            + img(overviews.get(machine), f"speedups on {machine}")
+            + img(rooflines.get(machine), f"roofline on {machine}")
+        )
     body.append("<h2>Techniques</h2>")
     body.extend(_section(v, machines, "case") for v in views)
     if unknown:

@@ -127,8 +127,10 @@ def read_json(path: Path) -> dict:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path}: not valid JSON, truncated? ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list) or not isinstance(
-        doc.get("machine_info"), dict
+    if (
+        not isinstance(doc, dict)
+        or not isinstance(doc.get("benchmarks"), list)
+        or not isinstance(doc.get("machine_info"), dict)
     ):
         raise ResultsError(f"{path}: not a pytest-benchmark result (no 'benchmarks' list and 'machine_info')")
     return doc
@@ -172,18 +174,39 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
     rate = flops / median if median > 0 else math.nan
     bandwidth = moved / median if median > 0 else math.nan
     row = dict(
-        machine=run["machine"], run=run["run"], datetime=run["datetime"], case=str(point.case),
-        tier=_num(point.tier), variant=str(point.variant if point.variant != "?" else bench.get("name", "?")),
-        role=str(point.role), size_label=str(point.size_label), x_name=str(x_name),
-        x=_num(size.get(x_name)), dtype=str(dtype), device=str(device),
-        rounds=int(stats.get("rounds") or len(data)), median_s=median, q1_s=_num(stats.get("q1")),
-        q3_s=_num(stats.get("q3")), iqr_s=iqr, spread=iqr / median if median > 0 else math.nan,
-        noisy=bool(median > 0 and iqr / median > NOISY_SPREAD), min_s=_num(stats.get("min")),
-        mean_s=_num(stats.get("mean")), stddev_s=_num(stats.get("stddev")),
-        peak_bytes=_num(point.peak_bytes), max_abs_err=_num(point.max_abs_err),
-        max_rel_err=_num(point.max_rel_err), flops=flops, bytes=moved,
-        gflops_per_s=rate / 1e9, gb_per_s=bandwidth / 1e9, flops_ceiling=flops_ceiling,
-        copy_ceiling=copy_ceiling, flops_fraction=rate / flops_ceiling, bandwidth_fraction=bandwidth / copy_ceiling,
+        machine=run["machine"],
+        run=run["run"],
+        datetime=run["datetime"],
+        case=str(point.case),
+        tier=_num(point.tier),
+        variant=str(point.variant if point.variant != "?" else bench.get("name", "?")),
+        role=str(point.role),
+        size_label=str(point.size_label),
+        x_name=str(x_name),
+        x=_num(size.get(x_name)),
+        dtype=str(dtype),
+        device=str(device),
+        rounds=int(stats.get("rounds") or len(data)),
+        median_s=median,
+        q1_s=_num(stats.get("q1")),
+        q3_s=_num(stats.get("q3")),
+        iqr_s=iqr,
+        spread=iqr / median if median > 0 else math.nan,
+        noisy=bool(median > 0 and iqr / median > NOISY_SPREAD),
+        min_s=_num(stats.get("min")),
+        mean_s=_num(stats.get("mean")),
+        stddev_s=_num(stats.get("stddev")),
+        peak_bytes=_num(point.peak_bytes),
+        max_abs_err=_num(point.max_abs_err),
+        max_rel_err=_num(point.max_rel_err),
+        flops=flops,
+        bytes=moved,
+        gflops_per_s=rate / 1e9,
+        gb_per_s=bandwidth / 1e9,
+        flops_ceiling=flops_ceiling,
+        copy_ceiling=copy_ceiling,
+        flops_fraction=rate / flops_ceiling,
+        bandwidth_fraction=bandwidth / copy_ceiling,
         extra=json.dumps(extra, sort_keys=True, default=str) if extra else "",
     )
     if data.size == 0:
@@ -209,13 +232,22 @@ def load(args) -> Results:
         names[path.name] = path
         gpu = torch_info.get("gpu") or {}
         run = dict(
-            run=name, path=str(path), machine=machine_key(torch_info), label=torch_info.get("label", ""),
-            datetime=str(doc.get("datetime", "")), torch_version=torch_info.get("torch_version", ""),
-            cuda_version=torch_info.get("cuda_version") or "", gpu_name=gpu.get("name", ""),
-            gpu_count=gpu.get("count", 0), ceilings=torch_info.get("ceilings"),
-            profile=suite_part.info.profile, machine_info=torch_info,
-            commit=(doc.get("commit_info") or {}).get("id", ""), schema_version=suite_part.info.schema_version,
-            partial=suite_part.info.partial, partial_reason=suite_part.info.partial_reason,
+            run=name,
+            path=str(path),
+            machine=machine_key(torch_info),
+            label=torch_info.get("label", ""),
+            datetime=str(doc.get("datetime", "")),
+            torch_version=torch_info.get("torch_version", ""),
+            cuda_version=torch_info.get("cuda_version") or "",
+            gpu_name=gpu.get("name", ""),
+            gpu_count=gpu.get("count", 0),
+            ceilings=torch_info.get("ceilings"),
+            profile=suite_part.info.profile,
+            machine_info=torch_info,
+            commit=(doc.get("commit_info") or {}).get("id", ""),
+            schema_version=suite_part.info.schema_version,
+            partial=suite_part.info.partial,
+            partial_reason=suite_part.info.partial_reason,
         )
         runs.append(run)
         cases.setdefault(run["machine"], {}).update(suite_part.cases)
@@ -227,15 +259,41 @@ def load(args) -> Results:
                 rows.append(got[0])
                 datas.append(got[1])
         for o in suite_part.outcomes:
-            outcomes.append(dict(
-                machine=run["machine"], run=name, case=o.case, kind=o.kind, name=o.name,
-                size_label=o.size_label, dtype=o.dtype, device=o.device, outcome=o.outcome, reason=o.reason,
-                error_type=o.error_type, verdict=o.finding.verdict.value if o.finding and o.finding.verdict else None,
-                evidence=o.finding.evidence if o.finding else "", nodeid=o.nodeid,
-            ))
+            outcomes.append(
+                dict(
+                    machine=run["machine"],
+                    run=name,
+                    case=o.case,
+                    kind=o.kind,
+                    name=o.name,
+                    size_label=o.size_label,
+                    dtype=o.dtype,
+                    device=o.device,
+                    outcome=o.outcome,
+                    reason=o.reason,
+                    error_type=o.error_type,
+                    verdict=o.finding.verdict.value if o.finding and o.finding.verdict else None,
+                    evidence=o.finding.evidence if o.finding else "",
+                    nodeid=o.nodeid,
+                )
+            )
     table = pd.DataFrame(rows, columns=COLUMNS)
     table["tier"] = table["tier"].astype("Int64")  # blank, not NaN or 1.0, in the CSV
     table["data"] = pd.Series(datas, dtype=object, index=table.index) if datas else pd.Series(dtype=object)
-    out_cols = ["machine", "run", "case", "kind", "name", "size_label", "dtype", "device", "outcome",
-                "reason", "error_type", "verdict", "evidence", "nodeid"]
+    out_cols = [
+        "machine",
+        "run",
+        "case",
+        "kind",
+        "name",
+        "size_label",
+        "dtype",
+        "device",
+        "outcome",
+        "reason",
+        "error_type",
+        "verdict",
+        "evidence",
+        "nodeid",
+    ]
     return Results(table, pd.DataFrame(outcomes, columns=out_cols), pd.DataFrame(runs), cases)

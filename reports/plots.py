@@ -15,11 +15,11 @@ import textwrap
 import matplotlib
 
 matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
 DPI = 80
 
@@ -48,20 +48,40 @@ def case_plot(rows: pd.DataFrame, title: str) -> bytes:
     width, height = 4.2 * len(panels) + 0.6, 3.0 * nrows + 0.8
     fig = Figure(figsize=(width, height), dpi=DPI)
     # Fixed margins: constrained layout measures every tick label's extent, most of the cost.
-    fig.subplots_adjust(left=0.8 / width, right=1 - 0.2 / width, bottom=0.5 / height, top=1 - 0.8 / height,
-                        wspace=0.35, hspace=0.45)
+    fig.subplots_adjust(
+        left=0.8 / width,
+        right=1 - 0.2 / width,
+        bottom=0.5 / height,
+        top=1 - 0.8 / height,
+        wspace=0.35,
+        hspace=0.45,
+    )
     axes = fig.subplots(nrows, len(panels), squeeze=False)
     x_name = rows["x_name"].iloc[0] or "size"
     for col, ((device, dtype), part) in enumerate(panels):
         # Runs of one machine pooled: median of the per-run medians per variant and size.
-        agg = part.groupby(["variant", "x"], sort=False).agg(
-            median=("median_s", "median"), q1=("q1_s", "median"), q3=("q3_s", "median"),
-            peak=("peak_bytes", "max")).reset_index().sort_values("x")
+        agg = (
+            part.groupby(["variant", "x"], sort=False)
+            .agg(
+                median=("median_s", "median"),
+                q1=("q1_s", "median"),
+                q3=("q3_s", "median"),
+                peak=("peak_bytes", "max"),
+            )
+            .reset_index()
+            .sort_values("x")
+        )
         time_ax = axes[0][col]
         for variant, line in agg.groupby("variant", sort=False):
             drawn = time_ax.plot(line["x"], line["median"] * 1e3, marker="o", ms=3, label=variant)
-            time_ax.fill_between(line["x"], line["q1"] * 1e3, line["q3"] * 1e3, alpha=0.2,
-                                 color=drawn[0].get_color(), linewidth=0)
+            time_ax.fill_between(
+                line["x"],
+                line["q1"] * 1e3,
+                line["q3"] * 1e3,
+                alpha=0.2,
+                color=drawn[0].get_color(),
+                linewidth=0,
+            )
             if has_memory:
                 axes[1][col].plot(line["x"], line["peak"] / 2**20, marker="o", ms=3, label=variant)
         time_ax.set_title(f"{device} · {dtype}", fontsize=9)
@@ -122,8 +142,15 @@ def _draw_cost_model(row_axes, points: pd.DataFrame) -> None:
     agg = points.groupby(["algorithm", "bytes"], sort=True)[["measured_s", "model_s"]].median().reset_index()
     for algorithm, line in agg.groupby("algorithm", sort=False):
         drawn = ax.plot(line["bytes"], line["model_s"] * 1e3, linestyle="--", linewidth=1)
-        ax.plot(line["bytes"], line["measured_s"] * 1e3, marker="o", ms=3, linestyle="none",
-                color=drawn[0].get_color(), label=f"{algorithm} (o measured, -- model)")
+        ax.plot(
+            line["bytes"],
+            line["measured_s"] * 1e3,
+            marker="o",
+            ms=3,
+            linestyle="none",
+            color=drawn[0].get_color(),
+            label=f"{algorithm} (o measured, -- model)",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(_PLAIN)
@@ -141,9 +168,15 @@ def overview_plot(summary: pd.DataFrame, title: str) -> bytes:
     # The notes' pairs, and torch.compile's: compiled naive vs naive, optimized vs compiled naive.
     shown = summary["against"].isin(["rule", "compiled"])
     rule = summary[shown].assign(_order=range(int(shown.sum())))
-    last = rule.sort_values(["x", "_order"]).groupby(["case", "fast", "slow", "device", "dtype"], sort=False).tail(1)
+    last = (
+        rule.sort_values(["x", "_order"])
+        .groupby(["case", "fast", "slow", "device", "dtype"], sort=False)
+        .tail(1)
+    )
     last = last.sort_values(["case", "device", "dtype", "fast"])
-    labels = [f"{r.case}: {r.fast}/{r.slow} ({r.device} {r.dtype}, {r.size_label})" for r in last.itertuples()]
+    labels = [
+        f"{r.case}: {r.fast}/{r.slow} ({r.device} {r.dtype}, {r.size_label})" for r in last.itertuples()
+    ]
     fig = Figure(figsize=(11, 0.32 * max(len(labels), 1) + 1.4), dpi=DPI, layout="constrained")
     ax = fig.subplots()
     y = np.arange(len(labels))
@@ -167,22 +200,37 @@ def overview_plot(summary: pd.DataFrame, title: str) -> bytes:
 def roofline_plot(rows: pd.DataFrame, title: str) -> bytes | None:
     """Achieved GFLOP/s against arithmetic intensity (flop/byte), under the machine's measured
     compute and copy-bandwidth ceilings. None when no row has both a cost model and ceilings."""
-    usable = rows[rows["flops_ceiling"].notna() & rows["copy_ceiling"].notna() & (rows["bytes"] > 0)
-                  & rows["gflops_per_s"].notna()]
+    usable = rows[
+        rows["flops_ceiling"].notna()
+        & rows["copy_ceiling"].notna()
+        & (rows["bytes"] > 0)
+        & rows["gflops_per_s"].notna()
+    ]
     if usable.empty:
         return None
-    entries = usable.groupby(["device", "dtype"]).ngroups + usable.groupby(["variant", "device", "dtype"]).ngroups
+    entries = (
+        usable.groupby(["device", "dtype"]).ngroups + usable.groupby(["variant", "device", "dtype"]).ngroups
+    )
     columns = 1 + entries // 28  # a column of the legend holds ~28 entries at 6 pt beside a 4.5 in plot
     fig = Figure(figsize=(7 + 2.2 * columns, 4.5), dpi=DPI, layout="constrained")
     ax = fig.subplots()
     intensity = usable["flops"] / usable["bytes"]
     for (device, dtype), part in usable.groupby(["device", "dtype"], sort=False):
         peak, bw = part["flops_ceiling"].iloc[0], part["copy_ceiling"].iloc[0]
-        grid = np.logspace(math.log10(max(intensity.min() / 4, 1e-3)), math.log10(intensity.max() * 4 + 1e-3), 100)
-        ax.plot(grid, np.minimum(peak, bw * grid) / 1e9, linestyle="--", linewidth=1,
-                label=f"ceiling {device} {dtype}")
+        grid = np.logspace(
+            math.log10(max(intensity.min() / 4, 1e-3)), math.log10(intensity.max() * 4 + 1e-3), 100
+        )
+        ax.plot(
+            grid,
+            np.minimum(peak, bw * grid) / 1e9,
+            linestyle="--",
+            linewidth=1,
+            label=f"ceiling {device} {dtype}",
+        )
         for variant, pts in part.groupby("variant", sort=False):
-            ax.scatter(pts["flops"] / pts["bytes"], pts["gflops_per_s"], s=12, label=f"{variant} ({device} {dtype})")
+            ax.scatter(
+                pts["flops"] / pts["bytes"], pts["gflops_per_s"], s=12, label=f"{variant} ({device} {dtype})"
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (flop / byte of the cost model)")

@@ -71,8 +71,9 @@ def ratio_of_medians(num, den, *, boot: int = BOOT, level: float = LEVEL, seed: 
     return point, lo, hi
 
 
-def ratio_of_speedups(base_slow, base_fast, cur_slow, cur_fast, *, boot: int = 2000,
-                      level: float = LEVEL, seed: int = 0):
+def ratio_of_speedups(
+    base_slow, base_fast, cur_slow, cur_fast, *, boot: int = 2000, level: float = LEVEL, seed: int = 0
+):
     """(current speedup) / (baseline speedup), speedup = median(slow) / median(fast), with a
     bootstrap CI resampling each of the four samples independently: ``(point, low, high)``.
 

@@ -19,9 +19,28 @@ from reports import stats
 ROLES = ("naive", "optimized", "library", "compiled")
 
 SUMMARY_COLUMNS = [
-    "machine", "case", "tier", "size_label", "x_name", "x", "dtype", "device", "fast", "slow",
-    "against", "fast_rounds", "slow_rounds", "fast_median_s", "slow_median_s", "speedup",
-    "ci_low", "ci_high", "fast_peak_bytes", "slow_peak_bytes", "memory_ratio", "verdict",
+    "machine",
+    "case",
+    "tier",
+    "size_label",
+    "x_name",
+    "x",
+    "dtype",
+    "device",
+    "fast",
+    "slow",
+    "against",
+    "fast_rounds",
+    "slow_rounds",
+    "fast_median_s",
+    "slow_median_s",
+    "speedup",
+    "ci_low",
+    "ci_high",
+    "fast_peak_bytes",
+    "slow_peak_bytes",
+    "memory_ratio",
+    "verdict",
 ]
 
 
@@ -81,8 +100,11 @@ class Group:
                     if fast != slow and (fast, slow) not in [(f, s) for f, s, _ in out]:
                         out.append((fast, slow, "rule"))
         if not out:  # a case timing the notes' way against only the library's (no "optimized")
-            out = [(lib, slow, "library") for lib in expand("library", self.roles)
-                   for slow in expand("naive", self.roles)]
+            out = [
+                (lib, slow, "library")
+                for lib in expand("library", self.roles)
+                for slow in expand("naive", self.roles)
+            ]
         for fast in {f for f, _, _ in out}:
             for lib in expand("library", self.roles):
                 if lib != fast and (fast, lib) not in [(f, s) for f, s, _ in out]:
@@ -114,11 +136,23 @@ def groups(rows: pd.DataFrame) -> list[Group]:
         group = out.get(key)
         if group is None:
             i = idx[0]
-            group = out[key] = Group({**dict(zip(KEYS, key)), "tier": cols["tier"][i],
-                                      "x_name": cols["x_name"][i], "x": cols["x"][i]})
+            group = out[key] = Group(
+                {
+                    **dict(zip(KEYS, key)),
+                    "tier": cols["tier"][i],
+                    "x_name": cols["x_name"][i],
+                    "x": cols["x"][i],
+                }
+            )
         group.roles[variant] = cols["role"][idx[0]]
-        group.data[variant] = np.concatenate(list(cols["data"][idx])) if len(idx) > 1 else cols["data"][idx[0]]
-        group.peak[variant] = float(np.nanmax(cols["peak_bytes"][idx])) if np.isfinite(cols["peak_bytes"][idx]).any() else float("nan")
+        group.data[variant] = (
+            np.concatenate(list(cols["data"][idx])) if len(idx) > 1 else cols["data"][idx[0]]
+        )
+        group.peak[variant] = (
+            float(np.nanmax(cols["peak_bytes"][idx]))
+            if np.isfinite(cols["peak_bytes"][idx]).any()
+            else float("nan")
+        )
     return list(out.values())
 
 
@@ -130,12 +164,23 @@ def build(rows: pd.DataFrame, cases: dict) -> pd.DataFrame:
         for fast, slow, against in group.pairs(case):
             speedup, lo, hi = stats.ratio_of_medians(group.data[slow], group.data[fast])
             fp, sp = group.peak[fast], group.peak[slow]
-            out.append({
-                **group.key, "fast": fast, "slow": slow, "against": against,
-                "fast_rounds": group.data[fast].size, "slow_rounds": group.data[slow].size,
-                "fast_median_s": float(np.median(group.data[fast])),
-                "slow_median_s": float(np.median(group.data[slow])),
-                "speedup": speedup, "ci_low": lo, "ci_high": hi, "fast_peak_bytes": fp,
-                "slow_peak_bytes": sp, "memory_ratio": sp / fp if fp > 0 else math.nan, "verdict": "",
-            })
+            out.append(
+                {
+                    **group.key,
+                    "fast": fast,
+                    "slow": slow,
+                    "against": against,
+                    "fast_rounds": group.data[fast].size,
+                    "slow_rounds": group.data[slow].size,
+                    "fast_median_s": float(np.median(group.data[fast])),
+                    "slow_median_s": float(np.median(group.data[slow])),
+                    "speedup": speedup,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "fast_peak_bytes": fp,
+                    "slow_peak_bytes": sp,
+                    "memory_ratio": sp / fp if fp > 0 else math.nan,
+                    "verdict": "",
+                }
+            )
     return pd.DataFrame(out, columns=SUMMARY_COLUMNS)

@@ -11,9 +11,12 @@ import math
 import numpy as np
 
 MACHINE = {
-    "torch_version": "2.13.0+cpu", "cuda_version": None, "gpu": {"count": 0},
+    "torch_version": "2.13.0+cpu",
+    "cuda_version": None,
+    "gpu": {"count": 0},
     "cpu_detail": {"model": "Synthetic CPU", "usable_cores": 2, "features": {"avx2": True}},
-    "precision": {"float32_matmul_precision": "highest"}, "label": "Synthetic CPU (2 cores)",
+    "precision": {"float32_matmul_precision": "highest"},
+    "label": "Synthetic CPU (2 cores)",
 }
 VARIANTS = (("naive_v", "naive", 4.0), ("fast_v", "optimized", 1.0), ("lib_v", "library", 1.5))
 
@@ -21,10 +24,17 @@ VARIANTS = (("naive_v", "naive", 4.0), ("fast_v", "optimized", 1.0), ("lib_v", "
 def _stats(data: np.ndarray) -> dict:
     q1, median, q3 = np.quantile(data, [0.25, 0.5, 0.75])
     return {
-        "min": float(data.min()), "max": float(data.max()), "mean": float(data.mean()),
-        "stddev": float(data.std(ddof=1)) if data.size > 1 else 0.0, "rounds": int(data.size),
-        "median": float(median), "iqr": float(q3 - q1), "q1": float(q1), "q3": float(q3),
-        "iterations": 1, "data": data.tolist(),
+        "min": float(data.min()),
+        "max": float(data.max()),
+        "mean": float(data.mean()),
+        "stddev": float(data.std(ddof=1)) if data.size > 1 else 0.0,
+        "rounds": int(data.size),
+        "median": float(median),
+        "iqr": float(q3 - q1),
+        "q1": float(q1),
+        "q3": float(q3),
+        "iterations": 1,
+        "data": data.tolist(),
     }
 
 
@@ -32,9 +42,20 @@ def rounds(median: float, n: int, rng: np.random.Generator, sigma: float = 0.04)
     return median * rng.lognormal(0.0, sigma, n)
 
 
-def result(cases=("distance.pairwise",), variants=VARIANTS, sizes=(128, 256, 512), dtypes=("float32",),
-           devices=("cpu",), n_rounds=20, seed=0, machine=None, sigma=0.04, slow=None, outcomes=None,
-           peak=True) -> dict:
+def result(
+    cases=("distance.pairwise",),
+    variants=VARIANTS,
+    sizes=(128, 256, 512),
+    dtypes=("float32",),
+    devices=("cpu",),
+    n_rounds=20,
+    seed=0,
+    machine=None,
+    sigma=0.04,
+    slow=None,
+    outcomes=None,
+    peak=True,
+) -> dict:
     """A results document. ``variants``: (name, role, time factor); ``slow``: {variant: factor}
     applied on top (an injected regression)."""
     rng = np.random.default_rng(seed)
@@ -48,24 +69,57 @@ def result(cases=("distance.pairwise",), variants=VARIANTS, sizes=(128, 256, 512
                         median = 1e-6 * n * factor * slow.get(name, 1.0)
                         label = f"n{n}"
                         info = {
-                            "case": case, "kind": "variant", "variant": name, "role": role, "size": {"n": n},
-                            "size_label": label, "dtype": dtype, "device": device, "tier": 1, "x": "n",
-                            "flops": 2.0 * n**3, "bytes": 12.0 * n * n,
+                            "case": case,
+                            "kind": "variant",
+                            "variant": name,
+                            "role": role,
+                            "size": {"n": n},
+                            "size_label": label,
+                            "dtype": dtype,
+                            "device": device,
+                            "tier": 1,
+                            "x": "n",
+                            "flops": 2.0 * n**3,
+                            "bytes": 12.0 * n * n,
                             "peak_bytes": float(n * n * 4 * factor) if peak else None,
-                            "max_abs_err": 1e-6, "max_rel_err": 1e-7,
+                            "max_abs_err": 1e-6,
+                            "max_rel_err": 1e-7,
                         }
-                        benchmarks.append({
-                            "group": f"{case} {label}", "name": f"test_benchmark[{case}-{name}-{label}]",
-                            "fullname": f"suite/test_cases.py::test_benchmark[{case}-{name}-{label}]",
-                            "extra_info": info, "stats": _stats(rounds(median, n_rounds, rng, sigma)),
-                        })
-                        ledger.append({**{k: info[k] for k in ("case", "kind", "variant", "role", "size",
-                                                               "size_label", "dtype", "device")},
-                                       "nodeid": f"x::test_check[{case}-{name}-{label}]", "outcome": "passed"})
+                        benchmarks.append(
+                            {
+                                "group": f"{case} {label}",
+                                "name": f"test_benchmark[{case}-{name}-{label}]",
+                                "fullname": f"suite/test_cases.py::test_benchmark[{case}-{name}-{label}]",
+                                "extra_info": info,
+                                "stats": _stats(rounds(median, n_rounds, rng, sigma)),
+                            }
+                        )
+                        ledger.append(
+                            {
+                                **{
+                                    k: info[k]
+                                    for k in (
+                                        "case",
+                                        "kind",
+                                        "variant",
+                                        "role",
+                                        "size",
+                                        "size_label",
+                                        "dtype",
+                                        "device",
+                                    )
+                                },
+                                "nodeid": f"x::test_check[{case}-{name}-{label}]",
+                                "outcome": "passed",
+                            }
+                        )
     return {
         "machine_info": {"node": "synthetic", "torch": dict(machine or MACHINE)},
-        "commit_info": {"id": "0" * 40}, "benchmarks": benchmarks, "datetime": "2026-01-01T00:00:00",
-        "version": "5.2.3", "suite": {"profile": "quick", "devices": list(devices), "seed": 0},
+        "commit_info": {"id": "0" * 40},
+        "benchmarks": benchmarks,
+        "datetime": "2026-01-01T00:00:00",
+        "version": "5.2.3",
+        "suite": {"profile": "quick", "devices": list(devices), "seed": 0},
         "outcomes": ledger + list(outcomes or []),
     }
 

@@ -99,11 +99,16 @@ def not_faster(rule: rules.NotFaster, summary, rows, roles) -> Judgement:
     # itertuples, not iloc: a Series row's `.dtype` is the Series' own dtype, not the column.
     if not not_faster_at.empty:
         row = next(not_faster_at.sort_values("speedup").itertuples())
-        return Judgement(HOLDS, f"{row.fast} not faster than {row.slow} at {row.size_label} {row.dtype} "
-                                f"{row.device}: {_ci(row)}")
+        return Judgement(
+            HOLDS,
+            f"{row.fast} not faster than {row.slow} at {row.size_label} {row.dtype} {row.device}: {_ci(row)}",
+        )
     row = next(picked.sort_values("ci_low").itertuples())
-    return Judgement(FAILS, f"{rule.fast} faster than {rule.slow} everywhere measured; least at "
-                            f"{row.size_label} {row.dtype} {row.device}: {_ci(row)}")
+    return Judgement(
+        FAILS,
+        f"{rule.fast} faster than {rule.slow} everywhere measured; least at "
+        f"{row.size_label} {row.dtype} {row.device}: {_ci(row)}",
+    )
 
 
 def _peak_pairs(light_spec: str, heavy_spec: str, rows: pd.DataFrame, roles: dict, largest_only: bool):
@@ -111,11 +116,18 @@ def _peak_pairs(light_spec: str, heavy_spec: str, rows: pd.DataFrame, roles: dic
     largest such size of each device × dtype, or at every size."""
     light, heavy = expand(light_spec, roles), expand(heavy_spec, roles)
     picked = rows[rows["variant"].isin(light + heavy) & rows["peak_bytes"].notna()]
-    peaks = picked.groupby(["device", "dtype", "size_label", "variant"], sort=False).agg(
-        peak=("peak_bytes", "max"), x=("x", "first")).reset_index()
+    peaks = (
+        picked.groupby(["device", "dtype", "size_label", "variant"], sort=False)
+        .agg(peak=("peak_bytes", "max"), x=("x", "first"))
+        .reset_index()
+    )
     for (device, dtype), part in peaks.groupby(["device", "dtype"], sort=False):
-        both = [s for s in part["size_label"].unique()
-                if set(part[part.size_label == s].variant) & set(light) and set(part[part.size_label == s].variant) & set(heavy)]
+        both = [
+            s
+            for s in part["size_label"].unique()
+            if set(part[part.size_label == s].variant) & set(light)
+            and set(part[part.size_label == s].variant) & set(heavy)
+        ]
         if not both:
             continue
         part = part[part.size_label.isin(both)]
@@ -126,13 +138,20 @@ def _peak_pairs(light_spec: str, heavy_spec: str, rows: pd.DataFrame, roles: dic
                 for hv in heavy:
                     if lv in at and hv in at:
                         ratio = at[hv] / at[lv] if at[lv] > 0 else math.inf
-                        yield ratio, (f"peak {hv} {at[hv] / 2**20:.4g} MiB vs {lv} {at[lv] / 2**20:.4g} MiB "
-                                      f"({ratio:.3g}×) at {size} {dtype} {device}")
+                        yield (
+                            ratio,
+                            (
+                                f"peak {hv} {at[hv] / 2**20:.4g} MiB vs {lv} {at[lv] / 2**20:.4g} MiB "
+                                f"({ratio:.3g}×) at {size} {dtype} {device}"
+                            ),
+                        )
 
 
 def lighter(rule: rules.Lighter, summary, rows, roles) -> Judgement:
-    parts = [Judgement(HOLDS if ratio > rule.min_ratio else FAILS, where)
-             for ratio, where in _peak_pairs(rule.light, rule.heavy, rows, roles, largest_only=True)]
+    parts = [
+        Judgement(HOLDS if ratio > rule.min_ratio else FAILS, where)
+        for ratio, where in _peak_pairs(rule.light, rule.heavy, rows, roles, largest_only=True)
+    ]
     if not parts:
         return Judgement(NOT_MEASURED, f"no peak memory of {rule.light} and {rule.heavy} together")
     return combine(parts)
@@ -145,11 +164,15 @@ def not_lighter(rule: rules.NotLighter, summary, rows, roles) -> Judgement:
     not_lighter_at = [(ratio, where) for ratio, where in pairs if ratio <= 1]
     if not_lighter_at:
         return Judgement(HOLDS, f"{rule.light} not smaller: " + min(not_lighter_at)[1])
-    return Judgement(FAILS, f"{rule.light} smaller than {rule.heavy} everywhere measured; least: " + min(pairs)[1])
+    return Judgement(
+        FAILS, f"{rule.light} smaller than {rule.heavy} everywhere measured; least: " + min(pairs)[1]
+    )
 
 
 def from_findings(rule, outcomes: pd.DataFrame) -> Judgement:
-    found = outcomes[(outcomes["kind"] == "check") & outcomes["verdict"].notna() & (outcomes["outcome"] == "passed")]
+    found = outcomes[
+        (outcomes["kind"] == "check") & outcomes["verdict"].notna() & (outcomes["outcome"] == "passed")
+    ]
     if found.empty:
         return Judgement(NOT_MEASURED, "no check reached a verdict")
     verdicts = set(found["verdict"])
@@ -194,8 +217,11 @@ def judge(case, rows: pd.DataFrame, summary: pd.DataFrame, outcomes: pd.DataFram
     """The verdict for one case on one machine (all frames already filtered to both), with the
     failed tests beside it."""
     failed = outcomes[outcomes["outcome"] == "failed"]
-    errors = tuple(" ".join(f"{r.name or r.kind} {r.size_label} {r.dtype} {r.device}".split())
-                   + f" failed: {r.reason[:300]}" for r in failed.itertuples())
+    errors = tuple(
+        " ".join(f"{r.name or r.kind} {r.size_label} {r.dtype} {r.device}".split())
+        + f" failed: {r.reason[:300]}"
+        for r in failed.itertuples()
+    )
     if rows.empty and not (outcomes["outcome"] == "passed").any():
         why = "every test failed" if errors and not (outcomes["outcome"] == "skipped").any() else ""
         return Judgement(NOT_MEASURED, skip_reasons(outcomes) or why or "no results on this machine", errors)
@@ -217,8 +243,12 @@ def compile_findings(summary: pd.DataFrame) -> list[str]:
     rule = summary[summary["against"].isin(["rule", "library"])]
     lines = []
     for row in _largest(compiled[compiled["fast"].str.startswith("compiled")]).itertuples():
-        opt = rule[(rule["slow"] == row.slow) & (rule["size_label"] == row.size_label)
-                   & (rule["dtype"] == row.dtype) & (rule["device"] == row.device)]
+        opt = rule[
+            (rule["slow"] == row.slow)
+            & (rule["size_label"] == row.size_label)
+            & (rule["dtype"] == row.dtype)
+            & (rule["device"] == row.device)
+        ]
         where = f"{row.fast} vs {row.slow} at {row.size_label} {row.dtype} {row.device}: {_ci(row)}"
         if opt.empty:
             lines.append(f"{where}; no optimized variant timed beside it")

@@ -41,9 +41,7 @@ class VariantPoint:
 
     @property
     def id(self) -> str:
-        base = (
-            f"{self.case.id}-{self.variant_name}-{size_label(self.size)}-{dtype_name(self.dtype)}-{self.device}"
-        )
+        base = f"{self.case.id}-{self.variant_name}-{size_label(self.size)}-{dtype_name(self.dtype)}-{self.device}"
         return base if self.timing == "warm" else f"{base}-{self.timing}"
 
     @property
@@ -60,9 +58,14 @@ class VariantPoint:
 
     def describe(self) -> dict:
         described = {
-            "case": self.case.id, "kind": "variant", "variant": self.variant_name,
-            "role": self.variant.role.value, "size": dict(self.size), "size_label": size_label(self.size),
-            "dtype": dtype_name(self.dtype), "device": self.device,
+            "case": self.case.id,
+            "kind": "variant",
+            "variant": self.variant_name,
+            "role": self.variant.role.value,
+            "size": dict(self.size),
+            "size_label": size_label(self.size),
+            "dtype": dtype_name(self.dtype),
+            "device": self.device,
         }
         if self.timing != "warm":  # warm points keep the original description
             described["timing_mode"] = self.timing
@@ -112,8 +115,16 @@ class LaunchPoint:
     timing: str = "replay"
 
     @classmethod
-    def on(cls, case: str, name: str, device: str, world: int | None = None, *, gpus: int | None = None,
-           slow: bool = False) -> LaunchPoint:
+    def on(
+        cls,
+        case: str,
+        name: str,
+        device: str,
+        world: int | None = None,
+        *,
+        gpus: int | None = None,
+        slow: bool = False,
+    ) -> LaunchPoint:
         """On CUDA one process per GPU over NCCL (dist_worker's backend there); gloo on CPU."""
         on_gpus = (f"gpus>={gpus or world or 1}", "nccl") if device == "cuda" else ()
         return cls(case, name, device, world, ("distributed",) + on_gpus, slow)
@@ -125,8 +136,12 @@ class LaunchPoint:
 
     def describe(self) -> dict:
         rest = self.id.removeprefix(self.case + "-")
-        return {"case": self.case, "kind": "check", "check": f"{self.test}-{rest}" if self.test else rest,
-                "device": self.device}
+        return {
+            "case": self.case,
+            "kind": "check",
+            "check": f"{self.test}-{rest}" if self.test else rest,
+            "device": self.device,
+        }
 
 
 @functools.lru_cache(maxsize=None)
@@ -146,8 +161,11 @@ def compiled_variants(case_id: str) -> dict[str, Variant]:
         naive_variant = case.variants[name]
         for mode, suffix in ((compiled.DEFAULT, ""), (compiled.MAX_AUTOTUNE, "_max_autotune")):
             out[base + suffix] = dataclasses.replace(
-                naive_variant, fn=compiled.Compiled(naive_variant.fn, mode), role=Role.COMPILED,
-                requires=naive_variant.requires + ("compiler",))
+                naive_variant,
+                fn=compiled.Compiled(naive_variant.fn, mode),
+                role=Role.COMPILED,
+                requires=naive_variant.requires + ("compiler",),
+            )
     return out
 
 
@@ -167,9 +185,13 @@ def variant_points(profile: str, devices) -> list[VariantPoint]:
                     # At the largest size, where verdicts are judged: a compile per point costs
                     # seconds (minutes with max-autotune), one per pair keeps the full profile's time.
                     if size is sizes[-1] and (profile == "full" or case.id in compiled.QUICK_CASES):
-                        variants.update({
-                            n: v for n, v in compiled_variants(case.id).items()
-                            if not n.endswith("_max_autotune") or (device == "cuda" and profile == "full")})
+                        variants.update(
+                            {
+                                n: v
+                                for n, v in compiled_variants(case.id).items()
+                                if not n.endswith("_max_autotune") or (device == "cuda" and profile == "full")
+                            }
+                        )
                     for name, variant in variants.items():
                         if variant.dtypes is None or dtype in variant.dtypes:
                             points.append(VariantPoint(case, name, size, dtype, device))

@@ -44,9 +44,12 @@ POLL_S = 0.05
 
 def pytest_addoption(parser):
     parser.getgroup("suite").addoption(
-        "--no-isolation", action="store_true", default=False,
+        "--no-isolation",
+        action="store_true",
+        default=False,
         help="after a sticky CUDA error (device-side assert, illegal address) keep running the "
-        "remaining tests in this process instead of a fresh worker; they then fail with the same error")
+        "remaining tests in this process instead of a fresh worker; they then fail with the same error",
+    )
 
 
 def pytest_configure(config):
@@ -72,10 +75,12 @@ class Isolation:
         self.config = config
         self.context = isolation.Context.from_environ()
         ids_file = os.environ.pop(isolation.WORKER_NODEIDS_ENV, None)
-        self.worker_nodeids = (Path(ids_file).read_text(encoding="utf-8").splitlines()
-                               if ids_file else None)
-        self.enabled = not (config.getoption("--no-isolation") or config.getoption("usepdb")
-                            or os.environ.get("PYTEST_XDIST_WORKER"))
+        self.worker_nodeids = Path(ids_file).read_text(encoding="utf-8").splitlines() if ids_file else None
+        self.enabled = not (
+            config.getoption("--no-isolation")
+            or config.getoption("usepdb")
+            or os.environ.get("PYTEST_XDIST_WORKER")
+        )
         self.dead: tuple[str, str] | None = None  # (node ID, error) once the context is dead
         self.handed_over: set[str] = set()
         self.hand_overs: list[dict] = []
@@ -136,7 +141,7 @@ class Isolation:
         if self.dead is None or not self.enabled:
             return None
         items = item.session.items
-        rest = items[items.index(item):]
+        rest = items[items.index(item) :]
         self.handed_over.update(i.nodeid for i in rest)
         self._run_in_workers(item.session, rest)
         return True
@@ -145,8 +150,10 @@ class Isolation:
     def _run_in_workers(self, session, rest) -> None:
         nodeid, error = self.dead
         first_line = error.strip().splitlines()[0] if error.strip() else error
-        self._say(f"sticky CUDA error in {nodeid} ({first_line}): the {len(rest)} tests after it run "
-                  f"in a fresh worker process")
+        self._say(
+            f"sticky CUDA error in {nodeid} ({first_line}): the {len(rest)} tests after it run "
+            f"in a fresh worker process"
+        )
         _release_device_memory()
         folder = Path(tempfile.mkdtemp(prefix="suite-isolation-"))
         by_id = {item.nodeid: item for item in rest}
@@ -169,8 +176,13 @@ class Isolation:
         followed = _Followed()
         config = self.config
         try:
-            worker = isolation.Worker(config.invocation_params.args, [i.nodeid for i in remaining],
-                                      cwd=config.invocation_params.dir, folder=folder, index=index)
+            worker = isolation.Worker(
+                config.invocation_params.args,
+                [i.nodeid for i in remaining],
+                cwd=config.invocation_params.dir,
+                folder=folder,
+                index=index,
+            )
         except OSError as exc:
             for item in remaining:
                 self._fail(item, followed, f"the isolation worker could not start: {exc}")
@@ -224,8 +236,9 @@ class Isolation:
         if kind not in ("logstart", "report", "logfinish"):
             return  # the worker's header and run record: this process writes its own
         if kind == "report":
-            report = self.config.hook.pytest_report_from_serializable(config=self.config,
-                                                                      data=event["report"])
+            report = self.config.hook.pytest_report_from_serializable(
+                config=self.config, data=event["report"]
+            )
             _restore_tuples(report)
             nodeid = report.nodeid
         else:
@@ -249,8 +262,15 @@ class Isolation:
         if item.nodeid not in followed.started:
             item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         when = "teardown" if "call" in followed.phases.get(item.nodeid, ()) else "call"
-        report = pytest.TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed",
-                                   message, when, user_properties=list(item.user_properties))
+        report = pytest.TestReport(
+            item.nodeid,
+            item.location,
+            {k: 1 for k in item.keywords},
+            "failed",
+            message,
+            when,
+            user_properties=list(item.user_properties),
+        )
         item.ihook.pytest_runtest_logreport(report=report)
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         followed.finished.add(item.nodeid)
@@ -272,8 +292,10 @@ class Isolation:
             return
         terminalreporter.section("isolation from sticky CUDA errors")
         for h in self.hand_overs:
-            terminalreporter.write_line(f"after {h['after']}: {h['error']}; {h['tests']} tests ran in "
-                                        f"{h['workers']} fresh worker process(es)")
+            terminalreporter.write_line(
+                f"after {h['after']}: {h['error']}; {h['tests']} tests ran in "
+                f"{h['workers']} fresh worker process(es)"
+            )
 
 
 def _explain(report, error: str, isolated: bool) -> None:
@@ -283,10 +305,17 @@ def _explain(report, error: str, isolated: bool) -> None:
     crash = getattr(report.longrepr, "reprcrash", None)
     if lines and crash is not None:
         crash.message = "\n".join([crash.message, *lines])
-    after = ("the tests after this one run in a fresh worker process (suite.isolation)" if isolated else
-             "isolation is off here, so the CUDA tests after this one fail with the same error")
-    report.sections.append(("sticky CUDA error", "\n".join(
-        [error, *lines, f"The CUDA context of this process is dead: {after}."])))
+    after = (
+        "the tests after this one run in a fresh worker process (suite.isolation)"
+        if isolated
+        else "isolation is off here, so the CUDA tests after this one fail with the same error"
+    )
+    report.sections.append(
+        (
+            "sticky CUDA error",
+            "\n".join([error, *lines, f"The CUDA context of this process is dead: {after}."]),
+        )
+    )
 
 
 def _restore_tuples(report) -> None:

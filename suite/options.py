@@ -13,27 +13,36 @@ PROFILES = ("quick", "full")
 def add_options(parser) -> None:
     group = parser.getgroup("suite", "PyTorch technique suite")
     group.addoption(
-        "--profile", choices=PROFILES, default="quick",
+        "--profile",
+        choices=PROFILES,
+        default="quick",
         help="sizes to run: quick (CI, seconds per case) or full (fills a GPU). Default: quick.",
     )
     group.addoption(
-        "--device", default="cpu,cuda",
+        "--device",
+        default="cpu,cuda",
         help="comma-separated devices among cpu,cuda. Default: both; cuda tests are skipped with "
         "a reason where CUDA is not available.",
     )
     group.addoption("--seed", type=int, default=0, help="seed for every case's inputs. Default: 0.")
     group.addoption(
-        "--threads", type=int, default=None,
+        "--threads",
+        type=int,
+        default=None,
         help="torch intra-op threads for the run (torch.set_num_threads), recorded in the machine info. "
         "Default: torch's own choice. On shared CPU machines 1 gives steadier timings.",
     )
     group.addoption(
-        "--time-budget", type=float, default=None, metavar="SECONDS",
+        "--time-budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
         help="fit the run in about this many seconds by capping each point's timed rounds below "
         "--benchmark-max-time (checks are never trimmed); the end of the run says what was trimmed.",
     )
     group.addoption(
-        "--timing-mode", default="warm",
+        "--timing-mode",
+        default="warm",
         help="comma-separated GPU timing modes among warm,cold_l2,graph (or 'all'): each CUDA point "
         "is benchmarked once per mode. CPU points are always timed warm. Default: warm.",
     )

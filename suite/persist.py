@@ -104,8 +104,10 @@ class Persist:
         self.left_out: list[str] = []
         self._machine: dict | None = None
         self._sigterm_before = None
-        if threading.current_thread() is threading.main_thread() and \
-                signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # never replace someone else's handler
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        ):  # never replace someone else's handler
             self._sigterm_before = signal.signal(signal.SIGTERM, _raise_terminated)
 
     @property
@@ -159,8 +161,13 @@ class Persist:
         config.hook.pytest_benchmark_update_machine_info(config=config, machine_info=machine_info)
         commit_info = config.hook.pytest_benchmark_generate_commit_info(config=config)
         config.hook.pytest_benchmark_update_commit_info(config=config, commit_info=commit_info)
-        return config.hook.pytest_benchmark_generate_json(config=config, benchmarks=[], include_data=True,
-                                                          machine_info=machine_info, commit_info=commit_info)
+        return config.hook.pytest_benchmark_generate_json(
+            config=config,
+            benchmarks=[],
+            include_data=True,
+            machine_info=machine_info,
+            commit_info=commit_info,
+        )
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_benchmark_generate_machine_info(self, config):
@@ -252,8 +259,10 @@ class Persist:
             if _points_in(self.json_path) >= self.journal.benchmarks:
                 path.unlink(missing_ok=True)
             else:
-                lines.append(f"{self.json_path} does not hold the {self.journal.benchmarks} points the run "
-                             f"finished; rebuild it from the journal: python -m harness.journal {path}")
+                lines.append(
+                    f"{self.json_path} does not hold the {self.journal.benchmarks} points the run "
+                    f"finished; rebuild it from the journal: python -m harness.journal {path}"
+                )
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         for line in lines:
             if reporter is not None:

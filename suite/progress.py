@@ -68,13 +68,18 @@ class Progress:
             return
         timed, tests = sum(self.timed_by_case.values()), sum(self.tests_by_case.values())
         compiles = sum(1 for i in session.items if i.nodeid in self.timed_ids and "-compiled" in i.nodeid)
-        ceiling = (timed * (self.max_time_s + OVERHEAD_GUESS_S) + (tests - timed) * CHECK_GUESS_S
-                   + compiles * COMPILE_GUESS_S)
+        ceiling = (
+            timed * (self.max_time_s + OVERHEAD_GUESS_S)
+            + (tests - timed) * CHECK_GUESS_S
+            + compiles * COMPILE_GUESS_S
+        )
         budget = f"; --time-budget {self.budget_s:g} s trims the rounds to fit" if self.budget_s else ""
-        lines = [f"plan: {timed} timed points and {tests - timed} other tests in {len(self.tests_by_case)} "
-                 f"cases; rounds stop at ±2% on the median or {self.max_time_s:g} s per point; at most "
-                 f"~{ceiling / 60:.1f} min{budget}",
-                 "      " + ", ".join(f"{c} {n}" for c, n in sorted(self.timed_by_case.items()))]
+        lines = [
+            f"plan: {timed} timed points and {tests - timed} other tests in {len(self.tests_by_case)} "
+            f"cases; rounds stop at ±2% on the median or {self.max_time_s:g} s per point; at most "
+            f"~{ceiling / 60:.1f} min{budget}",
+            "      " + ", ".join(f"{c} {n}" for c, n in sorted(self.timed_by_case.items())),
+        ]
         self._write(lines)
 
     # budget ---------------------------------------------------------------------------------------
@@ -84,8 +89,12 @@ class Progress:
         if not self.budget_s:
             return self.max_time_s
         left_timed = max(1, sum(self.timed_by_case.values()) - self.timed.done)
-        left_other = max(0, sum(self.tests_by_case.values()) - sum(self.timed_by_case.values()) - self.other.done)
-        overhead = ((self.timed.seconds - self.rounds_s) / self.timed.done) if self.timed.done else OVERHEAD_GUESS_S
+        left_other = max(
+            0, sum(self.tests_by_case.values()) - sum(self.timed_by_case.values()) - self.other.done
+        )
+        overhead = (
+            ((self.timed.seconds - self.rounds_s) / self.timed.done) if self.timed.done else OVERHEAD_GUESS_S
+        )
         per_check = self.other.seconds / self.other.done if self.other.done else CHECK_GUESS_S
         remaining = self.budget_s - (time.perf_counter() - self.started)
         cap = (remaining - left_timed * max(overhead, 0.0) - left_other * per_check) / left_timed
@@ -111,20 +120,29 @@ class Progress:
         tally.seconds += duration
         case = point["case"]
         self.finished_by_case[case] += 1
-        if self.enabled and self.timed_by_case and self.finished_by_case[case] == self.tests_by_case.get(case):
+        if (
+            self.enabled
+            and self.timed_by_case
+            and self.finished_by_case[case] == self.tests_by_case.get(case)
+        ):
             self.cases_done += 1
             elapsed = time.perf_counter() - self.started
             done, total = sum(self.finished_by_case.values()), sum(self.tests_by_case.values())
             eta = elapsed / done * (total - done) if done else 0.0
-            self._write([f"[{self.cases_done}/{len(self.tests_by_case)}] {case}: "
-                         f"{self.tests_by_case[case]} tests done; elapsed {_clock(elapsed)}, ETA {_clock(eta)}"])
+            self._write(
+                [
+                    f"[{self.cases_done}/{len(self.tests_by_case)}] {case}: "
+                    f"{self.tests_by_case[case]} tests done; elapsed {_clock(elapsed)}, ETA {_clock(eta)}"
+                ]
+            )
 
     def pytest_terminal_summary(self, terminalreporter):
         if self.trimmed:
             lowest = min(cap for _, cap in self.trimmed)
             terminalreporter.write_line(
                 f"time budget {self.budget_s:g} s: {len(self.trimmed)} points' rounds capped below "
-                f"{self.max_time_s:g} s (lowest {lowest:.3g} s); their precision flags say which missed ±2%")
+                f"{self.max_time_s:g} s (lowest {lowest:.3g} s); their precision flags say which missed ±2%"
+            )
 
     def _write(self, lines) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")

@@ -33,11 +33,21 @@ def declared_cases() -> dict[str, record.CaseInfo]:
         entry = entries.get(case.id)
         rule = case.verdict or (rules.Faster() if case.variants else rules.FromFindings())
         out[case.id] = record.CaseInfo(
-            id=case.id, tier=case.tier, technique=entry.technique if entry else "", claim=case.claim,
-            source=case.source, rule=rule, gate_tolerance=case.gate_tolerance)
+            id=case.id,
+            tier=case.tier,
+            technique=entry.technique if entry else "",
+            claim=case.claim,
+            source=case.source,
+            rule=rule,
+            gate_tolerance=case.gate_tolerance,
+        )
     for cid, entry in entries.items():
-        out.setdefault(cid, record.CaseInfo(id=cid, tier=entry.tier, technique=entry.technique,
-                                            source=entry.source, declared=False))
+        out.setdefault(
+            cid,
+            record.CaseInfo(
+                id=cid, tier=entry.tier, technique=entry.technique, source=entry.source, declared=False
+            ),
+        )
     return out
 
 
@@ -49,13 +59,17 @@ def _derived_point(item, case_ids) -> dict | None:
     if not matches:
         return None
     case = max(matches, key=len)
-    rest = param_id[len(case) + 1:]
+    rest = param_id[len(case) + 1 :]
     params = getattr(item, "callspec").params
     device = params.get("device") if isinstance(params.get("device"), str) else ""
     if not device:
         device = next((d for d in ("cuda", "cpu") if rest.endswith(d)), "")
-    return {"case": case, "kind": "check", "check": f"{item.originalname}{'-' + rest if rest else ''}",
-            "device": device}
+    return {
+        "case": case,
+        "kind": "check",
+        "check": f"{item.originalname}{'-' + rest if rest else ''}",
+        "device": device,
+    }
 
 
 class Recorder:
@@ -113,8 +127,11 @@ class Recorder:
         point = props.get("point")
         if point is None:
             return
-        if not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")
-                or (report.when == "teardown" and report.failed)):
+        if not (
+            report.when == "call"
+            or (report.when == "setup" and report.outcome != "passed")
+            or (report.when == "teardown" and report.failed)
+        ):
             return
         reason, error_type = "", ""
         if report.skipped and isinstance(report.longrepr, tuple):
@@ -124,22 +141,35 @@ class Recorder:
             reason = (crash.message if crash else str(report.longrepr))[:2000]
             error_type = reason.split(":", 1)[0] if ":" in reason[:80] else "Failed"
         finding = props.get("finding")
-        self.outcomes.append(record.Outcome(
-            case=point["case"], kind=point["kind"], name=point.get("variant") or point.get("check", ""),
-            device=point.get("device", ""), nodeid=report.nodeid, outcome=report.outcome, reason=reason,
-            error_type=error_type, role=point.get("role", ""), size=point.get("size") or {},
-            size_label=point.get("size_label", ""), dtype=point.get("dtype", ""),
-            timing_mode=point.get("timing_mode", ""),
-            finding=record.Finding.from_data(finding) if finding else None, measured=props.get("measured"),
-        ))
+        self.outcomes.append(
+            record.Outcome(
+                case=point["case"],
+                kind=point["kind"],
+                name=point.get("variant") or point.get("check", ""),
+                device=point.get("device", ""),
+                nodeid=report.nodeid,
+                outcome=report.outcome,
+                reason=reason,
+                error_type=error_type,
+                role=point.get("role", ""),
+                size=point.get("size") or {},
+                size_label=point.get("size_label", ""),
+                dtype=point.get("dtype", ""),
+                timing_mode=point.get("timing_mode", ""),
+                finding=record.Finding.from_data(finding) if finding else None,
+                measured=props.get("measured"),
+            )
+        )
 
     # results JSON -------------------------------------------------------------------------------
     def pytest_benchmark_update_json(self, config, benchmarks, output_json):
         from suite import options
 
         info = record.RunInfo(
-            profile=config.getoption("--profile"), devices=options.devices(config),
-            seed=config.getoption("--seed"), partial=bool(self.partial_reason),
+            profile=config.getoption("--profile"),
+            devices=options.devices(config),
+            seed=config.getoption("--seed"),
+            partial=bool(self.partial_reason),
             partial_reason=self.partial_reason,
         )
         output_json["suite"] = {**(output_json.get("suite") or {}), **info.to_data()}
@@ -194,8 +224,11 @@ def _keep_under_benchmark_only(item) -> None:
     """`pytest suite -m gpu --benchmark-only` is the command GPU users run: without its rule checks
     the report could give no verdict to the Tier-3 claims. Variant checks need no such help: each
     benchmark checks its variant against the oracle before timing it."""
-    item.own_markers[:] = [m for m in item.own_markers
-                           if not (m.name == "skip" and str(m.kwargs.get("reason", "")).startswith(NOT_A_BENCHMARK))]
+    item.own_markers[:] = [
+        m
+        for m in item.own_markers
+        if not (m.name == "skip" and str(m.kwargs.get("reason", "")).startswith(NOT_A_BENCHMARK))
+    ]
 
 
 def recorder(config) -> Recorder:

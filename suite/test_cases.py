@@ -67,13 +67,21 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
     if point.timing != "warm":
         benchmark.group += f" {point.timing}"
     device_ceilings = machine_ceilings(point.device) if not benchmark.disabled else {}
-    benchmark.extra_info.update(record.BenchmarkInfo(
-        case=case.id, variant=point.variant_name, role=point.variant.role.value, size=dict(point.size),
-        size_label=size_label(point.size), dtype=dtype_name(point.dtype), device=point.device,
-        tier=case.tier, x=case.x_axis,
-        flops=case.flops(point.size) if case.flops else None,
-        bytes=case.bytes_moved(point.size, itemsize) if case.bytes_moved else None,
-    ).to_data())
+    benchmark.extra_info.update(
+        record.BenchmarkInfo(
+            case=case.id,
+            variant=point.variant_name,
+            role=point.variant.role.value,
+            size=dict(point.size),
+            size_label=size_label(point.size),
+            dtype=dtype_name(point.dtype),
+            device=point.device,
+            tier=case.tier,
+            x=case.x_axis,
+            flops=case.flops(point.size) if case.flops else None,
+            bytes=case.bytes_moved(point.size, itemsize) if case.bytes_moved else None,
+        ).to_data()
+    )
     if point.timing != "warm":
         benchmark.extra_info["timing_mode"] = point.timing
 
@@ -109,7 +117,8 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
     cap = budget.round_cap_s(point.id)
     started = time.perf_counter()
     _, info = _run_or_skip_on_oom(
-        point, lambda: timing.run(benchmark, call, point.device, point.timing, request.config, replay, clock, cap)
+        point,
+        lambda: timing.run(benchmark, call, point.device, point.timing, request.config, replay, clock, cap),
     )
     phases["timing"] = time.perf_counter() - started
     if not benchmark.disabled:
@@ -120,8 +129,14 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
     if not benchmark.disabled:
         extra = benchmark.extra_info
         extra.update(
-            timing.roofline_info(point.device, point.dtype, extra["flops"], extra["bytes"],
-                                 benchmark.stats.stats.median, device_ceilings)
+            timing.roofline_info(
+                point.device,
+                point.dtype,
+                extra["flops"],
+                extra["bytes"],
+                benchmark.stats.stats.median,
+                device_ceilings,
+            )
         )
         extra["warnings"] = extra.get("warnings", []) + timing.above_ceiling_warning(extra)
 
@@ -143,7 +158,12 @@ def _compile_first(point, input_cache) -> dict:
     if reason:
         measure.free_memory(point.device)  # outside the except block: the traceback holds tensors
         pytest.skip(f"torch.compile failed: {reason}")
-    return {"compiles": naive, "compile_mode": point.variant.fn.mode, "compile_s": seconds, "graph_breaks": breaks}
+    return {
+        "compiles": naive,
+        "compile_mode": point.variant.fn.mode,
+        "compile_s": seconds,
+        "graph_breaks": breaks,
+    }
 
 
 def _checked_graph_replay(point, call, input_cache):

@@ -1,5 +1,5 @@
 """Distributed cases: launch `cases.dist_worker` with torchrun, hand its per-rank JSON to the
-cases' judges (`cases.parallel`, `cases.dist_setup`), record their findings and benchmark rows.
+cases' judges (`cases.parallel`, `cases.dist`), record their findings and benchmark rows.
 
 Timings: the ranks time their own steps (device synchronized before each clock read) and the
 slowest rank's time per step is the step time. pytest-benchmark cannot time a subprocess's steps,
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cases import dist_setup as S
+from cases import dist as S
 from cases import parallel as P
 from harness import launch, record, timing
 from suite import options
@@ -47,8 +47,12 @@ def _world_sizes(device: str) -> list[int]:
 
 def _at_world_sizes(case: str, name: str, devices, smallest: int = 1) -> list[LaunchPoint]:
     # More CPU ranks than the CI machine's 2 cores time contention, not the algorithm: slow.
-    return [LaunchPoint.on(case, name, d, w, slow=d == "cpu" and w > 2)
-            for d in devices for w in _world_sizes(d) if w >= smallest]
+    return [
+        LaunchPoint.on(case, name, d, w, slow=d == "cpu" and w > 2)
+        for d in devices
+        for w in _world_sizes(d)
+        if w >= smallest
+    ]
 
 
 def launches(points):
@@ -86,8 +90,10 @@ def replay(request, benchmark, seconds: list[float]) -> None:
     marker = request.node.get_closest_marker("benchmark")
     clock = marker.kwargs.get("timer") if marker is not None else None
     if not isinstance(clock, timing.ReplayClock):
-        pytest.fail(f"{request.node.nodeid} has no ReplayClock timer: is it parametrised with a LaunchPoint?",
-                    pytrace=False)
+        pytest.fail(
+            f"{request.node.nodeid} has no ReplayClock timer: is it parametrised with a LaunchPoint?",
+            pytrace=False,
+        )
     clock.load(seconds)
     benchmark.pedantic(clock.advance, setup=clock.rewind, rounds=len(seconds), iterations=1)
 
@@ -122,17 +128,22 @@ class Runs:
         if key not in self.done:
             args = ["train", "--device", device, *_train_args(self.profile)]
             out = self.root / f"train-{device}-w{world}-n{nnodes}"
-            self.done[key] = launch.torchrun(WORKER, args, nproc=world // nnodes, nnodes=nnodes,
-                                             out_dir=out, timeout_s=TIMEOUT_S)
+            self.done[key] = launch.torchrun(
+                WORKER, args, nproc=world // nnodes, nnodes=nnodes, out_dir=out, timeout_s=TIMEOUT_S
+            )
         return self.done[key]
 
     def allreduce(self, device: str, world: int) -> launch.Launch:
         key = ("allreduce", device, world)
         if key not in self.done:
             sizes = ",".join(str(s) for s in P.allreduce_message_sizes(self.profile, device))
-            self.done[key] = launch.torchrun(WORKER, ["allreduce", "--device", device, "--sizes", sizes],
-                                             nproc=world, out_dir=self.root / f"allreduce-{device}-w{world}",
-                                             timeout_s=TIMEOUT_S)
+            self.done[key] = launch.torchrun(
+                WORKER,
+                ["allreduce", "--device", device, "--sizes", sizes],
+                nproc=world,
+                out_dir=self.root / f"allreduce-{device}-w{world}",
+                timeout_s=TIMEOUT_S,
+            )
         return self.done[key]
 
 
@@ -172,8 +183,13 @@ def test_ddp(launch_point, runs, benchmark, request):
 @launches(lambda devices: [LaunchPoint.on("parallel.dp_vs_ddp", "dp", "cuda", gpus=2)])
 def test_dataparallel(launch_point, runs, benchmark, tmp_path, request):
     """nn.DataParallel: one process driving every GPU on the full batch (the DDP rows' baseline)."""
-    run = launch.torchrun(WORKER, ["train", "--device", "cuda", "--modes", "dp", *_train_args(runs.profile)],
-                          nproc=1, out_dir=tmp_path, timeout_s=TIMEOUT_S)
+    run = launch.torchrun(
+        WORKER,
+        ["train", "--device", "cuda", "--modes", "dp", *_train_args(runs.profile)],
+        nproc=1,
+        out_dir=tmp_path,
+        timeout_s=TIMEOUT_S,
+    )
     info, extra, times = P.train_row(_training(run, "dp"), "dp", "cuda")
     extra["gpus"] = torch.cuda.device_count()
     group = f"parallel.dp_vs_ddp dp {torch.cuda.device_count()}gpu cuda"
@@ -221,8 +237,9 @@ def test_allreduce_sizes(launch_point, runs, benchmark, request):
 @launches(lambda devices: [LaunchPoint.on("dist.setup", "torchrun_env", "cpu", 2)])
 def test_setup_torchrun(launch_point, tmp_path, request):
     device, world = launch_point.device, launch_point.world
-    run = launch.torchrun(WORKER, ["setup", "--device", device], nproc=world, out_dir=tmp_path,
-                          timeout_s=TIMEOUT_S)
+    run = launch.torchrun(
+        WORKER, ["setup", "--device", device], nproc=world, out_dir=tmp_path, timeout_s=TIMEOUT_S
+    )
     require_ok(run, "setup")
     record_finding(request, "torchrun_env", S.judge_torchrun_env(run.results("setup"), world))
 
@@ -230,8 +247,9 @@ def test_setup_torchrun(launch_point, tmp_path, request):
 @launches(lambda devices: [LaunchPoint.on("dist.setup", "mp_spawn_tcp", "cpu", 2)])
 def test_setup_spawn(launch_point, tmp_path, request):
     device, world = launch_point.device, launch_point.world
-    run = launch.python_module(WORKER, ["spawn", "--device", device, "--world", str(world)], out_dir=tmp_path,
-                               timeout_s=TIMEOUT_S)
+    run = launch.python_module(
+        WORKER, ["spawn", "--device", device, "--world", str(world)], out_dir=tmp_path, timeout_s=TIMEOUT_S
+    )
     require_ok(run, "mp.spawn")
     finding = S.judge_spawn(run.results("spawn-"), run.results("spawn_slip")[0], world)
     record_finding(request, "spawn_args_int", finding)
@@ -241,8 +259,17 @@ def test_setup_spawn(launch_point, tmp_path, request):
 def test_notes_launch_local_rank(launch_point, tmp_path, request):
     """The notes' `python -m torch.distributed.launch` + `parser.add_argument("--local_rank")`."""
     port = launch.free_port()
-    cmd = [launch.sys.executable, "-m", "torch.distributed.launch", f"--nproc-per-node={launch_point.world}",
-           f"--master-port={port}", "-m", "cases._notes_launch", "--out", str(tmp_path)]
+    cmd = [
+        launch.sys.executable,
+        "-m",
+        "torch.distributed.launch",
+        f"--nproc-per-node={launch_point.world}",
+        f"--master-port={port}",
+        "-m",
+        "cases.dist_launch_worker",
+        "--out",
+        str(tmp_path),
+    ]
     run = launch.run([cmd], out_dir=tmp_path, timeout_s=TIMEOUT_S, port=port)
     require_ok(run, "torch.distributed.launch")
     finding = S.judge_notes_launch(run.results("notes_launch"), run.output, launch_point.world)
@@ -280,8 +307,9 @@ def test_fault_port_in_use(launch_point, tmp_path):
     try:
         taken = busy.getsockname()[1]
         assert not launch.port_is_free(taken)
-        run = launch.torchrun(WORKER, ["fault", "--kind", "none"], nproc=2, out_dir=tmp_path, port=taken,
-                              timeout_s=TIMEOUT_S)
+        run = launch.torchrun(
+            WORKER, ["fault", "--kind", "none"], nproc=2, out_dir=tmp_path, port=taken, timeout_s=TIMEOUT_S
+        )
     finally:
         busy.close()
     require_ok(run, "launch with a busy preferred port")
@@ -314,7 +342,8 @@ def test_fault_hanging_rank(launch_point, tmp_path):
         require_ok(run, "fault")
     started = run.results("fault_started")
     assert len(started) == 2, (
-        f"both ranks should have reached the collective before the timeout: {run.output[-2000:]}")
+        f"both ranks should have reached the collective before the timeout: {run.output[-2000:]}"
+    )
     pids = {r["pid"] for r in started}
     assert pids <= set(run.tracked), "the ranks' PIDs were not tracked"
     assert run.survivors() == [], f"left behind: {run.survivors()}"

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cases import jit
-from cases._timing import best_time
+from cases._lib.timing import best_time
 from harness import requirements
 
 
@@ -42,9 +42,12 @@ def test_compile_time_vs_steady_state(case_id, device, record_property):
         }
     measured = {"compile_s": compile_s, **{f"{k}_ms": v * 1e3 for k, v in steady.items()}}
     record_property("measured", measured)
-    record_property("finding", {
-        "verdict": None,
-        "evidence": f"torch.compile first call {compile_s:.1f} s on {device}; steady state (fastest of 5, T=16): "
-        + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in steady.items())
-        + "; compiled is right on the branch the first call did not take (graph break, not a frozen branch)",
-    })
+    record_property(
+        "finding",
+        {
+            "verdict": None,
+            "evidence": f"torch.compile first call {compile_s:.1f} s on {device}; steady state (fastest of 5, T=16): "
+            + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in steady.items())
+            + "; compiled is right on the branch the first call did not take (graph break, not a frozen branch)",
+        },
+    )

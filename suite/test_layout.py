@@ -96,9 +96,19 @@ def test_op_layout(layout_point, benchmark):
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5 * (n if op == "matmul" else 1) ** 0.5 * 4)
     benchmark.group = f"{CASE_ID} {op} n{n} float32 {device}"
     benchmark.extra_info.update(
-        case=CASE_ID, kind="layout_op", op=op, variant=layout, role=role, size={"n": n},
-        size_label=f"{op}-n{n}", dtype="float32", device=device, tier=1, x="n",
-        flops=2 * n**3 if op == "matmul" else None, bytes=nbytes(n),
+        case=CASE_ID,
+        kind="layout_op",
+        op=op,
+        variant=layout,
+        role=role,
+        size={"n": n},
+        size_label=f"{op}-n{n}",
+        dtype="float32",
+        device=device,
+        tier=1,
+        x="n",
+        flops=2 * n**3 if op == "matmul" else None,
+        bytes=nbytes(n),
     )
     _time(benchmark, call, device)
 
@@ -127,10 +137,19 @@ def test_conv_channels_last(conv_point, benchmark):
     flops = 2 * batch * 2 * channels * h * w * channels * 9
     benchmark.group = f"{CASE_ID} conv3x3 {batch}x{channels}x{h}x{w} float32 {device}"
     benchmark.extra_info.update(
-        case=CASE_ID, kind="layout_conv", op="conv3x3", variant=fmt,
+        case=CASE_ID,
+        kind="layout_conv",
+        op="conv3x3",
+        variant=fmt,
         role="optimized" if fmt == "channels_last" else "naive",
-        size={"batch": batch, "channels": channels, "hw": h}, size_label=f"conv3x3-b{batch}-c{channels}-hw{h}",
-        dtype="float32", device=device, tier=1, x="channels", flops=flops, bytes=None,
+        size={"batch": batch, "channels": channels, "hw": h},
+        size_label=f"conv3x3-b{batch}-c{channels}-hw{h}",
+        dtype="float32",
+        device=device,
+        tier=1,
+        x="channels",
+        flops=flops,
+        bytes=None,
     )
     with torch.no_grad(), precision_flags.conv_precision(dev, reduced=False):
         _time(benchmark, call, device)

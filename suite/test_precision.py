@@ -6,25 +6,41 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cases import amp, tf32
+from cases.precision import amp, tf32
 from harness import precision_flags as flags
 
 TF32_VARIANTS = sorted(tf32.CASE.variants)
-CHECKS = [(case, name) for case in (tf32.CASE, amp.CASE) for name in case.checks if "cpu" in case.checks[name].devices]
+CHECKS = [
+    (case, name)
+    for case in (tf32.CASE, amp.CASE)
+    for name in case.checks
+    if "cpu" in case.checks[name].devices
+]
 
 
 def _mutations():
     """Writes through both APIs, including the combination after which the legacy getter raises."""
-    yield "legacy", lambda: (torch.set_float32_matmul_precision("medium"), setattr(torch.backends.cudnn, "allow_tf32", False))
+    yield (
+        "legacy",
+        lambda: (
+            torch.set_float32_matmul_precision("medium"),
+            setattr(torch.backends.cudnn, "allow_tf32", False),
+        ),
+    )
     if flags.has_new_api():
-        yield "new", lambda: (
-            setattr(torch.backends.mkldnn.matmul, "fp32_precision", "bf16"),
-            setattr(torch.backends.cudnn.conv, "fp32_precision", "ieee"),
+        yield (
+            "new",
+            lambda: (
+                setattr(torch.backends.mkldnn.matmul, "fp32_precision", "bf16"),
+                setattr(torch.backends.cudnn.conv, "fp32_precision", "ieee"),
+            ),
         )
         yield "global", lambda: setattr(torch.backends, "fp32_precision", "ieee")
 
 
-@pytest.mark.parametrize("mutate", [m for _, m in _mutations()], ids=[f"precision.tf32-{n}" for n, _ in _mutations()])
+@pytest.mark.parametrize(
+    "mutate", [m for _, m in _mutations()], ids=[f"precision.tf32-{n}" for n, _ in _mutations()]
+)
 def test_flags_restored_when_the_block_raises(mutate):
     before = flags.snapshot()
     with pytest.raises(AssertionError, match="a check failed"):

@@ -23,8 +23,16 @@ def pedantic_rounds(config, seconds_per_call: float) -> int:
     return max(min_rounds, min(10_000, math.ceil(max_time / max(seconds_per_call, 1e-7))))
 
 
-def run(benchmark, call: Callable[[], Any], device: str, mode: str, config, replay=None, clock=None,
-        cap_s: float | None = None) -> tuple[Any, dict]:
+def run(
+    benchmark,
+    call: Callable[[], Any],
+    device: str,
+    mode: str,
+    config,
+    replay=None,
+    clock=None,
+    cap_s: float | None = None,
+) -> tuple[Any, dict]:
     """Time `call` in `mode` with `benchmark`; return the timed callable's last result and the
     extra_info the mode adds (mode, rounds plan, launch-overhead fraction, GPU-busy vs wall time,
     warnings).
@@ -70,7 +78,9 @@ def run(benchmark, call: Callable[[], Any], device: str, mode: str, config, repl
     if not benchmark.disabled:
         imprecise = rounds.precision_warning(list(benchmark.stats.stats.data)) if mode == "warm" else None
         info["warnings"] = ([imprecise] if imprecise else []) + timing.timer_warnings(
-            list(benchmark.stats.stats.data), info.get("device_seconds"), info.get("wall_seconds"),
+            list(benchmark.stats.stats.data),
+            info.get("device_seconds"),
+            info.get("wall_seconds"),
             *_load_and_cores(),
         )
     return result, info
@@ -98,7 +108,9 @@ def pilot_plan(call, clock, cuda: bool, cap_s: float, min_rounds: int) -> rounds
     if 3 * call_s > 0.2 * cap_s:  # a slow call: no pilot (it would cost more than it saves)
         return rounds.plan([call_s] * 3, 1, cap_s=cap_s, min_rounds=min_rounds)
     samples, started = [], time.perf_counter()
-    while len(samples) < rounds.PILOT_SAMPLES and (len(samples) < 3 or time.perf_counter() - started < 0.2 * cap_s):
+    while len(samples) < rounds.PILOT_SAMPLES and (
+        len(samples) < 3 or time.perf_counter() - started < 0.2 * cap_s
+    ):
         t0 = clock()
         for _ in range(iterations):
             call()
@@ -144,6 +156,8 @@ def above_ceiling_warning(info: dict) -> list[str]:
     machine was busy) or the cost model overcounts: either way the fraction cannot be used."""
     fraction = info.get("roofline_fraction")
     if fraction is not None and fraction > 1.05:
-        return [f"above ceiling: {fraction:.2f}x the measured {info.get('ceiling_key')} roofline; the "
-                f"ceiling was measured under load or the cost model overcounts"]
+        return [
+            f"above ceiling: {fraction:.2f}x the measured {info.get('ceiling_key')} roofline; the "
+            f"ceiling was measured under load or the cost model overcounts"
+        ]
     return []

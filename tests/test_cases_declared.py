@@ -5,9 +5,10 @@ from pathlib import Path
 import pytest
 import torch
 
+import cases as cases_package
 from cases import all_cases
-from harness import catalogue
 from cases.spec import Case, Check, Tol, naive
+from harness import catalogue
 
 SHARED_CATALOG = Path(__file__).resolve().parents[1].parent / "shared" / "CATALOG.md"
 
@@ -40,6 +41,30 @@ def test_every_catalogue_id_has_a_case():
         pytest.xfail(f"{len(missing)} catalogue IDs have no case yet: {', '.join(missing)}")
 
 
+def test_every_case_lives_where_its_id_says():
+    """Catalogue ID `a.b` is declared in cases/a.py or cases/a/b.py; helpers live in cases/_lib and
+    subprocess entry points are named *_worker.py, so nothing else sits beside the cases."""
+    import pathlib
+
+    from cases import WHERE, declared_in, expected_modules
+
+    misplaced = {
+        c.id: declared_in(c.id) for c in all_cases() if declared_in(c.id) not in expected_modules(c.id)
+    }
+    assert not misplaced, f"{WHERE}; found {misplaced}"
+    root = pathlib.Path(cases_package.__file__).parent
+    topics = {c.id.split(".")[0] for c in all_cases()}
+    ids = {c.id for c in all_cases()}
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root).with_suffix("").parts
+        if rel[0] in ("_lib", "spec", "__init__") or rel[-1] == "__init__" or rel[-1].endswith("_worker"):
+            continue
+        module = ".".join(rel)
+        assert module in topics or module in ids, (
+            f"cases/{'/'.join(rel)}.py is neither a topic nor an ID ({WHERE})"
+        )
+
+
 def test_inputs_are_random_and_seeded():
     for case in all_cases():
         if not case.variants:
@@ -64,6 +89,12 @@ def test_declaration_errors_are_clear():
         Case(id="a.b", tier=2, claim="", source="", variants={"v": naive(lambda: 0)})
     with pytest.raises(ValueError, match="no tolerance"):
         Case(
-            id="a.b", tier=2, claim="", source="", make_inputs=lambda *a: (), oracle=lambda: 0,
-            variants={"v": naive(lambda: 0)}, tolerance={torch.float64: Tol(0, 0)},
+            id="a.b",
+            tier=2,
+            claim="",
+            source="",
+            make_inputs=lambda *a: (),
+            oracle=lambda: 0,
+            variants={"v": naive(lambda: 0)},
+            tolerance={torch.float64: Tol(0, 0)},
         )

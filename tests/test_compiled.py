@@ -36,7 +36,9 @@ def test_quick_profile_compiles_only_the_representative_pairs_at_their_largest_s
     assert all(p.size == p.case.sizes_for("quick")[-1] for p in quick)
     assert not any(p.variant_name.endswith("_max_autotune") for p in quick)
     full = [p for p in variant_points("full", ("cpu", "cuda")) if p.variant.role is Role.COMPILED]
-    assert all(p.size == p.case.sizes_for("full")[-1] for p in full), "one compile per pair, at its largest size"
+    assert all(p.size == p.case.sizes_for("full")[-1] for p in full), (
+        "one compile per pair, at its largest size"
+    )
     autotuned = [p for p in full if p.variant_name.endswith("_max_autotune")]
     assert autotuned and {p.device for p in autotuned} == {"cuda"}
 
@@ -46,8 +48,11 @@ def test_missing_compiler_is_a_skip_with_the_reason(monkeypatch):
 
     variant = compiled_variants("distance.pairwise")["compiled"]
     assert "compiler" in variant.requires
-    monkeypatch.setattr(premises, "torch_compile",
-                        lambda device: premises.Premise(f"torch.compile on {device}", False, "no C++ compiler"))
+    monkeypatch.setattr(
+        premises,
+        "torch_compile",
+        lambda device: premises.Premise(f"torch.compile on {device}", False, "no C++ compiler"),
+    )
     assert "no C++ compiler" in requirements.unmet(variant.requires, "cpu")
 
 
@@ -60,18 +65,47 @@ def test_compile_time_is_measured_apart_and_the_result_is_right():
 
 
 def _row(fast, slow, against, t_fast, t_slow, size="n1"):
-    return dict(machine="m", case="c", tier=1, size_label=size, x_name="n", x=1.0, dtype="float32",
-                device="cpu", fast=fast, slow=slow, against=against, fast_rounds=10, slow_rounds=10,
-                fast_median_s=t_fast, slow_median_s=t_slow, speedup=t_slow / t_fast, ci_low=math.nan,
-                ci_high=math.nan, fast_peak_bytes=1.0, slow_peak_bytes=1.0, memory_ratio=1.0, verdict="")
+    return dict(
+        machine="m",
+        case="c",
+        tier=1,
+        size_label=size,
+        x_name="n",
+        x=1.0,
+        dtype="float32",
+        device="cpu",
+        fast=fast,
+        slow=slow,
+        against=against,
+        fast_rounds=10,
+        slow_rounds=10,
+        fast_median_s=t_fast,
+        slow_median_s=t_slow,
+        speedup=t_slow / t_fast,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        fast_peak_bytes=1.0,
+        slow_peak_bytes=1.0,
+        memory_ratio=1.0,
+        verdict="",
+    )
 
 
-@pytest.mark.parametrize("t_compiled, expected", [
-    (1.05, "closes the gap"), (5.5, "closes part of it (50%)"), (9.8, "does not close it (2%)"),
-])
+@pytest.mark.parametrize(
+    "t_compiled, expected",
+    [
+        (1.05, "closes the gap"),
+        (5.5, "closes part of it (50%)"),
+        (9.8, "does not close it (2%)"),
+    ],
+)
 def test_the_finding_says_how_much_of_the_gap_compile_closes(t_compiled, expected):
-    summary = pd.DataFrame([_row("opt", "naive", "rule", 1.0, 10.0),
-                            _row("compiled", "naive", "compiled", t_compiled, 10.0),
-                            _row("opt", "compiled", "compiled", 1.0, t_compiled)])
+    summary = pd.DataFrame(
+        [
+            _row("opt", "naive", "rule", 1.0, 10.0),
+            _row("compiled", "naive", "compiled", t_compiled, 10.0),
+            _row("opt", "compiled", "compiled", 1.0, t_compiled),
+        ]
+    )
     lines = verdicts.compile_findings(summary)
     assert len(lines) == 1 and expected in lines[0] and "opt 10× over naive" in lines[0]

@@ -1,11 +1,11 @@
-"""The judges of the distributed cases (`cases.parallel`, `cases.dist_setup`) on hand-made rank
+"""The judges of the distributed cases (`cases.parallel`, `cases.dist`) on hand-made rank
 files: each check goes red on the evidence it exists to catch, without launching a process."""
 
 import copy
 
 import pytest
 
-from cases import dist_setup as S
+from cases import dist as S
 from cases import parallel as P
 
 S_BYTES = 1 << 12
@@ -19,9 +19,23 @@ def _allreduce_rows(p: int, ring_sent=None, naive_sent=None, checked=True) -> li
         "ring": ring_sent or [2 * (p - 1) * S_BYTES // p] * p,
         "all_reduce": [2 * (p - 1) * S_BYTES // p] * p,
     }
-    return [{"world_size": p, "rows": [
-        {"algorithm": a, "bytes": S_BYTES, "times_s": [1e-3, 2e-3], "bytes_sent": sent[a][rank],
-         "max_abs_err": 0.0, "within_bound": checked} for a in P.ALLREDUCE]} for rank in range(p)]
+    return [
+        {
+            "world_size": p,
+            "rows": [
+                {
+                    "algorithm": a,
+                    "bytes": S_BYTES,
+                    "times_s": [1e-3, 2e-3],
+                    "bytes_sent": sent[a][rank],
+                    "max_abs_err": 0.0,
+                    "within_bound": checked,
+                }
+                for a in P.ALLREDUCE
+            ],
+        }
+        for rank in range(p)
+    ]
 
 
 @pytest.mark.parametrize("p", [2, 4])
@@ -62,10 +76,26 @@ def test_the_slowest_rank_makes_each_step():
 
 
 def _train_rows(world: int) -> list[dict]:
-    mode = {"step_s": [0.01, 0.02], "params_max_abs_diff": 0.0, "params_within_tol": True,
-            "grad_max_abs_diff": 0.0, "grad_within_tol": True, "params_sha1": "same", "tol": {}}
-    return [{"rank": r, "world_size": world, "batch": 64, "params": 10, "backend": "gloo",
-             "modes": {"ddp": dict(mode)}} for r in range(world)]
+    mode = {
+        "step_s": [0.01, 0.02],
+        "params_max_abs_diff": 0.0,
+        "params_within_tol": True,
+        "grad_max_abs_diff": 0.0,
+        "grad_within_tol": True,
+        "params_sha1": "same",
+        "tol": {},
+    }
+    return [
+        {
+            "rank": r,
+            "world_size": world,
+            "batch": 64,
+            "params": 10,
+            "backend": "gloo",
+            "modes": {"ddp": dict(mode)},
+        }
+        for r in range(world)
+    ]
 
 
 def test_training_checks_catch_a_missing_rank_and_diverged_replicas():
@@ -83,26 +113,42 @@ def test_a_training_row_goes_through_the_results_record():
 
     info, extra, times = P.train_row(_train_rows(2), "ddp", "cpu")
     data = BenchmarkInfo(**info).to_data()
-    assert (data["case"], data["role"], data["size_label"]) == ("parallel.dp_vs_ddp", "optimized", "w2-batch64")
+    assert (data["case"], data["role"], data["size_label"]) == (
+        "parallel.dp_vs_ddp",
+        "optimized",
+        "w2-batch64",
+    )
     assert times == extra["step_s"] == [0.01, 0.02]
 
 
 def _facts(rank: int) -> dict:
-    return {"rank": rank, "initialized": True, "initialized_after_destroy": False, "seeded_init_identical": True,
-            "unseeded_init_identical": False, "after_ddp_identical": True, "after_ddp_equals_rank0": True,
-            "subgroup_sum": 1.0 + rank, "subgroup_expected": 1.0 + rank, "reload_equal": True,
-            "ddp_state_dict_keys": ["module.weight", "module.bias"], "wrapped_state_dict_loads": False,
-            "wrapped_state_dict_error": "Error(s) in loading state_dict for Linear:",
-            "env": {"LOCAL_RANK": str(rank), "WORLD_SIZE": "2"}}
+    return {
+        "rank": rank,
+        "initialized": True,
+        "initialized_after_destroy": False,
+        "seeded_init_identical": True,
+        "unseeded_init_identical": False,
+        "after_ddp_identical": True,
+        "after_ddp_equals_rank0": True,
+        "subgroup_sum": 1.0 + rank,
+        "subgroup_expected": 1.0 + rank,
+        "reload_equal": True,
+        "ddp_state_dict_keys": ["module.weight", "module.bias"],
+        "wrapped_state_dict_loads": False,
+        "wrapped_state_dict_error": "Error(s) in loading state_dict for Linear:",
+        "env": {"LOCAL_RANK": str(rank), "WORLD_SIZE": "2"},
+    }
 
 
 def test_setup_facts_are_judged_and_each_wrong_fact_fails():
     finding = S.judge_torchrun_env([_facts(0), _facts(1)], 2)
     assert finding.verdict.value == "holds" and "new_group sums 2 in the odd group" in finding.evidence
-    for key, value, message in (("initialized_after_destroy", True, "left it initialized"),
-                                ("after_ddp_equals_rank0", False, "broadcast rank 0"),
-                                ("ddp_state_dict_keys", ["weight"], "state_dict keys"),
-                                ("unseeded_init_identical", True, "different seeds")):
+    for key, value, message in (
+        ("initialized_after_destroy", True, "left it initialized"),
+        ("after_ddp_equals_rank0", False, "broadcast rank 0"),
+        ("ddp_state_dict_keys", ["weight"], "state_dict keys"),
+        ("unseeded_init_identical", True, "different seeds"),
+    ):
         facts = copy.deepcopy(_facts(1))
         facts[key] = value
         with pytest.raises(AssertionError, match=message):

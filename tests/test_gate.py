@@ -54,15 +54,25 @@ def test_injected_slowdown_fails(tmp_path, capsys):
 def test_a_noisy_drop_is_not_a_regression(tmp_path, capsys):
     """15% slower but measured with 30% noise in 5 rounds: not significant, reported, passes."""
     b = write(tmp_path / "b.json", synthetic.result(seed=1, sizes=(256,)))
-    c = write(tmp_path / "c.json", synthetic.result(seed=5, sizes=(256,), sigma=0.15, n_rounds=5, slow={"fast_v": 1.15}))
+    c = write(
+        tmp_path / "c.json",
+        synthetic.result(seed=5, sizes=(256,), sigma=0.15, n_rounds=5, slow={"fast_v": 1.15}),
+    )
     code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
     assert code == 0, out
     assert "ok (drop not significant)" in out or "| ok |" in out
 
 
 def test_failed_check_fails_even_when_faster(tmp_path, capsys):
-    failed = {"case": "distance.pairwise", "kind": "check", "check": "cancellation", "device": "cpu",
-              "nodeid": "x", "outcome": "failed", "reason": "AssertionError: expansion error exceeds bound"}
+    failed = {
+        "case": "distance.pairwise",
+        "kind": "check",
+        "check": "cancellation",
+        "device": "cpu",
+        "nodeid": "x",
+        "outcome": "failed",
+        "reason": "AssertionError: expansion error exceeds bound",
+    }
     b = write(tmp_path / "b.json", synthetic.result(seed=1))
     c = write(tmp_path / "c.json", synthetic.result(seed=2, slow={"naive_v": 2.0}, outcomes=[failed]))
     code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
@@ -84,7 +94,9 @@ def test_memory_saving_shrank_fails(tmp_path, capsys):
     for bench in c["benchmarks"]:
         if bench["extra_info"]["variant"] == "fast_v":
             bench["extra_info"]["peak_bytes"] *= 3  # saving 4× → 1.33×
-    code, out, _ = run_gate(capsys, "--baseline", write(tmp_path / "b.json", b), "--current", write(tmp_path / "c.json", c))
+    code, out, _ = run_gate(
+        capsys, "--baseline", write(tmp_path / "b.json", b), "--current", write(tmp_path / "c.json", c)
+    )
     assert code == 1
     assert "memory saving shrank" in out
 
@@ -109,7 +121,12 @@ def test_new_case_is_reported_not_failed(tmp_path, capsys):
 
 
 def test_other_machine_is_incomparable_not_failed(tmp_path, capsys):
-    other = dict(synthetic.MACHINE, label="NVIDIA H200 x1", cuda_version="12.8", gpu={"count": 1, "name": "NVIDIA H200"})
+    other = dict(
+        synthetic.MACHINE,
+        label="NVIDIA H200 x1",
+        cuda_version="12.8",
+        gpu={"count": 1, "name": "NVIDIA H200"},
+    )
     b = write(tmp_path / "b.json", synthetic.result(seed=1))
     c = write(tmp_path / "c.json", synthetic.result(seed=2, machine=other, slow={"fast_v": 3.0}))
     code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
@@ -147,7 +164,10 @@ def test_recheck_must_confirm_a_regression(tmp_path, capsys):
     suspects = tmp_path / "suspects.txt"
     code, _, _ = run_gate(capsys, "--baseline", b, "--current", c, "--suspects", suspects)
     assert code == 1
-    assert suspects.read_text().strip() == "(distance.pairwise and n128) or (distance.pairwise and n256) or (distance.pairwise and n512)"
+    assert (
+        suspects.read_text().strip()
+        == "(distance.pairwise and n128) or (distance.pairwise and n256) or (distance.pairwise and n512)"
+    )
     code, out, _ = run_gate(capsys, "--baseline", b, "--current", c, "--recheck", fine, "--recheck", slow)
     assert code == 0 and "not confirmed by 1 of 2 recheck(s)" in out
     code, out, _ = run_gate(capsys, "--baseline", b, "--current", c, "--recheck", slow)
@@ -174,7 +194,9 @@ def _bad_inputs(tmp_path):
     (tmp_path / "other.json").write_text('{"hello": "world"}')
     unrelated = write(tmp_path / "unrelated.json", synthetic.result(cases=("conv.im2col",), seed=1))
     two = synthetic.result(seed=1)
-    two["benchmarks"] += synthetic.result(seed=2, machine=dict(synthetic.MACHINE, label="another box"))["benchmarks"]
+    two["benchmarks"] += synthetic.result(seed=2, machine=dict(synthetic.MACHINE, label="another box"))[
+        "benchmarks"
+    ]
     folder = tmp_path / "two"
     folder.mkdir()
     write(folder / "a.json", synthetic.result(seed=1))
@@ -188,7 +210,9 @@ def _bad_inputs(tmp_path):
     }
 
 
-@pytest.mark.parametrize("which", ["missing", "truncated", "not pytest-benchmark", "no case in common", "two machines"])
+@pytest.mark.parametrize(
+    "which", ["missing", "truncated", "not pytest-benchmark", "no case in common", "two machines"]
+)
 def test_bad_input_exits_2(tmp_path, capsys, which):
     good, bad = _bad_inputs(tmp_path)
     path, message = bad[which]
@@ -211,8 +235,10 @@ def _resampled(results: load.Results, rng, slow: dict | None = None) -> load.Res
     every variant with a role ({"optimized": 1.25})."""
     rows = results.rows.copy()
     slow = slow or {}
-    rows["data"] = [rng.choice(d, d.size) * slow.get(v, slow.get(r, 1.0))
-                    for d, v, r in zip(rows["data"], rows["variant"], rows["role"])]
+    rows["data"] = [
+        rng.choice(d, d.size) * slow.get(v, slow.get(r, 1.0))
+        for d, v, r in zip(rows["data"], rows["variant"], rows["role"])
+    ]
     return load.Results(rows, results.outcomes, results.runs)
 
 
@@ -245,8 +271,10 @@ def test_a_a_false_alarm_rate_from_real_rounds():
     verdicts = [gate.compare(b, c) for b, c in trials]
     judged = sum(l.verdict not in (gate.UNSTABLE,) for v in verdicts for l in v)
     rate = sum(map(gate.exit_code, verdicts)) / len(trials)
-    print(f"A/A: {len(trials)} resampled comparisons ({pairs} real pairs per run, {judged} pair verdicts): "
-          f"false-alarm rate {rate:.1%}")
+    print(
+        f"A/A: {len(trials)} resampled comparisons ({pairs} real pairs per run, {judged} pair verdicts): "
+        f"false-alarm rate {rate:.1%}"
+    )
     assert judged >= 0.75 * sum(pairs) * 100  # a resample can push a sample past MAX_SPREAD
     assert rate <= 0.01
 
@@ -270,7 +298,9 @@ def test_detection_on_real_rounds(slowdown):
             lines = gate.compare(_resampled(run, rng), _resampled(run, rng, {"optimized": slowdown}))
             judged += sum(l.verdict != gate.UNSTABLE for l in lines)
             flagged += sum(l.verdict == gate.REGRESSED for l in lines)
-    print(f"real rounds, slowdown {slowdown - 1:.0%}: {flagged}/{judged} judged pairs flagged ({flagged / judged:.1%})")
+    print(
+        f"real rounds, slowdown {slowdown - 1:.0%}: {flagged}/{judged} judged pairs flagged ({flagged / judged:.1%})"
+    )
     if slowdown >= 1.5:
         assert flagged / judged >= 0.95
 
@@ -285,7 +315,9 @@ def _drifted(seed: int, rng, slowdown: float) -> dict:
     return synthetic.result(seed=seed, sizes=(512,), n_rounds=15, sigma=0.03, slow=drift)
 
 
-@pytest.mark.parametrize("slowdown, at_least, at_most", [(1.0, 0.0, 0.01), (1.10, 0.0, 1.0), (1.25, 0.95, 1.0), (1.50, 0.99, 1.0)])
+@pytest.mark.parametrize(
+    "slowdown, at_least, at_most", [(1.0, 0.0, 0.01), (1.10, 0.0, 1.0), (1.25, 0.95, 1.0), (1.50, 0.99, 1.0)]
+)
 def test_detection_of_injected_slowdowns(tmp_path, slowdown, at_least, at_most):
     """The optimized variant's rounds slowed by 10/25/50% in the current run, 200 trials each.
     A 10% slowdown is a 9.1% drop of the speedup, inside the 10% tolerance: not a regression by

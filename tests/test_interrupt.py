@@ -19,21 +19,38 @@ ROOT = Path(__file__).resolve().parents[1]
 # pytest as `python -m pytest`, but with SIGINT raising KeyboardInterrupt as at a terminal: a shell
 # without job control starts background commands with SIGINT ignored, exec keeps that, and a
 # child that ignores SIGINT cannot show what an interrupt does.
-PYTEST = [sys.executable, "-c", ("import runpy, signal; "
-                                 "signal.signal(signal.SIGINT, signal.default_int_handler); "
-                                 "runpy.run_module('pytest', run_name='__main__', alter_sys=True)")]
+PYTEST = [
+    sys.executable,
+    "-c",
+    (
+        "import runpy, signal; "
+        "signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "runpy.run_module('pytest', run_name='__main__', alter_sys=True)"
+    ),
+]
 CASES = "tests/data/interrupt_cases.py"
 # 12 CPU points of a few tenths of a second each: the signal lands with most of them still to run.
-SELECTION = ["suite", "--device", "cpu", "-k", "distance.pairwise and benchmark and (n128 or n256)",
-             "--benchmark-max-time=0.05", "--benchmark-min-rounds=3"]
+SELECTION = [
+    "suite",
+    "--device",
+    "cpu",
+    "-k",
+    "distance.pairwise and benchmark and (n128 or n256)",
+    "--benchmark-max-time=0.05",
+    "--benchmark-min-rounds=3",
+]
 
 
 def _start(args, out: Path, env=None, log: Path | None = None) -> subprocess.Popen:
     env = {**{k: v for k, v in os.environ.items() if k != PLANT_ENV}, **(env or {})}
     with open(log or os.devnull, "w") as output:  # the child has its own copy of the descriptor
-        return subprocess.Popen([*PYTEST, "-p", "no:cacheprovider", "-q", *args,
-                                 f"--benchmark-json={out}"], cwd=ROOT, env=env, stdout=output,
-                                stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [*PYTEST, "-p", "no:cacheprovider", "-q", *args, f"--benchmark-json={out}"],
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def _wait_for(predicate, proc, timeout_s=240.0, what=""):
@@ -49,8 +66,14 @@ def _journaled(path: Path) -> list[dict]:
 
 
 def _report_builds(results: Path, out: Path) -> str:
-    run = subprocess.run([sys.executable, "-m", "reports", "build", str(results), "--out", str(out)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "reports", "build", str(results), "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     return (out / "index.html").read_text(encoding="utf-8")
 
@@ -75,8 +98,14 @@ def test_interrupted_run_keeps_every_finished_point(sig, tmp_path):
         # A hard death: pytest-benchmark never wrote (its file was truncated when the options were
         # parsed); the journal is still there and becomes the JSON.
         assert status == -signal.SIGKILL and out.read_text() == ""
-        rebuilt = subprocess.run([sys.executable, "-m", "harness.journal", str(journal_path)], cwd=ROOT,
-                                 capture_output=True, text=True, timeout=60, check=False)
+        rebuilt = subprocess.run(
+            [sys.executable, "-m", "harness.journal", str(journal_path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert rebuilt.returncode == 0, rebuilt.stderr
     else:
         assert status == pytest.ExitCode.INTERRUPTED, output[-3000:]
@@ -102,9 +131,12 @@ def test_interrupted_run_keeps_every_finished_point(sig, tmp_path):
 def test_point_caught_in_its_rounds_is_left_out(rounds_before, tmp_path):
     """With 0 rounds this is the H100 crash (`min() iterable argument is empty`, empty file)."""
     out, ready, log = tmp_path / "bench.json", tmp_path / "stuck", tmp_path / "run.log"
-    proc = _start([CASES, "--benchmark-max-time=0.01"], out, log=log,
-                  env={"INTERRUPT_CASES_READY": str(ready),
-                       "INTERRUPT_CASES_ROUNDS_BEFORE": str(rounds_before)})
+    proc = _start(
+        [CASES, "--benchmark-max-time=0.01"],
+        out,
+        log=log,
+        env={"INTERRUPT_CASES_READY": str(ready), "INTERRUPT_CASES_ROUNDS_BEFORE": str(rounds_before)},
+    )
     try:
         _wait_for(ready.exists, proc, what="the stuck point")
         proc.send_signal(signal.SIGINT)

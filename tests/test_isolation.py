@@ -23,9 +23,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # pytest as `python -m pytest`, but with SIGINT raising KeyboardInterrupt as at a terminal: a shell
 # without job control starts background commands with SIGINT ignored, exec keeps that, and a
 # child that ignores SIGINT cannot show what an interrupt does.
-PYTEST = [sys.executable, "-c", ("import runpy, signal; "
-                                 "signal.signal(signal.SIGINT, signal.default_int_handler); "
-                                 "runpy.run_module('pytest', run_name='__main__', alter_sys=True)")]
+PYTEST = [
+    sys.executable,
+    "-c",
+    (
+        "import runpy, signal; "
+        "signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "runpy.run_module('pytest', run_name='__main__', alter_sys=True)"
+    ),
+]
 QUICK = ["--benchmark-max-time=0.002", "--benchmark-min-rounds=2", "--benchmark-warmup=off"]
 # Checks, benchmarks (CPU timed, CUDA skipped with the reason here) and rule checks with findings.
 SELECTION = ["suite", "-k", "onehot.encode and not c1000 and not perf_lint"]
@@ -33,9 +39,16 @@ PLANTED = "suite/test_cases.py::test_benchmark[onehot.encode-scatter-b4096-c10-f
 CASES = "tests/data/isolation_cases.py"
 # What each test of CASES gives in a run without a planted error.
 EXPECTED = {
-    "test_bench_first": "passed", "test_passes": "passed", "test_skips": "skipped", "test_fails": "failed",
-    "test_planted_here": "passed", "test_bench_second": "passed", "test_dies_hard": "passed",
-    "test_planted_again": "passed", "test_bench_third": "passed", "test_passes_last": "passed",
+    "test_bench_first": "passed",
+    "test_passes": "passed",
+    "test_skips": "skipped",
+    "test_fails": "failed",
+    "test_planted_here": "passed",
+    "test_bench_second": "passed",
+    "test_dies_hard": "passed",
+    "test_planted_again": "passed",
+    "test_bench_third": "passed",
+    "test_passes_last": "passed",
 }
 STICKY = "CUDA error: device-side assert triggered"
 
@@ -46,9 +59,26 @@ def _run(args, tmp: Path, name: str, plant=(), env=None):
     if plant:
         full_env[isolation.PLANT_ENV] = "\n".join(plant)
     full_env.update(env or {})
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args, *QUICK,
-                          f"--benchmark-json={out}", f"--junitxml={junit}"],
-                         cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=600, check=False)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            *args,
+            *QUICK,
+            f"--benchmark-json={out}",
+            f"--junitxml={junit}",
+        ],
+        cwd=ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     doc = json.loads(out.read_text()) if out.exists() and out.stat().st_size else None
     return run, doc, _junit(junit)
 
@@ -67,8 +97,10 @@ def _junit(path: Path) -> dict[str, tuple[str, str]]:
 
 
 def _outcomes(doc) -> dict[str, tuple]:
-    return {o["nodeid"]: (o["outcome"], o.get("reason", ""), (o.get("finding") or {}).get("verdict"))
-            for o in doc["outcomes"]}
+    return {
+        o["nodeid"]: (o["outcome"], o.get("reason", ""), (o.get("finding") or {}).get("verdict"))
+        for o in doc["outcomes"]
+    }
 
 
 @pytest.fixture(scope="module")
@@ -99,9 +131,9 @@ def test_sticky_error_fails_its_own_test_and_nothing_else(alone, tmp_path):
     planted_at = order.index(PLANTED)
     assert planted_at >= 1 and planted_at < len(order) - 1, "no point before or no point after the fault"
     names = [b["fullname"] for b in doc["benchmarks"]]
-    assert names == order[:planted_at] + order[planted_at + 1:]
+    assert names == order[:planted_at] + order[planted_at + 1 :]
     assert all(b["stats"]["rounds"] >= 2 and b["stats"]["data"] for b in doc["benchmarks"])
-    hand_over, = doc["suite"]["isolation"]
+    (hand_over,) = doc["suite"]["isolation"]
     assert hand_over["after"] == PLANTED and hand_over["error"] == STICKY and hand_over["workers"] == 1
     run_order = [o["nodeid"] for o in alone["outcomes"]]
     assert hand_over["tests"] == len(run_order) - run_order.index(PLANTED) - 1
@@ -115,36 +147,50 @@ def test_second_sticky_error_in_the_worker_hands_over_again(tmp_path):
     for name in ("test_planted_here", "test_planted_again"):
         outcome, message = outcomes.pop(name)
         assert outcome == "failed" and STICKY in message
-    assert {n: o for n, (o, _) in outcomes.items() if n in EXPECTED} == \
-        {n: o for n, o in EXPECTED.items() if n not in ("test_planted_here", "test_planted_again")}
+    assert {n: o for n, (o, _) in outcomes.items() if n in EXPECTED} == {
+        n: o for n, o in EXPECTED.items() if n not in ("test_planted_here", "test_planted_again")
+    }
     # first process, first worker, the worker's own worker
-    assert [b["name"] for b in doc["benchmarks"]] == ["test_bench_first", "test_bench_second",
-                                                      "test_bench_third"]
+    assert [b["name"] for b in doc["benchmarks"]] == [
+        "test_bench_first",
+        "test_bench_second",
+        "test_bench_third",
+    ]
     assert [h["after"] for h in doc["suite"]["isolation"]] == planted
 
 
 def test_worker_killed_mid_test_fails_that_test_and_the_rest_still_run(tmp_path):
     marker = tmp_path / "die-once"
     marker.touch()
-    _, doc, outcomes = _run([CASES], tmp_path, "killed", plant=[f"{CASES}::test_planted_here"],
-                            env={"ISOLATION_CASES_DIE_ONCE": str(marker)})
+    _, doc, outcomes = _run(
+        [CASES],
+        tmp_path,
+        "killed",
+        plant=[f"{CASES}::test_planted_here"],
+        env={"ISOLATION_CASES_DIE_ONCE": str(marker)},
+    )
     outcome, message = outcomes.pop("test_dies_hard")
     assert outcome == "failed" and "exited with status 3 while running this test" in message, message
     assert outcomes.pop("test_planted_here")[0] == "failed"
-    assert {n: o for n, (o, _) in outcomes.items() if n in EXPECTED} == \
-        {n: o for n, o in EXPECTED.items() if n not in ("test_planted_here", "test_dies_hard")}
-    assert [b["name"] for b in doc["benchmarks"]] == ["test_bench_first", "test_bench_second",
-                                                      "test_bench_third"]
+    assert {n: o for n, (o, _) in outcomes.items() if n in EXPECTED} == {
+        n: o for n, o in EXPECTED.items() if n not in ("test_planted_here", "test_dies_hard")
+    }
+    assert [b["name"] for b in doc["benchmarks"]] == [
+        "test_bench_first",
+        "test_bench_second",
+        "test_bench_third",
+    ]
     assert doc["suite"]["isolation"][0]["workers"] == 2
 
 
 def test_without_isolation_the_planted_error_takes_every_later_test_down(tmp_path):
     """The simulation behaves like a dead context (the H100's 186 failures after one assert), so
     the tests above would go red if the isolation did not work."""
-    _, doc, outcomes = _run([CASES, "--no-isolation"], tmp_path, "cascade",
-                            plant=[f"{CASES}::test_planted_here"])
+    _, doc, outcomes = _run(
+        [CASES, "--no-isolation"], tmp_path, "cascade", plant=[f"{CASES}::test_planted_here"]
+    )
     names = list(EXPECTED)
-    later = names[names.index("test_planted_here"):]
+    later = names[names.index("test_planted_here") :]
     assert all(outcomes[n][0] == "failed" and STICKY in outcomes[n][1] for n in later), outcomes
     assert [b["name"] for b in doc["benchmarks"]] == ["test_bench_first"]
     assert "isolation" not in doc["suite"]
@@ -174,8 +220,23 @@ def test_probe_sees_a_planted_error_and_only_then():
 
 
 def test_worker_arguments_drop_only_the_outputs_of_the_first_process():
-    args = ["suite", "-k", "x", "--benchmark-json", "a.json", "--benchmark-json=b.json", "--junitxml=j.xml",
-            "--benchmark-autosave", "--lf", "--basetemp", "/tmp/b", "-m", "gpu", "--profile", "full"]
+    args = [
+        "suite",
+        "-k",
+        "x",
+        "--benchmark-json",
+        "a.json",
+        "--benchmark-json=b.json",
+        "--junitxml=j.xml",
+        "--benchmark-autosave",
+        "--lf",
+        "--basetemp",
+        "/tmp/b",
+        "-m",
+        "gpu",
+        "--profile",
+        "full",
+    ]
     assert isolation.worker_args(args) == ["suite", "-k", "x", "-m", "gpu", "--profile", "full"]
 
 
@@ -190,9 +251,23 @@ def test_interrupt_while_a_worker_runs_keeps_the_points_of_both(tmp_path):
     out, ready = tmp_path / "bench.json", tmp_path / "stuck"
     env = {k: v for k, v in os.environ.items() if k != isolation.PLANT_ENV}
     env.update({isolation.PLANT_ENV: f"{CASES}::test_planted_here", "INTERRUPT_CASES_READY": str(ready)})
-    proc = subprocess.Popen([*PYTEST, "-p", "no:cacheprovider", "-q", CASES,
-                             "tests/data/interrupt_cases.py", *QUICK, f"--benchmark-json={out}"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            *PYTEST,
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            CASES,
+            "tests/data/interrupt_cases.py",
+            *QUICK,
+            f"--benchmark-json={out}",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 300
         while not ready.exists():
@@ -206,8 +281,14 @@ def test_interrupt_while_a_worker_runs_keeps_the_points_of_both(tmp_path):
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, output[-3000:]
     doc = json.loads(out.read_text())
     assert [b["name"] for b in doc["benchmarks"]] == [
-        "test_bench_first", "test_bench_second", "test_bench_third", "test_bench_one", "test_bench_two"]
+        "test_bench_first",
+        "test_bench_second",
+        "test_bench_third",
+        "test_bench_one",
+        "test_bench_two",
+    ]
     assert doc["suite"]["partial"] is True
     assert doc["suite"]["partial_reason"].startswith(
-        "SIGINT (KeyboardInterrupt) while tests/data/interrupt_cases.py::test_bench_stuck was running")
+        "SIGINT (KeyboardInterrupt) while tests/data/interrupt_cases.py::test_bench_stuck was running"
+    )
     assert doc["suite"]["isolation"][0]["after"] == f"{CASES}::test_planted_here"

@@ -86,7 +86,9 @@ def test_saved_tensor_bytes_counts_each_storage_once_and_leaves_out_parameters()
 
     def forward():
         h = lin(x)  # saves x (excluded) and the weight (excluded)
-        return torch.tanh(h) * torch.tanh(h)  # tanh saves its output; mul saves both operands (the same two storages)
+        return torch.tanh(h) * torch.tanh(
+            h
+        )  # tanh saves its output; mul saves both operands (the same two storages)
 
     _, saved = measure.saved_tensor_bytes(forward, exclude=(x, *lin.parameters()))
     # two distinct tanh outputs of 32x64 fp32 = 2 * 8 KiB

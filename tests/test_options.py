@@ -15,8 +15,13 @@ HAS_CUDA = torch.cuda.is_available()
 
 
 def _pytest(*args):
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "suite", "-q", "-rs", *args],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "suite", "-q", "-rs", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
     counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|deselected|error)", last)}
     return run, counts
@@ -30,16 +35,47 @@ COMBINATIONS = {
     "device-cpu": (["--device", "cpu", "-k", "onehot.encode", "--benchmark-disable"], {"cpu"}),
     "device-cuda": (["--device", "cuda", "-k", "onehot.encode", "--benchmark-disable"], {"cuda"}),
     "device-both": (["--device", "cpu,cuda", "-k", "onehot.encode", "--benchmark-disable"], {"cpu", "cuda"}),
-    "marker-not-slow": (["--device", "cpu", "-m", "not slow", "-k", "broadcast.rules", "--benchmark-disable"],
-                        {"cpu"}),
-    "profile-full": (["--device", "cpu", "--profile", "full", "-k", "broadcast.outer and r32-",
-                      "--benchmark-disable"], {"cpu"}),
-    "timing-mode-all": (["--device", "cpu,cuda", "--timing-mode", "all", "-k", "distance.pairwise and n256",
-                         "--benchmark-only", *QUICK_BENCH], {"cpu", "cuda"}),
-    "timing-mode-graph-threads": (["--device", "cpu", "--timing-mode", "cold_l2,graph", "--threads", "1",
-                                   "--seed", "3", "-k", "broadcast.outer", *QUICK_BENCH], {"cpu"}),
-    "gpu-command": (["-m", "gpu", "--benchmark-only", "-k", "data.recordio or onehot.encode", *QUICK_BENCH],
-                    {"cpu", "cuda"}),
+    "marker-not-slow": (
+        ["--device", "cpu", "-m", "not slow", "-k", "broadcast.rules", "--benchmark-disable"],
+        {"cpu"},
+    ),
+    "profile-full": (
+        ["--device", "cpu", "--profile", "full", "-k", "broadcast.outer and r32-", "--benchmark-disable"],
+        {"cpu"},
+    ),
+    "timing-mode-all": (
+        [
+            "--device",
+            "cpu,cuda",
+            "--timing-mode",
+            "all",
+            "-k",
+            "distance.pairwise and n256",
+            "--benchmark-only",
+            *QUICK_BENCH,
+        ],
+        {"cpu", "cuda"},
+    ),
+    "timing-mode-graph-threads": (
+        [
+            "--device",
+            "cpu",
+            "--timing-mode",
+            "cold_l2,graph",
+            "--threads",
+            "1",
+            "--seed",
+            "3",
+            "-k",
+            "broadcast.outer",
+            *QUICK_BENCH,
+        ],
+        {"cpu"},
+    ),
+    "gpu-command": (
+        ["-m", "gpu", "--benchmark-only", "-k", "data.recordio or onehot.encode", *QUICK_BENCH],
+        {"cpu", "cuda"},
+    ),
 }
 
 

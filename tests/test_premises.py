@@ -1,6 +1,6 @@
 """Hardware premises (harness/premises.py) and every check branch that rests on one, each premise
 faked both ways, so CI judges both branches whatever CPU it lands on and with or without a GPU;
-and the fresh-process probes (cases/_isolated.py) that keep device-side asserts and GPU-less
+and the fresh-process probes (cases/_lib/isolated.py) that keep device-side asserts and GPU-less
 questions out of the test process."""
 
 from __future__ import annotations
@@ -8,7 +8,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cases import _isolated, parallel, sampling, tf32
+from cases import parallel
+from cases._lib import isolated as _isolated
+from cases.misc import sampling_ops as sampling
+from cases.precision import tf32
 from cases.spec import Verdict
 from harness import machine, premises, requirements
 from harness.premises import Premise
@@ -34,6 +37,7 @@ def _bf16_inputs(run):
 
 def _tf32_inputs(run):
     """A stand-in for a TF32 path: inputs truncated to TF32's 10 explicit mantissa bits."""
+
     def truncate(t):
         return (t.contiguous().view(torch.int32) & -(1 << 13)).view(torch.float32)
 
@@ -100,12 +104,13 @@ def test_onednn_premise_agrees_with_the_precision_delivered_on_random_data(what)
 def test_a_kernel_with_its_own_small_error_is_not_mistaken_for_rounding(monkeypatch):
     """Winograd/FFT convolutions (cuDNN's choice for some fp32 shapes) are off by ~1e-6 relative;
     the rounding signature is K·2⁻¹², hundreds of times larger."""
-    _kernels(monkeypatch, lambda run: (lambda a, b: run(a, b) * (1 - 1e-6)))
+    _kernels(monkeypatch, lambda run: lambda a, b: run(a, b) * (1 - 1e-6))
     assert not premises.onednn_reduced("conv", "bf16").present
 
 
 def test_the_probe_runs_at_the_shapes_it_is_given(monkeypatch):
     """oneDNN with AMX keeps GEMMs below 32×32 in fp32: the premise holds per shape."""
+
     def amx_like(run):
         return lambda a, b: _bf16_inputs(run)(a, b) if a.shape[-1] >= 32 else run(a, b)
 
@@ -123,8 +128,9 @@ def test_tf32_premise_records_the_capability_and_is_decided_by_the_measurement(m
     assert f"Fake GPU sm_{sm[0]}{sm[1]}" in found.evidence and "sm_80+" in found.evidence
 
 
-@pytest.mark.parametrize("sm, tensor_cores",
-                         [((7, 0), {"fp16"}), ((7, 5), {"fp16"}), ((8, 6), {"fp16", "bf16", "tf32"})])
+@pytest.mark.parametrize(
+    "sm, tensor_cores", [((7, 0), {"fp16"}), ((7, 5), {"fp16"}), ((8, 6), {"fp16", "bf16", "tf32"})]
+)
 def test_tensor_cores_per_dtype_from_the_compute_capability(monkeypatch, sm, tensor_cores):
     _fake_gpu(monkeypatch, sm)
     gpu = torch.device("cuda", 0)
@@ -201,8 +207,9 @@ def test_reduced_error_on_cuda_by_compute_capability(monkeypatch):
     k, fp32_err = 512, 3e-7  # the H100 run in the shared logs: 3e-07 fp32, 0.00031 TF32 at K = 512
     _fake_gpu(monkeypatch, (7, 5))
     monkeypatch.setattr(premises, "_rounds_inputs", lambda *args: (False, "faked: inputs unrounded"))
-    turing = tf32.judge_reduced_error("matmul", "cuda", k, fp32_err, fp32_err,
-                                      premises.cuda_tf32(torch.device("cuda", 0), "matmul"))
+    turing = tf32.judge_reduced_error(
+        "matmul", "cuda", k, fp32_err, fp32_err, premises.cuda_tf32(torch.device("cuda", 0), "matmul")
+    )
     assert turing.verdict is Verdict.DEPENDS and "sm_75" in turing.evidence
     _fake_gpu(monkeypatch, (9, 0))
     monkeypatch.setattr(premises, "_rounds_inputs", lambda *args: (True, "faked: inputs rounded"))
@@ -250,8 +257,15 @@ def test_dataparallel_without_gpus_in_this_process(monkeypatch):
 
 
 def _dp(**changes):
-    seen = {"gpus": 4, "device_ids": [0, 1, 2, 3], "module_device": "cuda:0", "output_device": "cuda:0",
-            "bitwise_equal": False, "max_abs_err": 1e-7, "bound": 1e-4}
+    seen = {
+        "gpus": 4,
+        "device_ids": [0, 1, 2, 3],
+        "module_device": "cuda:0",
+        "output_device": "cuda:0",
+        "bitwise_equal": False,
+        "max_abs_err": 1e-7,
+        "bound": 1e-4,
+    }
     return {**seen, **changes}
 
 
@@ -259,8 +273,13 @@ def test_dataparallel_judgement_for_one_and_several_gpus():
     assert "over 4 GPUs" in parallel.judge_dataparallel(_dp(), "this process").evidence
     one = _dp(gpus=1, device_ids=[0], bitwise_equal=True)
     assert "with 1 GPU" in parallel.judge_dataparallel(one, "this process").evidence
-    for wrong in (_dp(max_abs_err=0.3), _dp(device_ids=[0, 1]), {**one, "bitwise_equal": False},
-                  {**one, "module_device": "cpu"}, _dp(gpus=0, device_ids=[0])):
+    for wrong in (
+        _dp(max_abs_err=0.3),
+        _dp(device_ids=[0, 1]),
+        {**one, "bitwise_equal": False},
+        {**one, "module_device": "cpu"},
+        _dp(gpus=0, device_ids=[0]),
+    ):
         with pytest.raises(AssertionError):
             parallel.judge_dataparallel(wrong, "this process")
 
@@ -281,8 +300,10 @@ def test_invalid_weights_go_to_fresh_processes_where_a_device_assert_is_possible
 
 def test_device_side_assert_evidence(monkeypatch):
     """The shape of what the H100 printed (1-checks-all.log), as the fresh processes report it."""
-    printed = ("TensorCompare.cu:109: _assert_async_cuda_kernel: block: [0,0,0], thread: [0,0,0] Assertion "
-               "`probability tensor contains either `inf`, `nan` or element < 0` failed.")
+    printed = (
+        "TensorCompare.cu:109: _assert_async_cuda_kernel: block: [0,0,0], thread: [0,0,0] Assertion "
+        "`probability tensor contains either `inf`, `nan` or element < 0` failed."
+    )
     raised = {"raised": "AcceleratorError", "message": "CUDA error: device-side assert triggered"}
     answer = _isolated.Outcome(raised, None, printed)
     monkeypatch.setattr(sampling, "_asserts_on_device", lambda device: True)

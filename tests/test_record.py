@@ -28,8 +28,16 @@ def test_every_declared_rule_round_trips_as_data():
 
 
 def test_outcome_and_finding_round_trip_and_keep_the_old_keys():
-    o = record.Outcome(case="a.b", kind="check", name="c", device="cpu", outcome="failed", reason="boom",
-                       error_type="AssertionError", finding=record.Finding(record.Verdict.DEPENDS, "no AMX"))
+    o = record.Outcome(
+        case="a.b",
+        kind="check",
+        name="c",
+        device="cpu",
+        outcome="failed",
+        reason="boom",
+        error_type="AssertionError",
+        finding=record.Finding(record.Verdict.DEPENDS, "no AMX"),
+    )
     data = json.loads(json.dumps(o.to_data()))
     assert data["check"] == "c" and "variant" not in data  # the keys schema-1 readers used
     assert record.Outcome.from_data(data) == o
@@ -60,11 +68,29 @@ def small_run(tmp_path_factory):
     XML, the independent count of what pytest ran."""
     out = tmp_path_factory.mktemp("run")
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "suite", "-q", "--device", "cpu",
-         "-k", "jit.script_trace or onehot.encode or distance.pairwise and n256",
-         f"--benchmark-json={out / 'bench.json'}", f"--junitxml={out / 'junit.xml'}",
-         "--benchmark-max-time=0.01", "--benchmark-min-rounds=5", "--benchmark-warmup=off"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "suite",
+            "-q",
+            "--device",
+            "cpu",
+            "-k",
+            "jit.script_trace or onehot.encode or distance.pairwise and n256",
+            f"--benchmark-json={out / 'bench.json'}",
+            f"--junitxml={out / 'junit.xml'}",
+            "--benchmark-max-time=0.01",
+            "--benchmark-min-rounds=5",
+            "--benchmark-warmup=off",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     return out
 
@@ -100,8 +126,9 @@ BLOCKED = textwrap.dedent("""
 
 
 def test_report_and_gate_need_neither_torch_nor_cases(small_run):
-    run = subprocess.run([sys.executable, "-c", BLOCKED, str(small_run)], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", BLOCKED, str(small_run)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     page = (small_run / "report" / "index.html").read_text()
     assert "(= 44)" in page and page.count('<section class="case"') == 44
@@ -113,7 +140,8 @@ def test_a_file_is_judged_by_the_rule_it_recorded(small_run, tmp_path):
 
     doc = json.loads((small_run / "bench.json").read_text())
     doc["cases"]["distance.pairwise"]["rule"] = record.rule_to_data(
-        rules.Faster(fast="broadcast", slow="matmul"))  # the naive way "faster": false on every machine
+        rules.Faster(fast="broadcast", slow="matmul")
+    )  # the naive way "faster": false on every machine
     path = tmp_path / "rule.json"
     path.write_text(json.dumps(doc))
     build.build([small_run / "bench.json"], tmp_path / "as_run")
@@ -121,8 +149,8 @@ def test_a_file_is_judged_by_the_rule_it_recorded(small_run, tmp_path):
 
     def verdict(folder):
         page = (folder / "index.html").read_text()
-        section = page[page.index('id="distance.pairwise"'):]
-        return section[:section.index("</section>")]
+        section = page[page.index('id="distance.pairwise"') :]
+        return section[: section.index("</section>")]
 
     assert ">holds</span>" in verdict(tmp_path / "as_run")
     assert ">fails</span>" in verdict(tmp_path / "changed")

@@ -42,13 +42,17 @@ def test_build_writes_every_file(tmp_path, capsys):
     assert header == load.COLUMNS
     results = pd.read_csv(out / "results.csv")
     assert len(results) == 8 and set(results["variant"]) == {"matmul", "broadcast"}
-    assert (results["gflops_per_s"] > 0).all() and results["flops_fraction"].isna().all()  # no ceilings recorded
+    assert (results["gflops_per_s"] > 0).all() and results[
+        "flops_fraction"
+    ].isna().all()  # no ceilings recorded
     table = pd.read_csv(out / "summary.csv")
     assert list(table.columns) == summary.SUMMARY_COLUMNS
     assert set(table["verdict"]) == {"holds"}
     assert (table["ci_low"] <= table["speedup"]).all() and (table["speedup"] <= table["ci_high"]).all()
     pngs = sorted(p.name for p in (out / "plots").iterdir())
-    assert any(p.startswith("distance.pairwise--") for p in pngs) and any(p.startswith("overview--") for p in pngs)
+    assert any(p.startswith("distance.pairwise--") for p in pngs) and any(
+        p.startswith("overview--") for p in pngs
+    )
     page = (out / "index.html").read_text()
     assert page.count('<section class="case"') == len(catalogue.load()) == 44
     assert page.count("data:image/png;base64,") == 2
@@ -57,20 +61,31 @@ def test_build_writes_every_file(tmp_path, capsys):
 
 def test_not_measured_sections_give_the_reason(tmp_path):
     doc = json.loads(REAL.read_text())
-    doc["outcomes"].append({"case": "precision.tf32", "kind": "check", "check": "defaults", "device": "cuda",
-                            "nodeid": "x", "outcome": "skipped", "reason": "CUDA not available"})
+    doc["outcomes"].append(
+        {
+            "case": "precision.tf32",
+            "kind": "check",
+            "check": "defaults",
+            "device": "cuda",
+            "nodeid": "x",
+            "outcome": "skipped",
+            "reason": "CUDA not available",
+        }
+    )
     page = build.build([write(tmp_path / "r.json", doc)], tmp_path / "out").read_text()
-    tf32 = page[page.index('id="precision.tf32"'):]
-    tf32 = tf32[:tf32.index("</section>")]
+    tf32 = page[page.index('id="precision.tf32"') :]
+    tf32 = tf32[: tf32.index("</section>")]
     assert "not measured" in tf32 and "CUDA not available" in tf32
-    shape = page[page.index('id="shape.ops"'):]  # a case that these results do not contain
-    assert "not measured" in shape[:shape.index("</section>")]
-    assert "not in these results" in shape[:shape.index("</section>")]
+    shape = page[page.index('id="shape.ops"') :]  # a case that these results do not contain
+    assert "not measured" in shape[: shape.index("</section>")]
+    assert "not in these results" in shape[: shape.index("</section>")]
 
 
 def test_unknown_case_and_html_escaping(tmp_path):
     nasty = '<script>alert("x")</script>'
-    doc = synthetic.result(cases=("gone.case",), variants=((nasty, "naive", 3.0), ("fast_v", "optimized", 1.0)))
+    doc = synthetic.result(
+        cases=("gone.case",), variants=((nasty, "naive", 3.0), ("fast_v", "optimized", 1.0))
+    )
     page = build.build([write(tmp_path / "r.json", doc)], tmp_path / "out").read_text()
     assert '<section class="unknown" id="gone.case">' in page and "unknown case" in page
     assert nasty not in page and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
@@ -78,15 +93,29 @@ def test_unknown_case_and_html_escaping(tmp_path):
 
 
 def test_machines_are_never_mixed(tmp_path):
-    gpu = dict(synthetic.MACHINE, label="NVIDIA H200 x1", cuda_version="12.8", gpu={"count": 1, "name": "NVIDIA H200"})
+    gpu = dict(
+        synthetic.MACHINE,
+        label="NVIDIA H200 x1",
+        cuda_version="12.8",
+        gpu={"count": 1, "name": "NVIDIA H200"},
+    )
     a = write(tmp_path / "cpu.json", synthetic.result(cases=("x.case",), seed=1))
-    b = write(tmp_path / "gpu.json", synthetic.result(cases=("x.case",), seed=2, machine=gpu,
-                                                     variants=(("naive_v", "naive", 40.0), ("fast_v", "optimized", 1.0))))
+    b = write(
+        tmp_path / "gpu.json",
+        synthetic.result(
+            cases=("x.case",),
+            seed=2,
+            machine=gpu,
+            variants=(("naive_v", "naive", 40.0), ("fast_v", "optimized", 1.0)),
+        ),
+    )
     build.build([a, b], tmp_path / "out")
     table = pd.read_csv(tmp_path / "out" / "summary.csv")
     rule = table[table["against"] == "rule"]
-    assert set(rule["machine"]) == {"Synthetic CPU (2 cores) · torch 2.13.0+cpu",
-                                    "NVIDIA H200 x1 · torch 2.13.0+cpu, CUDA 12.8"}
+    assert set(rule["machine"]) == {
+        "Synthetic CPU (2 cores) · torch 2.13.0+cpu",
+        "NVIDIA H200 x1 · torch 2.13.0+cpu, CUDA 12.8",
+    }
     for machine, expected in (("Synthetic", 4.0), ("NVIDIA", 40.0)):
         speedups = rule[rule["machine"].str.startswith(machine)]["speedup"]
         assert np.allclose(speedups, expected, rtol=0.05), (machine, list(speedups))
@@ -112,8 +141,13 @@ def load_ratio(slow, fast, seed):
 
 
 def _tables(factor_fast=1.0, factor_slow=4.0, sigma=0.04, fail=None, findings=(), peak=True):
-    doc = synthetic.result(cases=("x.case",), variants=(("slow_v", "naive", factor_slow), ("fast_v", "optimized", factor_fast)),
-                           sigma=sigma, outcomes=list(findings) + ([fail] if fail else []), peak=peak)
+    doc = synthetic.result(
+        cases=("x.case",),
+        variants=(("slow_v", "naive", factor_slow), ("fast_v", "optimized", factor_fast)),
+        sigma=sigma,
+        outcomes=list(findings) + ([fail] if fail else []),
+        peak=peak,
+    )
     res = load.Results(*_frames(doc))
     table = summary.build(res.rows, {})
     return res.rows, table, res.outcomes
@@ -161,17 +195,33 @@ def test_lighter_and_not_faster_and_all_of():
 
 
 def _finding(verdict, evidence="measured 3 things"):
-    return {"case": "x.case", "kind": "check", "check": f"c_{verdict}", "device": "cpu", "nodeid": "x",
-            "outcome": "passed", "finding": {"verdict": verdict, "evidence": evidence}}
+    return {
+        "case": "x.case",
+        "kind": "check",
+        "check": f"c_{verdict}",
+        "device": "cpu",
+        "nodeid": "x",
+        "outcome": "passed",
+        "finding": {"verdict": verdict, "evidence": evidence},
+    }
 
 
 def test_from_findings_and_failed_checks():
     assert _judge(rules.FromFindings(), findings=[_finding("holds")]).verdict == "holds"
-    assert _judge(rules.FromFindings(), findings=[_finding("holds"), _finding("depends")]).verdict == "depends"
+    assert (
+        _judge(rules.FromFindings(), findings=[_finding("holds"), _finding("depends")]).verdict == "depends"
+    )
     assert _judge(rules.FromFindings(), findings=[_finding("holds"), _finding("fails")]).verdict == "fails"
     assert _judge(rules.FromFindings(), findings=[_finding(None)]).verdict == "not measured"
-    failed = {"case": "x.case", "kind": "check", "check": "oracle", "device": "cpu", "nodeid": "x",
-              "outcome": "failed", "reason": "AssertionError: off by 3"}
+    failed = {
+        "case": "x.case",
+        "kind": "check",
+        "check": "oracle",
+        "device": "cpu",
+        "nodeid": "x",
+        "outcome": "failed",
+        "reason": "AssertionError: off by 3",
+    }
     judged = _judge(rules.Faster(), fail=failed)
     # A failed test is an error of the run, kept apart from the verdict on the claim.
     assert judged.verdict == "holds" and "off by 3" not in judged.evidence
@@ -183,14 +233,27 @@ def test_from_findings_and_failed_checks():
 # ---- bad input: exit 2, one line naming the file, nothing written ------------------------------
 
 
-@pytest.mark.parametrize("which", ["none", "empty folder", "missing", "empty file", "truncated", "not json",
-                                   "not pytest-benchmark", "benchmarks not a list"])
+@pytest.mark.parametrize(
+    "which",
+    [
+        "none",
+        "empty folder",
+        "missing",
+        "empty file",
+        "truncated",
+        "not json",
+        "not pytest-benchmark",
+        "benchmarks not a list",
+    ],
+)
 def test_bad_input(tmp_path, capsys, which):
     good = write(tmp_path / "good.json", synthetic.result())
     folder = tmp_path / "empty"
     folder.mkdir()
     files = {
-        "empty file": "", "truncated": good.read_text()[:300], "not json": "<html>",
+        "empty file": "",
+        "truncated": good.read_text()[:300],
+        "not json": "<html>",
         "not pytest-benchmark": json.dumps({"results": []}),
         "benchmarks not a list": json.dumps({"benchmarks": {}, "machine_info": {}}),
     }
@@ -241,7 +304,10 @@ def test_ten_thousand_rows_build_in_under_ten_seconds(tmp_path):
 
 
 def test_roofline_fractions_when_ceilings_are_recorded(tmp_path):
-    machine = dict(synthetic.MACHINE, ceilings={"cpu": {"fp32_flops": 2e12, "bf16_flops": 4e12, "copy_bytes_per_s": 5e10}})
+    machine = dict(
+        synthetic.MACHINE,
+        ceilings={"cpu": {"fp32_flops": 2e12, "bf16_flops": 4e12, "copy_bytes_per_s": 5e10}},
+    )
     doc = synthetic.result(cases=("x.case",), machine=machine)
     page = build.build([write(tmp_path / "r.json", doc)], tmp_path / "out").read_text()
     results = pd.read_csv(tmp_path / "out" / "results.csv")
@@ -255,10 +321,16 @@ def test_cost_model_panel_takes_one_setting_and_needs_its_columns():
     from reports import plots
 
     def extra(p):
-        return json.dumps({"points": json.dumps([
-            {"algorithm": "ring", "bytes": 1024, "measured_s": 1e-3 * p, "model_s": 1e-3},
-            {"algorithm": "ring", "bytes": 4096, "measured_s": 2e-3 * p, "model_s": 2e-3},
-        ])})
+        return json.dumps(
+            {
+                "points": json.dumps(
+                    [
+                        {"algorithm": "ring", "bytes": 1024, "measured_s": 1e-3 * p, "model_s": 1e-3},
+                        {"algorithm": "ring", "bytes": 4096, "measured_s": 2e-3 * p, "model_s": 2e-3},
+                    ]
+                )
+            }
+        )
 
     rows = pd.DataFrame({"size_label": ["w2", "w4", "w4"], "extra": [extra(2), extra(4), ""]})
     points = plots._cost_model_points(rows)

@@ -33,9 +33,19 @@ PROBE = """<script>window.addEventListener("load", function () {
 
 
 def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
-    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={profile}", *args]
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
@@ -44,8 +54,12 @@ def test_report_renders_in_chromium(tmp_path):
     index = build.build([REAL], tmp_path / "out")
     page = index.read_text(encoding="utf-8")
     probe = tmp_path / "out" / "probe.html"
-    probe.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
-                     .replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    probe.write_text(
+        re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page).replace(
+            "</body>", PROBE + "</body>"
+        ),
+        encoding="utf-8",
+    )
     done = chromium("--virtual-time-budget=10000", "--dump-dom", probe.as_uri(), profile=tmp_path / "profile")
     found = re.search(r'<pre id="probe">([^<]*)</pre>', done.stdout)
     assert found, f"no probe result in the dumped DOM; chromium said: {done.stderr[-500:]}"
@@ -58,7 +72,12 @@ def test_report_renders_in_chromium(tmp_path):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "index.png"
     shot.unlink(missing_ok=True)
-    chromium("--hide-scrollbars", "--window-size=1280,2000", f"--screenshot={shot}", index.as_uri(),
-             profile=tmp_path / "profile")
+    chromium(
+        "--hide-scrollbars",
+        "--window-size=1280,2000",
+        f"--screenshot={shot}",
+        index.as_uri(),
+        profile=tmp_path / "profile",
+    )
     assert shot.exists() and shot.stat().st_size > 10_000
     shutil.copy(index, ARTIFACTS / "index.html")

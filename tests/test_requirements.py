@@ -14,7 +14,10 @@ def test_cuda_device_needs_gpu_and_is_skipped_without_it():
 
 def test_tokens():
     assert requirements.gpus_needed(("gpus>=2",)) == 2
-    assert requirements.unmet(("module:surely_not_a_package_xyz",), "cpu") == "needs the optional package 'surely_not_a_package_xyz'"
+    assert (
+        requirements.unmet(("module:surely_not_a_package_xyz",), "cpu")
+        == "needs the optional package 'surely_not_a_package_xyz'"
+    )
     if torch.cuda.device_count() < 64:
         assert "needs >= 64 GPUs" in requirements.unmet(("gpus>=64",), "cpu") or not torch.cuda.is_available()
 

@@ -14,13 +14,23 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _pytest(*args):
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
-@pytest.mark.parametrize("option, valid", [
-    ("--device=tpu", "cpu, cuda"), ("--profile=huge", "'quick', 'full'"), ("--threads=0", "positive number"),
-])
+@pytest.mark.parametrize(
+    "option, valid",
+    [
+        ("--device=tpu", "cpu, cuda"),
+        ("--profile=huge", "'quick', 'full'"),
+        ("--threads=0", "positive number"),
+    ],
+)
 def test_bad_option_is_a_usage_error_naming_the_valid_values(option, valid):
     run = _pytest("suite", "--collect-only", "-q", option)
     assert run.returncode == 4, run.stdout + run.stderr  # pytest's exit code for usage errors
@@ -33,6 +43,7 @@ def test_every_suite_node_id_carries_its_catalogue_id():
     ids = {c.id for c in all_cases()}
     nodes = [line for line in run.stdout.splitlines() if "::" in line]
     assert len(nodes) > 100
+
     def carries(node, cid):
         return f"[{cid}-" in node or f"[{cid}]" in node
 
@@ -70,8 +81,13 @@ def test_a_slow_check_gets_the_slow_marker():
     from suite.conftest import CheckPoint
     from suite.recorder import Recorder
 
-    case = Case(id="x.y", tier=3, claim="", source="",
-                checks={"fast": Check(lambda d: None), "sweep": Check(lambda d: None, slow=True)})
+    case = Case(
+        id="x.y",
+        tier=3,
+        claim="",
+        source="",
+        checks={"fast": Check(lambda d: None), "sweep": Check(lambda d: None, slow=True)},
+    )
 
     class Item:
         def __init__(self, point):
@@ -105,9 +121,20 @@ def test_variant_oracle_and_tolerance_override_the_case_and_inputs_are_shared():
         return x.double() ** 2
 
     tight = {torch.float32: Tol(0, 0)}
-    case = Case(id="x.y", tier=2, claim="", source="", make_inputs=make, oracle=doubled,
-                variants={"a": naive(lambda x: 2 * x), "b": optimized(lambda x: x * x, oracle=squared, tolerance=tight)},
-                tolerance={torch.float32: Tol(1e-5, 1e-5)}, sizes={"quick": [{"n": 3}]})
+    case = Case(
+        id="x.y",
+        tier=2,
+        claim="",
+        source="",
+        make_inputs=make,
+        oracle=doubled,
+        variants={
+            "a": naive(lambda x: 2 * x),
+            "b": optimized(lambda x: x * x, oracle=squared, tolerance=tight),
+        },
+        tolerance={torch.float32: Tol(1e-5, 1e-5)},
+        sizes={"quick": [{"n": 3}]},
+    )
     a, b = (VariantPoint(case, v, {"n": 3}, torch.float32, "cpu") for v in ("a", "b"))
     assert a.tolerance == Tol(1e-5, 1e-5) and b.tolerance == Tol(0, 0)
     cache = InputCache(seed=0)
@@ -135,9 +162,11 @@ def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements
             self.marks.append(mark)
 
     # one CUDA point of the case: its CPU points stay out of the GPU run (no gpu marker)
-    points = [LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cpu", 2),
-              LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cpu", 4, slow=True),
-              LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cuda", 2)]
+    points = [
+        LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cpu", 2),
+        LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cpu", 4, slow=True),
+        LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cuda", 2),
+    ]
     items = [Item(p) for p in points]
     Recorder(None).pytest_collection_modifyitems(None, items)
     names = [{m.name for m in item.marks} for item in items]
@@ -145,8 +174,11 @@ def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements
     assert {"gpu", "multigpu", "distributed"} <= names[2]
     clock = next(m for m in items[0].marks if m.name == "benchmark").kwargs["timer"]
     assert isinstance(clock, timing.ReplayClock)
-    assert [p.id for p in points] == ["parallel.dp_vs_ddp-ddp-w2-cpu", "parallel.dp_vs_ddp-ddp-w4-cpu",
-                                      "parallel.dp_vs_ddp-ddp-w2-cuda"]
+    assert [p.id for p in points] == [
+        "parallel.dp_vs_ddp-ddp-w2-cpu",
+        "parallel.dp_vs_ddp-ddp-w4-cpu",
+        "parallel.dp_vs_ddp-ddp-w2-cuda",
+    ]
     assert LaunchPoint.on("parallel.allreduce", "", "cpu", 2).id == "parallel.allreduce-w2-cpu"
     assert points[2].requires == ("distributed", "gpus>=2", "nccl")
     if not torch.cuda.is_available():

@@ -35,8 +35,12 @@ def fresh_benchmark(request, **overrides):
 
         session = request.config._benchmarksession
         return BenchmarkFixture(
-            request.node, add_stats=lambda stats: None, logger=session.logger, warner=request.node.warn,
-            disabled=False, **dict(session.options, **overrides),
+            request.node,
+            add_stats=lambda stats: None,
+            logger=session.logger,
+            warner=request.node.warn,
+            disabled=False,
+            **dict(session.options, **overrides),
         )
     except (ImportError, AttributeError, TypeError) as exc:
         pytest.skip(f"pytest-benchmark's fixture cannot be built here ({exc})")
@@ -164,4 +168,6 @@ def test_gpu_median_agrees_with_triton_do_bench(request, record_property, name):
     ok, lines = interleaved(ours, theirs, 0.05)
     record_property("agreement", lines)
     print(f"\n[{name}] " + "\n".join(lines))
-    assert ok, f"{name}: our device-time median and triton's do_bench disagree by more than 5%:\n" + "\n".join(lines)
+    assert ok, (
+        f"{name}: our device-time median and triton's do_bench disagree by more than 5%:\n" + "\n".join(lines)
+    )

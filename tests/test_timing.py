@@ -209,9 +209,24 @@ def test_replay_clock_hands_measured_steps_to_pytest_benchmark_exactly(tmp_path)
     (tmp_path / "test_replayed.py").write_text(REPLAYED_TEST)
     out = tmp_path / "bench.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_replayed.py",
-                          f"--benchmark-json={out}", "--benchmark-save-data"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "test_replayed.py",
+            f"--benchmark-json={out}",
+            "--benchmark-save-data",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     (row,) = json.loads(out.read_text())["benchmarks"]
     assert row["stats"]["data"] == [0.1, 0.2, 0.3, 1e-9]

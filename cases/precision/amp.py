@@ -23,9 +23,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
-from cases._init import perturb_norms
+from cases._lib.init import perturb_norms
+from cases.spec import UNIT_ROUNDOFF as U
+from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 from harness.rules import AllOf, FromFindings, NotFaster, NotLighter
-from cases.spec import UNIT_ROUNDOFF as U, Case, Check, Finding, Tol, Verdict, naive, optimized
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 CLASSES = 16
@@ -57,7 +58,11 @@ class ConvNet(nn.Module):
     def __init__(self, channels):
         super().__init__()
         c = channels
-        self.c1, self.c2, self.c3 = nn.Conv2d(3, c, 3, padding=1), nn.Conv2d(c, c, 3, 2, 1), nn.Conv2d(c, c, 3, padding=1)
+        self.c1, self.c2, self.c3 = (
+            nn.Conv2d(3, c, 3, padding=1),
+            nn.Conv2d(c, c, 3, 2, 1),
+            nn.Conv2d(c, c, 3, padding=1),
+        )
         self.norm = nn.GroupNorm(8, c)
         self.head = nn.Linear(c, CLASSES)
 
@@ -202,7 +207,9 @@ def check_double_unscale_raises(device):
     scaler.update()
     scaler.scale(x.sum()).backward()
     scaler.unscale_(opt)  # update() → READY again
-    return Finding(Verdict.HOLDS, f"second unscale_ raises RuntimeError: {message!r}; also after step(): {after_step!r}")
+    return Finding(
+        Verdict.HOLDS, f"second unscale_ raises RuntimeError: {message!r}; also after step(): {after_step!r}"
+    )
 
 
 def check_inf_skips_step(device):
@@ -218,7 +225,10 @@ def check_inf_skips_step(device):
     scaler.scale(x.sum() + z.sum()).backward()
     scaler.step(opt)
     assert not torch.equal(z, before[1]), "a finite step after the skipped one did not update"
-    return Finding(Verdict.HOLDS, "an inf grad skips optimizer.step (parameters unchanged) and update() halves the scale to 32768")
+    return Finding(
+        Verdict.HOLDS,
+        "an inf grad skips optimizer.step (parameters unchanged) and update() halves the scale to 32768",
+    )
 
 
 def check_clip_after_unscale(device):
@@ -230,10 +240,14 @@ def check_clip_after_unscale(device):
     torch.nn.utils.clip_grad_norm_(x, 1.0)
     torch.nn.utils.clip_grad_norm_(z, 1.0)
     clipped = x.grad.tolist()
-    assert all(math.isclose(g, 2**-0.5, rel_tol=1e-6) for g in clipped), f"clipped grads {clipped}, expected 1/√2"
+    assert all(math.isclose(g, 2**-0.5, rel_tol=1e-6) for g in clipped), (
+        f"clipped grads {clipped}, expected 1/√2"
+    )
     scaler.step(opt)
     expected = [1 - 1e-3 * 2**-0.5, 2 - 1e-3 * 2**-0.5]
-    assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(x.tolist(), expected)), f"x after step {x.tolist()}"
+    assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(x.tolist(), expected)), (
+        f"x after step {x.tolist()}"
+    )
 
     wx, wz, wopt, wscaler = _notes_example(device)
     wscaler.scale(wx.sum() + wz.sum()).backward()
@@ -283,9 +297,16 @@ def check_deprecated_spelling(device):
         with torch.cuda.amp.autocast(enabled=False):
             pass
         torch.cuda.amp.GradScaler(enabled=False)
-    caught = [str(w.message).splitlines()[0] for w in record if issubclass(w.category, (FutureWarning, DeprecationWarning))]
+    caught = [
+        str(w.message).splitlines()[0]
+        for w in record
+        if issubclass(w.category, (FutureWarning, DeprecationWarning))
+    ]
     assert len(caught) >= 2, f"expected deprecation warnings for both spellings, got {caught}"
-    return Finding(Verdict.FAILS, f"torch {torch.__version__}: the notes' spellings are deprecated: " + " | ".join(caught))
+    return Finding(
+        Verdict.FAILS,
+        f"torch {torch.__version__}: the notes' spellings are deprecated: " + " | ".join(caught),
+    )
 
 
 def check_cpu_autocast_exists(device):
@@ -342,10 +363,12 @@ CASE = Case(
         "deprecated_spelling": Check(check_deprecated_spelling, devices=("cpu",)),
         "cpu_autocast_exists": Check(check_cpu_autocast_exists, devices=("cpu",)),
     },
-    verdict=AllOf((
-        NotFaster("transformer.amp", "transformer.fp32"),
-        NotLighter("transformer.amp", "transformer.fp32"),
-        FromFindings(),
-    )),
+    verdict=AllOf(
+        (
+            NotFaster("transformer.amp", "transformer.fp32"),
+            NotLighter("transformer.amp", "transformer.fp32"),
+            FromFindings(),
+        )
+    ),
     x="width",
 )

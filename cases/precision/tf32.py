@@ -17,10 +17,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from harness.rules import AllOf, Faster
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 from harness import precision_flags as flags
 from harness import premises
+from harness.rules import AllOf, Faster
 
 FP32 = torch.float32
 U_FP32, U_TF32, U_BF16 = 2.0**-24, 2.0**-11, 2.0**-9
@@ -154,8 +154,10 @@ def judge_reduced_error(what, device_type, k, full, reduced, premise):
     mode, unit = _reduced_mode(device_type)
     assert full <= k * U_FP32, f"{what} with reduced precision off: error {full:.3g} > K·u = {k * U_FP32:.3g}"
     assert reduced <= k * unit, f"{what} {mode} error {reduced:.3g} > K·u = {k * unit:.3g}"
-    measured = (f"{what} (K={k}) on {device_type}: rel error vs float64 {full:.2g} in full fp32, "
-                f"{reduced:.2g} with {mode}")
+    measured = (
+        f"{what} (K={k}) on {device_type}: rel error vs float64 {full:.2g} in full fp32, "
+        f"{reduced:.2g} with {mode}"
+    )
     if not premise.present:
         return Finding(Verdict.DEPENDS, f"{premise}: the flag does not lower precision here; {measured}")
     assert reduced > 10 * full, (
@@ -190,12 +192,18 @@ def check_cpu_high_is_noop(device):
     premise = premises.onednn_reduced("matmul", "tf32", shapes=[tuple(a.shape), tuple(b.shape)])
     if not premise.present:
         assert err <= k * U_FP32, f"'high' on CPU: rel error {err:.3g} > K·u_fp32 = {k * U_FP32:.3g}"
-        return Finding(None, f"on CPU, 'high' keeps fp32 matmuls in fp32 (256³: rel error {err:.2g}, "
-                       f"{'bitwise the same as' if same else 'summed in another order than'} 'highest'); "
-                       f"{premise}")
+        return Finding(
+            None,
+            f"on CPU, 'high' keeps fp32 matmuls in fp32 (256³: rel error {err:.2g}, "
+            f"{'bitwise the same as' if same else 'summed in another order than'} 'highest'); "
+            f"{premise}",
+        )
     assert err <= k * U_TF32, f"'high' on CPU: rel error {err:.3g} > K·u_tf32 = {k * U_TF32:.3g}"
-    return Finding(Verdict.DEPENDS, f"{premise}: on this CPU 'high' rounds fp32 matmuls to TF32 (rel error "
-                   f"{err:.2g} vs float64, within K·u_tf32), where the claim is that it leaves them alone")
+    return Finding(
+        Verdict.DEPENDS,
+        f"{premise}: on this CPU 'high' rounds fp32 matmuls to TF32 (rel error "
+        f"{err:.2g} vs float64, within K·u_tf32), where the claim is that it leaves them alone",
+    )
 
 
 # Outputs are O(1) sums of K products (matmul K = n, conv K = 9·C = 9·max(n/8, 8), the larger) of
@@ -235,7 +243,12 @@ CASE = Case(
         "defaults": Check(check_defaults, devices=("cpu",)),
         "api_mixing": Check(check_api_mixing, devices=("cpu",)),
         "matmul_error": Check(
-            _error_check(make_matmul, _matmul_at("highest"), lambda a, b: _matmul_at(_reduced_matmul_level(a.device))(a, b), "matmul")
+            _error_check(
+                make_matmul,
+                _matmul_at("highest"),
+                lambda a, b: _matmul_at(_reduced_matmul_level(a.device))(a, b),
+                "matmul",
+            )
         ),
         "conv_error": Check(_error_check(make_conv, _conv(False), _conv(True), "conv")),
         "cpu_high_is_noop": Check(check_cpu_high_is_noop, devices=("cpu",)),

@@ -46,8 +46,11 @@ def check_round_trip(device):
         assert torch.equal(a, b), f"{k} differs after reload"
     x = torch.randn(4, 3, generator=torch.Generator().manual_seed(1)).to(device)
     assert torch.equal(model(x), fresh(x))
-    return Finding(Verdict.HOLDS, "torch.save(state_dict) → torch.load → load_state_dict: every tensor and "
-                   "the outputs bit-identical (default torch.load arguments)")
+    return Finding(
+        Verdict.HOLDS,
+        "torch.save(state_dict) → torch.load → load_state_dict: every tensor and "
+        "the outputs bit-identical (default torch.load arguments)",
+    )
 
 
 def check_state_dict_aliasing(device):
@@ -82,12 +85,24 @@ class _Custom:
 def check_torch_load_defaults(device):
     from torch import serialization
 
-    default = serialization._default_to_weights_only(None) if hasattr(serialization, "_default_to_weights_only") else None
+    default = (
+        serialization._default_to_weights_only(None)
+        if hasattr(serialization, "_default_to_weights_only")
+        else None
+    )
     model = MyModule()
     with tempfile.TemporaryDirectory() as tmp:
         ckpt = os.path.join(tmp, "ckpt.pt")
-        torch.save({"epoch": 3, "best_fitness": 0.5, "training_results": "ok", "model": model.state_dict(),
-                    "optimizer": torch.optim.SGD(model.parameters(), lr=0.1).state_dict()}, ckpt)
+        torch.save(
+            {
+                "epoch": 3,
+                "best_fitness": 0.5,
+                "training_results": "ok",
+                "model": model.state_dict(),
+                "optimizer": torch.optim.SGD(model.parameters(), lr=0.1).state_dict(),
+            },
+            ckpt,
+        )
         loaded = torch.load(ckpt)  # the notes' yolov5-style checkpoint loads under the default
         assert loaded["epoch"] == 3 and set(loaded["model"]) == {"linear.weight", "linear.bias"}
         whole = os.path.join(tmp, "whole.pt")
@@ -127,7 +142,10 @@ def check_ddp_module_state_dict(device):
             saved = [f for f in os.listdir(tmp) if f.endswith(".pt")]
         finally:
             dist.destroy_process_group()
-    assert list(wrapped) == ["module.linear.weight", "module.linear.bias"] and list(inner) == ["linear.weight", "linear.bias"]
+    assert list(wrapped) == ["module.linear.weight", "module.linear.bias"] and list(inner) == [
+        "linear.weight",
+        "linear.bias",
+    ]
     assert sorted(result.missing_keys) == ["linear.bias", "linear.weight"], result
     assert saved == ["ckp.pt"]
     return Finding(
@@ -147,6 +165,8 @@ CASE = Case(
         "round_trip": Check(check_round_trip),
         "state_dict_aliasing": Check(check_state_dict_aliasing),
         "torch_load_defaults": Check(check_torch_load_defaults, devices=("cpu",)),
-        "ddp_module_state_dict": Check(check_ddp_module_state_dict, requires=("distributed",), devices=("cpu",)),
+        "ddp_module_state_dict": Check(
+            check_ddp_module_state_dict, requires=("distributed",), devices=("cpu",)
+        ),
     },
 )

@@ -49,8 +49,11 @@ def check_forward_hook(device):
     assert torch.equal(conv(x), torch.full_like(out, 7.0))
     handle.remove()
     assert torch.equal(conv(x), out), "a removed hook should no longer act"
-    return Finding(Verdict.HOLDS, "forward hook gets (module, (input,), output) with input[0] the very tensor "
-                   "passed (2,3,8,8) and output (2,5,6,6); returning a tensor replaces the output")
+    return Finding(
+        Verdict.HOLDS,
+        "forward hook gets (module, (input,), output) with input[0] the very tensor "
+        "passed (2,3,8,8) and output (2,5,6,6); returning a tensor replaces the output",
+    )
 
 
 def _grads_seen(module, x, register):
@@ -68,7 +71,12 @@ def _grads_seen(module, x, register):
         w = torch.linspace(-1, 1, out.numel(), device=out.device).view_as(out)
         (out * w).sum().backward()
     handle.remove()
-    return seen, x.grad, out.grad, [c for c in caught if issubclass(c.category, (FutureWarning, DeprecationWarning))]
+    return (
+        seen,
+        x.grad,
+        out.grad,
+        [c for c in caught if issubclass(c.category, (FutureWarning, DeprecationWarning))],
+    )
 
 
 def check_full_backward_hook(device):
@@ -79,8 +87,11 @@ def check_full_backward_hook(device):
         assert torch.equal(seen["grad_output"][0], out_grad), "grad_output should be dL/d(output)"
         assert torch.equal(seen["grad_input"][0], x_grad), "grad_input should be dL/d(input)"
         assert seen["grad_input"][0].shape == shape
-    return Finding(Verdict.HOLDS, "register_full_backward_hook: grad_input[0] == autograd's dL/dx and "
-                   "grad_output[0] == dL/dout exactly, for a conv and for a 3-op module, no warning")
+    return Finding(
+        Verdict.HOLDS,
+        "register_full_backward_hook: grad_input[0] == autograd's dL/dx and "
+        "grad_output[0] == dL/dout exactly, for a conv and for a 3-op module, no warning",
+    )
 
 
 def check_notes_backward_hook(device):

@@ -4,8 +4,6 @@ initialisation (notes 001 "torch.optim", "迁移学习", "apply()"; 003 yolov5 �
 
 from __future__ import annotations
 
-import copy
-
 import torch
 from torch import nn
 
@@ -16,8 +14,13 @@ def _net(device, seed=0):
     state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     net = nn.Sequential(
-        nn.Conv2d(3, 8, 3, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
-        nn.Conv2d(8, 8, 3), nn.BatchNorm2d(8), nn.Flatten(), nn.Linear(8 * 4 * 4, 5),
+        nn.Conv2d(3, 8, 3, bias=False),
+        nn.BatchNorm2d(8),
+        nn.ReLU(),
+        nn.Conv2d(8, 8, 3),
+        nn.BatchNorm2d(8),
+        nn.Flatten(),
+        nn.Linear(8 * 4 * 4, 5),
     ).to(device)
     torch.random.set_rng_state(state)
     return net
@@ -86,8 +89,11 @@ def check_add_param_group_errors(device):
     assert [g["lr"] for g in opt.param_groups] == [0.1, 0.5]
     opt.add_param_group({"params": net[6].parameters()})
     assert opt.param_groups[-1]["lr"] == 0.1, "a new group without lr takes the optimizer's default"
-    return Finding(Verdict.HOLDS, f"duplicate → ValueError ('{dup[:40]}…'); a set → TypeError; a new group "
-                   "keeps its own lr or takes the defaults")
+    return Finding(
+        Verdict.HOLDS,
+        f"duplicate → ValueError ('{dup[:40]}…'); a set → TypeError; a new group "
+        "keeps its own lr or takes the defaults",
+    )
 
 
 def check_freezing(device):
@@ -122,7 +128,9 @@ def check_freezing(device):
     opt.add_param_group({"params": net[3].parameters()})
     conv_before = net[3].weight.detach().clone()
     train(opt, 1)
-    assert not torch.equal(net[3].weight.detach(), conv_before) and not torch.equal(head.weight.detach(), head_before)
+    assert not torch.equal(net[3].weight.detach(), conv_before) and not torch.equal(
+        head.weight.detach(), head_before
+    )
     # The claim's limit: a param frozen *after* it had a gradient keeps a stale .grad unless
     # zero_grad sets it to None; with momentum and weight decay step() still moves it.
     net2 = _net(device, seed=3)

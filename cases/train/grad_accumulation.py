@@ -95,7 +95,9 @@ def check_optimizer_sensitivity(device):
         step_unscaled = _one_update(net, x, y, cls, False, **kw) - before
         out[name] = ((step_unscaled - step_scaled).norm() / step_scaled.norm()).item()
     assert abs(out["SGD"] - (K - 1)) < 1e-3, f"SGD step should be {K}× too large, rel diff {out['SGD']}"
-    assert out["Adam"] < 1e-3, f"Adam's first step should be scale-invariant up to eps, rel diff {out['Adam']}"
+    assert out["Adam"] < 1e-3, (
+        f"Adam's first step should be scale-invariant up to eps, rel diff {out['Adam']}"
+    )
     sgd_off, adam_off = out["SGD"] > 1e-3, out["Adam"] > 1e-3
     return Finding(
         Verdict.DEPENDS if sgd_off != adam_off else (Verdict.FAILS if sgd_off else Verdict.HOLDS),

@@ -26,7 +26,9 @@ def check_max_memory_allocated(device):
     y = torch.empty(n, dtype=torch.float32, device=device)
     peak_two = torch.cuda.max_memory_allocated(device) - base
     # Blocks over 1 MiB are rounded to 2 MiB, so 64 MiB requests are exact; allow one block of slack.
-    assert 0 <= peak_two - 128 * MIB < 2 * MIB, f"peak after two 64 MiB tensors: {peak_two / MIB:.2f} MiB over base"
+    assert 0 <= peak_two - 128 * MIB < 2 * MIB, (
+        f"peak after two 64 MiB tensors: {peak_two / MIB:.2f} MiB over base"
+    )
     del y
     assert torch.cuda.max_memory_allocated(device) - base == peak_two, "the peak should not drop on free"
     with warnings.catch_warnings(record=True) as caught:
@@ -34,7 +36,9 @@ def check_max_memory_allocated(device):
         torch.cuda.reset_max_memory_allocated(device)  # the notes' call
     deprecated = [w for w in caught if issubclass(w.category, FutureWarning)]
     after_reset = torch.cuda.max_memory_allocated(device) - base
-    assert 0 <= after_reset - 64 * MIB < 2 * MIB, f"after the reset the peak is the current {after_reset / MIB:.2f} MiB"
+    assert 0 <= after_reset - 64 * MIB < 2 * MIB, (
+        f"after the reset the peak is the current {after_reset / MIB:.2f} MiB"
+    )
     torch.cuda.reset_peak_memory_stats(device)
     assert torch.cuda.max_memory_allocated(device) == torch.cuda.memory_allocated(device)
     del x
@@ -42,8 +46,11 @@ def check_max_memory_allocated(device):
         Verdict.DEPENDS if deprecated else Verdict.HOLDS,
         f"max_memory_allocated rose by {peak_two / MIB:.2f} MiB for two 64 MiB tensors and kept it after a free; "
         f"reset_max_memory_allocated reset it to the current {after_reset / MIB:.2f} MiB "
-        + (f"but warns ({deprecated[0].message.args[0][:70]}…): use reset_peak_memory_stats"
-           if deprecated else "without a warning"),
+        + (
+            f"but warns ({deprecated[0].message.args[0][:70]}…): use reset_peak_memory_stats"
+            if deprecated
+            else "without a warning"
+        ),
     )
 
 
@@ -51,8 +58,11 @@ def check_version_cuda(device):
     version = torch.version.cuda
     assert isinstance(version, str) and re.fullmatch(r"\d+\.\d+(\.\d+)?", version), version
     major, minor = torch.cuda.get_device_capability(device)
-    return Finding(Verdict.HOLDS, f"torch.version.cuda = {version!r} (a string; None on CPU-only builds); "
-                   f"device {torch.cuda.get_device_name(device)} sm_{major}{minor}")
+    return Finding(
+        Verdict.HOLDS,
+        f"torch.version.cuda = {version!r} (a string; None on CPU-only builds); "
+        f"device {torch.cuda.get_device_name(device)} sm_{major}{minor}",
+    )
 
 
 CASE = Case(

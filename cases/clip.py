@@ -15,9 +15,10 @@ import math
 
 import torch
 
-from cases._timing import best_time
+from cases._lib.timing import best_time
+from cases.spec import UNIT_ROUNDOFF as U
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 from harness.rules import Faster
-from cases.spec import UNIT_ROUNDOFF as U, Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32 = torch.float32
 inf = math.inf
@@ -111,10 +112,16 @@ def check_inf_norm(device):
     ours = torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type=inf)
     ours_grads = torch.cat([w.grad for w in params])
     for name, norm, grads in (("notes", notes, notes_grads), ("torch", ours, ours_grads)):
-        torch.testing.assert_close(torch.as_tensor(norm).double().cpu().reshape(1), truth_norm, rtol=1e-6, atol=0)
-        torch.testing.assert_close(grads.double(), truth, rtol=1e-5, atol=1e-6, msg=f"{name} inf-norm clipping")
+        torch.testing.assert_close(
+            torch.as_tensor(norm).double().cpu().reshape(1), truth_norm, rtol=1e-6, atol=0
+        )
+        torch.testing.assert_close(
+            grads.double(), truth, rtol=1e-5, atol=1e-6, msg=f"{name} inf-norm clipping"
+        )
     assert notes_grads.abs().max().item() <= max_norm * (1 + 1e-5)
-    return Finding(None, f"inf norm {float(notes):.4f}: the notes' loop and torch both clip to max_norm {max_norm:.4f}")
+    return Finding(
+        None, f"inf norm {float(notes):.4f}: the notes' loop and torch both clip to max_norm {max_norm:.4f}"
+    )
 
 
 def check_notes_returns_python_float(device):
@@ -127,8 +134,11 @@ def check_notes_returns_python_float(device):
     assert isinstance(notes_clip_grad_norm_(params, max_norm), float)
     assert isinstance(ours, torch.Tensor) and ours.dim() == 0 and ours.device.type == device.type
     torch.testing.assert_close(notes, ours.double().cpu().reshape(1), rtol=1e-6, atol=0)
-    return Finding(None, "same total norm; the notes' version returns a float (host sync per parameter), "
-                   "torch a 0-dim device tensor (no sync)")
+    return Finding(
+        None,
+        "same total norm; the notes' version returns a float (host sync per parameter), "
+        "torch a 0-dim device tensor (no sync)",
+    )
 
 
 def check_loop_vs_foreach_scaling(device):
@@ -145,9 +155,12 @@ def check_loop_vs_foreach_scaling(device):
         rows.append((p, med["loop"], med["foreach"]))
     speedup = rows[-1][1] / rows[-1][2]
     verdict = Verdict.HOLDS if speedup > 1.1 else Verdict.FAILS if speedup < 0.9 else Verdict.DEPENDS
-    return Finding(verdict, f"{total} elements on {device.type}, loop vs foreach (ms, fastest of 5): "
-                   + ", ".join(f"P={p}: {a * 1e3:.2f} vs {b * 1e3:.2f}" for p, a, b in rows)
-                   + f"; speedup at P={rows[-1][0]}: {speedup:.1f}x")
+    return Finding(
+        verdict,
+        f"{total} elements on {device.type}, loop vs foreach (ms, fastest of 5): "
+        + ", ".join(f"P={p}: {a * 1e3:.2f} vs {b * 1e3:.2f}" for p, a, b in rows)
+        + f"; speedup at P={rows[-1][0]}: {speedup:.1f}x",
+    )
 
 
 CASE = Case(

@@ -18,10 +18,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from cases._timing import best_time
+from cases._lib.timing import best_time
 from cases.distance import distances_float64
+from cases.spec import UNIT_ROUNDOFF as U
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 from harness.rules import FromFindings
-from cases.spec import UNIT_ROUNDOFF as U, Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32 = torch.float32
 K = 4
@@ -89,8 +90,13 @@ def check_crossover(device):
         data, queries, tree = make_cloud({"n": n, "q": q, "d": d}, FP32, device, seed=d)
         got_b, got_t = brute(data, queries, tree), kdtree_query(data, queries, tree)
         torch.testing.assert_close(got_t, got_b, rtol=1e-5, atol=1e-6, msg=f"D={d}: tree and brute disagree")
-        rows.append((d, best_time(lambda: brute(data, queries, tree), device, repeats=3),
-                     best_time(lambda: kdtree_query(data, queries, tree), device, repeats=3)))
+        rows.append(
+            (
+                d,
+                best_time(lambda: brute(data, queries, tree), device, repeats=3),
+                best_time(lambda: kdtree_query(data, queries, tree), device, repeats=3),
+            )
+        )
     tree_wins = [d for d, b, t in rows if t < b]
     table = ", ".join(f"D={d}: brute {b * 1e3:.1f} ms / tree {t * 1e3:.1f} ms" for d, b, t in rows)
     low_tree, high_brute = rows[0][2] < rows[0][1], rows[-1][1] < rows[-1][2]
@@ -102,8 +108,11 @@ def check_crossover(device):
         verdict, what = Verdict.FAILS, "brute force wins even at D=2"
     else:
         verdict, what = Verdict.DEPENDS, "the tree still wins at D=256"
-    return Finding(verdict, f"N={n}, Q={q}, k={K} on {device.type}, tree prebuilt (scipy cKDTree, all "
-                   f"cores), fastest of 3: {what}; tree faster at D in {tree_wins}; {table}")
+    return Finding(
+        verdict,
+        f"N={n}, Q={q}, k={K} on {device.type}, tree prebuilt (scipy cKDTree, all "
+        f"cores), fastest of 3: {what}; tree faster at D in {tree_wins}; {table}",
+    )
 
 
 CASE = Case(
@@ -119,8 +128,11 @@ CASE = Case(
         # D = 2 (measured 7.8e-8 at N = 65536), where the distances themselves are 1e-9..1e-4 and
         # only an absolute bound in the cube's units holds; from D = 16 on (distances ≥ 0.07,
         # growing like D/6) it is under 1e-5 relative. The tree's variants get the float64 bound.
-        "brute": naive(brute, peak_bytes=lambda s, b: 2 * s["q"] * s["n"] * b,
-                       tolerance={FP32: Tol(rtol=1e-5, atol=1e-6)}),
+        "brute": naive(
+            brute,
+            peak_bytes=lambda s, b: 2 * s["q"] * s["n"] * b,
+            tolerance={FP32: Tol(rtol=1e-5, atol=1e-6)},
+        ),
         "kdtree_query": optimized(kdtree_query, requires=("module:scipy",)),
         "kdtree_build": library(kdtree_build, requires=("module:scipy",)),
     },

@@ -44,7 +44,9 @@ def check_resume_raises(device):
     except KeyError as e:
         message = str(e)
     assert message and "initial_lr" in message, message
-    return Finding(Verdict.HOLDS, f"LambdaLR(fresh optimizer, last_epoch={STOP - 1}) raises KeyError {message[:75]}…")
+    return Finding(
+        Verdict.HOLDS, f"LambdaLR(fresh optimizer, last_epoch={STOP - 1}) raises KeyError {message[:75]}…"
+    )
 
 
 def check_resume_matches_uninterrupted(device):

@@ -16,9 +16,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from cases._timing import best_time
+from cases._lib.timing import best_time
+from cases.spec import UNIT_ROUNDOFF as U
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 from harness.rules import Faster
-from cases.spec import UNIT_ROUNDOFF as U, Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32, BF16 = torch.float32, torch.bfloat16
 
@@ -86,8 +87,11 @@ def check_label_smoothing(device):
     torch.testing.assert_close(as_probs, truth, rtol=1e-12, atol=1e-12)
     plain = F.cross_entropy(x, y)
     assert abs(plain - smooth) > 1e-3, "label smoothing changed nothing"
-    return Finding(None, f"label_smoothing=0.1: {smooth.item():.6f} = smoothed-probability target "
-                   f"{as_probs.item():.6f} (unsmoothed {plain.item():.6f})")
+    return Finding(
+        None,
+        f"label_smoothing=0.1: {smooth.item():.6f} = smoothed-probability target "
+        f"{as_probs.item():.6f} (unsmoothed {plain.item():.6f})",
+    )
 
 
 def check_ignore_index(device):
@@ -103,8 +107,11 @@ def check_ignore_index(device):
     assert (per_row[~keep] == 0).all(), "ignored rows should contribute exactly 0"
     wrong = per_row.sum() / len(y)
     assert abs(wrong - got) > 1e-3, "dividing by N should differ from dividing by the kept count"
-    return Finding(None, f"{int((~keep).sum())}/{len(y)} rows ignored: mean over the {int(keep.sum())} kept rows "
-                   f"({got.item():.5f}); dividing by N would give {wrong.item():.5f}")
+    return Finding(
+        None,
+        f"{int((~keep).sum())}/{len(y)} rows ignored: mean over the {int(keep.sum())} kept rows "
+        f"({got.item():.5f}); dividing by N would give {wrong.item():.5f}",
+    )
 
 
 def check_weight_mean_differs(device):
@@ -118,8 +125,11 @@ def check_weight_mean_differs(device):
     torch.testing.assert_close(by_index, nll.sum() / w[y].sum(), rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(by_probs, nll.sum() / len(y), rtol=1e-12, atol=1e-12)
     assert abs(by_index - by_probs) > 1e-3
-    return Finding(None, f"weight + mean: indices {by_index.item():.5f} (÷Σw[y]) vs one-hot probabilities "
-                   f"{by_probs.item():.5f} (÷N): not interchangeable when weighted")
+    return Finding(
+        None,
+        f"weight + mean: indices {by_index.item():.5f} (÷Σw[y]) vs one-hot probabilities "
+        f"{by_probs.item():.5f} (÷N): not interchangeable when weighted",
+    )
 
 
 def check_k_dim(device):
@@ -133,8 +143,11 @@ def check_k_dim(device):
     torch.testing.assert_close(got.reshape(-1), flat, rtol=1e-12, atol=1e-12)
     probs = F.one_hot(y, 5).permute(0, 3, 1, 2).double()  # probabilities carry C at dim 1 too
     torch.testing.assert_close(F.cross_entropy(x, probs), got.mean(), rtol=1e-12, atol=1e-12)
-    return Finding(None, "K-dim input (4,5,6,7) with target (4,6,7) equals the flattened (168,5) loss; "
-                   "a probability target must be (4,5,6,7), class at dim 1")
+    return Finding(
+        None,
+        "K-dim input (4,5,6,7) with target (4,6,7) equals the flattened (168,5) loss; "
+        "a probability target must be (4,5,6,7), class at dim 1",
+    )
 
 
 def check_indices_faster(device):
@@ -147,9 +160,12 @@ def check_indices_faster(device):
     }
     speedup = times["probabilities"] / times["indices"]
     verdict = Verdict.HOLDS if speedup > 1.1 else Verdict.FAILS if speedup < 0.9 else Verdict.DEPENDS
-    return Finding(verdict, f"N={n} C={c} fp32 forward+backward on {device.type}: indices "
-                   f"{times['indices'] * 1e3:.2f} ms, probabilities {times['probabilities'] * 1e3:.2f} ms "
-                   f"(speedup {speedup:.2f}x, fastest of 5)")
+    return Finding(
+        verdict,
+        f"N={n} C={c} fp32 forward+backward on {device.type}: indices "
+        f"{times['indices'] * 1e3:.2f} ms, probabilities {times['probabilities'] * 1e3:.2f} ms "
+        f"(speedup {speedup:.2f}x, fastest of 5)",
+    )
 
 
 CASE = Case(

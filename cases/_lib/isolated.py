@@ -9,7 +9,7 @@ fork), started through `harness.launch` (timeout, every process reaped, output k
 answer before it exits and leaves with `os._exit`, so a CUDA context torn down after an assert
 cannot turn an answer already recorded into a crash.
 
-    python -m cases._isolated MODULE:FUNCTION ARGS_JSON --out DIR --slot I
+    python -m cases._lib.isolated MODULE:FUNCTION ARGS_JSON --out DIR --slot I
 
 Not a case module (underscore: the `cases` scan skips it).
 """
@@ -38,14 +38,28 @@ class Outcome:
     output: str  # the child's stdout and stderr: a CUDA kernel prints its failed assertion there
 
 
-def run_each(calls: list[tuple[str, tuple]], env: dict[str, str] | None = None,
-             timeout_s: float = TIMEOUT_S) -> list[Outcome]:
+def run_each(
+    calls: list[tuple[str, tuple]], env: dict[str, str] | None = None, timeout_s: float = TIMEOUT_S
+) -> list[Outcome]:
     """One fresh process per (``"module:function"``, args) call, all started together; their
     outcomes in the same order. A child that exits without an answer is an error here."""
     with tempfile.TemporaryDirectory(prefix="isolated-") as d:
         out = Path(d)
-        commands = [[sys.executable, "-u", "-m", __name__, target, json.dumps(list(args)), "--out", str(out),
-                     "--slot", str(i)] for i, (target, args) in enumerate(calls)]
+        commands = [
+            [
+                sys.executable,
+                "-u",
+                "-m",
+                __name__,
+                target,
+                json.dumps(list(args)),
+                "--out",
+                str(out),
+                "--slot",
+                str(i),
+            ]
+            for i, (target, args) in enumerate(calls)
+        ]
         launched = launch.run(commands, out_dir=out, timeout_s=timeout_s, env=env)
         outcomes = []
         for i, (target, _) in enumerate(calls):

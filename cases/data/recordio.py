@@ -21,7 +21,6 @@ index (one open, N seeks) vs opening N files.
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import struct
 import tempfile
@@ -33,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 from harness.rules import Faster
-from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 MAGIC = 0xCED7230A
 _MAGIC_BYTES = struct.pack("<I", MAGIC)
@@ -112,7 +111,9 @@ class RecordReader:
     def _read_exact(self, n: int, what: str, at: int) -> bytes:
         data = self._f.read(n)
         if len(data) != n:
-            raise RecordIOError(f"{self.path}: truncated {what} at byte offset {at}: need {n} bytes, file has {len(data)}")
+            raise RecordIOError(
+                f"{self.path}: truncated {what} at byte offset {at}: need {n} bytes, file has {len(data)}"
+            )
         return data
 
     def read(self) -> bytes | None:
@@ -130,7 +131,9 @@ class RecordReader:
                 )
             magic, lrec = _HEAD.unpack(head)
             if magic != MAGIC:
-                raise RecordIOError(f"{self.path}: bad magic 0x{magic:08x} at byte offset {at} (expected 0x{MAGIC:08x})")
+                raise RecordIOError(
+                    f"{self.path}: bad magic 0x{magic:08x} at byte offset {at} (expected 0x{MAGIC:08x})"
+                )
             cflag, length = lrec >> 29, lrec & _LEN_MASK
             if cflag > 3 or (cflag in (0, 1)) == expect_more:
                 raise RecordIOError(
@@ -156,7 +159,9 @@ class RecordReader:
         self._f.seek(self.index[key])
         record = self.read()
         if record is None:
-            raise RecordIOError(f"{self.path}: index entry {key} points at the end of file ({self.index[key]})")
+            raise RecordIOError(
+                f"{self.path}: index entry {key} points at the end of file ({self.index[key]})"
+            )
         return record
 
     def close(self):
@@ -178,7 +183,9 @@ def read_index(idx_path, rec_size: int) -> dict[int, int]:
                 raise RecordIOError(f"{idx_path}:{lineno}: expected 'key<TAB>offset', got {line!r}")
             key, offset = int(fields[0]), int(fields[1])
             if not 0 <= offset < rec_size or offset % 4:
-                raise RecordIOError(f"{idx_path}:{lineno}: offset {offset} is not a 4-byte aligned offset in the file")
+                raise RecordIOError(
+                    f"{idx_path}:{lineno}: offset {offset} is not a 4-byte aligned offset in the file"
+                )
             index[key] = offset
     return index
 
@@ -205,7 +212,9 @@ def unpack(s: bytes) -> tuple[IRHeader, bytes]:
     s = s[_IR.size :]
     if header.flag > 0:
         if len(s) < 4 * header.flag:
-            raise RecordIOError(f"IRHeader announces {header.flag} float32 labels, record has {len(s)} bytes left")
+            raise RecordIOError(
+                f"IRHeader announces {header.flag} float32 labels, record has {len(s)} bytes left"
+            )
         header = header._replace(label=np.frombuffer(s, np.float32, header.flag).copy())
         s = s[4 * header.flag :]
     return header, s
@@ -314,11 +323,11 @@ def check_layout_and_notes_guess(device):
     assert differ, "the 4-byte and 8-byte layouts should differ on these lengths"
     return Finding(
         Verdict.FAILS,
-        f"the notes' offsets 0/5768/12520/19304 are reproduced, but by 4-byte magic + 4-byte "
-        f"(3-bit flag, 29-bit length) word and 4-byte padding; an 8-byte length with 8-byte alignment "
-        f"gives the same offsets only for those lengths — differs for "
+        "the notes' offsets 0/5768/12520/19304 are reproduced, but by 4-byte magic + 4-byte "
+        "(3-bit flag, 29-bit length) word and 4-byte padding; an 8-byte length with 8-byte alignment "
+        "gives the same offsets only for those lengths — differs for "
         + ", ".join(f"{n} B: {r} vs {g} bytes on disk" for n, r, g in differ[:4])
-        + f"; a record holds < 2**29 bytes (29-bit length), not 2**64",
+        + "; a record holds < 2**29 bytes (29-bit length), not 2**64",
     )
 
 
@@ -345,7 +354,10 @@ def check_embedded_magic(device):
         flags.append(lrec >> 29)
         at += 8 + (lrec & _LEN_MASK) + _pad(lrec & _LEN_MASK)
     assert flags == [1, 2, 2, 3, 0], f"continuation flags {flags}"
-    return Finding(None, f"payload with the magic at aligned offsets {aligned} stored as parts with flags {flags[:-1]}, read back intact")
+    return Finding(
+        None,
+        f"payload with the magic at aligned offsets {aligned} stored as parts with flags {flags[:-1]}, read back intact",
+    )
 
 
 def _expect_error(path, idx=None, key=None, *, match: str):
@@ -373,7 +385,9 @@ def check_corruption_is_reported(device):
         bad = bytearray(good)
         bad[offsets[2]] ^= 0xFF
         rec.write_bytes(bad)
-        messages.append(_expect_error(rec, match=f"bad magic 0x{MAGIC ^ 0xFF:08x} at byte offset {offsets[2]}"))
+        messages.append(
+            _expect_error(rec, match=f"bad magic 0x{MAGIC ^ 0xFF:08x} at byte offset {offsets[2]}")
+        )
 
         bad = bytearray(good)  # length word claims more than the file holds
         struct.pack_into("<I", bad, offsets[3] + 4, 1000)
@@ -393,7 +407,11 @@ def check_corruption_is_reported(device):
         rec.write_bytes(good)  # index pointing into the middle of a payload
         idx.write_text(f"0\t{offsets[0]}\n1\t{offsets[1] + 8}\n")
         messages.append(_expect_error(rec, idx, key=1, match=f"at byte offset {offsets[1] + 8}"))
-    return Finding(None, "every corruption raised RecordIOError naming its offset: " + " | ".join(m.split(": ", 1)[1] for m in messages))
+    return Finding(
+        None,
+        "every corruption raised RecordIOError naming its offset: "
+        + " | ".join(m.split(": ", 1)[1] for m in messages),
+    )
 
 
 def check_irheader_round_trip(device):
@@ -413,8 +431,11 @@ def check_irheader_round_trip(device):
             w.write(pack(scalar, b"x" * 13))
         with RecordReader(rec) as r:
             assert unpack(r.read()) == (scalar, b"x" * 13)
-    return Finding(None, "IRHeader packs as flag:uint32 label:float32 id:uint64 id2:uint64 (24 bytes); "
-                   "an array label sets flag = its length and follows the header as float32; both round-trip")
+    return Finding(
+        None,
+        "IRHeader packs as flag:uint32 label:float32 id:uint64 id2:uint64 (24 bytes); "
+        "an array label sets flag = its length and follows the header as float32; both round-trip",
+    )
 
 
 CASE = Case(
@@ -443,8 +464,9 @@ CASE = Case(
     },
     dtypes={"cpu": (torch.float32,)},
     verdict=Faster("recordio_random", "one_file_per_sample"),
-    uncompilable={"one_file_per_sample": "file opens and reads: I/O, not a tensor program torch.compile "
-                                         "could fuse"},
+    uncompilable={
+        "one_file_per_sample": "file opens and reads: I/O, not a tensor program torch.compile could fuse"
+    },
     metrics=lambda name, inputs, device: {"records": inputs[0].n, "payload_bytes": int(inputs[1].sum())},
     bytes_moved=lambda s, b: s["n"] * s["bytes"],
 )

@@ -52,8 +52,11 @@ def check_align_corners_consistency(device):
     grid = F.affine_grid(_theta(IDENTITY, 2, device), list(x.shape), align_corners=True)
     mixed = (F.grid_sample(x, grid, align_corners=False) - x).abs().max().item()
     assert mixed > 0.1, "mixing align_corners between affine_grid and grid_sample should distort"
-    return Finding(Verdict.HOLDS, f"affine_grid(align_corners=True) + grid_sample(align_corners=False) "
-                   f"is not the identity: max error {mixed:.3g} (input std 1) — keep them consistent")
+    return Finding(
+        Verdict.HOLDS,
+        f"affine_grid(align_corners=True) + grid_sample(align_corners=False) "
+        f"is not the identity: max error {mixed:.3g} (input std 1) — keep them consistent",
+    )
 
 
 def check_corners_and_translation(device):
@@ -66,7 +69,9 @@ def check_corners_and_translation(device):
     # align_corners=False: (−1, −1) is the outer corner; border padding clamps it to pixel (0, 0),
     # zero padding averages it with three zeros.
     tl = corners[:, :, :1]
-    assert torch.equal(F.grid_sample(x, tl, align_corners=False, padding_mode="border")[0, 0, 0, 0], x[0, 0, 0, 0])
+    assert torch.equal(
+        F.grid_sample(x, tl, align_corners=False, padding_mode="border")[0, 0, 0, 0], x[0, 0, 0, 0]
+    )
     zero_pad = F.grid_sample(x, tl, align_corners=False)[0, 0, 0, 0]
     torch.testing.assert_close(zero_pad, 0.25 * x[0, 0, 0, 0], rtol=1e-6, atol=1e-7)
     # Translation by one pixel to the right in x: theta t_x = 2/W samples x[..., j + 1].

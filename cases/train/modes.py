@@ -88,7 +88,10 @@ def check_dropout2d_channels(device):
 
 def _bn_by_hand(batches, momentum, eps=1e-5):
     """Running mean/var in float64: r ← (1−m)·r + m·stat, var unbiased (n/(n−1)); m=None → 1/k."""
-    mean, var = torch.zeros(batches[0].shape[1], dtype=torch.float64), torch.ones(batches[0].shape[1], dtype=torch.float64)
+    mean, var = (
+        torch.zeros(batches[0].shape[1], dtype=torch.float64),
+        torch.ones(batches[0].shape[1], dtype=torch.float64),
+    )
     for k, b in enumerate(batches, start=1):
         b = b.double().transpose(0, 1).flatten(1)  # (C, N·H·W)
         m = 1.0 / k if momentum is None else momentum
@@ -114,7 +117,9 @@ def check_batchnorm_running_stats(device):
         # Train-mode output is normalised with the *biased* batch variance.
         last = batches[-1].double()
         bm, bv = last.mean((0, 2, 3), keepdim=True), last.var((0, 2, 3), unbiased=False, keepdim=True)
-        torch.testing.assert_close(out.double().cpu(), (last - bm) / torch.sqrt(bv + bn.eps), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(
+            out.double().cpu(), (last - bm) / torch.sqrt(bv + bn.eps), rtol=1e-4, atol=1e-5
+        )
         # Eval uses the running statistics.
         bn.eval()
         x = batches[0].to(device)
@@ -143,8 +148,11 @@ def check_default_mode(device):
     assert all(m.training for m in net.modules())
     net[1].eval()
     assert net.training and not net[1][0].training, "eval() on a child leaves the parent in train mode"
-    return Finding(Verdict.HOLDS, "new modules start with training=True; eval()/train() recurse into all "
-                   "5 submodules; eval() on a child does not change the parent")
+    return Finding(
+        Verdict.HOLDS,
+        "new modules start with training=True; eval()/train() recurse into all "
+        "5 submodules; eval() on a child does not change the parent",
+    )
 
 
 CASE = Case(

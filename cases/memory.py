@@ -26,11 +26,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
-from cases._timing import median_time
-from cases._init import perturb_norms
-from harness.rules import AllOf, FromFindings, Lighter
+from cases._lib.init import perturb_norms
+from cases._lib.timing import median_time
 from cases.spec import UNIT_ROUNDOFF, Case, Check, Finding, Tol, Verdict, naive, optimized
 from harness import measure
+from harness.rules import AllOf, FromFindings, Lighter
 
 FP32 = torch.float32
 P_DROP = 0.1
@@ -93,7 +93,9 @@ class Net:
 
 def _make(block, data_shape, size, dtype, device, seed):
     torch.manual_seed(seed)  # nn.Module init draws from the global RNG
-    blocks = perturb_norms(nn.Sequential(*[block(size["width"]) for _ in range(size["depth"])])).to(device=device, dtype=dtype)
+    blocks = perturb_norms(nn.Sequential(*[block(size["width"]) for _ in range(size["depth"])])).to(
+        device=device, dtype=dtype
+    )
     g = torch.Generator().manual_seed(seed + 1)
     x = torch.randn(data_shape, generator=g).to(device=device, dtype=dtype)
     r = (torch.randn(data_shape, generator=g) / math.sqrt(x.numel())).to(device=device, dtype=dtype)
@@ -105,7 +107,9 @@ def make_mlp(size, dtype, device, seed):
 
 
 def make_transformer(size, dtype, device, seed):
-    return _make(TransformerBlock, (max(size["batch"] // 16, 1), 16, size["width"]), size, dtype, device, seed)
+    return _make(
+        TransformerBlock, (max(size["batch"] // 16, 1), 16, size["width"]), size, dtype, device, seed
+    )
 
 
 def make_linear(size, dtype, device, seed):
@@ -180,8 +184,15 @@ def saved_activation_metrics(variant_name, inputs, device):
         torch.manual_seed(net.seed)
         _, saved = measure.saved_tensor_bytes(lambda: forward(net.blocks, xg), exclude=(x, r, *params))
     depth = len(net.blocks)
-    segments = {"plain": 1, "per_block": depth, "sqrt_segments": segments_for(depth)}[variant_name.split(".", 1)[1]]
-    return {"saved_bytes": saved, "saved_boundaries": saved / (x.numel() * x.element_size()), "segments": segments, "depth": depth}
+    segments = {"plain": 1, "per_block": depth, "sqrt_segments": segments_for(depth)}[
+        variant_name.split(".", 1)[1]
+    ]
+    return {
+        "saved_bytes": saved,
+        "saved_boundaries": saved / (x.numel() * x.element_size()),
+        "segments": segments,
+        "depth": depth,
+    }
 
 
 # ---- checks -------------------------------------------------------------------------------------
@@ -199,8 +210,12 @@ def check_rng_preserved(device):
         return max(((p - q).abs().max() / q.abs().max()).item() for p, q in zip(a, b))
 
     same, differ = rel(kept, plain), rel(lost, plain)
-    assert same <= 1e-6, f"checkpointed grads differ from plain backward by {same:.3g} (rel) with preserve_rng_state=True"
-    assert differ > 1e-2, f"without preserve_rng_state the grads still match plain ({differ:.3g}): the masks were not redrawn"
+    assert same <= 1e-6, (
+        f"checkpointed grads differ from plain backward by {same:.3g} (rel) with preserve_rng_state=True"
+    )
+    assert differ > 1e-2, (
+        f"without preserve_rng_state the grads still match plain ({differ:.3g}): the masks were not redrawn"
+    )
     return Finding(
         Verdict.HOLDS,
         f"per-block checkpoint with dropout: grads equal plain backward to {same:.2g} (rel) with "
@@ -233,7 +248,9 @@ def check_segments_sweep(device):
     best_time = timed(lambda b, h: sqrt_segments_forward(b, h, best))
 
     assert sweep[1] == plain_saved, f"1 segment (= no checkpoint) saved {sweep[1]} B, plain {plain_saved} B"
-    assert sweep[best] < plain_saved / 2, f"best k={best} saved {sweep[best]} B, not below half of plain {plain_saved} B"
+    assert sweep[best] < plain_saved / 2, (
+        f"best k={best} saved {sweep[best]} B, not below half of plain {plain_saved} B"
+    )
     assert sweep[best] < sweep[n] and sweep[best] < sweep[1], "memory vs segments is not U-shaped"
     assert predicted / 2 <= best <= predicted * 2, f"optimum k={best} far from √(n·a/b) = {predicted:.1f}"
     curve = ", ".join(f"{k}:{sweep[k] / boundary:.0f}" for k in sweep)
@@ -269,8 +286,10 @@ def check_no_saving_block(device):
     )
 
 
-_DEPTH_AND_WIDTH = {"quick": [{"depth": 8, "width": 64, "batch": 256}],  # activations > grads
-                    "full": [{"depth": d, "width": 2048, "batch": 8192} for d in (16, 64)]}
+_DEPTH_AND_WIDTH = {
+    "quick": [{"depth": 8, "width": 64, "batch": 256}],  # activations > grads
+    "full": [{"depth": d, "width": 2048, "batch": 8192} for d in (16, 64)],
+}
 
 
 def _chain_tolerance(block_terms: int) -> dict:
@@ -313,12 +332,15 @@ CASE = Case(
         "mlp.plain": naive(_variant(plain_forward), tolerance=MLP_TOL),
         "mlp.per_block": optimized(_variant(per_block_forward), tolerance=MLP_TOL),
         "mlp.sqrt_segments": optimized(_variant(sqrt_segments_forward), tolerance=MLP_TOL),
-        "transformer.plain": naive(_variant(plain_forward), inputs=make_transformer,
-                                   tolerance=TRANSFORMER_TOL),
-        "transformer.per_block": optimized(_variant(per_block_forward), inputs=make_transformer,
-                                           tolerance=TRANSFORMER_TOL),
-        "transformer.sqrt_segments": optimized(_variant(sqrt_segments_forward), inputs=make_transformer,
-                                               tolerance=TRANSFORMER_TOL),
+        "transformer.plain": naive(
+            _variant(plain_forward), inputs=make_transformer, tolerance=TRANSFORMER_TOL
+        ),
+        "transformer.per_block": optimized(
+            _variant(per_block_forward), inputs=make_transformer, tolerance=TRANSFORMER_TOL
+        ),
+        "transformer.sqrt_segments": optimized(
+            _variant(sqrt_segments_forward), inputs=make_transformer, tolerance=TRANSFORMER_TOL
+        ),
         "linear.plain": naive(_variant(plain_forward), inputs=make_linear, tolerance=LINEAR_TOL),
         "linear.per_block": optimized(_variant(per_block_forward), inputs=make_linear, tolerance=LINEAR_TOL),
     },
@@ -335,10 +357,12 @@ CASE = Case(
         "no_saving_block": Check(check_no_saving_block),
     },
     metrics=saved_activation_metrics,
-    verdict=AllOf((
-        Lighter("mlp.sqrt_segments", "mlp.plain"),
-        Lighter("transformer.sqrt_segments", "transformer.plain"),
-        FromFindings(),
-    )),
+    verdict=AllOf(
+        (
+            Lighter("mlp.sqrt_segments", "mlp.plain"),
+            Lighter("transformer.sqrt_segments", "transformer.plain"),
+            FromFindings(),
+        )
+    ),
     x="depth",
 )

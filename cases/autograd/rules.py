@@ -92,8 +92,11 @@ def check_detach_clone(device):
     assert label.data_ptr() != y.data_ptr() and not label.requires_grad
     (c * 1).sum().backward()
     assert torch.equal(x.grad, torch.full_like(x, 3.0)), "clone passes gradient through"
-    return Finding(Verdict.HOLDS, "detach() shares data_ptr (a write through it shows in y); clone() copies "
-                   "and keeps the graph (grad 3 reaches x); clone().detach() is a private copy")
+    return Finding(
+        Verdict.HOLDS,
+        "detach() shares data_ptr (a write through it shows in y); clone() copies "
+        "and keeps the graph (grad 3 reaches x); clone().detach() is a private copy",
+    )
 
 
 def check_detach_view_inplace(device):

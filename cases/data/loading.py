@@ -30,8 +30,8 @@ import numpy as np
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Dataset, IterableDataset, RandomSampler, TensorDataset
 
-from harness.rules import FromFindings
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
+from harness.rules import FromFindings
 
 FP32 = torch.float32
 
@@ -99,19 +99,28 @@ def data_iter(features, ids, epoch):
 
 
 def loader_batched(features, ids, epoch):
-    sampler = BatchSampler(RandomSampler(range(len(ids)), generator=_generator(epoch)), epoch.batch_size, drop_last=False)
+    sampler = BatchSampler(
+        RandomSampler(range(len(ids)), generator=_generator(epoch)), epoch.batch_size, drop_last=False
+    )
     return _epoch_result(DataLoader(TensorDataset(features, ids), sampler=sampler, batch_size=None))
 
 
 def loader_per_sample(features, ids, epoch):
-    loader = DataLoader(TensorDataset(features, ids), batch_size=epoch.batch_size, shuffle=True,
-                        generator=_generator(epoch))
+    loader = DataLoader(
+        TensorDataset(features, ids), batch_size=epoch.batch_size, shuffle=True, generator=_generator(epoch)
+    )
     return _epoch_result(loader)
 
 
 def _files_loader(epoch, workers):
-    return DataLoader(epoch.files, batch_size=epoch.batch_size, shuffle=True, generator=_generator(epoch),
-                      num_workers=workers, pin_memory=torch.cuda.is_available())
+    return DataLoader(
+        epoch.files,
+        batch_size=epoch.batch_size,
+        shuffle=True,
+        generator=_generator(epoch),
+        num_workers=workers,
+        pin_memory=torch.cuda.is_available(),
+    )
 
 
 def files_w0(features, ids, epoch):
@@ -144,15 +153,20 @@ def check_length_and_drop_last(device):
         assert len(dropped) == n // bs, f"n={n} bs={bs} drop_last: len {len(dropped)}"
         epochs = [torch.cat([b[0] for b in loader]) for _ in range(2)]
         for e in epochs:
-            assert sorted(e.tolist()) == list(range(n)), f"n={n} bs={bs}: an epoch missed or repeated a sample"
+            assert sorted(e.tolist()) == list(range(n)), (
+                f"n={n} bs={bs}: an epoch missed or repeated a sample"
+            )
         sizes = [len(b[0]) for b in loader]
         assert sizes[-1] == (n % bs or bs) and sum(sizes) == n
         assert sum(len(b[0]) for b in dropped) == (n // bs) * bs
         if n > 10:
             assert not torch.equal(*epochs), "two shuffled epochs came in the same order"
         rows.append(f"n={n} bs={bs}: {len(loader)} batches ({len(dropped)} with drop_last)")
-    return Finding(Verdict.HOLDS, "len(DataLoader) = ceil(n/bs) as the notes say, floor(n/bs) with drop_last; "
-                   "every sample once per epoch, new order each epoch: " + "; ".join(rows))
+    return Finding(
+        Verdict.HOLDS,
+        "len(DataLoader) = ceil(n/bs) as the notes say, floor(n/bs) with drop_last; "
+        "every sample once per epoch, new order each epoch: " + "; ".join(rows),
+    )
 
 
 def check_shuffle_with_sampler_rejected(device):
@@ -177,10 +191,19 @@ def check_collate_semantics(device):
     assert batch[0].shape == (4, 3, 4, 4) and batch[1].shape == (4,) and batch[1].dtype == torch.int64
     torch.testing.assert_close(batch[0], x[:4], rtol=0, atol=0)
     seen = []
-    next(iter(DataLoader(TensorDataset(x, y), batch_size=4, collate_fn=lambda items: seen.extend(items) or items)))
+    next(
+        iter(
+            DataLoader(
+                TensorDataset(x, y), batch_size=4, collate_fn=lambda items: seen.extend(items) or items
+            )
+        )
+    )
     assert len(seen) == 4 and all(isinstance(s, tuple) and s[0].shape == (3, 4, 4) for s in seen)
-    return Finding(Verdict.HOLDS, "default collate turns bs (x, y) tuples into a list [x stacked (4,3,4,4), "
-                   "y stacked (4,) int64], as the notes describe; a collate_fn gets the 4 tuples unstacked")
+    return Finding(
+        Verdict.HOLDS,
+        "default collate turns bs (x, y) tuples into a list [x stacked (4,3,4,4), "
+        "y stacked (4,) int64], as the notes describe; a collate_fn gets the 4 tuples unstacked",
+    )
 
 
 class _Stream(IterableDataset):
@@ -198,15 +221,30 @@ def check_workers_exactly_once(device):
     """Map-style datasets are split across workers by the sampler; an iterable dataset is copied
     into each worker, so without sharding by worker id every sample comes num_workers times."""
     n = 40
-    maplike = torch.cat([b for b in DataLoader(TensorDataset(torch.arange(n)), batch_size=8, num_workers=2,
-                                                shuffle=True, collate_fn=lambda t: torch.stack([i[0] for i in t]))])
+    maplike = torch.cat(
+        [
+            b
+            for b in DataLoader(
+                TensorDataset(torch.arange(n)),
+                batch_size=8,
+                num_workers=2,
+                shuffle=True,
+                collate_fn=lambda t: torch.stack([i[0] for i in t]),
+            )
+        ]
+    )
     assert sorted(maplike.tolist()) == list(range(n)), "map-style with 2 workers missed or repeated samples"
     copied = torch.cat(list(DataLoader(_Stream(n, shard=False), batch_size=8, num_workers=2)))
     sharded = torch.cat(list(DataLoader(_Stream(n, shard=True), batch_size=8, num_workers=2)))
     assert sorted(sharded.tolist()) == list(range(n)), "sharded iterable dataset missed or repeated samples"
-    assert len(copied) == 2 * n and torch.bincount(copied).eq(2).all(), "unsharded stream should repeat each sample twice"
-    return Finding(None, f"num_workers=2: map-style {n}/{n} samples once; an unsharded IterableDataset yields "
-                   f"{len(copied)} samples (each twice), sharded by get_worker_info() {len(sharded)}")
+    assert len(copied) == 2 * n and torch.bincount(copied).eq(2).all(), (
+        "unsharded stream should repeat each sample twice"
+    )
+    return Finding(
+        None,
+        f"num_workers=2: map-style {n}/{n} samples once; an unsharded IterableDataset yields "
+        f"{len(copied)} samples (each twice), sharded by get_worker_info() {len(sharded)}",
+    )
 
 
 def check_pin_memory(device):
@@ -251,8 +289,10 @@ CASE = Case(
         "pin_memory": Check(check_pin_memory, requires=("cuda",), devices=("cuda",)),
     },
     verdict=FromFindings(),
-    uncompilable={"data_iter": "a DataLoader's Python iteration (workers, collation): no tensor program "
-                               "for torch.compile to fuse"},
+    uncompilable={
+        "data_iter": "a DataLoader's Python iteration (workers, collation): no tensor program "
+        "for torch.compile to fuse"
+    },
     metrics=lambda name, inputs, device: {"samples": len(inputs[1])},
     bytes_moved=lambda s, b: s["n"] * s["f"] * b,
 )

@@ -14,9 +14,10 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
-from cases._properties import run_property, smallest
+from cases._lib.properties import run_property, smallest
+from cases.spec import UNIT_ROUNDOFF as U
+from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 from harness.rules import AllOf, Faster, Lighter
-from cases.spec import UNIT_ROUNDOFF as U, Case, Check, Finding, Tol, Verdict, library, naive, optimized
 
 FP32 = torch.float32
 
@@ -80,7 +81,9 @@ def check_rules(device):
         if len(a) == 0 or len(b) == 0:
             counts["zero_dim"] += 1
             return
-        assert notes_broadcast(a, b) == torch_shape, f"notes' rule 2 gives {notes_broadcast(a, b)} for {a}, {b}"
+        assert notes_broadcast(a, b) == torch_shape, (
+            f"notes' rule 2 gives {notes_broadcast(a, b)} for {a}, {b}"
+        )
         counts["compatible" if torch_shape is not None else "incompatible"] += 1
 
     run = run_property(shape_pairs, prop)
@@ -111,8 +114,11 @@ def check_notes_examples(device):
     pair = feature[None, :, :] + feature[:, None, :]  # (1, r, c) + (r, 1, c) → (r, r, c)
     loop = torch.stack([torch.stack([feature[i] + feature[j] for j in range(5)]) for i in range(5)])
     assert pair.shape == (5, 5, 3) and torch.equal(pair, loop)
-    return Finding(Verdict.HOLDS, "the notes' outer sum/product arrays reproduce exactly; "
-                   "(1,r,c)+(r,1,c) gives the (r,r,c) pair representation equal to a double loop")
+    return Finding(
+        Verdict.HOLDS,
+        "the notes' outer sum/product arrays reproduce exactly; "
+        "(1,r,c)+(r,1,c) gives the (r,r,c) pair representation equal to a double loop",
+    )
 
 
 BROADCAST_RULES = Case(

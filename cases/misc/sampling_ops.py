@@ -4,7 +4,7 @@
 Invalid multinomial weights are rejected differently per device: on the CPU the call raises
 RuntimeError; on CUDA the weights are validated by an asynchronous device-side assert
 (`_assert_async`), which surfaces at the next synchronisation and leaves the process's CUDA context
-unusable. So on CUDA those probes run in fresh processes (`cases._isolated`), never in the test process.
+unusable. So on CUDA those probes run in fresh processes (`cases._lib.isolated`), never in the test process.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 import numpy as np
 import torch
 
-from cases import _isolated
+from cases._lib import isolated as _isolated
 from cases.spec import Case, Check, Finding, Verdict
 
 
@@ -53,7 +53,9 @@ def _rejections(device) -> dict[str, dict]:
     fresh process where a device-side assert could end this one's CUDA context."""
     if not _asserts_on_device(device):
         return {name: multinomial_rejects(str(device), w) for name, w in INVALID_WEIGHTS.items()}
-    calls = [("cases.sampling:multinomial_rejects", (str(device), w)) for w in INVALID_WEIGHTS.values()]
+    calls = [
+        ("cases.misc.sampling_ops:multinomial_rejects", (str(device), w)) for w in INVALID_WEIGHTS.values()
+    ]
     found = {}
     for name, outcome in zip(INVALID_WEIGHTS, _isolated.run_each(calls)):
         assert outcome.error is None, f"the {name} probe failed outside torch.multinomial: {outcome.error}"
@@ -78,7 +80,9 @@ def check_multinomial_shapes(device):
         assert r["raised"], f"torch.multinomial accepted {name} weights on {device.type}"
     isolated = any(r.get("isolated") for r in rejected.values())
     n = 200_000
-    counts = torch.bincount(torch.multinomial(w, n, replacement=True, generator=g), minlength=4).cpu().double()
+    counts = (
+        torch.bincount(torch.multinomial(w, n, replacement=True, generator=g), minlength=4).cpu().double()
+    )
     p = w.cpu().double() / w.sum().item()
     z = ((counts - n * p) / (n * p * (1 - p)).sqrt()).abs().max().item()
     assert z < 6, f"with-replacement frequencies off by {z:.1f} standard deviations"
@@ -105,8 +109,9 @@ def check_multinomial_bound(device):
     assert _raises(lambda: torch.multinomial(w, 4, generator=g)), "num_samples > n must raise"
     return Finding(
         Verdict.HOLDS if full is None else Verdict.FAILS,
-        "num_samples = n = 3 without replacement " + ("raises" if full is None else
-        f"runs and gives a permutation ({full.tolist()})") + "; n + 1 raises: the bound is num_samples ≤ n",
+        "num_samples = n = 3 without replacement "
+        + ("raises" if full is None else f"runs and gives a permutation ({full.tolist()})")
+        + "; n + 1 raises: the bound is num_samples ≤ n",
     )
 
 
@@ -117,8 +122,10 @@ def check_multinomial_zero_weights_last(device):
     try:
         draws = torch.stack([torch.multinomial(w, 5, generator=g) for _ in range(200)]).cpu()
     except RuntimeError as exc:
-        return Finding(Verdict.FAILS, f"on {device.type}, num_samples = 5 > 3 non-zero weights raises: "
-                       f"{str(exc).splitlines()[0]}")
+        return Finding(
+            Verdict.FAILS,
+            f"on {device.type}, num_samples = 5 > 3 non-zero weights raises: {str(exc).splitlines()[0]}",
+        )
     assert (draws.sort(1).values == torch.arange(5)).all(), "each row must be a permutation"
     positive_first = bool((draws[:, :3] % 2 == 0).all())
     return Finding(
@@ -134,7 +141,9 @@ def check_repeat_interleave(device):
     assert torch.equal(x.repeat_interleave(2).cpu(), torch.from_numpy(np.repeat(xn, 2)))  # flattens
     assert torch.equal(x.repeat_interleave(2, dim=0).cpu(), torch.from_numpy(np.repeat(xn, 2, axis=0)))
     reps = torch.tensor([1, 3], device=device)  # one count per row, each row then repeated whole
-    assert torch.equal(x.repeat_interleave(reps, dim=0).cpu(), torch.from_numpy(np.repeat(xn, [1, 3], axis=0)))
+    assert torch.equal(
+        x.repeat_interleave(reps, dim=0).cpu(), torch.from_numpy(np.repeat(xn, [1, 3], axis=0))
+    )
     assert torch.equal(x.repeat(2, 1).cpu(), torch.from_numpy(np.tile(xn, (2, 1))))  # the whole tensor
     assert _raises(lambda: x.repeat_interleave(torch.tensor([1, 2, 3], device=device), dim=0))
     return Finding(

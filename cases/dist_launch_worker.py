@@ -26,15 +26,24 @@ def main() -> None:
             parsed = notes.parse_args(argv)
         notes_result = {"ok": True, "local_rank": parsed.local_rank}
     except SystemExit as exc:
-        notes_result = {"ok": False, "exit_code": exc.code, "error": stderr.getvalue().strip().splitlines()[-1]}
+        notes_result = {
+            "ok": False,
+            "exit_code": exc.code,
+            "error": stderr.getvalue().strip().splitlines()[-1],
+        }
     fixed = argparse.ArgumentParser()
     fixed.add_argument("--local-rank", "--local_rank", type=int)
     fixed.add_argument("--out", required=True)
     args = fixed.parse_args(argv)
     env_rank = int(os.environ["LOCAL_RANK"]) if "LOCAL_RANK" in os.environ else None
     rank = int(os.environ.get("RANK", "0"))
-    result = {"rank": rank, "argv": argv, "notes_parser": notes_result, "fixed_local_rank": args.local_rank,
-              "env_local_rank": env_rank}
+    result = {
+        "rank": rank,
+        "argv": argv,
+        "notes_parser": notes_result,
+        "fixed_local_rank": args.local_rank,
+        "env_local_rank": env_rank,
+    }
     (Path(args.out) / f"notes_launch-rank{rank}.json").write_text(json.dumps(result))
 
 

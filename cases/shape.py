@@ -53,8 +53,11 @@ def check_bmm(device):
     except RuntimeError:
         broadcasts = False
     assert not broadcasts and torch.matmul(x[:1], y).shape == (5, 2, 4)
-    return Finding(Verdict.HOLDS, "bmm (n,a,b)·(n,b,c) → (n,a,c) equals per-batch matmul; unlike matmul it "
-                   "does not broadcast the batch dim ((1,2,3)·(5,3,4) raises)")
+    return Finding(
+        Verdict.HOLDS,
+        "bmm (n,a,b)·(n,b,c) → (n,a,c) equals per-batch matmul; unlike matmul it "
+        "does not broadcast the batch dim ((1,2,3)·(5,3,4) raises)",
+    )
 
 
 def check_index_none(device):

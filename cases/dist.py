@@ -17,16 +17,17 @@ import warnings
 import torch
 from torch.utils.data import DistributedSampler
 
-from harness.rules import FromFindings
 from cases.spec import Case, Check, Finding, Verdict
+from harness.rules import FromFindings
 
 
 def shards(n: int, replicas: int, *, drop_last: bool, shuffle: bool = True, epoch: int = 0, seed: int = 0):
     """The index list every rank's DistributedSampler yields (no process group needed)."""
     out = []
     for rank in range(replicas):
-        sampler = DistributedSampler(range(n), num_replicas=replicas, rank=rank, shuffle=shuffle,
-                                     seed=seed, drop_last=drop_last)
+        sampler = DistributedSampler(
+            range(n), num_replicas=replicas, rank=rank, shuffle=shuffle, seed=seed, drop_last=drop_last
+        )
         sampler.set_epoch(epoch)
         out.append(list(sampler))
     return out
@@ -77,8 +78,11 @@ def check_set_epoch(device):
     sampler = DistributedSampler(range(100), num_replicas=2, rank=0)
     first, second = list(sampler), list(sampler)  # two "epochs" with no set_epoch between them
     assert first == second
-    return Finding(Verdict.HOLDS, f"set_epoch(1) moves {moved}/50 of rank 0's positions and keeps the "
-                   "partition disjoint; without it every epoch yields the identical order")
+    return Finding(
+        Verdict.HOLDS,
+        f"set_epoch(1) moves {moved}/50 of rank 0's positions and keeps the "
+        "partition disjoint; without it every epoch yields the identical order",
+    )
 
 
 def check_launch_deprecated(device):
@@ -95,10 +99,16 @@ def check_launch_deprecated(device):
             pass
     deprecations = [w for w in caught if issubclass(w.category, (FutureWarning, DeprecationWarning))]
     if not deprecations:
-        return Finding(Verdict.HOLDS, f"torch {torch.__version__}: torch.distributed.launch runs without a deprecation warning")
+        return Finding(
+            Verdict.HOLDS,
+            f"torch {torch.__version__}: torch.distributed.launch runs without a deprecation warning",
+        )
     message = str(deprecations[0].message).splitlines()[0]
-    return Finding(Verdict.FAILS, f"torch {torch.__version__}: launch.main warns {deprecations[0].category.__name__}: "
-                   f"'{message}'; torchrun sets LOCAL_RANK in the environment instead of passing --local_rank")
+    return Finding(
+        Verdict.FAILS,
+        f"torch {torch.__version__}: launch.main warns {deprecations[0].category.__name__}: "
+        f"'{message}'; torchrun sets LOCAL_RANK in the environment instead of passing --local_rank",
+    )
 
 
 # ---- judging the launched runs (the ranks' JSON, one dict per rank) ---------------------------------
@@ -107,12 +117,15 @@ def check_launch_deprecated(device):
 def check_setup_facts(facts: dict, world: int) -> None:
     """One rank's observations of the notes' set-up recipe (`cases.dist_worker.setup_facts`)."""
     assert facts["initialized"] and not facts["initialized_after_destroy"], (
-        "destroy_process_group left it initialized")
+        "destroy_process_group left it initialized"
+    )
     assert facts["seeded_init_identical"], "the same seed on every rank should give identical weights"
     assert facts["after_ddp_identical"] and facts["after_ddp_equals_rank0"], (
-        "DDP did not broadcast rank 0's weights")
+        "DDP did not broadcast rank 0's weights"
+    )
     assert facts["subgroup_sum"] == facts["subgroup_expected"], (
-        f"new_group all_reduce: {facts['subgroup_sum']}")
+        f"new_group all_reduce: {facts['subgroup_sum']}"
+    )
     assert facts["reload_equal"], "rank 0's module.state_dict() did not reload into a plain model"
     keys = facts["ddp_state_dict_keys"]
     assert all(k.startswith("module.") for k in keys), f"the DDP wrapper's state_dict keys: {keys}"
@@ -128,13 +141,15 @@ def judge_torchrun_env(rows: list[dict], world: int) -> Finding:
     for r in rows:
         check_setup_facts(r, world)
         assert r["env"]["LOCAL_RANK"] == str(r["rank"]) and r["env"]["WORLD_SIZE"] == str(world), r["env"]
-    return Finding(Verdict.HOLDS,
-                   "torchrun + init_process_group(env://): RANK/LOCAL_RANK/WORLD_SIZE from the environment; "
-                   "common seed → identical weights (and DDP broadcasts rank 0's anyway); new_group sums "
-                   f"{rows[1]['subgroup_sum']:g} in the odd group; rank 0 saves module.state_dict() and it "
-                   "reloads into a plain model (the wrapper's keys are 'module.*' and fail: "
-                   f"{rows[0]['wrapped_state_dict_error'][:80]}); "
-                   "destroy_process_group → is_initialized() False")
+    return Finding(
+        Verdict.HOLDS,
+        "torchrun + init_process_group(env://): RANK/LOCAL_RANK/WORLD_SIZE from the environment; "
+        "common seed → identical weights (and DDP broadcasts rank 0's anyway); new_group sums "
+        f"{rows[1]['subgroup_sum']:g} in the odd group; rank 0 saves module.state_dict() and it "
+        "reloads into a plain model (the wrapper's keys are 'module.*' and fail: "
+        f"{rows[0]['wrapped_state_dict_error'][:80]}); "
+        "destroy_process_group → is_initialized() False",
+    )
 
 
 def judge_spawn(rows: list[dict], slip: dict, world: int) -> Finding:
@@ -144,28 +159,34 @@ def judge_spawn(rows: list[dict], slip: dict, world: int) -> Finding:
         check_setup_facts(r, world)
     assert slip["args_type"] == "int", slip
     assert slip["raised"] and "TypeError" in slip["error"], slip
-    return Finding(Verdict.FAILS,
-                   f"mp.spawn(main, args=(world_size), ...) passes args={slip['args']} ({slip['args_type']}, "
-                   f"not a tuple); the spawned process dies with {slip['error']!r}; args=(world_size,) works "
-                   "(same run: tcp:// init, sub-groups, rank-0 save all as expected)")
+    return Finding(
+        Verdict.FAILS,
+        f"mp.spawn(main, args=(world_size), ...) passes args={slip['args']} ({slip['args_type']}, "
+        f"not a tuple); the spawned process dies with {slip['error']!r}; args=(world_size,) works "
+        "(same run: tcp:// init, sub-groups, rank-0 save all as expected)",
+    )
 
 
 def judge_notes_launch(rows: list[dict], output: str, world: int) -> Finding:
     """The notes' `python -m torch.distributed.launch` + `add_argument("--local_rank")`: what the
-    ranks' parsers saw (`cases._notes_launch`) and whether launch (its `output`) warned."""
+    ranks' parsers saw (`cases.dist_launch_worker`) and whether launch (its `output`) warned."""
     assert len(rows) == world, f"{len(rows)} rank files, launched {world}"
     for r in rows:
         assert r["fixed_local_rank"] == r["env_local_rank"] == r["rank"], r
     deprecated = "deprecated" in output
     broken = [r for r in rows if not r["notes_parser"]["ok"]]
     if broken:
-        evidence = (f"torch {torch.__version__}: launch passes {rows[0]['argv'][0]!r}; the notes' "
-                    f"add_argument('--local_rank') exits with {broken[0]['notes_parser']['error']!r}")
+        evidence = (
+            f"torch {torch.__version__}: launch passes {rows[0]['argv'][0]!r}; the notes' "
+            f"add_argument('--local_rank') exits with {broken[0]['notes_parser']['error']!r}"
+        )
     else:
         evidence = f"the notes' --local_rank parser still parses launch's arguments ({rows[0]['argv']})"
     evidence += "; launch " + (
-        "prints a FutureWarning: deprecated, use torchrun (LOCAL_RANK env)" if deprecated
-        else "gave no deprecation warning")
+        "prints a FutureWarning: deprecated, use torchrun (LOCAL_RANK env)"
+        if deprecated
+        else "gave no deprecation warning"
+    )
     return Finding(Verdict.FAILS if broken or deprecated else Verdict.HOLDS, evidence)
 
 

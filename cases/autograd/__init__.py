@@ -1,0 +1,1 @@
+"""The `autograd.*` catalogue IDs, one module each."""

@@ -1,0 +1,1 @@
+"""The `data.*` catalogue IDs, one module each."""

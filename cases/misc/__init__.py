@@ -1,0 +1,1 @@
+"""The `misc.*` catalogue IDs, one module each."""

@@ -1,0 +1,1 @@
+"""The `nn.*` catalogue IDs, one module each."""

@@ -1,0 +1,1 @@
+"""The `optim.*` catalogue IDs, one module each."""

@@ -1,0 +1,1 @@
+"""The `precision.*` catalogue IDs, one module each."""

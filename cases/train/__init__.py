@@ -1,0 +1,1 @@
+"""The `train.*` catalogue IDs, one module each."""
