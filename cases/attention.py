@@ -223,7 +223,8 @@ def check_fill_value(device):
         fused = sdpa(*args)[..., 3, :]
         fused_row = "NaN" if fused.isnan().any() else ("0" if (fused == 0).all() else "other values")
         lines.append(
-            f"{dtype}: masked weights exactly 0; a fully masked row gives the mean of V (masked_fill) vs {fused_row} (SDPA)"
+            f"{dtype}: masked weights exactly 0; a fully masked row gives the mean of V (masked_fill) vs "
+            f"{fused_row} (SDPA)"
         )
     assert str(FP16) in raised, "masked_fill(-1e9) on fp16 unexpectedly did not overflow"
     return Finding(Verdict.DEPENDS, "-1e9 works in fp32/bf16 only: " + "; ".join(lines))

@@ -176,7 +176,8 @@ BROADCAST_OUTER = Case(
     id="broadcast.outer",
     tier=2,
     claim="Outer products by broadcasting (AlphaFold's MSA → pair representation) replace Python loops; "
-    "the notes' quote warns broadcasting can waste memory — einsum computes the same without the s·r²·c² temporary.",
+    "the notes' quote warns broadcasting can waste memory — einsum computes the same without the s·r²·c² "
+    "temporary.",
     source="004 广播 (AlphaFold outer product / outer sum)",
     make_inputs=make_msa,
     variants={

@@ -1,4 +1,5 @@
-"""Gradient-norm clipping: the notes' hand-written loop vs torch.nn.utils.clip_grad_norm_ (note 001, 修正梯度).
+"""Gradient-norm clipping: the notes' hand-written loop vs torch.nn.utils.clip_grad_norm_
+(note 001, 修正梯度).
 
 The notes' version (an old copy of torch's) computes one norm per parameter and pulls each to the
 host with `.item()`: P kernel launches, P device→host copies, and on CUDA P synchronisations, then

@@ -140,11 +140,14 @@ def check_conv_is_a_matrix_product(device):
     toeplitz = size["c"] * size["h"] ** 2 * size["o"] * size["h"] ** 2 * itemsize
     output = out.numel() * itemsize
     assert im2col_peak >= cols, f"im2col peaked at {im2col_peak} B, below its own patch matrix ({cols} B)"
-    mib = lambda n: f"{n / 2**20:.2f} MiB"
+
+    def mib(n):
+        return f"{n / 2**20:.2f} MiB"
+
     evidence = (
-        f"{device.type}: F.conv2d peaked at {mib(conv_peak)} (output {mib(output)}); an explicit patch matrix "
-        f"needs {mib(cols)}, the hand-built im2col peaked at {mib(im2col_peak)}; a dense Toeplitz matrix "
-        f"would need {mib(toeplitz)}"
+        f"{device.type}: F.conv2d peaked at {mib(conv_peak)} (output {mib(output)}); an explicit patch "
+        f"matrix needs {mib(cols)}, the hand-built im2col peaked at {mib(im2col_peak)}; a dense Toeplitz "
+        f"matrix would need {mib(toeplitz)}"
     )
     if conv_peak >= cols:
         return Finding(Verdict.HOLDS, evidence + ": consistent with an explicit im2col + GEMM")
@@ -270,9 +273,10 @@ def check_transposed_output_size(device):
     assert notes_001_wrong > 0, "the notes' 001 formula (padding[0] for output_padding) matched every config"
     return Finding(
         Verdict.FAILS,
-        f"H_out=(H−1)s−2p+d(k−1)+output_padding+1 matches ConvTranspose2d in {configs} configs; the notes' 001 "
-        f"formula with +padding[0] in place of +output_padding is wrong in {notes_001_wrong}/{configs} "
-        f"(e.g. {example}); 004's (n−1)s−2p+k holds in all {notes_004_domain} configs with output_padding=0, dilation=1",
+        f"H_out=(H−1)s−2p+d(k−1)+output_padding+1 matches ConvTranspose2d in {configs} configs; the notes' "
+        f"001 formula with +padding[0] in place of +output_padding is wrong in {notes_001_wrong}/{configs} "
+        f"(e.g. {example}); 004's (n−1)s−2p+k holds in all {notes_004_domain} configs with output_padding=0, "
+        "dilation=1",
     )
 
 
@@ -300,7 +304,8 @@ TRANSPOSED = Case(
     id="conv.transposed",
     tier=2,
     claim="A transposed convolution equals zero insertion (s−1 inside), padding k−p−1 outside, a flipped "
-    "kernel and a stride-1 convolution; H_out = (H_in−1)·stride − 2·padding + dilation·(k−1) + padding + 1 (001).",
+    "kernel and a stride-1 convolution; H_out = (H_in−1)·stride − 2·padding + dilation·(k−1) + padding + 1 "
+    "(001).",
     source="004 Transposed Convolution; 001 nn.ConvTranspose2d",
     make_inputs=make_transposed,
     variants={
@@ -629,7 +634,8 @@ def check_equivariance(device):
     return Finding(
         verdict,
         f"conv(roll(x)) == roll(conv(x)) bit-exactly with circular padding; with zero padding off by "
-        f"{zeros:.3g} at the border (interior equal); a stride-2 conv maps a shift of 2 to a shift of 1 exactly, a shift of 1 to nothing (off by {odd:.3g})",
+        f"{zeros:.3g} at the border (interior equal); a stride-2 conv maps a shift of 2 to a shift of 1 "
+        f"exactly, a shift of 1 to nothing (off by {odd:.3g})",
     )
 
 

@@ -91,10 +91,10 @@ def check_detach(device):
     assert reuse_raises, "the freed G graph should not support a second backward"
     return Finding(
         Verdict.HOLDS if rel > 1e-3 else Verdict.DEPENDS,
-        f"without detach, D's loss leaves |grad| = {pollution:.3g} in G; G's step then uses a gradient off by "
-        f"{rel:.2f} (relative) unless G's zero_grad comes right before its backward; with detach G's grads "
-        f"stay exactly 0 and each optimizer moves only its own network; without detach (and no "
-        f"retain_graph) reusing G(z) in the G step raises RuntimeError",
+        f"without detach, D's loss leaves |grad| = {pollution:.3g} in G; G's step then uses a gradient off "
+        f"by {rel:.2f} (relative) unless G's zero_grad comes right before its backward; with detach G's "
+        "grads stay exactly 0 and each optimizer moves only its own network; without detach (and no "
+        "retain_graph) reusing G(z) in the G step raises RuntimeError",
     )
 
 

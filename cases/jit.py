@@ -1,4 +1,5 @@
-"""TorchScript: torch.jit.trace vs torch.jit.script on control flow, vs eager (notes 000/001 Jit Script, 003 torchscript).
+"""TorchScript: torch.jit.trace vs torch.jit.script on control flow, vs eager
+(notes 000/001 Jit Script, 003 torchscript).
 
 The model is the notes' own: an RNN loop whose cell has a data-dependent gate
 (`x if x.sum() > 0 else -x`). `trace` runs the model once on an example and records the ops that
@@ -208,7 +209,8 @@ CASE = Case(
     id="jit.script_trace",
     tier=2,
     claim="torch.jit.trace only records the ops run on the example input, so it is wrong on branches "
-    "not taken; torch.jit.script keeps branches and loops; both save and load (TorchScript for C++ deployment).",
+    "not taken; torch.jit.script keeps branches and loops; both save and load (TorchScript for C++ "
+    "deployment).",
     source="000/001 Jit Script, 003 torchscript",
     make_inputs=make_sequence,
     variants={

@@ -1,8 +1,8 @@
 """The notes' hand-written LayerNorm (004 "广播 / Layer Normalization", from the Annotated
 Transformer) against `nn.LayerNorm`. They are not the same function:
 
-    notes:        y = a·(x − μ) / (s + ε₁) + b,       s² = Σ(x − μ)² / (D − 1)   (unbiased std, ε added to std)
-    nn.LayerNorm: y = γ·(x − μ) / √(σ² + ε₂) + β,      σ² = Σ(x − μ)² / D         (biased variance, ε inside √)
+    notes:        y = a·(x − μ) / (s + ε₁) + b,      s² = Σ(x − μ)² / (D − 1)   (unbiased std, ε added to std)
+    nn.LayerNorm: y = γ·(x − μ) / √(σ² + ε₂) + β,     σ² = Σ(x − μ)² / D         (biased variance, ε inside √)
 
 With a = γ, b = β and σ = √(Σ(x − μ)²/D), so s = σ·√(D/(D − 1)), the exact relation is
 
@@ -107,10 +107,10 @@ def check_exact_relation(device):
     assert gap > 1e-4, "the two should differ by far more than fp32 round-off"
     return Finding(
         Verdict.FAILS,
-        f"the notes' LayerNorm is not nn.LayerNorm: y_notes − b = (y_ln − b)·√(σ²+ε_ln)/(σ·√(D/(D−1)) + ε_notes) "
-        f"holds to {rel:.1e} (float64, D={d}); with ε = 0 it is the constant factor √((D−1)/D) = {factor:.6f}; "
-        f"with the default ε (1e-6 vs 1e-5) and unit affine the fp32 outputs differ by up to {gap:.2e}, "
-        f"far above fp32 round-off",
+        "the notes' LayerNorm is not nn.LayerNorm: y_notes − b = (y_ln − b)·√(σ²+ε_ln)/(σ·√(D/(D−1)) + "
+        f"ε_notes) holds to {rel:.1e} (float64, D={d}); with ε = 0 it is the constant factor √((D−1)/D) = "
+        f"{factor:.6f}; with the default ε (1e-6 vs 1e-5) and unit affine the fp32 outputs differ by up to "
+        f"{gap:.2e}, far above fp32 round-off",
     )
 
 

@@ -351,9 +351,9 @@ def check_view_keeps_contiguity(device):
     return Finding(
         Verdict.HOLDS if view_breaks else Verdict.FAILS,
         f"{run}: {counts['noncontiguous_views']} of {counts['views']} views of contiguous tensors were "
-        f"non-contiguous (a view of a contiguous tensor is contiguous); {counts['noncontiguous_permutes']} of "
-        f"{counts['permutes']} permutes swapping two dims of size > 1 were non-contiguous. The claim holds "
-        f"for permute, not for view",
+        f"non-contiguous (a view of a contiguous tensor is contiguous); {counts['noncontiguous_permutes']} "
+        f"of {counts['permutes']} permutes swapping two dims of size > 1 were non-contiguous. The claim "
+        "holds for permute, not for view",
     )
 
 

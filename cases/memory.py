@@ -259,9 +259,10 @@ def check_segments_sweep(device):
         Verdict.HOLDS,
         f"MLP n={n}: saved bytes in boundaries (k:saved) {curve}; plain {plain_saved / boundary:.0f}. "
         f"Optimum k={best} (model √(n·a/b)={predicted:.1f}, a={a:.1f}b; plain √n={math.sqrt(n):.0f}): "
-        f"{plain_saved / sweep[best]:.1f}× less saved; time {overhead:+.0%} vs plain ({device.type}, median of 3). "
-        f"The curve is jagged where k does not divide n: checkpoint_sequential puts n//k blocks in each "
-        f"segment and the remainder in the last, unchecked one (k={n // 2 + 1}: {n - (n // 2 + 1 - 1) * (n // (n // 2 + 1))} blocks kept whole)",
+        f"{plain_saved / sweep[best]:.1f}× less saved; time {overhead:+.0%} vs plain ({device.type}, median "
+        "of 3). The curve is jagged where k does not divide n: checkpoint_sequential puts n//k blocks in "
+        f"each segment and the remainder in the last, unchecked one (k={n // 2 + 1}: "
+        f"{n - (n // 2 + 1 - 1) * (n // (n // 2 + 1))} blocks kept whole)",
     )
 
 
@@ -282,7 +283,8 @@ def check_no_saving_block(device):
     return Finding(
         None,
         f"8 blocks h+W·h: plain keeps {plain} B, per-block checkpoint {per_block} B "
-        f"({per_block - plain:+d} B): nothing saved; time {t_ckpt / t_plain - 1:+.0%} ({device.type}, median of 3)",
+        f"({per_block - plain:+d} B): nothing saved; time {t_ckpt / t_plain - 1:+.0%} ({device.type}, median "
+        "of 3)",
     )
 
 

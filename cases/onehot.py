@@ -150,7 +150,8 @@ def _bytes(s, b):
 CASE = Case(
     id="onehot.encode",
     tier=2,
-    claim="One-hot encoding via torch.eye(C)[label], via zeros().scatter_(1, label, 1), or via torch.one_hot.",
+    claim="One-hot encoding via torch.eye(C)[label], via zeros().scatter_(1, label, 1), or via "
+    "torch.one_hot.",
     source="001 one-hot; 004 scatter_ and torch.one_hot",
     make_inputs=make_labels,
     variants={

@@ -207,7 +207,8 @@ def dot_data(net, xs, ys, h0, mode):
 
 
 def _cell_float64(w_ih, w_hh, b_ih, b_hh, x, h):
-    """An Elman cell written out in float64 (not nn.RNN's kernel): h_t = tanh(W_ih x_t + b_ih + W_hh h + b_hh)."""
+    """An Elman cell written out in float64 (not nn.RNN's kernel):
+    h_t = tanh(W_ih x_t + b_ih + W_hh h + b_hh)."""
     outs = []
     for t in range(x.shape[1]):
         h = torch.tanh(x[:, t].double() @ w_ih.T + b_ih + h @ w_hh.T + b_hh)
@@ -365,20 +366,31 @@ def check_growth_curves(device):
     per_step = r_gain / (steps - 1 - steps // 4)
     assert per_step > 0 and abs(d_gain) < per_step, f"live bytes: retain +{r_gain}, detach +{d_gain}"
     # Time: the last steps walk ≈ 8× as many chunks as steps 1-4; medians of 4 resist load spikes.
-    med = lambda xs: sorted(xs)[len(xs) // 2]
+
+    def med(xs):
+        return sorted(xs)[len(xs) // 2]
+
     r_ratio, d_ratio = med(r_ms[-4:]) / med(r_ms[:4]), med(d_ms[-4:]) / med(d_ms[:4])
     assert r_ratio > 2.5 and r_ratio > 2 * d_ratio, (
         f"backward time ratio last/first: retain {r_ratio:.1f}, detach {d_ratio:.1f}"
     )
     sample = list(range(0, steps, 4)) + [steps - 1]
-    fmt = lambda xs, f: "[" + ", ".join(f(xs[k]) for k in sample) + "]"
-    kib = lambda b: f"{b / 1024:.0f}"
-    ms = lambda t: f"{t:.2f}"
+
+    def fmt(xs, f):
+        return "[" + ", ".join(f(xs[k]) for k in sample) + "]"
+
+    def kib(b):
+        return f"{b / 1024:.0f}"
+
+    def ms(t):
+        return f"{t:.2f}"
+
     return Finding(
         Verdict.HOLDS,
-        f"steps {[k + 1 for k in sample]}: backward ms retain_graph {fmt(r_ms, ms)} vs detach {fmt(d_ms, ms)} "
-        f"(last/first ×{r_ratio:.1f} vs ×{d_ratio:.1f}); graph nodes {fmt(r_nodes, str)} vs {fmt(d_nodes, str)}; "
-        f"live KiB {fmt(r_live, kib)} vs {fmt(d_live, kib)} (+{per_step / 1024:.1f} KiB per step retained)",
+        f"steps {[k + 1 for k in sample]}: backward ms retain_graph {fmt(r_ms, ms)} vs detach "
+        f"{fmt(d_ms, ms)} (last/first ×{r_ratio:.1f} vs ×{d_ratio:.1f}); graph nodes {fmt(r_nodes, str)} vs "
+        f"{fmt(d_nodes, str)}; live KiB {fmt(r_live, kib)} vs {fmt(d_live, kib)} (+{per_step / 1024:.1f} KiB "
+        "per step retained)",
     )
 
 
@@ -419,9 +431,10 @@ def check_data_bypasses_version_counter(device):
     assert err > 1e-2, f".data gradient unexpectedly right (off by {err:.3g})"
     return Finding(
         Verdict.DEPENDS,
-        "`h.data` (the notes) and `h.detach()` cut the graph the same way (bitwise-identical truncated-BPTT predictions and gradients), "
-        "but after an in-place reset of the carried state before backward, `.detach()` raises autograd's "
-        f"version-counter error while `.data` returns a gradient off by {err:.3g} (max abs vs float64) with no error",
+        "`h.data` (the notes) and `h.detach()` cut the graph the same way (bitwise-identical truncated-BPTT "
+        "predictions and gradients), but after an in-place reset of the carried state before backward, "
+        "`.detach()` raises autograd's version-counter error while `.data` returns a gradient off by "
+        f"{err:.3g} (max abs vs float64) with no error",
     )
 
 

@@ -158,7 +158,8 @@ def _metrics(name, inputs, device):
 CASE = Case(
     id="sparse.storage",
     tier=2,
-    claim="Sparse COO/CSR storage pays only for very large, very sparse tensors; otherwise dense is efficient.",
+    claim="Sparse COO/CSR storage pays only for very large, very sparse tensors; otherwise dense is "
+    "efficient.",
     source="004 torch.sparse",
     make_inputs=make_dense,
     variants={

@@ -19,6 +19,7 @@ present (or not selected) has no key. Cost: about 3 s on 2 CPU cores (under 5 s 
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from typing import Callable
 
@@ -169,7 +170,7 @@ def _measure_cpu(budget_s: float) -> tuple[dict, dict]:
     bf16, bf16_detail = _cpu_gemm_ceiling(torch.bfloat16, budget_s * 0.3)
     src = torch.ones(CPU_COPY_BYTES // 4)
     dst = torch.empty_like(src)
-    copy_s = _best_seconds(lambda: dst.copy_(src), budget_s * 0.2)
+    copy_s = _best_seconds(functools.partial(dst.copy_, src), budget_s * 0.2)
     del src, dst
     ceilings = {"fp32_flops": fp32, "bf16_flops": bf16, "copy_bytes_per_s": 2 * CPU_COPY_BYTES / copy_s}
     detail = {
@@ -254,12 +255,12 @@ def _measure_cuda(budget_s: float) -> tuple[dict, dict]:
             b = torch.randn(n, n, device=device, generator=g).to(dtype)
             c = torch.empty(n, n, device=device, dtype=dtype)
             with cuda_tf32(tf32):
-                seconds = _cuda_best_seconds(lambda: torch.mm(a, b, out=c), share, device)
+                seconds = _cuda_best_seconds(functools.partial(torch.mm, a, b, out=c), share, device)
             ceilings[key] = 2 * n**3 / seconds
             del a, b, c
         src = torch.ones(CUDA_COPY_BYTES // 4, device=device)
         dst = torch.empty_like(src)
-        seconds = _cuda_best_seconds(lambda: dst.copy_(src), share, device)
+        seconds = _cuda_best_seconds(functools.partial(dst.copy_, src), share, device)
         ceilings["copy_bytes_per_s"] = 2 * CUDA_COPY_BYTES / seconds
         del src, dst
         torch.cuda.empty_cache()

@@ -9,7 +9,8 @@ The statistic: the ratio r = current speedup / baseline speedup with a percentil
 interval, resampling the per-round times of all four samples (naive and optimized, baseline and
 current). A pair *regresses* only when the one-sided 95% upper confidence bound of r (the top of
 the two-sided 90% interval) lies below ``1 - tolerance``: with 95% confidence it lost more than
-the tolerance. The question is one-sided (a speedup that grew is never a failure). That is "dropped by more than the tolerance" and
+the tolerance. The question is one-sided (a speedup that grew is never a failure). That is
+"dropped by more than the tolerance" and
 "statistically significant" in one test. Why not Mann–Whitney U on per-round ratios: rounds of
 two variants are not paired (there is no per-round ratio to form), and a rank test answers "is
 there any shift", not "is the shift larger than the tolerance"; on these machines a real shift of
@@ -242,7 +243,7 @@ def compare(
                     Line(key[0], key[1], f"{key[2]} {key[3]}", f"{fast} ÷ {slow}", current=value, verdict=NEW)
                 )
     for case_id in sorted(_cases(baseline) - cur_cases):
-        if not any(l.case == case_id and l.verdict == VANISHED for l in lines):
+        if not any(line.case == case_id and line.verdict == VANISHED for line in lines):
             lines.append(
                 Line(case_id, "", "", "", verdict=VANISHED, note="case missing from the current run")
             )
@@ -250,7 +251,7 @@ def compare(
 
 
 def exit_code(lines: list[Line]) -> int:
-    return 1 if any(l.verdict in FAILING for l in lines) else 0
+    return 1 if any(line.verdict in FAILING for line in lines) else 0
 
 
 def _f(value, spec=".3g") -> str:
@@ -260,7 +261,8 @@ def _f(value, spec=".3g") -> str:
 SINGLE_RUN_NOTE = (
     "Note: the baseline holds a single run. Some timings are bimodal between processes (measured here: "
     "a page-fault-bound variant at 10 ms in some runs and 34-36 ms in others), so a one-run baseline can "
-    "make an unchanged pair look regressed; record baselines from two or more runs (a folder: runs are pooled)."
+    "make an unchanged pair look regressed; record baselines from two or more runs (a folder: runs are "
+    "pooled)."
 )
 
 
@@ -277,22 +279,24 @@ def markdown(lines: list[Line], tolerance: float, baseline_runs: int = 2) -> str
         f"below -{tolerance:.0%} (or the case's own tolerance).",
         "",
         *([SINGLE_RUN_NOTE, ""] if baseline_runs < 2 else []),
-        "| case | size | dtype device | pair | baseline speedup | current speedup | change | 90% CI | verdict | note |",
+        "| case | size | dtype device | pair | baseline speedup | current speedup | change | 90% CI | "
+        "verdict | note |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    order = sorted(lines, key=lambda l: (l.verdict not in FAILING, l.case, l.size))
+    order = sorted(lines, key=lambda line: (line.verdict not in FAILING, line.case, line.size))
     body = [
-        f"| {cell(l.case)} | {cell(l.size)} | {cell(l.where)} | {cell(l.pair)} | {_f(l.baseline)} | "
-        f"{_f(l.current)} | {_f(l.change, '+.1%')} | {cell(l.ci)} | {'**' + l.verdict + '**' if l.verdict in FAILING else l.verdict} | {cell(l.note)} |"
-        for l in order
+        f"| {cell(line.case)} | {cell(line.size)} | {cell(line.where)} | {cell(line.pair)} | "
+        f"{_f(line.baseline)} | {_f(line.current)} | {_f(line.change, '+.1%')} | {cell(line.ci)} | "
+        f"{'**' + line.verdict + '**' if line.verdict in FAILING else line.verdict} | {cell(line.note)} |"
+        for line in order
     ]
     return "\n".join(head + body) + "\n"
 
 
 def suspects(lines: list[Line]) -> str:
-    """A pytest ``-k`` expression selecting the regressed and unstable case × size points (node IDs hold both),
-    for re-measuring just those; empty when nothing regressed."""
-    points = sorted({(l.case, l.size) for l in lines if l.verdict in (REGRESSED, UNSTABLE)})
+    """A pytest ``-k`` expression selecting the regressed and unstable case × size points (node IDs
+    hold both), for re-measuring just those; empty when nothing regressed."""
+    points = sorted({(line.case, line.size) for line in lines if line.verdict in (REGRESSED, UNSTABLE)})
     return " or ".join(f"({case} and {size})" if size else case for case, size in points)
 
 

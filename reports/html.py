@@ -19,7 +19,8 @@ BADGE = {"holds": "#1a7f37", "fails": "#cf222e", "depends": "#9a6700", "not meas
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px;color:#1f2328}
 h1{margin-top:24px} h2{border-bottom:1px solid #d0d7de;padding-bottom:4px}
-table{border-collapse:collapse;margin:6px 0;font-size:12px} td,th{border:1px solid #d0d7de;padding:2px 6px;text-align:left}
+table{border-collapse:collapse;margin:6px 0;font-size:12px} \
+td,th{border:1px solid #d0d7de;padding:2px 6px;text-align:left}
 th{background:#f6f8fa} .badge{color:#fff;border-radius:10px;padding:1px 8px;font-size:12px;white-space:nowrap}
 section{border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;margin:12px 0}
 .meta{color:#57606a;font-size:12px} img{max-width:100%;display:block;margin:6px 0}
@@ -123,7 +124,8 @@ def _section(view: CaseView, machines: list[str], css_class: str) -> str:
             parts.append(
                 "<ul>"
                 + "".join(
-                    f"<li>check <code>{esc(name)}</code> ({esc(device)}): {badge(verdict) if isinstance(verdict, str) else '<i>measured</i>'} "
+                    f"<li>check <code>{esc(name)}</code> ({esc(device)}): "
+                    f"{badge(verdict) if isinstance(verdict, str) else '<i>measured</i>'} "
                     f"{esc(evidence)}</li>"
                     for name, device, verdict, evidence in findings
                 )
@@ -138,7 +140,10 @@ def _section(view: CaseView, machines: list[str], css_class: str) -> str:
 
 
 def _machines_table(runs: pd.DataFrame) -> str:
-    head = "<tr><th>machine</th><th>run</th><th>when</th><th>profile</th><th>CPU</th><th>GPU</th><th>precision</th></tr>"
+    head = (
+        "<tr><th>machine</th><th>run</th><th>when</th><th>profile</th><th>CPU</th><th>GPU</th>"
+        "<th>precision</th></tr>"
+    )
     body = []
     for r in runs.itertuples():
         info = r.machine_info or {}
@@ -209,7 +214,8 @@ def page(
     body = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; style-src '
+        "'unsafe-inline'\">",
         "<title>Technique suite report</title>",
         f"<style>{CSS}</style></head><body>",
         "<h1>PyTorch technique suite: report</h1>",

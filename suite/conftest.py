@@ -41,7 +41,10 @@ class VariantPoint:
 
     @property
     def id(self) -> str:
-        base = f"{self.case.id}-{self.variant_name}-{size_label(self.size)}-{dtype_name(self.dtype)}-{self.device}"
+        base = (
+            f"{self.case.id}-{self.variant_name}-{size_label(self.size)}-"
+            f"{dtype_name(self.dtype)}-{self.device}"
+        )
         return base if self.timing == "warm" else f"{base}-{self.timing}"
 
     @property

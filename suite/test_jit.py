@@ -46,8 +46,10 @@ def test_compile_time_vs_steady_state(case_id, device, record_property):
         "finding",
         {
             "verdict": None,
-            "evidence": f"torch.compile first call {compile_s:.1f} s on {device}; steady state (fastest of 5, T=16): "
+            "evidence": f"torch.compile first call {compile_s:.1f} s on {device}; "
+            "steady state (fastest of 5, T=16): "
             + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in steady.items())
-            + "; compiled is right on the branch the first call did not take (graph break, not a frozen branch)",
+            + "; compiled is right on the branch the first call did not take "
+            "(graph break, not a frozen branch)",
         },
     )

@@ -269,7 +269,7 @@ def test_a_a_false_alarm_rate_from_real_rounds():
     assert min(pairs) >= 5
     trials = [(_resampled(run, rng), _resampled(run, rng)) for run in runs for _ in range(100)]
     verdicts = [gate.compare(b, c) for b, c in trials]
-    judged = sum(l.verdict not in (gate.UNSTABLE,) for v in verdicts for l in v)
+    judged = sum(line.verdict not in (gate.UNSTABLE,) for v in verdicts for line in v)
     rate = sum(map(gate.exit_code, verdicts)) / len(trials)
     print(
         f"A/A: {len(trials)} resampled comparisons ({pairs} real pairs per run, {judged} pair verdicts): "
@@ -296,10 +296,11 @@ def test_detection_on_real_rounds(slowdown):
     for run in runs:
         for _ in range(10):
             lines = gate.compare(_resampled(run, rng), _resampled(run, rng, {"optimized": slowdown}))
-            judged += sum(l.verdict != gate.UNSTABLE for l in lines)
-            flagged += sum(l.verdict == gate.REGRESSED for l in lines)
+            judged += sum(line.verdict != gate.UNSTABLE for line in lines)
+            flagged += sum(line.verdict == gate.REGRESSED for line in lines)
     print(
-        f"real rounds, slowdown {slowdown - 1:.0%}: {flagged}/{judged} judged pairs flagged ({flagged / judged:.1%})"
+        f"real rounds, slowdown {slowdown - 1:.0%}: {flagged}/{judged} judged pairs flagged "
+        f"({flagged / judged:.1%})"
     )
     if slowdown >= 1.5:
         assert flagged / judged >= 0.95

@@ -19,7 +19,10 @@ WORKFLOW = Path(__file__).resolve().parents[1] / ".github" / "workflows" / "benc
 
 @pytest.mark.skipif(importlib.util.find_spec("yamllint") is None, reason="yamllint not installed")
 def test_yamllint():
-    config = "{extends: default, rules: {line-length: {max: 120}, truthy: {check-keys: false}, document-start: disable}}"
+    config = (
+        "{extends: default, rules: {line-length: {max: 120}, truthy: {check-keys: false}, "
+        "document-start: disable}}"
+    )
     done = subprocess.run(
         [sys.executable, "-m", "yamllint", "-d", config, str(WORKFLOW)], capture_output=True, text=True
     )
@@ -52,7 +55,9 @@ def test_reports_flags_used_by_the_workflow_exist():
     for command in ("build", "gate"):
         assert f"python -m reports {command}" in text
         known = {flag for action in sub[command]._actions for flag in action.option_strings}
-        line = " ".join(l for l in text.splitlines() if f"python -m reports {command}" in l)
+        line = " ".join(
+            text_line for text_line in text.splitlines() if f"python -m reports {command}" in text_line
+        )
         for flag in re.findall(r"(--[a-z-]+)", line):
             assert flag in known, f"{command} {flag}"
     assert "--recheck" in text and "--suspects" in text

@@ -1,4 +1,5 @@
-"""Feeding batches: the notes' `data_iter` vs DataLoader forms (notes 002 data iterator, 001 Data preparation, 004 Dataset与Dataloader).
+"""Feeding batches: the notes' `data_iter` vs DataLoader forms
+(notes 002 data iterator, 001 Data preparation, 004 Dataset与Dataloader).
 
 One epoch of shuffled mini-batches, five ways:
 

@@ -1,4 +1,5 @@
-"""RecordIO: many small records packed into one file (+ `.idx`) vs one file per sample (note 003, mxnet recordio).
+"""RecordIO: many small records packed into one file (+ `.idx`) vs one file per sample
+(note 003, mxnet recordio).
 
 The real format (dmlc-core `recordio.h`, used by mxnet's `MXRecordIO`), per record part:
 
@@ -356,7 +357,8 @@ def check_embedded_magic(device):
     assert flags == [1, 2, 2, 3, 0], f"continuation flags {flags}"
     return Finding(
         None,
-        f"payload with the magic at aligned offsets {aligned} stored as parts with flags {flags[:-1]}, read back intact",
+        f"payload with the magic at aligned offsets {aligned} stored as parts with flags {flags[:-1]}, read "
+        "back intact",
     )
 
 

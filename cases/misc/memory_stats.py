@@ -44,8 +44,8 @@ def check_max_memory_allocated(device):
     del x
     return Finding(
         Verdict.DEPENDS if deprecated else Verdict.HOLDS,
-        f"max_memory_allocated rose by {peak_two / MIB:.2f} MiB for two 64 MiB tensors and kept it after a free; "
-        f"reset_max_memory_allocated reset it to the current {after_reset / MIB:.2f} MiB "
+        f"max_memory_allocated rose by {peak_two / MIB:.2f} MiB for two 64 MiB tensors and kept it after a "
+        f"free; reset_max_memory_allocated reset it to the current {after_reset / MIB:.2f} MiB "
         + (
             f"but warns ({deprecated[0].message.args[0][:70]}…): use reset_peak_memory_stats"
             if deprecated
@@ -68,8 +68,8 @@ def check_version_cuda(device):
 CASE = Case(
     id="misc.memory_stats",
     tier=3,
-    claim="torch.cuda.max_memory_allocated gives the peak GPU memory so far, reset_max_memory_allocated resets "
-    "it; torch.version.cuda holds the CUDA version.",
+    claim="torch.cuda.max_memory_allocated gives the peak GPU memory so far, reset_max_memory_allocated "
+    "resets it; torch.version.cuda holds the CUDA version.",
     source="003 杂录",
     checks={
         "max_memory_allocated": Check(check_max_memory_allocated, requires=("cuda",), devices=("cuda",)),

@@ -130,8 +130,9 @@ def check_multinomial_zero_weights_last(device):
     positive_first = bool((draws[:, :3] % 2 == 0).all())
     return Finding(
         Verdict.HOLDS if positive_first else Verdict.FAILS,
-        f"on {device.type} (torch {torch.__version__}), num_samples = 5 > 3 non-zero weights runs, and in 200 "
-        f"draws the zero-weight indices came {'only' if positive_first else 'not only'} after all positive ones",
+        f"on {device.type} (torch {torch.__version__}), num_samples = 5 > 3 non-zero weights runs, and in "
+        f"200 draws the zero-weight indices came {'only' if positive_first else 'not only'} after all "
+        "positive ones",
     )
 
 

@@ -67,8 +67,8 @@ def check_two_writers_one_chart(device):
     return Finding(
         Verdict.HOLDS,
         f"two SummaryWriters on one log_dir wrote {len(files)} event files; EventAccumulator reads one run "
-        f"whose tag 'Loss/train' holds all {2 * STEPS} values (both writers, float32-exact, steps 0..{STEPS - 1} "
-        "twice); a different log_dir is a separate run (chart line)",
+        f"whose tag 'Loss/train' holds all {2 * STEPS} values (both writers, float32-exact, steps "
+        f"0..{STEPS - 1} twice); a different log_dir is a separate run (chart line)",
     )
 
 

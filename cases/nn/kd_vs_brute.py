@@ -1,4 +1,5 @@
-"""k nearest neighbours: brute force (matmul distances + topk) vs a KD-tree across dimensions (note 004, 维度与采样).
+"""k nearest neighbours: brute force (matmul distances + topk) vs a KD-tree across dimensions
+(note 004, 维度与采样).
 
 The notes: brute force is O(D·N²), a KD-tree O(D·N·log N), "and in high dimension the tree is as
 slow as brute force or slower". Brute force for Q queries against N points is one (Q, N) GEMM

@@ -147,8 +147,9 @@ def check_freezing(device):
     return Finding(
         Verdict.DEPENDS if drift > 0 else Verdict.HOLDS,
         f"frozen params (grad None) are bit-identical after 3 SGD(momentum, weight_decay) steps, whether or "
-        f"not they are in the optimizer; but a param frozen after training, with zero_grad(set_to_none=False), "
-        f"still moves by {drift:.3g} (momentum buffer + decay): 'grad is None' is what protects it",
+        "not they are in the optimizer; but a param frozen after training, with "
+        f"zero_grad(set_to_none=False), still moves by {drift:.3g} (momentum buffer + decay): 'grad is None' "
+        "is what protects it",
     )
 
 

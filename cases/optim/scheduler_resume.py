@@ -95,9 +95,10 @@ def check_resume_matches_uninterrupted(device):
         f"restoring optimizer+scheduler state dicts reproduces the uninterrupted lr sequence exactly "
         f"({EPOCHS} epochs, stop at {STOP}) when the scheduler is built before optimizer.load_state_dict; "
         f"built after it, epoch {STOP} runs at lr {wrong_order[STOP]:.4g} instead of {expected[STOP]:.4g} "
-        f"(the constructor rewrites lr, the scheduler's state dict does not restore it); setting initial_lr by hand with last_epoch={STOP} resumes one "
-        f"epoch late (lr {by_hand[STOP]:.4g} vs {expected[STOP]:.4g} at epoch {STOP}) — last_epoch={STOP - 1} "
-        f"is what matches; the optimizer state (momentum buffers) is lost that way too",
+        "(the constructor rewrites lr, the scheduler's state dict does not restore it); setting initial_lr "
+        f"by hand with last_epoch={STOP} resumes one epoch late (lr {by_hand[STOP]:.4g} vs "
+        f"{expected[STOP]:.4g} at epoch {STOP}) — last_epoch={STOP - 1} is what matches; the optimizer state "
+        "(momentum buffers) is lost that way too",
     )
 
 

@@ -257,8 +257,9 @@ def check_clip_after_unscale(device):
     assert moved_wrong < 1e-3 * 2**-0.5 / 1000, f"clip before unscale_ moved x by {moved_wrong}"
     return Finding(
         Verdict.HOLDS,
-        f"clip after unscale_: grads {[round(g, 4) for g in clipped]}, x → {[round(v, 4) for v in x.tolist()]} "
-        f"(the notes: [0.7, 0.7], [0.9993, 1.9993]); clipping before unscale_ moves x by {moved_wrong:.2g} instead of 7.1e-4",
+        f"clip after unscale_: grads {[round(g, 4) for g in clipped]}, x → "
+        f"{[round(v, 4) for v in x.tolist()]} (the notes: [0.7, 0.7], [0.9993, 1.9993]); clipping before "
+        f"unscale_ moves x by {moved_wrong:.2g} instead of 7.1e-4",
     )
 
 
@@ -285,7 +286,8 @@ def check_fp16_needs_scaler(device):
     assert results[False] < truth / 2, f"unscaled fp16 grad {results[False]:.3g} survived; expected underflow"
     return Finding(
         Verdict.HOLDS,
-        f"a true grad of {truth:.1e}: without scaling {results[False]:.3g} after the fp16 backward, with GradScaler {results[True]:.3g}",
+        f"a true grad of {truth:.1e}: without scaling {results[False]:.3g} after the fp16 backward, with "
+        f"GradScaler {results[True]:.3g}",
     )
 
 
@@ -321,8 +323,8 @@ def check_cpu_autocast_exists(device):
     assert scaler.is_enabled(), "GradScaler('cpu') is disabled"
     return Finding(
         Verdict.FAILS,
-        "torch.autocast('cpu') runs matmuls in bfloat16 and float16, and torch.amp.GradScaler('cpu') is enabled: "
-        "AMP is not GPU-only (every GradScaler check here runs on CPU)",
+        "torch.autocast('cpu') runs matmuls in bfloat16 and float16, and torch.amp.GradScaler('cpu') is "
+        "enabled: AMP is not GPU-only (every GradScaler check here runs on CPU)",
     )
 
 
@@ -330,7 +332,8 @@ CASE = Case(
     id="precision.amp",
     tier=1,
     claim="Mixed-precision training with autocast + GradScaler (GPU only) trains like fp32; it is not "
-    "necessarily faster or smaller; GradScaler scales the loss, unscale_ divides grads in place once per update.",
+    "necessarily faster or smaller; GradScaler scales the loss, unscale_ divides grads in place once per "
+    "update.",
     source="003 自动混合精度训练",
     make_inputs=make_transformer,
     variants={

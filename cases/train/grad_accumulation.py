@@ -73,8 +73,9 @@ def check_accumulated_equals_big_batch(device):
     err = (scaled - truth).abs().max().item()
     return Finding(
         Verdict.HOLDS if abs(ratio - 1) < 1e-4 else Verdict.FAILS,
-        f"with loss/k the accumulated grad equals the big-batch grad (max err {err:.2g} vs float64); the notes' "
-        f"loop (no /k) gives {ratio:.4f}× it for k={K}; its call criterion(net(x, y)) raises TypeError",
+        f"with loss/k the accumulated grad equals the big-batch grad (max err {err:.2g} vs float64); the "
+        f"notes' loop (no /k) gives {ratio:.4f}× it for k={K}; its call criterion(net(x, y)) raises "
+        "TypeError",
     )
 
 
@@ -102,7 +103,8 @@ def check_optimizer_sensitivity(device):
     return Finding(
         Verdict.DEPENDS if sgd_off != adam_off else (Verdict.FAILS if sgd_off else Verdict.HOLDS),
         f"forgetting /k: SGD's step is {out['SGD'] + 1:.3f}× too large (rel diff {out['SGD']:.3f}); Adam's "
-        f"first step differs by only {out['Adam']:.2g} (scale-invariant up to eps) — it depends on the optimizer",
+        f"first step differs by only {out['Adam']:.2g} (scale-invariant up to eps) — it depends on the "
+        "optimizer",
     )
 
 

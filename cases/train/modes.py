@@ -158,8 +158,8 @@ def check_default_mode(device):
 CASE = Case(
     id="train.modes",
     tier=3,
-    claim="Dropout zeroes with probability p and scales the rest by 1/(1−p) in train mode, is the identity in "
-    "eval; Dropout2d zeroes all channels at a position; BatchNorm updates running stats with momentum; "
+    claim="Dropout zeroes with probability p and scales the rest by 1/(1−p) in train mode, is the identity "
+    "in eval; Dropout2d zeroes all channels at a position; BatchNorm updates running stats with momentum; "
     "modules start in train mode.",
     source="001 dropout / BatchNorm2d, 003 杂录",
     checks={
