@@ -307,9 +307,8 @@ def task_spawn(a) -> None:
     mp.spawn(me._spawn_entry, args=(a.world, init_method, a.out, a.device), nprocs=a.world, join=True)
     world_size = a.world
     try:
-        mp.spawn(
-            me._notes_main, args=(world_size), nprocs=1, join=True
-        )  # the notes' line as written: (world_size) is an int, not a tuple
+        # The notes' line as written: (world_size) is an int, not a tuple.
+        mp.spawn(me._notes_main, args=(world_size), nprocs=1, join=True)
         slip = {"raised": False}
     except mp.ProcessRaisedException as exc:
         slip = {"raised": True, "error": str(exc).strip().splitlines()[-1]}
