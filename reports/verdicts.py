@@ -232,13 +232,16 @@ def judge(case, rows: pd.DataFrame, summary: pd.DataFrame, outcomes: pd.DataFram
     return Judgement(judgement.verdict, judgement.evidence, errors)
 
 
-CLOSES, PART, NOT_CLOSED = 0.9, 0.1, None  # fractions of the gap: closes ≥ 90%, part ≥ 10%
+CLOSE_ENOUGH = 1.10  # compiled within 10% of the optimized way's time: the gap is closed
+PART = 0.10  # less than a tenth of the speedup (in log terms): it does not close the gap
 
 
 def compile_findings(summary: pd.DataFrame) -> list[str]:
     """Per compiled variant, at the largest size of each device × dtype: does torch.compile of the
-    naive way close the gap to the optimized way? The fraction closed is of the time saved,
-    (t_naive - t_compiled) / (t_naive - t_optimized), from the medians."""
+    naive way close the gap to the optimized way? Closed when the compiled naive way is within
+    10% of the optimized time; otherwise the share of the speedup it reaches, in log terms,
+    log(t_naive / t_compiled) / log(t_naive / t_optimized): on a 300× gap a 77× compiled speedup
+    is 76% of the way, where a share of time saved (99%) would hide the 4× still left."""
     compiled = summary[summary["against"] == "compiled"]
     rule = summary[summary["against"].isin(["rule", "library"])]
     lines = []
@@ -255,16 +258,19 @@ def compile_findings(summary: pd.DataFrame) -> list[str]:
             continue
         best = opt.sort_values("speedup").iloc[-1]
         t_naive, t_opt, t_comp = row.slow_median_s, best["fast_median_s"], row.fast_median_s
-        versus = f"{best['fast']} {best['speedup']:.3g}× over {row.slow}"
+        faster = t_comp / t_opt
+        versus = f"{best['fast']} {best['speedup']:.3g}× over {row.slow}, {faster:.3g}× faster than compiled"
         if not t_opt < t_naive:
-            lines.append(f"no gap to close ({versus}); {where}")
+            lines.append(f"no gap to close ({best['fast']} {best['speedup']:.3g}× over {row.slow}); {where}")
             continue
-        closed = (t_naive - t_comp) / (t_naive - t_opt)
-        if closed >= CLOSES:
+        if t_comp <= CLOSE_ENOUGH * t_opt:
             verdict = "torch.compile closes the gap"
-        elif closed >= PART:
-            verdict = f"torch.compile closes part of it ({closed:.0%})"
         else:
-            verdict = f"torch.compile does not close it ({closed:.0%})"
+            share = math.log(t_naive / t_comp) / math.log(t_naive / t_opt)
+            verdict = (
+                f"torch.compile closes part of it ({share:.0%})"
+                if share >= PART
+                else f"torch.compile does not close it ({max(share, 0.0):.0%})"
+            )
         lines.append(f"{verdict}: {where}; {versus}")
     return lines

@@ -94,9 +94,9 @@ def _row(fast, slow, against, t_fast, t_slow, size="n1"):
 @pytest.mark.parametrize(
     "t_compiled, expected",
     [
-        (1.05, "closes the gap"),
-        (5.5, "closes part of it (50%)"),
-        (9.8, "does not close it (2%)"),
+        (1.05, "closes the gap"),  # within 10% of the optimized way
+        (10**0.5, "closes part of it (50%)"),  # half the speedup, in log terms
+        (9.8, "does not close it (1%)"),
     ],
 )
 def test_the_finding_says_how_much_of_the_gap_compile_closes(t_compiled, expected):
@@ -109,3 +109,17 @@ def test_the_finding_says_how_much_of_the_gap_compile_closes(t_compiled, expecte
     )
     lines = verdicts.compile_findings(summary)
     assert len(lines) == 1 and expected in lines[0] and "opt 10× over naive" in lines[0]
+
+
+def test_a_large_speedup_short_of_the_trick_is_not_called_closed():
+    """distance.pairwise on the CI machine: compiled broadcast 77× over broadcast, the matmul
+    expansion 298×: 99% of the time saved, but still 3.9× slower than the trick."""
+    summary = pd.DataFrame(
+        [
+            _row("opt", "naive", "rule", 1.78e-3, 0.531),
+            _row("compiled", "naive", "compiled", 6.9e-3, 0.531),
+            _row("opt", "compiled", "compiled", 1.78e-3, 6.9e-3),
+        ]
+    )
+    (line,) = verdicts.compile_findings(summary)
+    assert "closes part of it (76%)" in line and "3.88× faster than compiled" in line
