@@ -55,11 +55,6 @@ def measured(device: str, budget_s: float | None = None) -> tuple[dict, dict]:
     return _cache[kind]
 
 
-def cached() -> tuple[dict, dict]:
-    """What has been measured in this process so far: (ceilings by device, details by device)."""
-    return {k: v[0] for k, v in _cache.items()}, {k: v[1] for k, v in _cache.items()}
-
-
 def roofline(
     flops: float | None,
     bytes_moved: float | None,
