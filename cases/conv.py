@@ -238,6 +238,11 @@ def transposed_float64(x, w, b, stride, padding, output_padding, dilation):
     return out + b.double().view(1, -1, 1, 1)
 
 
+def _out_pixels(size) -> int:
+    h_out = transposed_out(size["h"], size["k"], size["s"], size["p"], size["op"], size["d"])
+    return h_out**2
+
+
 def transposed_out(h, k, s, p, op, d):
     """PyTorch's documented H_out for ConvTranspose2d."""
     return (h - 1) * s - 2 * p + d * (k - 1) + op + 1
@@ -312,6 +317,9 @@ TRANSPOSED = Case(
         "zero_insertion": naive(
             ieee_fp32(zero_insertion),
             peak_bytes=lambda s, b: 3 * s["b"] * max(s["c"], s["o"]) * (s["h"] * s["s"]) ** 2 * b,
+            # The stride-1 conv it runs: k² taps at every output pixel, zeros included (≈ s² × the
+            # transposed conv's own MACs).
+            flops=lambda s: 2 * s["b"] * s["o"] * s["c"] * s["k"] ** 2 * _out_pixels(s),
         ),
         "conv_transpose2d": library(
             ieee_fp32(conv_transpose2d),
@@ -439,7 +447,11 @@ DILATED = Case(
     source="004 Dilated Convolution; 001 nn.Conv2d dilation",
     make_inputs=make_dilated,
     variants={
-        "zero_kernel": naive(ieee_fp32(zero_kernel)),
+        # The dense (d(k−1)+1)² kernel it convolves with, zeros included.
+        "zero_kernel": naive(
+            ieee_fp32(zero_kernel),
+            flops=lambda s: 2 * s["b"] * s["o"] * s["c"] * (s["d"] * (s["k"] - 1) + 1) ** 2 * s["h"] ** 2,
+        ),
         "dilation": optimized(ieee_fp32(dilated_conv2d)),
     },
     oracle=dilated_float64,

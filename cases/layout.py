@@ -22,11 +22,24 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
+from cases._lib.precision import ieee_fp32
 from cases._lib.properties import run_property, smallest
-from cases.spec import UNIT_ROUNDOFF, Case, Check, Finding, Tol, Verdict, library, naive
+from cases.spec import (
+    UNIT_ROUNDOFF,
+    Case,
+    Check,
+    Comparison,
+    Finding,
+    Tol,
+    Verdict,
+    library,
+    naive,
+    optimized,
+)
 from harness.rules import FromFindings
 
 FP32 = torch.float32
+U = UNIT_ROUNDOFF[FP32]
 
 
 # ---- the notes' algorithm, as written (only the indentation is repaired) --------------------------
@@ -426,8 +439,100 @@ def copy_float64(x):
     return x.to(torch.float64).contiguous()
 
 
+# ---- timed parts: one op on the same logical matrix in three layouts; a conv in two formats ------
+#
+# Each op of OPS is a part of the case: its inputs are two n×n fp32 matrices (x, w), and x is
+# stored row-major (the optimized layout), column-major (the same values with transposed strides:
+# the naive one), or column-major made contiguous inside the timed call (the library's fix, which
+# pays for the copy). Every variant is checked against the op in float64.
+
+
+def make_pair(size, dtype, device, seed):
+    (x,) = make_matrix({"n": size["n"], "m": size["n"]}, dtype, device, seed)
+    (w,) = make_matrix({"n": size["n"], "m": size["n"]}, dtype, device, seed + 1)
+    return x, w
+
+
+def make_pair_colmajor(size, dtype, device, seed):
+    x, w = make_pair(size, dtype, device, seed)
+    return x.t().contiguous().t(), w
+
+
+def _op_part(op, flops, bytes_moved, tolerance) -> Comparison:
+    def contiguous_first(x, w):
+        return op(x.contiguous(), w)
+
+    def in_float64(x, w):
+        return op(x.double(), w.double())
+
+    return Comparison(
+        make_inputs=make_pair,
+        variants={
+            "rowmajor": optimized(op),
+            "colmajor": naive(op, inputs=make_pair_colmajor),
+            "colmajor_contiguous_first": library(contiguous_first, inputs=make_pair_colmajor),
+        },
+        oracle=in_float64,
+        tolerance={FP32: tolerance},
+        sizes={"quick": [{"n": 256}, {"n": 1024}], "full": [{"n": n} for n in (1024, 4096, 16384)]},
+        flops=flops,
+        bytes_moved=bytes_moved,
+    )
+
+
+def _sum_bound(size) -> Tol:
+    # A sum of n terms of N(0, 1): rounding error ~u·√n of the terms' running size, on small and
+    # large sums alike, so a floor at the results' scale (as for every reduction in the suite).
+    return Tol(rtol=8 * U, floor=2 * U * math.sqrt(size["n"]))
+
+
+OPS = {
+    # Reads n² elements along rows / down columns; writes n.
+    "sum_rows": _op_part(lambda x, w: x.sum(1), None, lambda s, b: s["n"] ** 2 * b, _sum_bound),
+    "sum_cols": _op_part(lambda x, w: x.sum(0), None, lambda s, b: s["n"] ** 2 * b, _sum_bound),
+    # x·2 is exact, +1 rounds once (fused or not): within u of the float64 result.
+    "axpb": _op_part(lambda x, w: x * 2.0 + 1.0, None, lambda s, b: 2 * s["n"] ** 2 * b, Tol(rtol=U)),
+    # One rounding per element.
+    "add_rowmajor": _op_part(lambda x, w: x + w, None, lambda s, b: 3 * s["n"] ** 2 * b, Tol(rtol=U)),
+    # 2n³ flops on 3n² elements; a dot product of length n per output: 2u·√n of the terms' size.
+    "matmul": _op_part(
+        lambda x, w: x @ w,
+        lambda s: 2 * s["n"] ** 3,
+        lambda s, b: 3 * s["n"] ** 2 * b,
+        lambda s: Tol(rtol=8 * U, floor=2 * U * math.sqrt(s["n"])),
+    ),
+}
+
+
+def make_conv(size, dtype, device, seed):
+    """(input, weight, bias) of a 3×3 conv from ``c`` to ``2c`` channels, NCHW (contiguous)."""
+    g = torch.Generator().manual_seed(seed)
+    b, c, hw = size["b"], size["c"], size["hw"]
+    x = torch.randn((b, c, hw, hw), generator=g)
+    weight = torch.randn((2 * c, c, 3, 3), generator=g) * 0.05
+    bias = torch.randn(2 * c, generator=g) * 0.05
+    return tuple(t.to(device=device, dtype=dtype) for t in (x, weight, bias))
+
+
+def make_conv_channels_last(size, dtype, device, seed):
+    x, weight, bias = make_conv(size, dtype, device, seed)
+    cl = torch.channels_last
+    return x.contiguous(memory_format=cl), weight.contiguous(memory_format=cl), bias
+
+
+# fp32 means IEEE fp32 in both formats, checked and timed: cuDNN would otherwise run it in TF32
+# (its default), a 10-bit mantissa, and the formats' errors and speeds would be TF32's.
+@ieee_fp32
+def conv3x3(x, weight, bias):
+    return torch.nn.functional.conv2d(x, weight, bias, padding=1)
+
+
+def conv3x3_float64(x, weight, bias):
+    return torch.nn.functional.conv2d(x.double(), weight.double(), bias.double(), padding=1)
+
+
 def conv_tolerance(channels: int) -> Tol:
-    """The fp32 bound for suite/test_layout.py's 3×3 conv over `channels` inputs, in either layout.
+    """The fp32 bound for the 3×3 conv over `channels` inputs, in either format.
 
     Each output sums K = 9·channels products of any sign: ~u·√K of the terms' size, on outputs
     near zero as on large ones, so a floor at the outputs' scale, 8u·√K (the factor 8 as for the
@@ -435,8 +540,37 @@ def conv_tolerance(channels: int) -> Tol:
     roundings of transformed operands), plus 8u relative. IEEE fp32 only: the conv runs with
     TF32 off, whose error (~u_tf32 = 2⁻¹¹ of the terms' size, 1.2e-3 on an H100) is far outside.
     """
-    u = UNIT_ROUNDOFF[FP32]
-    return Tol(rtol=8 * u, floor=8 * u * math.sqrt(9 * channels))
+    return Tol(rtol=8 * U, floor=8 * U * math.sqrt(9 * channels))
+
+
+CONV = Comparison(
+    make_inputs=make_conv,
+    variants={
+        "contiguous": naive(conv3x3),
+        "channels_last": optimized(conv3x3, inputs=make_conv_channels_last),
+    },
+    oracle=conv3x3_float64,
+    tolerance={FP32: lambda s: conv_tolerance(s["c"])},
+    sizes={
+        "quick": [{"b": 8, "c": 32, "hw": 32}],
+        "full": [{"b": 32, "c": 64, "hw": 56}, {"b": 64, "c": 128, "hw": 56}, {"b": 128, "c": 256, "hw": 28}],
+    },
+    flops=lambda s: 2 * s["b"] * 2 * s["c"] * s["hw"] ** 2 * s["c"] * 9,
+    x="c",
+)
+
+
+def check_timed_inputs_have_their_layouts(device):
+    """The parts compare layouts, so each variant's input must really be stored as named: values
+    alone (what the oracle sees) cannot tell a column-major matrix from a row-major one."""
+    size = {"n": 64}
+    (x, _), (xt, _) = make_pair(size, FP32, device, 0), make_pair_colmajor(size, FP32, device, 0)
+    assert torch.equal(x, xt) and x.is_contiguous(), "row-major input is not row-major"
+    assert xt.stride() == (1, 64), f"column-major input has strides {xt.stride()}"
+    (cl, weight, _) = make_conv_channels_last({"b": 2, "c": 4, "hw": 5}, FP32, device, 0)
+    assert cl.is_contiguous(memory_format=torch.channels_last) and not cl.is_contiguous()
+    assert weight.is_contiguous(memory_format=torch.channels_last) and not weight.is_contiguous()
+    return None
 
 
 CASE = Case(
@@ -465,7 +599,9 @@ CASE = Case(
         "view_keeps_contiguity": Check(check_view_keeps_contiguity),
         "notes_snippet": Check(check_notes_snippet),
         "timed_copies_are_row_major": Check(check_timed_copies_are_row_major),
+        "timed_inputs_have_their_layouts": Check(check_timed_inputs_have_their_layouts),
     },
+    parts={**OPS, "conv3x3": CONV},
     verdict=FromFindings(),
     bytes_moved=lambda s, b: 2 * s["n"] * s["m"] * b,  # read once, write once
 )

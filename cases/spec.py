@@ -113,7 +113,8 @@ class Variant:
     ``oracle`` and ``tolerance`` override the case's for a variant that computes something else
     (full BPTT beside truncated) or is held to a tighter bound (an IEEE fp32 path beside TF32 ones).
     ``peak_bytes(size, itemsize)`` estimates the variant's peak working set so that a size that
-    cannot fit is skipped with a reason before it is tried.
+    cannot fit is skipped with a reason before it is tried. ``flops`` and ``bytes_moved`` override
+    the comparison's cost model (reports' achieved FLOP/s and GB/s) for this variant.
     """
 
     fn: Callable[..., Any]
@@ -124,6 +125,11 @@ class Variant:
     dtypes: tuple[torch.dtype, ...] | None = None  # None: every dtype the case runs
     oracle: Callable[..., Any] | None = None
     tolerance: Mapping[torch.dtype, Tol | Callable[[Size], Tol]] | None = None
+    # The variant's own cost model where the comparison's does not describe its work (a zero-
+    # inserted conv does s² times the flops of the transposed conv it stands for; a KD-tree does
+    # none of the brute force's GEMM). A function returning None: no model for this variant.
+    flops: Callable[[Size], float | None] | None = None
+    bytes_moved: Callable[[Size, int], float | None] | None = None
 
 
 def naive(fn, **kw) -> Variant:
@@ -148,12 +154,18 @@ class Check:
     slow: bool = False  # marked `slow`: left out by -m "not slow" (e.g. a sweep that takes seconds)
 
 
-@dataclass(frozen=True)
-class Case:
-    id: str
-    tier: int
-    claim: str
-    source: str
+@dataclass(frozen=True, kw_only=True)
+class Comparison:
+    """What is timed: one computation's seeded inputs, the variants that compute it, their float64
+    truth and error bounds, the sizes and dtypes, and the cost model (work per point).
+
+    A `Case` is its catalogue ID's main comparison; a technique that compares more than one
+    computation (layout.contiguous: copies, five ops in three memory layouts, a conv in two memory
+    formats) declares the others as named ``parts``. The suite checks and times every part's
+    variants like the case's own, and labels their sizes with the part's name, so reports never
+    compare two parts' variants with each other.
+    """
+
     make_inputs: Callable[..., tuple] | None = None
     variants: Mapping[str, Variant] = field(default_factory=dict)
     oracle: Callable[..., Any] | None = None
@@ -162,37 +174,28 @@ class Case:
     dtypes: Mapping[str, tuple[torch.dtype, ...]] = field(
         default_factory=lambda: {"cpu": (torch.float32,), "cuda": (torch.float32,)}
     )
-    checks: Mapping[str, Check] = field(default_factory=dict)
     flops: Callable[[Size], float] | None = None
     bytes_moved: Callable[[Size, int], float] | None = None
-    requires: tuple[str, ...] = ()
     x: str | None = None  # the size parameter on the plots' x axis; default: the first one
-    verdict: Any = None  # a rule from harness/rules.py; None: Faster() with variants, else FromFindings()
     # Extra numbers measured once per variant point outside the timed region, stored in the
     # benchmark's extra_info (e.g. {"saved_bytes": ...} from harness.measure.saved_tensor_bytes).
     metrics: Callable[[str, tuple, torch.device], Mapping[str, float]] | None = None
-    gate_tolerance: float | None = None  # per-case override of the gate's allowed drop
     # Naive variants torch.compile is not applied to, with why (file I/O, a DataLoader: nothing
     # for Inductor to compile); every other naive variant of a timed pair gets a compiled twin.
     uncompilable: Mapping[str, str] = field(default_factory=dict)
 
-    def __post_init__(self):
-        if "." not in self.id or self.id != self.id.strip():
-            raise ValueError(f"case id {self.id!r} is not a catalogue ID like 'topic.name'")
-        if self.tier not in (1, 2, 3):
-            raise ValueError(f"{self.id}: tier must be 1, 2 or 3, not {self.tier!r}")
-        if self.variants:
-            if self.make_inputs is None or self.oracle is None:
-                raise ValueError(f"{self.id}: variants need make_inputs and an oracle")
-            for profile in self.sizes:
-                if profile not in PROFILES:
-                    raise ValueError(f"{self.id}: unknown profile {profile!r}; use {PROFILES}")
-            for dtypes in self.dtypes.values():
-                missing = [d for d in dtypes if d not in self.tolerance]
-                if missing:
-                    raise ValueError(f"{self.id}: no tolerance for {missing}")
-        if not self.variants and not self.checks:
-            raise ValueError(f"{self.id}: a case needs variants to time or checks to run")
+    def _validate(self, where: str) -> None:
+        if not self.variants:
+            return
+        if self.make_inputs is None or self.oracle is None:
+            raise ValueError(f"{where}: variants need make_inputs and an oracle")
+        for profile in self.sizes:
+            if profile not in PROFILES:
+                raise ValueError(f"{where}: unknown profile {profile!r}; use {PROFILES}")
+        for dtypes in self.dtypes.values():
+            missing = [d for d in dtypes if d not in self.tolerance]
+            if missing:
+                raise ValueError(f"{where}: no tolerance for {missing}")
 
     def sizes_for(self, profile: str) -> Sequence[Size]:
         return self.sizes.get(profile, ())
@@ -205,6 +208,45 @@ class Case:
             for size in sizes:
                 return next(iter(size))
         return None
+
+    def flops_of(self, variant: Variant, size: Size) -> float | None:
+        model = variant.flops or self.flops
+        return model(size) if model else None
+
+    def bytes_of(self, variant: Variant, size: Size, itemsize: int) -> float | None:
+        model = variant.bytes_moved or self.bytes_moved
+        return model(size, itemsize) if model else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case(Comparison):
+    id: str
+    tier: int
+    claim: str
+    source: str
+    checks: Mapping[str, Check] = field(default_factory=dict)
+    requires: tuple[str, ...] = ()
+    verdict: Any = None  # a rule from harness/rules.py; None: Faster() with variants, else FromFindings()
+    gate_tolerance: float | None = None  # per-case override of the gate's allowed drop
+    parts: Mapping[str, Comparison] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if "." not in self.id or self.id != self.id.strip():
+            raise ValueError(f"case id {self.id!r} is not a catalogue ID like 'topic.name'")
+        if self.tier not in (1, 2, 3):
+            raise ValueError(f"{self.id}: tier must be 1, 2 or 3, not {self.tier!r}")
+        self._validate(self.id)
+        for name, part in self.parts.items():
+            if not name or "-" in name or not part.variants:
+                raise ValueError(f"{self.id}: part {name!r} needs a name without '-' and variants")
+            part._validate(f"{self.id} part {name}")
+        if not self.variants and not self.checks and not self.parts:
+            raise ValueError(f"{self.id}: a case needs variants to time or checks to run")
+
+    def comparisons(self) -> dict[str, Comparison]:
+        """Every comparison the case times, by part name ("" for the case's own)."""
+        own = {"": self} if self.variants else {}
+        return {**own, **self.parts}
 
 
 def size_label(size: Size) -> str:

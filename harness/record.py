@@ -93,6 +93,7 @@ class Outcome:
     size_label: str = ""
     dtype: str = ""
     timing_mode: str = ""
+    part: str = ""
     finding: Finding | None = None
     measured: Mapping[str, Any] | None = None
 
@@ -131,6 +132,7 @@ class Outcome:
             size_label=str(data.get("size_label", "")),
             dtype=str(data.get("dtype", "")),
             timing_mode=str(data.get("timing_mode", "")),
+            part=str(data.get("part", "")),
             finding=Finding.from_data(finding) if finding else None,
             measured=data.get("measured"),
         )
@@ -157,6 +159,7 @@ class BenchmarkInfo:
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     kind: str = "variant"
+    part: str = ""  # the case's part (cases.spec.Comparison), "" for its own comparison
 
     def to_data(self) -> dict:
         return {

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from cases import all_cases, get_case
-from cases.spec import Case, Check, Role, Size, Variant, dtype_name, size_label
+from cases.spec import Case, Check, Comparison, Role, Size, Variant, dtype_name, size_label
 from harness import ceilings, compiled, measure, record
 from suite import options
 from suite.recorder import recorder
@@ -28,12 +28,24 @@ class VariantPoint:
     dtype: torch.dtype
     device: str
     timing: str = "warm"  # GPU timing mode (harness.timing); only test_benchmark varies it
+    part: str = ""  # one of the case's parts, "" for its own comparison
+
+    @property
+    def comparison(self) -> Comparison:
+        return self.case.parts[self.part] if self.part else self.case
 
     @property
     def variant(self) -> Variant:
-        if self.variant_name in self.case.variants:
-            return self.case.variants[self.variant_name]
-        return compiled_variants(self.case.id)[self.variant_name]
+        if self.variant_name in self.comparison.variants:
+            return self.comparison.variants[self.variant_name]
+        return compiled_variants(self.case.id, self.part)[self.variant_name]
+
+    @property
+    def size_label(self) -> str:
+        """The size, after the part's name: a report groups by (case, size label), and two parts'
+        variants are never compared."""
+        label = size_label(self.size)
+        return f"{self.part}-{label}" if self.part else label
 
     @property
     def requires(self):
@@ -41,23 +53,34 @@ class VariantPoint:
 
     @property
     def id(self) -> str:
-        base = (
-            f"{self.case.id}-{self.variant_name}-{size_label(self.size)}-"
-            f"{dtype_name(self.dtype)}-{self.device}"
+        base = "-".join(
+            p
+            for p in (
+                self.case.id,
+                self.part,
+                self.variant_name,
+                size_label(self.size),
+                dtype_name(self.dtype),
+            )
+            if p
         )
+        base += f"-{self.device}"
         return base if self.timing == "warm" else f"{base}-{self.timing}"
 
     @property
     def tolerance(self):
-        return (self.variant.tolerance or {}).get(self.dtype) or self.case.tolerance[self.dtype]
+        return (self.variant.tolerance or {}).get(self.dtype) or self.comparison.tolerance[self.dtype]
 
     @property
     def oracle(self):
-        return self.variant.oracle or self.case.oracle
+        return self.variant.oracle or self.comparison.oracle
+
+    @property
+    def input_maker(self):
+        return self.variant.inputs or self.comparison.make_inputs
 
     def make_inputs(self, seed: int) -> tuple:
-        maker = self.variant.inputs or self.case.make_inputs
-        return maker(self.size, self.dtype, torch.device(self.device), seed)
+        return self.input_maker(self.size, self.dtype, torch.device(self.device), seed)
 
     def describe(self) -> dict:
         described = {
@@ -66,10 +89,12 @@ class VariantPoint:
             "variant": self.variant_name,
             "role": self.variant.role.value,
             "size": dict(self.size),
-            "size_label": size_label(self.size),
+            "size_label": self.size_label,
             "dtype": dtype_name(self.dtype),
             "device": self.device,
         }
+        if self.part:
+            described["part"] = self.part
         if self.timing != "warm":  # warm points keep the original description
             described["timing_mode"] = self.timing
         return described
@@ -148,20 +173,21 @@ class LaunchPoint:
 
 
 @functools.lru_cache(maxsize=None)
-def compiled_variants(case_id: str) -> dict[str, Variant]:
-    """The compiled twins of a case's naive variants, where the case times a pair: ``compiled``
+def compiled_variants(case_id: str, part: str = "") -> dict[str, Variant]:
+    """The compiled twins of a comparison's naive variants, where it times a pair: ``compiled``
     (torch.compile's default mode; ``compiled_<naive>`` when there are several naive variants)
     and ``<that>_max_autotune`` (CUDA, full profile). Same inputs, oracle and tolerance as the
     naive variant they compile, so they are checked and timed like any other variant."""
     case = get_case(case_id)
-    roles = {v.role for v in case.variants.values()}
+    comparison = case.parts[part] if part else case
+    roles = {v.role for v in comparison.variants.values()}
     if Role.NAIVE not in roles or not roles & {Role.OPTIMIZED, Role.LIBRARY}:
         return {}
-    naive_names = [n for n, v in case.variants.items() if v.role is Role.NAIVE]
+    naive_names = [n for n, v in comparison.variants.items() if v.role is Role.NAIVE]
     out = {}
     for name in naive_names:
         base = "compiled" if len(naive_names) == 1 else f"compiled_{name}"
-        naive_variant = case.variants[name]
+        naive_variant = comparison.variants[name]
         for mode, suffix in ((compiled.DEFAULT, ""), (compiled.MAX_AUTOTUNE, "_max_autotune")):
             out[base + suffix] = dataclasses.replace(
                 naive_variant,
@@ -172,32 +198,37 @@ def compiled_variants(case_id: str) -> dict[str, Variant]:
     return out
 
 
-def compiled_of(case: Case, name: str) -> str:
+def compiled_of(comparison: Comparison, name: str) -> str:
     """The naive variant a compiled one compiles."""
-    return record.compiled_source(name, [n for n, v in case.variants.items() if v.role is Role.NAIVE])
+    return record.compiled_source(name, [n for n, v in comparison.variants.items() if v.role is Role.NAIVE])
 
 
-def variant_points(profile: str, devices) -> list[VariantPoint]:
+def variant_points(profile: str, devices, compile_scope: str = "auto") -> list[VariantPoint]:
+    """Every (variant, size, dtype, device) of every comparison, with the compiled twins where
+    `compile_scope` puts them (suite.options.compiled_cases)."""
+    compiled_cases = options.compiled_cases(compile_scope, profile)
     points = []
     for case in all_cases():
-        sizes = case.sizes_for(profile)
-        for size in sizes:
-            for device in devices:
-                for dtype in case.dtypes.get(device, ()):
-                    variants = dict(case.variants)
-                    # At the largest size, where verdicts are judged: a compile per point costs
-                    # seconds (minutes with max-autotune), one per pair keeps the full profile's time.
-                    if size is sizes[-1] and (profile == "full" or case.id in compiled.QUICK_CASES):
-                        variants.update(
-                            {
-                                n: v
-                                for n, v in compiled_variants(case.id).items()
-                                if not n.endswith("_max_autotune") or (device == "cuda" and profile == "full")
-                            }
-                        )
-                    for name, variant in variants.items():
-                        if variant.dtypes is None or dtype in variant.dtypes:
-                            points.append(VariantPoint(case, name, size, dtype, device))
+        for part, comparison in case.comparisons().items():
+            sizes = comparison.sizes_for(profile)
+            for size in sizes:
+                for device in devices:
+                    for dtype in comparison.dtypes.get(device, ()):
+                        variants = dict(comparison.variants)
+                        # At the largest size, where verdicts are judged: a compile per point costs
+                        # seconds (minutes with max-autotune), one per pair keeps the full profile's time.
+                        if size is sizes[-1] and (compiled_cases is None or case.id in compiled_cases):
+                            variants.update(
+                                {
+                                    n: v
+                                    for n, v in compiled_variants(case.id, part).items()
+                                    if not n.endswith("_max_autotune")
+                                    or (device == "cuda" and profile == "full")
+                                }
+                            )
+                        for name, variant in variants.items():
+                            if variant.dtypes is None or dtype in variant.dtypes:
+                                points.append(VariantPoint(case, name, size, dtype, device, part=part))
     return points
 
 
@@ -235,7 +266,8 @@ def select_points(predicate):
 def pytest_generate_tests(metafunc):
     devices = options.devices(metafunc.config)
     if "variant_point" in metafunc.fixturenames:
-        points = variant_points(metafunc.config.getoption("--profile"), devices)
+        config = metafunc.config
+        points = variant_points(config.getoption("--profile"), devices, config.getoption("--compiled"))
         if "benchmark" in metafunc.fixturenames:
             points = with_timing_modes(points, options.timing_modes(metafunc.config))
         predicate = getattr(metafunc.function, "select_points", None)
@@ -260,12 +292,12 @@ class InputCache:
         self._entries: dict = {}
 
     def get(self, point: VariantPoint):
-        group = (point.case.id, size_label(point.size), point.dtype, point.device)
+        group = (point.case.id, point.size_label, point.dtype, point.device)
         if group != self._group:
             self._entries.clear()
             measure.free_memory(point.device)
             self._group = group
-        maker = point.variant.inputs or point.case.make_inputs
+        maker = point.input_maker
         if maker not in self._entries:
             self._entries[maker] = (point.make_inputs(self.seed), {})
         inputs, truths = self._entries[maker]

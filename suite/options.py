@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from harness import compiled
 from harness.timing import TIMING_MODES
 
 DEVICES = ("cpu", "cuda")
+COMPILE_SCOPES = ("auto", "all", "representative", "none")
 PROFILES = ("quick", "full")
 
 
@@ -41,6 +43,14 @@ def add_options(parser) -> None:
         "--benchmark-max-time (checks are never trimmed); the end of the run says what was trimmed.",
     )
     group.addoption(
+        "--compiled",
+        choices=COMPILE_SCOPES,
+        default="auto",
+        help="which timed pairs get a torch.compile variant of their naive way: all, a few "
+        "representative ones, or none. Default (auto): representative in the quick profile (each "
+        "compile costs seconds on a small CPU), all in the full profile.",
+    )
+    group.addoption(
         "--timing-mode",
         default="warm",
         help="comma-separated GPU timing modes among warm,cold_l2,graph (or 'all'): each CUDA point "
@@ -50,6 +60,13 @@ def add_options(parser) -> None:
 
 def devices(config) -> tuple[str, ...]:
     return tuple(d.strip() for d in config.getoption("--device").split(",") if d.strip())
+
+
+def compiled_cases(scope: str, profile: str) -> tuple[str, ...] | None:
+    """The cases whose pairs get compiled variants under `--compiled scope`: None for every case."""
+    if scope == "auto":
+        scope = "all" if profile == "full" else "representative"
+    return {"all": None, "representative": compiled.QUICK_CASES, "none": ()}[scope]
 
 
 def timing_modes(config) -> tuple[str, ...]:

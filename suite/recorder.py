@@ -156,6 +156,7 @@ class Recorder:
                 size_label=point.get("size_label", ""),
                 dtype=point.get("dtype", ""),
                 timing_mode=point.get("timing_mode", ""),
+                part=point.get("part", ""),
                 finding=record.Finding.from_data(finding) if finding else None,
                 measured=props.get("measured"),
             )

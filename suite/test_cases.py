@@ -14,7 +14,7 @@ import time
 import pytest
 import torch
 
-from cases.spec import Role, dtype_name, size_label, tolerance_at
+from cases.spec import Role, dtype_name, tolerance_at
 from harness import compiled, measure, record
 from harness.timing import capture_graph
 from suite import timing
@@ -60,10 +60,10 @@ def test_check(variant_point, input_cache):
 
 
 def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, request):
-    point, case = variant_point, variant_point.case
+    point, case, comparison = variant_point, variant_point.case, variant_point.comparison
     skip_if_too_big(point)
     itemsize = torch.empty((), dtype=point.dtype).element_size()
-    benchmark.group = f"{case.id} {size_label(point.size)} {dtype_name(point.dtype)} {point.device}"
+    benchmark.group = f"{case.id} {point.size_label} {dtype_name(point.dtype)} {point.device}"
     if point.timing != "warm":
         benchmark.group += f" {point.timing}"
     device_ceilings = machine_ceilings(point.device) if not benchmark.disabled else {}
@@ -73,13 +73,14 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
             variant=point.variant_name,
             role=point.variant.role.value,
             size=dict(point.size),
-            size_label=size_label(point.size),
+            size_label=point.size_label,
             dtype=dtype_name(point.dtype),
             device=point.device,
             tier=case.tier,
-            x=case.x_axis,
-            flops=case.flops(point.size) if case.flops else None,
-            bytes=case.bytes_moved(point.size, itemsize) if case.bytes_moved else None,
+            x=comparison.x_axis,
+            flops=comparison.flops_of(point.variant, point.size),
+            bytes=comparison.bytes_of(point.variant, point.size, itemsize),
+            part=point.part,
         ).to_data()
     )
     if point.timing != "warm":
@@ -106,9 +107,11 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
     call, peak, err = _run_or_skip_on_oom(point, measured_once)
     phases["memory_pass"] = time.perf_counter() - started
     benchmark.extra_info.update(peak_bytes=peak, max_abs_err=err.max_abs, max_rel_err=err.max_rel)
-    if case.metrics is not None:
+    if comparison.metrics is not None:
         inputs, _ = input_cache.get(point)
-        benchmark.extra_info.update(case.metrics(point.variant_name, inputs, torch.device(point.device)))
+        benchmark.extra_info.update(
+            comparison.metrics(point.variant_name, inputs, torch.device(point.device))
+        )
     _fail_on_error(point, err)  # timings of a wrong answer are not recorded as results
     replay = _checked_graph_replay(point, call, input_cache) if point.timing == "graph" else None
     marker = request.node.get_closest_marker("benchmark")  # a CUDA warm point's DeviceClock
@@ -144,8 +147,8 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
 def _compile_first(point, input_cache) -> dict:
     """Compile the naive variant for this point, timed apart from the steady state that follows;
     a variant torch.compile cannot take is skipped with the reason (recorded in outcomes[])."""
-    naive = compiled_of(point.case, point.variant_name)
-    reason = point.case.uncompilable.get(naive)
+    naive = compiled_of(point.comparison, point.variant_name)
+    reason = point.comparison.uncompilable.get(naive)
     if reason:
         pytest.skip(f"not compiled: {reason}")
     inputs, _ = input_cache.get(point)

@@ -67,19 +67,23 @@ def test_every_case_lives_where_its_id_says():
 
 def test_inputs_are_random_and_seeded():
     for case in all_cases():
-        if not case.variants:
-            continue
-        size = case.sizes_for("quick")[0]
-        dtype = case.dtypes["cpu"][0]
-        makers = {case.make_inputs} | {v.inputs for v in case.variants.values() if v.inputs}
+        for comparison in case.comparisons().values():
+            _random_and_seeded(case.id, comparison)
+
+
+def _random_and_seeded(case_id, comparison):
+    if comparison.variants:
+        size = comparison.sizes_for("quick")[0]
+        dtype = comparison.dtypes["cpu"][0]
+        makers = {comparison.make_inputs} | {v.inputs for v in comparison.variants.values() if v.inputs}
         for maker in makers:
             a, b = maker(size, dtype, torch.device("cpu"), 0), maker(size, dtype, torch.device("cpu"), 0)
             for ta, tb in zip(a, b):
                 if isinstance(ta, torch.Tensor) and ta.is_floating_point():
                     if ta.layout != torch.strided:  # sparse inputs: compare their dense values
                         ta, tb = ta.to_dense(), tb.to_dense()
-                    assert torch.equal(ta, tb), f"{case.id}: inputs differ for one seed"
-                    assert ta.count_nonzero() > 0, f"{case.id}: all-zero input"
+                    assert torch.equal(ta, tb), f"{case_id}: inputs differ for one seed"
+                    assert ta.count_nonzero() > 0, f"{case_id}: all-zero input"
 
 
 def test_declaration_errors_are_clear():

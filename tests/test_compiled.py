@@ -16,31 +16,51 @@ from suite.conftest import compiled_variants, variant_points
 
 def test_every_timed_pair_has_a_compiled_variant_or_a_reason_in_the_full_profile():
     points = variant_points("full", ("cpu",))
-    compiled_cases = {p.case.id for p in points if p.variant.role is Role.COMPILED}
+    compiled_pairs = {(p.case.id, p.part) for p in points if p.variant.role is Role.COMPILED}
+    pairs = 0
     for case in all_cases():
-        roles = {v.role for v in case.variants.values()}
-        timed_pair = Role.NAIVE in roles and roles & {Role.OPTIMIZED, Role.LIBRARY}
-        if not timed_pair:
-            continue
-        naive = [n for n, v in case.variants.items() if v.role is Role.NAIVE]
-        assert case.id in compiled_cases or set(naive) <= set(case.uncompilable), case.id
-        for name, variant in compiled_variants(case.id).items():
-            source = record.compiled_source(name, naive)
-            assert source in naive and variant.oracle is case.variants[source].oracle
-            assert variant.tolerance is case.variants[source].tolerance  # held to the naive's bound
+        for part, comparison in case.comparisons().items():
+            roles = {v.role for v in comparison.variants.values()}
+            timed_pair = Role.NAIVE in roles and roles & {Role.OPTIMIZED, Role.LIBRARY}
+            if not timed_pair:
+                continue
+            pairs += 1
+            naive = [n for n, v in comparison.variants.items() if v.role is Role.NAIVE]
+            assert (case.id, part) in compiled_pairs or set(naive) <= set(comparison.uncompilable), (
+                case.id,
+                part,
+            )
+            for name, variant in compiled_variants(case.id, part).items():
+                source = record.compiled_source(name, naive)
+                assert source in naive and variant.oracle is comparison.variants[source].oracle
+                assert variant.tolerance is comparison.variants[source].tolerance  # held to the naive's bound
+    assert pairs > 20
 
 
 def test_quick_profile_compiles_only_the_representative_pairs_at_their_largest_size():
     quick = [p for p in variant_points("quick", ("cpu", "cuda")) if p.variant.role is Role.COMPILED]
     assert {p.case.id for p in quick} == set(compiled.QUICK_CASES)
-    assert all(p.size == p.case.sizes_for("quick")[-1] for p in quick)
+    assert all(p.size == p.comparison.sizes_for("quick")[-1] for p in quick)
     assert not any(p.variant_name.endswith("_max_autotune") for p in quick)
     full = [p for p in variant_points("full", ("cpu", "cuda")) if p.variant.role is Role.COMPILED]
-    assert all(p.size == p.case.sizes_for("full")[-1] for p in full), (
+    assert all(p.size == p.comparison.sizes_for("full")[-1] for p in full), (
         "one compile per pair, at its largest size"
     )
     autotuned = [p for p in full if p.variant_name.endswith("_max_autotune")]
     assert autotuned and {p.device for p in autotuned} == {"cuda"}
+
+
+def test_compiled_option_puts_twins_beside_all_pairs_or_none():
+    def compiled_pairs(scope):
+        points = variant_points("quick", ("cpu",), scope)
+        return {(p.case.id, p.part) for p in points if p.variant.role is Role.COMPILED}
+
+    every = compiled_pairs("all")
+    assert {c for c, _ in every} > set(compiled.QUICK_CASES)
+    assert ("layout.contiguous", "conv3x3") in every  # parts are pairs too
+    assert compiled_pairs("none") == set()
+    assert compiled_pairs("auto") == compiled_pairs("representative")
+    assert {c for c, _ in compiled_pairs("auto")} == set(compiled.QUICK_CASES)
 
 
 def test_missing_compiler_is_a_skip_with_the_reason(monkeypatch):

@@ -14,20 +14,8 @@ import pytest
 
 from harness import journal
 from harness.isolation import PLANT_ENV
+from tests.launcher import INTERRUPTIBLE_PYTEST, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-# pytest as `python -m pytest`, but with SIGINT raising KeyboardInterrupt as at a terminal: a shell
-# without job control starts background commands with SIGINT ignored, exec keeps that, and a
-# child that ignores SIGINT cannot show what an interrupt does.
-PYTEST = [
-    sys.executable,
-    "-c",
-    (
-        "import runpy, signal; "
-        "signal.signal(signal.SIGINT, signal.default_int_handler); "
-        "runpy.run_module('pytest', run_name='__main__', alter_sys=True)"
-    ),
-]
 CASES = "tests/data/interrupt_cases.py"
 # 12 CPU points of a few tenths of a second each: the signal lands with most of them still to run.
 SELECTION = [
@@ -45,7 +33,7 @@ def _start(args, out: Path, env=None, log: Path | None = None) -> subprocess.Pop
     env = {**{k: v for k, v in os.environ.items() if k != PLANT_ENV}, **(env or {})}
     with open(log or os.devnull, "w") as output:  # the child has its own copy of the descriptor
         return subprocess.Popen(
-            [*PYTEST, "-p", "no:cacheprovider", "-q", *args, f"--benchmark-json={out}"],
+            [*INTERRUPTIBLE_PYTEST, "-p", "no:cacheprovider", "-q", *args, f"--benchmark-json={out}"],
             cwd=ROOT,
             env=env,
             stdout=output,

@@ -18,20 +18,8 @@ import pytest
 import torch
 
 from harness import isolation
+from tests.launcher import INTERRUPTIBLE_PYTEST, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-# pytest as `python -m pytest`, but with SIGINT raising KeyboardInterrupt as at a terminal: a shell
-# without job control starts background commands with SIGINT ignored, exec keeps that, and a
-# child that ignores SIGINT cannot show what an interrupt does.
-PYTEST = [
-    sys.executable,
-    "-c",
-    (
-        "import runpy, signal; "
-        "signal.signal(signal.SIGINT, signal.default_int_handler); "
-        "runpy.run_module('pytest', run_name='__main__', alter_sys=True)"
-    ),
-]
 QUICK = ["--benchmark-max-time=0.002", "--benchmark-min-rounds=2", "--benchmark-warmup=off"]
 # Checks, benchmarks (CPU timed, CUDA skipped with the reason here) and rule checks with findings.
 SELECTION = ["suite", "-k", "onehot.encode and not c1000 and not perf_lint"]
@@ -253,7 +241,7 @@ def test_interrupt_while_a_worker_runs_keeps_the_points_of_both(tmp_path):
     env.update({isolation.PLANT_ENV: f"{CASES}::test_planted_here", "INTERRUPT_CASES_READY": str(ready)})
     proc = subprocess.Popen(
         [
-            *PYTEST,
+            *INTERRUPTIBLE_PYTEST,
             "-p",
             "no:cacheprovider",
             "-q",

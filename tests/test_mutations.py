@@ -62,13 +62,14 @@ EXEMPT = {
 def _targets() -> list[VariantPoint]:
     points = []
     for case in all_cases():
-        if case.tier not in (1, 2) or FP32 not in case.dtypes.get("cpu", ()):
-            continue
-        sizes = case.sizes_for("quick")
-        for name, variant in case.variants.items():
-            if variant.role is Role.NAIVE or (variant.dtypes is not None and FP32 not in variant.dtypes):
+        for part, comparison in case.comparisons().items():
+            if case.tier not in (1, 2) or FP32 not in comparison.dtypes.get("cpu", ()):
                 continue
-            points.append(VariantPoint(case, name, sizes[0], FP32, "cpu"))
+            sizes = comparison.sizes_for("quick")
+            for name, variant in comparison.variants.items():
+                if variant.role is Role.NAIVE or (variant.dtypes is not None and FP32 not in variant.dtypes):
+                    continue
+                points.append(VariantPoint(case, name, sizes[0], FP32, "cpu", part=part))
     return points
 
 
@@ -92,7 +93,11 @@ def _outputs(result):
     return tuple(result) if isinstance(result, (tuple, list)) else (result,)
 
 
-@pytest.mark.parametrize("point", TARGETS, ids=[f"{p.case.id}-{p.variant_name}" for p in TARGETS])
+def _name(point) -> str:
+    return ".".join(p for p in (point.part, point.variant_name) if p)
+
+
+@pytest.mark.parametrize("point", TARGETS, ids=[f"{p.case.id}-{_name(p)}" for p in TARGETS])
 def test_bias_fails_the_check(point):
     reason = requirements.unmet(point.requires, point.device)
     if reason:
@@ -104,7 +109,7 @@ def test_bias_fails_the_check(point):
     clean = measure.within_tol(got, truth, tol)
     assert clean.within, f"unmutated {point.id} fails its own check: {clean.worst}"
 
-    key = (point.case.id, point.variant_name)
+    key = (point.case.id, _name(point))
     smallest = EXEMPT[key][0] if key in EXEMPT else BIAS
     mutated = biased(got, smallest)
     assert any(not torch.equal(a, b) for a, b in zip(_outputs(mutated), _outputs(got))), (
@@ -121,19 +126,21 @@ def test_bias_fails_the_check(point):
 
 
 def test_exemptions_name_real_targets():
-    names = {(p.case.id, p.variant_name) for p in TARGETS}
+    names = {(p.case.id, _name(p)) for p in TARGETS}
     assert set(EXEMPT) <= names, f"EXEMPT lists variants that are not targets: {set(EXEMPT) - names}"
 
 
 def test_every_declared_tolerance_is_a_tol_at_every_size():
     """Bounds declared as functions of the size must resolve at every size of every profile."""
     for case in all_cases():
-        declared = [case.tolerance] + [v.tolerance for v in case.variants.values() if v.tolerance]
-        for profile in PROFILES:
-            for size in case.sizes_for(profile):
-                for mapping in declared:
-                    for dtype, tol in mapping.items():
-                        assert isinstance(tolerance_at(tol, size), Tol), (case.id, dtype, size)
+        for comparison in case.comparisons().values():
+            variants = comparison.variants.values()
+            declared = [comparison.tolerance] + [v.tolerance for v in variants if v.tolerance]
+            for profile in PROFILES:
+                for size in comparison.sizes_for(profile):
+                    for mapping in declared:
+                        for dtype, tol in mapping.items():
+                            assert isinstance(tolerance_at(tol, size), Tol), (case.id, dtype, size)
 
 
 def test_bias_of_integer_and_boolean_outputs():
