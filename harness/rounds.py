@@ -29,6 +29,10 @@ PILOT_SAMPLES = 10
 # noisier than that is flagged, not run longer. pytest-benchmark's pedantic rounds cost tens of
 # µs each beside the call, so 10 000 rounds of a 60 µs call took 5 s against a 1 s cap.
 MAX_ROUNDS = 2000
+SLOW_ROUNDS = 3  # rounds of a call too slow for `min_rounds` inside twice its cap (plan)
+# A round at least this long (iterations_for): calls back to back amortise the timer and
+# pedantic's per-round bookkeeping (tens of µs on CPU), and on CUDA the launch gap before the first.
+MIN_ROUND_S = {"cpu": 0.25e-3, "cuda": 0.5e-3}
 Z95 = 1.959964
 
 
@@ -79,8 +83,10 @@ def iterations_for(call_s: float, min_round_s: float) -> int:
 
 def plan(pilot_round_s, iterations: int, *, cap_s: float, min_rounds: int, target: float = TARGET) -> Plan:
     """Rounds for the median's interval to reach ±`target`: the half-width shrinks as 1/√n, so
-    n = n_pilot · (pilot half-width / target)²; at least `min_rounds`, at most what `cap_s` holds
-    (never below `min_rounds`: the minimum is a floor the cap does not cut)."""
+    n = n_pilot · (pilot half-width / target)²; at least `min_rounds`, at most what `cap_s` holds.
+    The cap does not cut below `min_rounds`, except for a call so slow that `min_rounds` of them
+    would overrun the cap twice over: it gets `SLOW_ROUNDS` (three 4-second calls say what five
+    would, for 40% less, and the point is flagged: too few rounds for an interval)."""
     samples = list(pilot_round_s)
     round_s = sorted(samples)[len(samples) // 2]
     width = relative_halfwidth(samples) if len(samples) >= 6 else math.inf
@@ -89,8 +95,9 @@ def plan(pilot_round_s, iterations: int, *, cap_s: float, min_rounds: int, targe
     else:
         needed = math.ceil(len(samples) * (width / target) ** 2)
     fits = int(cap_s / round_s) if round_s > 0 else MAX_ROUNDS
-    rounds = max(min_rounds, min(needed, fits, MAX_ROUNDS))
-    return Plan(iterations, rounds, round_s, width, capped=needed > max(fits, min_rounds), cap_s=cap_s)
+    floor = min(min_rounds, SLOW_ROUNDS) if min_rounds * round_s > 2 * cap_s else min_rounds
+    rounds = max(floor, min(needed, fits, MAX_ROUNDS))
+    return Plan(iterations, rounds, round_s, width, capped=needed > max(fits, floor), cap_s=cap_s)
 
 
 def precision_warning(rounds_s, target: float = TARGET) -> str | None:

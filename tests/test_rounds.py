@@ -30,8 +30,16 @@ def test_quiet_points_stop_early_and_noisy_ones_get_more_rounds():
 def test_the_cap_bounds_rounds_but_never_the_minimum():
     slow_noisy = rounds.plan(_sample(10, 0.2, median=0.1), 1, cap_s=1.0, min_rounds=5)
     assert slow_noisy.rounds == 10 and slow_noisy.capped  # 0.1 s rounds: 10 fit in the 1 s cap
-    starved = rounds.plan(_sample(10, 0.2, median=0.1), 1, cap_s=0.0, min_rounds=5)
-    assert starved.rounds == 5
+    held = rounds.plan(_sample(10, 0.2, median=0.3), 1, cap_s=1.0, min_rounds=5)
+    assert held.rounds == 5  # 5 × 0.3 s overruns the cap, but not twice over: the minimum holds
+
+
+def test_a_call_too_slow_for_the_minimum_gets_three_rounds_and_a_flag():
+    slow = rounds.plan([4.0] * 3, 1, cap_s=1.0, min_rounds=5)
+    assert slow.rounds == rounds.SLOW_ROUNDS == 3
+    assert "too few for an interval" in rounds.precision_warning([4.0] * slow.rounds)
+    starved = rounds.plan(_sample(10, 0.2, median=0.1), 1, cap_s=0.0, min_rounds=5)  # --time-budget
+    assert starved.rounds == 3
 
 
 def test_planned_rounds_reach_the_target_on_a_stationary_sample():

@@ -1,0 +1,196 @@
+"""Estimate how long a suite run takes before making it, e.g. the full GPU profile where no GPU is
+at hand:
+
+    python -m suite.estimate --reference reports/reference/h100-2026-11-23/points.csv \\
+        -- -m gpu --benchmark-only --profile full --device cuda
+
+The plan is the run's own collection (the pytest arguments after ``--``). Each timed point costs
+what `harness.costmodel` says its calls cost at the reference run's median and spread for that
+point (scaled by the case's cost model from another size of the same variant where the reference
+lacks it), plus a fixed cost per point and the inputs and float64 oracle once per group of
+variants (the oracle a multiple of the group's fastest call: the efficient form in float64).
+Rule checks, compiles and process launches cost a fixed time each. Those fixed costs are
+parameters, printed with the estimate; the README ("Time budget") gives the evidence for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import costmodel
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def read_benchmark_log(path) -> dict[str, tuple[float, float]]:
+    """{param id: (median seconds, relative spread)} from pytest-benchmark's terminal tables in a
+    saved log (the H100 run kept logs, not JSON). Spread: IQR/1.349 over the median, a σ that
+    outliers do not inflate."""
+    out, unit = {}, None
+    for line in Path(path).read_text(errors="replace").splitlines():
+        header = re.match(r"Name \(time in (\w+)\)", line)
+        if header:
+            unit = TABLE_UNIT[header.group(1)]
+            continue
+        row = re.match(r"test_\w+\[([^\]]+)\]\s+(.*)", line)
+        if not (row and unit):
+            continue
+        values = [t for t in row.group(2).split() if not t.startswith("(")]
+        if len(values) < 10:
+            continue
+        number = [float(v.replace(",", "")) for v in values[:6]]
+        median, iqr = number[4] * unit, number[5] * unit
+        out[row.group(1)] = (median, iqr / 1.349 / median if median > 0 else 0.0)
+    return out
+
+
+def read_reference(path) -> dict[str, tuple[float, float]]:
+    with open(path, newline="") as f:
+        return {r["id"]: (float(r["median_s"]), float(r["spread"])) for r in csv.DictReader(f)}
+
+
+def collect(pytest_args) -> list[str]:
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "suite", "--collect-only", "-q", "-p", "no:randomly", *pytest_args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    ids = [line for line in run.stdout.splitlines() if "::" in line]
+    if run.returncode not in (0, 5) or not ids:
+        raise SystemExit(f"collection failed: {run.stderr.strip()[-500:] or run.stdout.strip()[-500:]}")
+    return ids
+
+
+@dataclass
+class Totals:
+    points: int = 0
+    calls_s: float = 0.0
+    fixed_s: float = 0.0
+    oracle_s: float = 0.0
+    compile_s: float = 0.0
+    checks_s: float = 0.0
+    estimated_points: int = 0  # timed points the reference lacked: scaled or defaulted
+
+    @property
+    def total(self) -> float:
+        return self.calls_s + self.fixed_s + self.oracle_s + self.compile_s + self.checks_s
+
+
+def _cost_scaled(point, reference) -> float | None:
+    """The call time of another size of the same variant, dtype and device, scaled by the cost
+    model (flops, else bytes) to this size; None when there is neither."""
+    from cases.spec import dtype_name
+
+    comparison, variant = point.comparison, point.variant
+    itemsize = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}.get(dtype_name(point.dtype), 4)
+
+    def cost(size):
+        return comparison.flops_of(variant, size) or comparison.bytes_of(variant, size, itemsize)
+
+    here = cost(point.size)
+    for profile in ("full", "quick"):
+        for size in reversed(comparison.sizes_for(profile)):
+            other = type(point)(
+                point.case, point.variant_name, size, point.dtype, point.device, part=point.part
+            )
+            if other.id in reference and here and cost(size):
+                return reference[other.id][0] * here / cost(size)
+    return None
+
+
+def estimate(ids, reference, args) -> dict[str, Totals]:
+    from suite.conftest import variant_points
+
+    devices = ("cpu", "cuda")
+    points = {p.id: p for profile in ("quick", "full") for p in variant_points(profile, devices, "all")}
+    by_case: dict[str, Totals] = defaultdict(Totals)
+    group_call: dict[tuple, float] = {}  # the fastest variant's call per group
+    for nodeid in ids:
+        param = nodeid.split("[", 1)[1].rstrip("]") if "[" in nodeid else ""
+        test = nodeid.split("::")[-1].split("[")[0]
+        case = param.split("-")[0] if param else test
+        totals = by_case[case]
+        if test == "test_benchmark" and param in points:
+            point = points[param]
+            if param in reference:
+                call_s, spread = reference[param]
+            else:
+                call_s, spread = _cost_scaled(point, reference) or args.default_call_s, args.default_spread
+                totals.estimated_points += 1
+            device = point.device
+            cost = costmodel.timed_point(call_s, spread, device=device, cap_s=args.cap_s)
+            totals.points += 1
+            totals.calls_s += cost.seconds
+            totals.fixed_s += args.fixed_s
+            if point.variant.role.value == "compiled":
+                autotune = point.variant_name.endswith("_max_autotune")
+                totals.compile_s += args.autotune_s if autotune else args.compile_s
+            group = (point.case.id, point.size_label, point.dtype, device)
+            group_call[group] = min(group_call.get(group, call_s), call_s)
+        elif test == "test_check" or test == "test_perf_lint":
+            continue  # variant checks: skipped under --benchmark-only (each benchmark checks its own)
+        elif test == "test_rule":
+            totals.checks_s += args.check_s
+        else:  # a process launch (distributed) or the compile-time test
+            totals.checks_s += args.launch_s
+    for (case, *_), call_s in group_call.items():
+        by_case[case].oracle_s += args.group_s + args.oracle_factor * call_s
+    return dict(by_case)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--reference", action="append", default=[], help="points CSV (id,median_s,spread) or a log"
+    )
+    parser.add_argument("--cap-s", type=float, default=1.0, help="per-point round cap (--benchmark-max-time)")
+    parser.add_argument("--fixed-s", type=float, default=0.05, help="per timed point outside its calls")
+    parser.add_argument("--group-s", type=float, default=0.05, help="per group: garbage collection, inputs")
+    parser.add_argument(
+        "--oracle-factor", type=float, default=4.0, help="float64 oracle / fastest variant's call"
+    )
+    parser.add_argument("--check-s", type=float, default=0.5, help="per rule check")
+    parser.add_argument(
+        "--launch-s", type=float, default=20.0, help="per process launch or compile-time test"
+    )
+    parser.add_argument("--compile-s", type=float, default=20.0, help="per torch.compile (default mode)")
+    parser.add_argument("--autotune-s", type=float, default=120.0, help="per max-autotune compile")
+    parser.add_argument("--default-call-s", type=float, default=1e-3, help="a point with no reference at all")
+    parser.add_argument("--default-spread", type=float, default=0.02)
+    parser.add_argument("pytest_args", nargs="*", help="the run's pytest arguments, after --")
+    args = parser.parse_args(argv)
+    reference: dict[str, tuple[float, float]] = {}
+    for path in args.reference:
+        reference.update(read_reference(path) if str(path).endswith(".csv") else read_benchmark_log(path))
+    by_case = estimate(collect(args.pytest_args), reference, args)
+    columns = ("points", "estimated_points", "calls_s", "fixed_s", "oracle_s", "compile_s", "checks_s")
+    print(f"{'case':28} " + " ".join(f"{c.removesuffix('_s')[:8]:>8}" for c in columns))
+    total = Totals()
+    for case, t in [*sorted(by_case.items()), ("total", total)]:
+        if case != "total":
+            for name in columns:
+                setattr(total, name, getattr(total, name) + getattr(t, name))
+        print(
+            f"{case:28} "
+            + " ".join(
+                f"{getattr(t, c):8.1f}" if c.endswith("_s") else f"{getattr(t, c):8d}" for c in columns
+            )
+        )
+    without = total.total - total.compile_s
+    print(f"estimate: {total.total / 60:.1f} min; without compiles {without / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

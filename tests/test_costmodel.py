@@ -1,0 +1,77 @@
+"""The run-time cost model (harness.costmodel, suite.estimate): its calls per point follow the
+rounds policy the suite really uses, and a saved GPU log reads back into per-point medians."""
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import costmodel
+from suite.estimate import read_benchmark_log
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_quiet_fast_point_costs_its_pilot_and_the_minimum_rounds():
+    est = costmodel.timed_point(50e-6, 0.005, device="cuda")
+    assert est.iterations == 10  # 0.5 ms rounds of 50 µs calls
+    assert est.rounds == 5
+    # warm-up + 10 pilot rounds + 5 rounds of 10 calls + memory pass + 10 probe calls
+    assert est.calls == 1 + 100 + 50 + 1 + 10
+
+
+def test_noisier_points_get_more_rounds_within_the_cap():
+    quiet = costmodel.timed_point(1e-3, 0.01, device="cpu")
+    noisy = costmodel.timed_point(1e-3, 0.10, device="cpu")
+    # σ 10%: the pilot's interval ~7.7%, so 10·(7.7/2)² ≈ 150 rounds, inside the 1 s cap
+    assert quiet.rounds == 5 and 140 <= noisy.rounds <= 160
+
+
+def test_a_slow_call_gets_three_rounds_one_probe_and_no_pilot():
+    est = costmodel.timed_point(4.0, 0.01, device="cuda", cap_s=1.0)
+    assert (est.rounds, est.calls) == (3, 1 + 3 + 1 + 1)
+    assert est.seconds == pytest.approx(6 * 4.0, rel=1e-3)
+
+
+def test_the_h100_log_reads_back_per_point_medians():
+    points = read_benchmark_log(ROOT / "tests/data/h100_timing_modes.log")
+    median, spread = points["distance.pairwise-matmul-n1024-m1024-d256-float32-cuda"]
+    assert median == pytest.approx(105.3175e-6)
+    assert spread == pytest.approx(24.5820 / 1.349 / 105.3175)
+    assert points["distance.pairwise-broadcast-n1024-m1024-d256-float32-cuda-graph"][0] == pytest.approx(
+        1851.056e-6
+    )
+
+
+def test_estimate_runs_on_the_plan_of_a_real_selection(tmp_path):
+    reference = tmp_path / "points.csv"
+    with open(reference, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "median_s", "spread"])
+        writer.writerow(["distance.pairwise-broadcast-n1024-m1024-d256-float32-cpu", "0.02", "0.01"])
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "suite.estimate",
+            "--reference",
+            str(reference),
+            "--",
+            "--device",
+            "cpu",
+            "--benchmark-only",
+            "-k",
+            "distance.pairwise and n1024 and not compiled",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    row = next(line for line in run.stdout.splitlines() if line.startswith("distance.pairwise"))
+    points, scaled = map(int, row.split()[1:3])
+    assert points >= 4 and scaled == points - 1  # the other variants scaled or defaulted
+    assert "estimate:" in run.stdout
