@@ -27,7 +27,12 @@ QUICK_CASES = ("distance.pairwise", "layernorm.manual", "rnn.timestep_loop")
 
 
 class Compiled:
-    """``torch.compile(fn, mode=mode)``, compiled afresh on each point's first call."""
+    """``torch.compile(fn, mode=mode)``, compiled afresh on each point's first call.
+
+    A callable that sets state around the computation (cases._lib.precision.ieee_fp32) names the
+    function to compile (``__compile_target__``) and the decorator to keep around the compiled
+    one (``__compile_wrapper__``): the state is then set outside the graph, as the eager variant
+    sets it outside its kernels."""
 
     def __init__(self, fn: Callable[..., Any], mode: str = DEFAULT):
         self.fn = fn
@@ -35,13 +40,19 @@ class Compiled:
         self._compiled = None
         self.__name__ = f"compiled({getattr(fn, '__name__', 'fn')}, {mode})"
 
+    def _compile(self):
+        target = getattr(self.fn, "__compile_target__", self.fn)
+        wrap = getattr(self.fn, "__compile_wrapper__", None)
+        compiled = torch.compile(target, mode=None if self.mode == DEFAULT else self.mode)
+        return wrap(compiled) if wrap else compiled
+
     def compile_and_time(self, *inputs) -> tuple[Any, float, int]:
         """(first output, compile seconds, graph breaks) for these inputs. The seconds are the
         first call's wall time, device-synchronized: tracing, Inductor codegen and the C++/Triton
         builds, plus one run of the code, which is small beside them."""
         torch._dynamo.reset()
         torch._dynamo.utils.counters.clear()
-        self._compiled = torch.compile(self.fn, mode=None if self.mode == DEFAULT else self.mode)
+        self._compiled = self._compile()
         devices = {t.device for t in inputs if isinstance(t, torch.Tensor) and t.device.type == "cuda"}
         start = time.perf_counter()
         out = self._compiled(*inputs)
@@ -53,7 +64,7 @@ class Compiled:
 
     def __call__(self, *inputs):
         if self._compiled is None:
-            self._compiled = torch.compile(self.fn, mode=None if self.mode == DEFAULT else self.mode)
+            self._compiled = self._compile()
         return self._compiled(*inputs)
 
 

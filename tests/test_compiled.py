@@ -84,6 +84,27 @@ def test_compile_time_is_measured_apart_and_the_result_is_right():
     torch.testing.assert_close(fn(x), (x * 2).sin().sum(-1))
 
 
+def test_state_set_around_a_variant_stays_outside_the_compiled_graph(monkeypatch):
+    from cases._lib.precision import ieee_fp32
+
+    def f(x):
+        return (x * 2).sin()
+
+    compiled_fns = []
+    real_compile = torch.compile
+
+    def spy(fn, **kw):
+        compiled_fns.append(fn)
+        return real_compile(fn, **kw)
+
+    monkeypatch.setattr(torch, "compile", spy)
+    wrapped = compiled.Compiled(ieee_fp32(f))
+    x = torch.randn(8)
+    out, _, breaks = wrapped.compile_and_time(x)
+    assert compiled_fns == [f] and breaks == 0  # f itself, not the flag-setting wrapper
+    torch.testing.assert_close(out, f(x))
+
+
 def _row(fast, slow, against, t_fast, t_slow, size="n1"):
     return dict(
         machine="m",

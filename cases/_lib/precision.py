@@ -28,4 +28,8 @@ def ieee_fp32(fn):
             torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
             return fn(*args)
 
+    # torch.compile (harness.compiled) compiles `fn` itself and keeps the flags outside the graph:
+    # Dynamo need not trace a context manager that writes global backend state.
+    call.__compile_target__ = fn
+    call.__compile_wrapper__ = ieee_fp32
     return call
