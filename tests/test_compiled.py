@@ -105,6 +105,18 @@ def test_state_set_around_a_variant_stays_outside_the_compiled_graph(monkeypatch
     torch.testing.assert_close(out, f(x))
 
 
+def test_compiled_dropout_draws_eager_masks():
+    def step(x):
+        torch.manual_seed(7)
+        return torch.nn.functional.dropout(x, 0.5, training=True) * 3
+
+    x = torch.randn(256)
+    fn = compiled.Compiled(step)
+    out, _, _ = fn.compile_and_time(x)
+    torch.testing.assert_close(out, step(x))
+    torch.testing.assert_close(fn(x), step(x))  # steady state: the same compiled code
+
+
 def _row(fast, slow, against, t_fast, t_slow, size="n1"):
     return dict(
         machine="m",
