@@ -55,7 +55,7 @@ class Compiled:
         self._compiled = self._compile()
         devices = {t.device for t in inputs if isinstance(t, torch.Tensor) and t.device.type == "cuda"}
         start = time.perf_counter()
-        with _eager_random():
+        with _compile_config(cold=True):
             out = self._compiled(*inputs)
         for device in devices:
             torch.cuda.synchronize(device)
@@ -66,17 +66,20 @@ class Compiled:
     def __call__(self, *inputs):
         if self._compiled is None:  # compiled on this first call: with eager's random draws
             self._compiled = self._compile()
-            with _eager_random():
+            with _compile_config(cold=False):
                 return self._compiled(*inputs)
         return self._compiled(*inputs)
 
 
-def _eager_random():
-    """Inductor's config while it compiles: random ops (dropout) draw from eager's generator, so a
-    seeded compiled variant draws the masks the eager variants and the float64 oracle draw, and
-    can be checked like them (Inductor's own Philox stream would give other masks: a compiled
-    MLP step with dropout came out 77% off the oracle). Read at compile time only."""
-    return torch._inductor.config.patch(fallback_random=True)
+def _compile_config(cold: bool):
+    """Inductor's config while it compiles (read at compile time only).
+
+    Random ops (dropout) draw from eager's generator, so a seeded compiled variant draws the masks
+    the eager variants and the float64 oracle draw, and can be checked like them (Inductor's own
+    Philox stream would give other masks: a compiled MLP step with dropout came out 77% off the
+    oracle). ``cold``: no compile cache, on disk or in memory, so the compile time is the point's
+    own (a cache left by an earlier run made a compile look like 0.1 s)."""
+    return torch._inductor.config.patch(fallback_random=True, force_disable_caches=cold)
 
 
 def short_reason(exc: BaseException) -> str:

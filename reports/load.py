@@ -45,6 +45,7 @@ class ResultRow:
     tier: int | None  # from extra_info; blank when the run did not record it
     variant: str
     role: str
+    part: str  # the case's part ("" for its own comparison): reports never compare across parts
     size_label: str
     x_name: str
     x: float  # the value of the size parameter on the plots' x axis
@@ -181,6 +182,7 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
         tier=_num(point.tier),
         variant=str(point.variant if point.variant != "?" else bench.get("name", "?")),
         role=str(point.role),
+        part=str(point.part or ""),
         size_label=str(point.size_label),
         x_name=str(x_name),
         x=_num(size.get(x_name)),

@@ -22,6 +22,7 @@ SUMMARY_COLUMNS = [
     "machine",
     "case",
     "tier",
+    "part",
     "size_label",
     "x_name",
     "x",
@@ -129,7 +130,7 @@ def groups(rows: pd.DataFrame) -> list[Group]:
     """One `Group` per key; pandas finds the row indices of each (key, variant) in one pass."""
     if rows.empty:
         return []
-    cols = {c: rows[c].to_numpy() for c in ("tier", "x_name", "x", "role", "peak_bytes", "data")}
+    cols = {c: rows[c].to_numpy() for c in ("tier", "part", "x_name", "x", "role", "peak_bytes", "data")}
     out: dict[tuple, Group] = {}
     for (*key, variant), idx in rows.groupby(KEYS + ["variant"], sort=False).indices.items():
         key = tuple(key)
@@ -140,6 +141,7 @@ def groups(rows: pd.DataFrame) -> list[Group]:
                 {
                     **dict(zip(KEYS, key)),
                     "tier": cols["tier"][i],
+                    "part": cols["part"][i],
                     "x_name": cols["x_name"][i],
                     "x": cols["x"][i],
                 }

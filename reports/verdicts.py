@@ -54,11 +54,15 @@ def all_of(parts: list[Judgement]) -> Judgement:
 
 
 def _largest(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows at the largest size of each device × dtype (x first, then the size's order in the run)."""
+    """Rows at the largest size of each device × dtype × part (x first, then the size's order in the
+    run): each part of a case is its own comparison, with sizes of its own."""
     if frame.empty:
         return frame
     frame = frame.assign(_order=range(len(frame)))
-    best = frame.sort_values(["x", "_order"]).groupby(["device", "dtype"], sort=False).tail(1)
+    if "part" not in frame:
+        frame = frame.assign(part="")
+    frame["part"] = frame["part"].fillna("")
+    best = frame.sort_values(["x", "_order"]).groupby(["device", "dtype", "part"], sort=False).tail(1)
     keys = set(zip(best["device"], best["dtype"], best["size_label"]))
     mask = [k in keys for k in zip(frame["device"], frame["dtype"], frame["size_label"])]
     return frame[mask].drop(columns="_order")
