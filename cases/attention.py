@@ -21,6 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
 from harness.rules import AllOf, Faster, FromFindings, Lighter
@@ -45,13 +46,12 @@ def combined_mask(lengths, size, device):
 
 
 def make_attention(size, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed)
+    g = generator(device, seed)
     b, h, s, d = size["b"], size["h"], size["s"], size["d"]
-    q, k, v = (torch.randn((b, h, s, d), generator=g).to(device=device, dtype=dtype) for _ in range(3))
+    q, k, v = (torch.randn((b, h, s, d), generator=g, device=device).to(dtype) for _ in range(3))
     # Lengths in [S/2, S], the first sequence unpadded, so both masks bite in every batch.
-    lengths = torch.randint(s // 2, s + 1, (b,), generator=g)
+    lengths = torch.randint(s // 2, s + 1, (b,), generator=g, device=device)
     lengths[0] = s
-    lengths = lengths.to(device)
     return q, k, v, combined_mask(lengths, s, device), lengths
 
 

@@ -14,6 +14,7 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
+from cases._lib.inputs import generator
 from cases._lib.properties import run_property, smallest
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
@@ -135,9 +136,9 @@ BROADCAST_RULES = Case(
 
 
 def make_msa(size, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed)
+    g = generator(device, seed)
     shape = (size["s"], size["r"], size["c"])
-    return tuple(torch.randn(shape, generator=g).to(device=device, dtype=dtype) for _ in range(2))
+    return tuple(torch.randn(shape, generator=g, device=device).to(dtype) for _ in range(2))
 
 
 def outer_loop(a, b):

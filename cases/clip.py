@@ -16,6 +16,7 @@ import math
 
 import torch
 
+from cases._lib.inputs import generator
 from cases._lib.timing import best_time
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
@@ -50,12 +51,12 @@ def notes_clip_grad_norm_(parameters, max_norm, norm_type=2):
 def make_params(size, dtype, device, seed):
     """`p` parameters sharing `total` elements, with random gradients, their pristine copies (the
     clipping is in place, so each call restores them first), and a max_norm that forces clipping."""
-    g = torch.Generator().manual_seed(seed)
+    g = generator(device, seed)
     p, total = size["p"], size["total"]
     params, pristine = [], []
     for _ in range(p):
-        w = torch.randn(total // p, generator=g).to(device=device, dtype=dtype).requires_grad_(True)
-        grad = torch.randn(total // p, generator=g).to(device=device, dtype=dtype)
+        w = torch.randn(total // p, generator=g, device=device).to(dtype).requires_grad_(True)
+        grad = torch.randn(total // p, generator=g, device=device).to(dtype)
         w.grad = grad.clone()
         params.append(w)
         pristine.append(grad)

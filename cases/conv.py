@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from cases._lib.inputs import generator
 from cases._lib.precision import ieee_fp32
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
@@ -52,7 +53,7 @@ DTYPES = {"cpu": (FP32,), "cuda": (FP32, BF16, FP16)}
 
 
 def _randn(shape, g, dtype, device, scale=1.0):
-    return (scale * torch.randn(shape, generator=g, dtype=torch.float32)).to(device=device, dtype=dtype)
+    return (scale * torch.randn(shape, generator=g, dtype=torch.float32, device=device)).to(dtype)
 
 
 def _conv_params(size, dtype, device, g):
@@ -88,7 +89,7 @@ def conv_float64(x, w, b, stride=1, padding=0, dilation=1):
 
 
 def make_im2col(size, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed)
+    g = generator(device, seed)
     return _conv_params(size, dtype, device, g)
 
 
@@ -193,7 +194,7 @@ IM2COL = Case(
 
 
 def make_transposed(size, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed)
+    g = generator(device, seed)
     c, o, k = size["c"], size["o"], size["k"]
     x = _randn((size["b"], c, size["h"], size["h"]), g, dtype, device)
     w = _randn((c, o, k, k), g, dtype, device, scale=(c * k * k) ** -0.5)  # (C_in, C_out, k, k)
@@ -352,7 +353,7 @@ TRANSPOSED = Case(
 
 
 def make_dilated(size, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed)
+    g = generator(device, seed)
     x, w, b = _conv_params(size, dtype, device, g)
     return x, w, b, size["d"]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 from harness.rules import AllOf, Faster, Lighter
@@ -19,30 +20,28 @@ from harness.rules import AllOf, Faster, Lighter
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 
 
-def _normal(shape, dtype, device, generator):
-    # Drawn in fp32 on the CPU with a seeded generator: the same inputs on every device.
-    return torch.randn(shape, generator=generator, dtype=torch.float32).to(device=device, dtype=dtype)
+def _normal(shape, dtype, g):
+    # Drawn in fp32 then cast: every dtype sees the same points, rounded.
+    return torch.randn(shape, generator=g, dtype=torch.float32, device=g.device).to(dtype)
 
 
 def make_points(size, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed)
-    return _normal((size["n"], size["d"]), dtype, device, g), _normal(
-        (size["m"], size["d"]), dtype, device, g
-    )
+    g = generator(device, seed)
+    return _normal((size["n"], size["d"]), dtype, g), _normal((size["m"], size["d"]), dtype, g)
 
 
 def make_unit_points(size, dtype, device, seed):
-    x, y = make_points(size, torch.float32, "cpu", seed)
+    x, y = make_points(size, torch.float32, device, seed)
     x, y = torch.nn.functional.normalize(x, dim=1), torch.nn.functional.normalize(y, dim=1)
-    return x.to(device=device, dtype=dtype), y.to(device=device, dtype=dtype)
+    return x.to(dtype), y.to(dtype)
 
 
 def make_binary_points(size, dtype, device, seed):
     """0/1 descriptors, as ORB's binary descriptors unpacked to one value per bit."""
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randint(0, 2, (size["n"], size["d"]), generator=g)
-    y = torch.randint(0, 2, (size["m"], size["d"]), generator=g)
-    return x.to(device=device, dtype=dtype), y.to(device=device, dtype=dtype)
+    g = generator(device, seed)
+    x = torch.randint(0, 2, (size["n"], size["d"]), generator=g, device=device)
+    y = torch.randint(0, 2, (size["m"], size["d"]), generator=g, device=device)
+    return x.to(dtype), y.to(dtype)
 
 
 # ---- the variants -------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 from harness.rules import FromFindings
@@ -81,8 +82,8 @@ class Models:
 def make_sequence(size, dtype, device, seed):
     """A (T, B, H) sequence and the three forms of one seeded model; the traced one is traced on
     this very sequence (each step's branch frozen to the one it takes here)."""
-    g = torch.Generator().manual_seed(seed)
-    xs = torch.randn(size["t"], size["b"], size["h"], generator=g).to(device=device, dtype=dtype)
+    g = generator(device, seed)
+    xs = torch.randn(size["t"], size["b"], size["h"], generator=g, device=device).to(dtype)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         eager = RNNLoop(size["h"])

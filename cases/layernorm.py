@@ -23,6 +23,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
 from harness.rules import FromFindings
@@ -46,15 +47,15 @@ class NotesLayerNorm(torch.nn.Module):
 
 
 def _affine(d, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed + 1)
-    w = 1.0 + 0.1 * torch.randn(d, generator=g)
-    b = 0.1 * torch.randn(d, generator=g)
-    return w.to(device=device, dtype=dtype), b.to(device=device, dtype=dtype)
+    g = generator(device, seed + 1)
+    w = 1.0 + 0.1 * torch.randn(d, generator=g, device=device)
+    b = 0.1 * torch.randn(d, generator=g, device=device)
+    return w.to(dtype), b.to(dtype)
 
 
 def make_inputs(size, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed)
-    x = (3.0 + 2.0 * torch.randn((size["rows"], size["d"]), generator=g)).to(device=device, dtype=dtype)
+    g = generator(device, seed)
+    x = (3.0 + 2.0 * torch.randn((size["rows"], size["d"]), generator=g, device=device)).to(dtype)
     return (x, *_affine(size["d"], dtype, device, seed))
 
 

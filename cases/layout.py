@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
+from cases._lib.inputs import generator
 from cases._lib.precision import ieee_fp32
 from cases._lib.properties import run_property, smallest
 from cases.spec import (
@@ -397,8 +398,8 @@ def check_notes_snippet(device):
 
 
 def make_matrix(size, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn((size["n"], size["m"]), generator=g, dtype=FP32).to(device=device, dtype=dtype),)
+    g = generator(device, seed)
+    return (torch.randn((size["n"], size["m"]), generator=g, dtype=FP32, device=device).to(dtype),)
 
 
 def make_transposed(size, dtype, device, seed):
@@ -506,12 +507,12 @@ OPS = {
 
 def make_conv(size, dtype, device, seed):
     """(input, weight, bias) of a 3×3 conv from ``c`` to ``2c`` channels, NCHW (contiguous)."""
-    g = torch.Generator().manual_seed(seed)
+    g = generator(device, seed)
     b, c, hw = size["b"], size["c"], size["hw"]
-    x = torch.randn((b, c, hw, hw), generator=g)
-    weight = torch.randn((2 * c, c, 3, 3), generator=g) * 0.05
-    bias = torch.randn(2 * c, generator=g) * 0.05
-    return tuple(t.to(device=device, dtype=dtype) for t in (x, weight, bias))
+    x = torch.randn((b, c, hw, hw), generator=g, device=device)
+    weight = torch.randn((2 * c, c, 3, 3), generator=g, device=device) * 0.05
+    bias = torch.randn(2 * c, generator=g, device=device) * 0.05
+    return tuple(t.to(dtype) for t in (x, weight, bias))
 
 
 def make_conv_channels_last(size, dtype, device, seed):

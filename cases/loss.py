@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from cases._lib.inputs import generator
 from cases._lib.timing import best_time
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
@@ -25,10 +26,10 @@ FP32, BF16 = torch.float32, torch.bfloat16
 
 
 def make_logits(size, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed)
+    g = generator(device, seed)
     n, c = size["n"], size["c"]
-    logits = (3 * torch.randn(n, c, generator=g)).to(device=device, dtype=dtype)
-    target = torch.randint(0, c, (n,), generator=g).to(device)
+    logits = (3 * torch.randn(n, c, generator=g, device=device)).to(dtype)
+    target = torch.randint(0, c, (n,), generator=g, device=device)
     # The one-hot target is built here, outside the timed region: the claim is about the loss
     # given each kind of target, not about making one.
     probs = F.one_hot(target, c).to(dtype)

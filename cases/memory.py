@@ -27,6 +27,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
 from cases._lib.init import perturb_norms
+from cases._lib.inputs import generator
 from cases._lib.timing import median_time
 from cases.spec import UNIT_ROUNDOFF, Case, Check, Finding, Tol, Verdict, naive, optimized
 from harness import measure
@@ -92,13 +93,13 @@ class Net:
 
 
 def _make(block, data_shape, size, dtype, device, seed):
-    torch.manual_seed(seed)  # nn.Module init draws from the global RNG
-    blocks = perturb_norms(nn.Sequential(*[block(size["width"]) for _ in range(size["depth"])])).to(
-        device=device, dtype=dtype
-    )
-    g = torch.Generator().manual_seed(seed + 1)
-    x = torch.randn(data_shape, generator=g).to(device=device, dtype=dtype)
-    r = (torch.randn(data_shape, generator=g) / math.sqrt(x.numel())).to(device=device, dtype=dtype)
+    torch.manual_seed(seed)  # nn.Module init draws from the global RNG (of `device`)
+    with torch.device(device):  # a full-size model initialised on the CPU costs seconds
+        blocks = perturb_norms(nn.Sequential(*[block(size["width"]) for _ in range(size["depth"])]))
+    blocks = blocks.to(dtype=dtype)
+    g = generator(device, seed + 1)
+    x = torch.randn(data_shape, generator=g, device=device).to(dtype)
+    r = (torch.randn(data_shape, generator=g, device=device) / math.sqrt(x.numel())).to(dtype)
     return (x, r, *blocks.parameters(), Net(blocks, seed + 2))
 
 

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
+from cases._lib.inputs import generator
 from cases._lib.properties import run_property
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
 from harness.rules import FromFindings
@@ -19,8 +20,8 @@ FP32 = torch.float32
 
 
 def make_labels(size, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, size["c"], (size["b"],), generator=g).to(device), size["c"]
+    g = generator(device, seed)
+    return torch.randint(0, size["c"], (size["b"],), generator=g, device=device), size["c"]
 
 
 def eye_index(label, c):

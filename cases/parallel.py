@@ -19,6 +19,7 @@ import torch.distributed as dist
 from torch import nn
 
 from cases._lib import isolated as _isolated
+from cases._lib.inputs import generator
 from cases._lib.precision import ieee_fp32
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
 from harness import premises
@@ -279,18 +280,17 @@ def _mlp_forward(params, x):
 
 
 def make_mlp_problem(size, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed)
+    g = generator(device, seed)
     d, h, n = size["d"], size["hidden"], size["batch"]
-    params = [
-        torch.randn(d, h, generator=g) / d**0.5,
-        0.1 * torch.randn(h, generator=g),
-        torch.randn(h, d, generator=g) / h**0.5,
-        0.1 * torch.randn(d, generator=g),
-    ]
-    x, y = torch.randn(n, d, generator=g), torch.randn(n, d, generator=g)
+
+    def randn(*shape):
+        return torch.randn(shape, generator=g, device=device)
+
+    params = [randn(d, h) / d**0.5, 0.1 * randn(h), randn(h, d) / h**0.5, 0.1 * randn(d)]
+    x, y = randn(n, d), randn(n, d)
     # replicas travel as a 0-d tensor so that the generic harness passes it through unchanged
     replicas = torch.tensor(size["replicas"])
-    return (*(t.to(device=device, dtype=dtype) for t in (*params, x, y)), replicas)
+    return (*(t.to(dtype) for t in (*params, x, y)), replicas)
 
 
 # The step size must make training a contraction at every width, or the comparison measures chaos:

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from cases._lib.inputs import generator
 from cases._lib.precision import ieee_fp32
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
@@ -31,7 +32,7 @@ FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 
 
 def _randn(shape, g, dtype, device, scale=1.0):
-    return (scale * torch.randn(shape, generator=g)).to(device=device, dtype=dtype)
+    return (scale * torch.randn(shape, generator=g, device=device)).to(dtype)
 
 
 # ---- rnn.timestep_loop --------------------------------------------------------------------------
@@ -39,7 +40,7 @@ def _randn(shape, g, dtype, device, scale=1.0):
 
 def make_rnn_output(size, dtype, device, seed):
     """r_out (B, T, H) as an LSTM would hand it over (values in (-1, 1)), and the head Linear(H, O)."""
-    g = torch.Generator().manual_seed(seed)
+    g = generator(device, seed)
     r_out = torch.tanh(_randn((size["b"], size["t"], size["h"]), g, dtype, device))
     w = _randn((size["o"], size["h"]), g, dtype, device, scale=size["h"] ** -0.5)
     b = _randn((size["o"],), g, dtype, device)
@@ -154,11 +155,12 @@ class Regressor(nn.Module):
         self.out = nn.Linear(hidden, 1)
         with torch.no_grad():
             for p in self.parameters():
-                p.copy_(torch.randn(p.shape, generator=generator) * hidden**-0.5)
+                # Drawn where the generator lives (the inputs' device), in the inputs' stream.
+                p.copy_(torch.randn(p.shape, generator=generator, device=generator.device) * hidden**-0.5)
 
 
 def _make_training(size, dtype, device, seed, mode):
-    g = torch.Generator().manual_seed(seed)
+    g = generator(device, seed)
     b, h, steps = size["b"], size["h"], size["steps"]
     net = Regressor(size["i"], h, g).to(device=device, dtype=dtype)
     xs = _randn((steps, b, CHUNK, size["i"]), g, dtype, device)

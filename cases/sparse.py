@@ -13,6 +13,7 @@ import math
 
 import torch
 
+from cases._lib.inputs import generator
 from cases._lib.timing import median_time
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
@@ -23,12 +24,12 @@ FP32 = torch.float32
 
 
 def make_dense(size, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed)
+    g = generator(device, seed)
     n, k, m = size["n"], size["k"], size["m"]
-    mask = torch.rand((n, k), generator=g) < size["density_permille"] / 1000
-    a = torch.randn((n, k), generator=g) * mask
-    b = torch.randn((k, m), generator=g)
-    return a.to(device=device, dtype=dtype), b.to(device=device, dtype=dtype)
+    mask = torch.rand((n, k), generator=g, device=device) < size["density_permille"] / 1000
+    a = torch.randn((n, k), generator=g, device=device) * mask
+    b = torch.randn((k, m), generator=g, device=device)
+    return a.to(dtype), b.to(dtype)
 
 
 def make_coo(size, dtype, device, seed):

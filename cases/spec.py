@@ -6,7 +6,8 @@ applies the case's `verdict` rule. Nothing here imports pytest.
 
 Calling conventions, so every case reads the same way:
 
-* ``make_inputs(size, dtype, device, seed) -> tuple`` — random (never all zeros), seeded.
+* ``make_inputs(size, dtype, device, seed) -> tuple`` — random (never all zeros), seeded, drawn
+  on ``device`` with `cases._lib.inputs.generator` (a large input drawn on the CPU costs seconds).
 * a variant's ``fn(*inputs)`` returns a tensor (or a tuple of tensors) comparable with
   ``oracle(*inputs)``, which returns the float64 truth.
 * a rule check's ``fn(device)`` raises ``AssertionError`` when behaviour differs from the truth

@@ -24,6 +24,7 @@ from torch import nn
 from torch.func import functional_call
 
 from cases._lib.init import perturb_norms
+from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 from harness.rules import AllOf, FromFindings, NotFaster, NotLighter
@@ -86,11 +87,12 @@ class Step:
 
 
 def _make(build, data_shape, size, dtype, device, seed):
-    torch.manual_seed(seed)  # nn.Module init draws from the global RNG
-    module = perturb_norms(build(size)).to(device)
-    g = torch.Generator().manual_seed(seed + 1)
-    x = torch.randn((size["batch"], *data_shape(size)), generator=g).to(device)
-    y = torch.randint(0, CLASSES, (size["batch"],), generator=g).to(device)
+    torch.manual_seed(seed)  # nn.Module init draws from the global RNG (of `device`)
+    with torch.device(device):  # a full-size model initialised on the CPU costs seconds
+        module = perturb_norms(build(size))
+    g = generator(device, seed + 1)
+    x = torch.randn((size["batch"], *data_shape(size)), generator=g, device=device)
+    y = torch.randint(0, CLASSES, (size["batch"],), generator=g, device=device)
     names = tuple(n for n, _ in module.named_parameters())
     params = tuple(p.detach().clone() for p in module.parameters())
     return (x, y, *params, Step(module, names, steps=3, lr=0.2, amp_dtype=dtype))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from cases._lib.inputs import generator
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
 from harness import precision_flags as flags
 from harness import premises
@@ -26,13 +27,13 @@ FP32 = torch.float32
 U_FP32, U_TF32, U_BF16 = 2.0**-24, 2.0**-11, 2.0**-9
 
 
-def _randn(shape, generator, scale, device):
-    return (torch.randn(shape, generator=generator) * scale).to(device)
+def _randn(shape, g, scale, device):
+    return torch.randn(shape, generator=g, device=device) * scale
 
 
 def make_matmul(size, dtype, device, seed):
     """(n, n) @ (n, n), entries scaled by n^-1/4 so that outputs are O(1) at every n."""
-    g, n = torch.Generator().manual_seed(seed), size["n"]
+    g, n = generator(device, seed), size["n"]
     s = n**-0.25
     return _randn((n, n), g, s, device).to(dtype), _randn((n, n), g, s, device).to(dtype)
 
@@ -40,7 +41,7 @@ def make_matmul(size, dtype, device, seed):
 def make_conv(size, dtype, device, seed):
     """3×3 conv, C = n/8 channels in and out on 32×32 images, batch 8; weights scaled by
     1/√(9C) so outputs are O(1)."""
-    g, c = torch.Generator().manual_seed(seed), max(size["n"] // 8, 8)
+    g, c = generator(device, seed), max(size["n"] // 8, 8)
     x = _randn((8, c, 32, 32), g, 1.0, device).to(dtype)
     w = _randn((c, c, 3, 3), g, (9 * c) ** -0.5, device).to(dtype)
     return x, w
