@@ -160,7 +160,9 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--oracle-factor", type=float, default=4.0, help="float64 oracle / fastest variant's call"
     )
-    parser.add_argument("--check-s", type=float, default=0.5, help="per rule check")
+    # The CPU's 128 rule checks took 9.1 s (0.07 s each, 2-core CI machine); ×3 for CUDA's launches.
+    parser.add_argument("--check-s", type=float, default=0.2, help="per rule check")
+    # A torchrun launch of 1-2 ranks took 4-7 s on the CPU (gloo); CUDA and NCCL start slower.
     parser.add_argument(
         "--launch-s", type=float, default=20.0, help="per process launch or compile-time test"
     )
