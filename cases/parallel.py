@@ -496,6 +496,11 @@ DP_VS_DDP = Case(
     checks={"dataparallel_without_gpus": Check(check_dataparallel_without_gpus)},
     requires=("distributed",),
     verdict=FromFindings(),
+    # Timed in worker processes (suite/test_distributed.py), not as variants the suite could compile.
+    uncompilable={
+        "dp": "a training step across devices: DataParallel's threads and DDP's bucketed all-reduce "
+        "are what is compared, not a tensor program torch.compile could fuse",
+    },
 )
 
 ALLREDUCE_CASE = Case(
@@ -507,6 +512,11 @@ ALLREDUCE_CASE = Case(
     checks={"d2l_allreduce": Check(check_d2l_allreduce)},
     requires=("distributed",),
     verdict=FromFindings(),
+    uncompilable={
+        name: "point-to-point sends between processes: the communication pattern is what is "
+        "compared, not a tensor program torch.compile could fuse"
+        for name in ("naive", "master")
+    },
 )
 
 MANUAL_DP = Case(

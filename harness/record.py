@@ -196,6 +196,8 @@ class CaseInfo:
     rule: Any = None  # a harness.rules object
     declared: bool = True  # False: in the catalogue but no case declares it
     gate_tolerance: float | None = None
+    # Naive ways torch.compile is not applied to, with why (cases.spec.Comparison.uncompilable).
+    uncompilable: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def verdict(self):  # the name reports use for a case's rule
@@ -220,6 +222,7 @@ class CaseInfo:
             rule=rule_from_data(rule) if rule else None,
             declared=bool(data.get("declared", True)),
             gate_tolerance=data.get("gate_tolerance"),
+            uncompilable=dict(data.get("uncompilable") or {}),
         )
 
 

@@ -90,7 +90,9 @@ def build(paths, out: Path) -> Path:
                 if not case_sum.empty:
                     table.loc[case_sum.index, "verdict"] = judgement.verdict
                     view.tables[machine] = case_sum[case_sum["against"].isin(["rule", "compiled"])]
-                    view.compile_findings[machine] = verdicts.compile_findings(case_sum)
+                    view.compile_findings[machine] = verdicts.compile_findings(
+                        case_sum
+                    ) + verdicts.not_compiled(as_measured, case_sum)
                 if not case_rows.empty:
                     # The machine key names the torch (and CUDA) version already.
                     jobs.append((view, machine, case_rows.drop(columns="data"), f"{case_id} — {machine}"))

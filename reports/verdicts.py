@@ -240,6 +240,14 @@ CLOSE_ENOUGH = 1.10  # compiled within 10% of the optimized way's time: the gap 
 PART = 0.10  # less than a tenth of the speedup (in log terms): it does not close the gap
 
 
+def not_compiled(case, summary: pd.DataFrame) -> list[str]:
+    """The naive ways a case timed that were not compiled, each with the reason its declaration
+    recorded (file I/O, processes talking to each other)."""
+    reasons = dict(getattr(case, "uncompilable", None) or {})
+    timed = set(summary["slow"]) if not summary.empty else set()
+    return [f"not compiled: {name}: {reason}" for name, reason in reasons.items() if name in timed]
+
+
 def compile_findings(summary: pd.DataFrame) -> list[str]:
     """Per compiled variant, at the largest size of each device × dtype: does torch.compile of the
     naive way close the gap to the optimized way? Closed when the compiled naive way is within

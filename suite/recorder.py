@@ -40,6 +40,10 @@ def declared_cases() -> dict[str, record.CaseInfo]:
             source=case.source,
             rule=rule,
             gate_tolerance=case.gate_tolerance,
+            uncompilable={
+                n: reason for part in case.comparisons().values() for n, reason in part.uncompilable.items()
+            }
+            | dict(case.uncompilable),
         )
     for cid, entry in entries.items():
         out.setdefault(

@@ -176,3 +176,16 @@ def test_a_large_speedup_short_of_the_trick_is_not_called_closed():
     )
     (line,) = verdicts.compile_findings(summary)
     assert "closes part of it (76%)" in line and "3.88× faster than compiled" in line
+
+
+def test_a_pair_not_compiled_carries_its_reason_into_the_results_and_the_report():
+    from suite.recorder import declared_cases
+
+    cases = declared_cases()
+    for case_id, naive in (("data.recordio", "one_file_per_sample"), ("parallel.allreduce", "master")):
+        info = record.CaseInfo.from_data(cases[case_id].to_data())  # as a results file keeps it
+        assert info.uncompilable.get(naive), (case_id, info.uncompilable)
+        summary = pd.DataFrame({"slow": [naive], "fast": ["x"]})
+        (line,) = verdicts.not_compiled(info, summary)
+        assert line.startswith(f"not compiled: {naive}: ")
+        assert verdicts.not_compiled(info, summary.assign(slow=["other"])) == []
