@@ -41,7 +41,8 @@ class PointEstimate:
 def timed_point(
     call_s: float, spread: float, *, device: str, cap_s: float = 1.0, min_rounds: int = 5
 ) -> PointEstimate:
-    """One warm point with calls of `call_s` seconds and relative spread `spread` (σ/median):
+    """One warm point with calls of `call_s` seconds and relative spread `spread` (σ/median of one
+    call):
     the warm-up call, the pilot (10 rounds unless 3 calls exceed 20% of the cap), the rounds the
     plan asks for to reach ±2% on the median (harness.rounds.plan), the memory pass, and on CUDA
     the calls timed by events and by the wall clock (1, or 3-10 for calls under 10 ms)."""
@@ -52,8 +53,10 @@ def timed_point(
         pilot_rounds, width = 0, math.inf
     else:
         pilot_rounds = rounds.PILOT_SAMPLES
-        # The pilot's median interval from 10 samples: ~1.25·1.96·σ/√10 (harness/rounds.py).
-        width = 1.25 * rounds.Z95 * spread / math.sqrt(pilot_rounds)
+        # A round times `iterations` calls back to back: independent calls average, σ/√k. The
+        # pilot's median interval from 10 such rounds: ~1.25·1.96·σ_round/√10 (harness/rounds.py).
+        round_spread = spread / math.sqrt(iterations)
+        width = 1.25 * rounds.Z95 * round_spread / math.sqrt(pilot_rounds)
     needed = (
         rounds.MAX_ROUNDS
         if math.isinf(width)

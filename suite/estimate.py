@@ -79,6 +79,7 @@ class Totals:
     compile_s: float = 0.0
     checks_s: float = 0.0
     estimated_points: int = 0  # timed points the reference lacked: scaled or defaulted
+    skipped: int = 0  # too big for the device's memory: skipped before they are tried
 
     @property
     def total(self) -> float:
@@ -107,6 +108,14 @@ def _cost_scaled(point, reference) -> float | None:
     return None
 
 
+def _too_big(point, memory_gib: float) -> bool:
+    """As suite.conftest.skip_if_too_big on a device of `memory_gib` (90% of it usable)."""
+    if point.variant.peak_bytes is None:
+        return False
+    itemsize = {"float64": 8, "float32": 4}.get(str(point.dtype).removeprefix("torch."), 2)
+    return point.variant.peak_bytes(point.size, itemsize) > 0.9 * memory_gib * 2**30
+
+
 def estimate(ids, reference, args) -> dict[str, Totals]:
     from suite.conftest import variant_points
 
@@ -121,6 +130,9 @@ def estimate(ids, reference, args) -> dict[str, Totals]:
         totals = by_case[case]
         if test == "test_benchmark" and param in points:
             point = points[param]
+            if _too_big(point, args.memory_gib):
+                totals.skipped += 1  # skipped before it is tried (suite.conftest.skip_if_too_big)
+                continue
             if param in reference:
                 call_s, spread = reference[param]
             else:
@@ -168,6 +180,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--compile-s", type=float, default=20.0, help="per torch.compile (default mode)")
     parser.add_argument("--autotune-s", type=float, default=120.0, help="per max-autotune compile")
+    parser.add_argument("--memory-gib", type=float, default=80.0, help="the device's memory (an H100: 80)")
     parser.add_argument("--default-call-s", type=float, default=1e-3, help="a point with no reference at all")
     parser.add_argument("--default-spread", type=float, default=0.02)
     parser.add_argument("pytest_args", nargs="*", help="the run's pytest arguments, after --")
@@ -176,7 +189,16 @@ def main(argv=None) -> int:
     for path in args.reference:
         reference.update(read_reference(path) if str(path).endswith(".csv") else read_benchmark_log(path))
     by_case = estimate(collect(args.pytest_args), reference, args)
-    columns = ("points", "estimated_points", "calls_s", "fixed_s", "oracle_s", "compile_s", "checks_s")
+    columns = (
+        "points",
+        "estimated_points",
+        "skipped",
+        "calls_s",
+        "fixed_s",
+        "oracle_s",
+        "compile_s",
+        "checks_s",
+    )
     print(f"{'case':28} " + " ".join(f"{c.removesuffix('_s')[:8]:>8}" for c in columns))
     total = Totals()
     for case, t in [*sorted(by_case.items()), ("total", total)]:

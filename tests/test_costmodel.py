@@ -75,3 +75,13 @@ def test_estimate_runs_on_the_plan_of_a_real_selection(tmp_path):
     points, scaled = map(int, row.split()[1:3])
     assert points >= 4 and scaled == points - 1  # the other variants scaled or defaulted
     assert "estimate:" in run.stdout
+
+
+def test_a_point_too_big_for_the_device_costs_nothing():
+    from suite.conftest import variant_points
+    from suite.estimate import _too_big
+
+    points = {p.id: p for p in variant_points("full", ("cuda",), "none")}
+    huge = points["distance.pairwise-broadcast-n32768-m32768-d256-float32-cuda"]  # a 1 TiB intermediate
+    fits = points["distance.pairwise-matmul-n32768-m32768-d256-float32-cuda"]
+    assert _too_big(huge, 80) and not _too_big(fits, 80)
