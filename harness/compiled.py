@@ -32,7 +32,9 @@ class Compiled:
     A callable that sets state around the computation (cases._lib.precision.ieee_fp32) names the
     function to compile (``__compile_target__``) and the decorator to keep around the compiled
     one (``__compile_wrapper__``): the state is then set outside the graph, as the eager variant
-    sets it outside its kernels."""
+    sets it outside its kernels. A variant that is a whole training step says which part a user
+    would compile: ``__compile__(compile_fn)`` returns the step with that part compiled
+    (cases.precision.amp compiles the model's forward, not the optimizer's construction)."""
 
     def __init__(self, fn: Callable[..., Any], mode: str = DEFAULT):
         self.fn = fn
@@ -41,9 +43,13 @@ class Compiled:
         self.__name__ = f"compiled({getattr(fn, '__name__', 'fn')}, {mode})"
 
     def _compile(self):
+        mode = None if self.mode == DEFAULT else self.mode
+        custom = getattr(self.fn, "__compile__", None)
+        if custom is not None:  # the variant says which part of it a user would compile
+            return custom(lambda f: torch.compile(f, mode=mode))
         target = getattr(self.fn, "__compile_target__", self.fn)
         wrap = getattr(self.fn, "__compile_wrapper__", None)
-        compiled = torch.compile(target, mode=None if self.mode == DEFAULT else self.mode)
+        compiled = torch.compile(target, mode=mode)
         return wrap(compiled) if wrap else compiled
 
     def compile_and_time(self, *inputs) -> tuple[Any, float, int]:

@@ -189,3 +189,22 @@ def test_a_pair_not_compiled_carries_its_reason_into_the_results_and_the_report(
         (line,) = verdicts.not_compiled(info, summary)
         assert line.startswith(f"not compiled: {naive}: ")
         assert verdicts.not_compiled(info, summary.assign(slow=["other"])) == []
+
+
+def test_a_training_step_compiles_the_part_a_user_would():
+    from cases.precision import amp
+
+    compiled_fns = []
+
+    def step(*inputs):
+        return inputs
+
+    def compile_model(compile_fn):
+        compiled_fns.append(compile_fn)
+        return lambda *inputs: ("model compiled", inputs)
+
+    step.__compile__ = compile_model
+    wrapped = compiled.Compiled(step)
+    out, _, _ = wrapped.compile_and_time(torch.ones(2))
+    assert out[0] == "model compiled" and len(compiled_fns) == 1
+    assert amp.fp32_step.__compile__ is amp._compile_the_model  # the amp step compiles its model only
