@@ -497,7 +497,7 @@ OPS = {
     "add_rowmajor": _op_part(lambda x, w: x + w, None, lambda s, b: 3 * s["n"] ** 2 * b, Tol(rtol=U)),
     # 2n³ flops on 3n² elements; a dot product of length n per output: 2u·√n of the terms' size.
     "matmul": _op_part(
-        lambda x, w: x @ w,
+        ieee_fp32(torch.matmul),  # IEEE fp32 whatever TF32 setting the environment brings
         lambda s: 2 * s["n"] ** 3,
         lambda s, b: 3 * s["n"] ** 2 * b,
         lambda s: Tol(rtol=8 * U, floor=2 * U * math.sqrt(s["n"])),

@@ -43,31 +43,22 @@ def timed_point(
 ) -> PointEstimate:
     """One warm point with calls of `call_s` seconds and relative spread `spread` (σ/median of one
     call):
-    the warm-up call, the pilot (10 rounds unless 3 calls exceed 20% of the cap), the rounds the
-    plan asks for to reach ±2% on the median (harness.rounds.plan), the memory pass, and on CUDA
-    the calls timed by events and by the wall clock (1, or 3-10 for calls under 10 ms)."""
+    the warm-up call, the pilot (rounds.pilot_samples), the rounds the plan asks for to reach ±2%
+    on the median (rounds.round_count), the memory pass, and on CUDA the host-vs-device probe
+    (rounds.probe_reps): the same functions the suite's timing uses."""
     call_s = max(call_s, 1e-7)
     iterations = rounds.iterations_for(call_s, rounds.MIN_ROUND_S[device])
     round_s = iterations * call_s
-    if 3 * call_s > 0.2 * cap_s:
-        pilot_rounds, width = 0, math.inf
+    pilot_rounds = rounds.pilot_samples(call_s, round_s, cap_s)
+    if pilot_rounds < 6:  # too few for an interval: the plan asks for all the cap holds
+        needed = rounds.MAX_ROUNDS
     else:
-        pilot_rounds = rounds.PILOT_SAMPLES
         # A round times `iterations` calls back to back: independent calls average, σ/√k. The
-        # pilot's median interval from 10 such rounds: ~1.25·1.96·σ_round/√10 (harness/rounds.py).
-        round_spread = spread / math.sqrt(iterations)
-        width = 1.25 * rounds.Z95 * round_spread / math.sqrt(pilot_rounds)
-    needed = (
-        rounds.MAX_ROUNDS
-        if math.isinf(width)
-        else math.ceil(rounds.PILOT_SAMPLES * (width / rounds.TARGET) ** 2)
-    )
-    fits = int(cap_s / round_s)
-    floor = min(min_rounds, rounds.SLOW_ROUNDS) if min_rounds * round_s > 2 * cap_s else min_rounds
-    n_rounds = max(floor, min(needed, fits, rounds.MAX_ROUNDS))
-    probe = 0
-    if device == "cuda":
-        probe = 1 if call_s > 10e-3 else max(3, min(10, int(0.5 / call_s)))
+        # pilot's median interval: ~1.25·1.96·σ_round/√n (harness/rounds.py).
+        width = 1.25 * rounds.Z95 * spread / math.sqrt(iterations) / math.sqrt(pilot_rounds)
+        needed = math.ceil(pilot_rounds * (width / rounds.TARGET) ** 2)
+    n_rounds, _ = rounds.round_count(needed, round_s, cap_s=cap_s, min_rounds=min_rounds)
+    probe = rounds.probe_reps(call_s) if device == "cuda" else 0
     calls = 1 + pilot_rounds * iterations + n_rounds * iterations + 1 + probe
     seconds = calls * call_s + (pilot_rounds + n_rounds) * HOST_S_PER_ROUND
     return PointEstimate(calls, n_rounds, iterations, seconds)

@@ -94,10 +94,30 @@ def plan(pilot_round_s, iterations: int, *, cap_s: float, min_rounds: int, targe
         needed = MAX_ROUNDS
     else:
         needed = math.ceil(len(samples) * (width / target) ** 2)
+    rounds, capped = round_count(needed, round_s, cap_s=cap_s, min_rounds=min_rounds)
+    return Plan(iterations, rounds, round_s, width, capped=capped, cap_s=cap_s)
+
+
+def round_count(needed: int, round_s: float, *, cap_s: float, min_rounds: int) -> tuple[int, bool]:
+    """(rounds, capped): the `needed` rounds within what `cap_s` holds and at least `min_rounds`,
+    or `SLOW_ROUNDS` for a round so slow that `min_rounds` would overrun the cap twice over."""
     fits = int(cap_s / round_s) if round_s > 0 else MAX_ROUNDS
     floor = min(min_rounds, SLOW_ROUNDS) if min_rounds * round_s > 2 * cap_s else min_rounds
-    rounds = max(floor, min(needed, fits, MAX_ROUNDS))
-    return Plan(iterations, rounds, round_s, width, capped=needed > max(fits, floor), cap_s=cap_s)
+    return max(floor, min(needed, fits, MAX_ROUNDS)), needed > max(fits, floor)
+
+
+def pilot_samples(call_s: float, round_s: float, cap_s: float) -> int:
+    """How many rounds suite.timing.pilot_plan's pilot takes: none for a call whose three runs
+    exceed 20% of the cap; else rounds until 10, or 3 once 20% of the cap is spent."""
+    if 3 * call_s > 0.2 * cap_s:
+        return 0
+    return min(PILOT_SAMPLES, max(3, math.ceil(0.2 * cap_s / round_s)))
+
+
+def probe_reps(median_s: float) -> int:
+    """Calls of the CUDA host-vs-device probe after the rounds: 3-10 (~0.5 s for short calls), one
+    above 10 ms, where the launch and the barrier are under 1% of the call."""
+    return 1 if median_s > 10e-3 else max(3, min(10, int(0.5 / max(median_s, 1e-6))))
 
 
 def precision_warning(rounds_s, target: float = TARGET) -> str | None:

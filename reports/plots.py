@@ -42,7 +42,12 @@ def case_plot(rows: pd.DataFrame, title: str) -> bytes:
     """Rows of one machine × case: time (and memory) vs size, one line per variant, one column per
     device × dtype, shaded between the first and third quartiles."""
     has_memory = rows["peak_bytes"].notna().any()
-    panels = list(rows.groupby(["device", "dtype"], sort=False))
+    # One column per part × device × dtype: each part of a case is its own comparison, with its
+    # own x axis (layout.contiguous's ops over n, its conv over channels).
+    if "part" not in rows:
+        rows = rows.assign(part="")
+    rows = rows.assign(part=rows["part"].fillna(""))
+    panels = list(rows.groupby(["part", "device", "dtype"], sort=False))
     model = _cost_model_points(rows)
     nrows = (2 if has_memory else 1) + (model is not None)
     width, height = 4.2 * len(panels) + 0.6, 3.0 * nrows + 0.8
@@ -57,8 +62,8 @@ def case_plot(rows: pd.DataFrame, title: str) -> bytes:
         hspace=0.45,
     )
     axes = fig.subplots(nrows, len(panels), squeeze=False)
-    x_name = rows["x_name"].iloc[0] or "size"
-    for col, ((device, dtype), part) in enumerate(panels):
+    for col, ((part_name, device, dtype), part) in enumerate(panels):
+        x_name = part["x_name"].iloc[0] or "size"
         # Runs of one machine pooled: median of the per-run medians per variant and size.
         agg = (
             part.groupby(["variant", "x"], sort=False)
@@ -84,7 +89,7 @@ def case_plot(rows: pd.DataFrame, title: str) -> bytes:
             )
             if has_memory:
                 axes[1][col].plot(line["x"], line["peak"] / 2**20, marker="o", ms=3, label=variant)
-        time_ax.set_title(f"{device} · {dtype}", fontsize=9)
+        time_ax.set_title(" · ".join(t for t in (part_name, device, dtype) if t), fontsize=9)
         time_ax.set_ylabel("median time per call (ms)")
         column = [time_ax] + ([axes[1][col]] if has_memory else [])
         for ax in column:
@@ -104,7 +109,8 @@ def case_plot(rows: pd.DataFrame, title: str) -> bytes:
                 axes[1][col].yaxis.set_major_formatter(_PLAIN)
             axes[1][col].minorticks_off()
         time_ax.minorticks_off()
-    axes[0][0].legend(fontsize=7)
+        if col == 0 or part_name:  # a part names its own variants
+            time_ax.legend(fontsize=6 if part_name else 7)
     if model is not None:
         _draw_cost_model(axes[-1], model)
     fig.suptitle(textwrap.fill(title, 40 * len(panels) + 20), fontsize=10)
@@ -168,12 +174,14 @@ def overview_plot(summary: pd.DataFrame, title: str) -> bytes:
     # The notes' pairs, and torch.compile's: compiled naive vs naive, optimized vs compiled naive.
     shown = summary["against"].isin(["rule", "compiled"])
     rule = summary[shown].assign(_order=range(int(shown.sum())))
+    if "part" not in rule:
+        rule = rule.assign(part="")
     last = (
         rule.sort_values(["x", "_order"])
-        .groupby(["case", "fast", "slow", "device", "dtype"], sort=False)
+        .groupby(["case", "part", "fast", "slow", "device", "dtype"], sort=False, dropna=False)
         .tail(1)
     )
-    last = last.sort_values(["case", "device", "dtype", "fast"])
+    last = last.sort_values(["case", "part", "device", "dtype", "fast"], na_position="first")
     labels = [
         f"{r.case}: {r.fast}/{r.slow} ({r.device} {r.dtype}, {r.size_label})" for r in last.itertuples()
     ]

@@ -251,10 +251,15 @@ def check_points(devices) -> list[CheckPoint]:
 
 def with_timing_modes(points: list[VariantPoint], modes) -> list[VariantPoint]:
     """Each CUDA point once per GPU timing mode (mode innermost, so a size's variants stay
-    together for the input cache); CPU points only warm, as before."""
+    together for the input cache); CPU points only warm, as before. A compiled twin only in the
+    first mode: each of its points compiles cold, once per pair and device."""
     out = []
     for p in points:
-        for mode in modes if p.device == "cuda" else ("warm",):
+        if p.device != "cuda":
+            point_modes = ("warm",)
+        else:
+            point_modes = modes[:1] if p.variant.role is Role.COMPILED else modes
+        for mode in point_modes:
             out.append(p if mode == "warm" else dataclasses.replace(p, timing=mode))
     return out
 

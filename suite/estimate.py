@@ -117,10 +117,15 @@ def _too_big(point, memory_gib: float) -> bool:
 
 
 def estimate(ids, reference, args) -> dict[str, Totals]:
-    from suite.conftest import variant_points
+    from harness.timing import TIMING_MODES
+    from suite.conftest import variant_points, with_timing_modes
 
     devices = ("cpu", "cuda")
-    points = {p.id: p for profile in ("quick", "full") for p in variant_points(profile, devices, "all")}
+    points = {
+        p.id: p
+        for profile in ("quick", "full")
+        for p in with_timing_modes(variant_points(profile, devices, "all"), TIMING_MODES)
+    }
     by_case: dict[str, Totals] = defaultdict(Totals)
     group_call: dict[tuple, float] = {}  # the fastest variant's call per group
     for nodeid in ids:
@@ -130,7 +135,7 @@ def estimate(ids, reference, args) -> dict[str, Totals]:
         totals = by_case[case]
         if test == "test_benchmark" and param in points:
             point = points[param]
-            if _too_big(point, args.memory_gib):
+            if point.device == "cuda" and _too_big(point, args.memory_gib):
                 totals.skipped += 1  # skipped before it is tried (suite.conftest.skip_if_too_big)
                 continue
             if param in reference:

@@ -103,7 +103,7 @@ def pilot_plan(call, clock, cuda: bool, cap_s: float, min_rounds: int) -> rounds
     call()
     call_s = clock() - t0
     iterations = rounds.iterations_for(call_s, rounds.MIN_ROUND_S["cuda" if cuda else "cpu"])
-    if 3 * call_s > 0.2 * cap_s:  # a slow call: no pilot (it would cost more than it saves)
+    if 3 * call_s > 0.2 * cap_s:  # a slow call: no pilot (rounds.pilot_samples, the cost model's)
         return rounds.plan([call_s] * 3, 1, cap_s=cap_s, min_rounds=min_rounds)
     samples, started = [], time.perf_counter()
     while len(samples) < rounds.PILOT_SAMPLES and (
@@ -126,10 +126,8 @@ def _load_and_cores() -> tuple[float | None, int | None]:
 
 
 def _busy_vs_wall(call, device, median_s: float) -> dict:
-    # 3-10 extra calls, ~0.5 s for short ones: enough for a median, small beside the benchmark's
-    # own rounds. One for a call over 10 ms, where the launch and the barrier are under 1% of it
-    # (and three would cost more than the rounds). No warm-up: the benchmark has just run it.
-    reps = 1 if median_s > 10e-3 else max(3, min(10, int(0.5 / max(median_s, 1e-6))))
+    # No warm-up: the benchmark has just run the same call.
+    reps = rounds.probe_reps(median_s)
     device_s, wall_s = timing.device_and_wall_seconds(call, device, reps, warmup=False)
     return {"device_seconds": device_s, "wall_seconds": wall_s}
 

@@ -208,3 +208,13 @@ def test_a_training_step_compiles_the_part_a_user_would():
     out, _, _ = wrapped.compile_and_time(torch.ones(2))
     assert out[0] == "model compiled" and len(compiled_fns) == 1
     assert amp.fp32_step.__compile__ is amp._compile_the_model  # the amp step compiles its model only
+
+
+def test_a_compiled_twin_is_timed_in_one_mode_only():
+    from harness.timing import TIMING_MODES
+    from suite.conftest import with_timing_modes
+
+    points = with_timing_modes(variant_points("full", ("cuda",)), TIMING_MODES)
+    compiled_modes = {(p.id.split("-cuda")[0], p.timing) for p in points if p.variant.role is Role.COMPILED}
+    assert {mode for _, mode in compiled_modes} == {TIMING_MODES[0]}
+    assert any(p.timing == "graph" for p in points if p.variant.role is not Role.COMPILED)

@@ -27,7 +27,7 @@ def test_quiet_points_stop_early_and_noisy_ones_get_more_rounds():
     assert noisy.rounds > 50 and not noisy.capped  # 1 ms rounds, 1 s cap: up to 1000 fit
 
 
-def test_the_cap_bounds_rounds_but_never_the_minimum():
+def test_the_cap_bounds_rounds_but_not_the_minimum_of_calls_under_half_the_cap():
     slow_noisy = rounds.plan(_sample(10, 0.2, median=0.1), 1, cap_s=1.0, min_rounds=5)
     assert slow_noisy.rounds == 10 and slow_noisy.capped  # 0.1 s rounds: 10 fit in the 1 s cap
     held = rounds.plan(_sample(10, 0.2, median=0.3), 1, cap_s=1.0, min_rounds=5)
