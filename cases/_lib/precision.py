@@ -32,4 +32,5 @@ def ieee_fp32(fn):
     # Dynamo need not trace a context manager that writes global backend state.
     call.__compile_target__ = fn
     call.__compile_wrapper__ = ieee_fp32
+    call.__dict__.pop("__compile__", None)  # functools.wraps copied fn's: it would skip the flags
     return call
