@@ -69,6 +69,12 @@ def _taps(h_in, k, stride, pad, dil):
     return (h_in + 2 * pad - dil * (k - 1) - 1) // stride + 1
 
 
+def conv_flops(s) -> int:
+    """A k×k convolution's useful work: 2·b·o·c·k² flops per input-resolution pixel (h², the size
+    each case's variants agree on; a variant doing more declares its own)."""
+    return 2 * s["b"] * s["o"] * s["c"] * s["k"] ** 2 * s["h"] ** 2
+
+
 def conv_float64(x, w, b, stride=1, padding=0, dilation=1):
     """The truth for a convolution: Σ over the k² taps of a shifted, strided input slice times one
     (O, C) slice of the weight, in float64. A loop over taps, not a patch matrix and not a kernel."""
@@ -185,7 +191,7 @@ IM2COL = Case(
         "conv_is_a_matrix_product": Check(check_conv_is_a_matrix_product),
     },
     verdict=AllOf((Faster("conv2d", "im2col"), FromFindings())),
-    flops=lambda s: 2 * s["b"] * s["o"] * s["c"] * s["k"] ** 2 * s["h"] ** 2,
+    flops=conv_flops,
     x="h",
 )
 
@@ -344,7 +350,7 @@ TRANSPOSED = Case(
         "padded_size": Check(check_padded_size),
     },
     verdict=AllOf((Faster("conv_transpose2d", "zero_insertion"), FromFindings())),
-    flops=lambda s: 2 * s["b"] * s["o"] * s["c"] * s["k"] ** 2 * s["h"] ** 2,
+    flops=conv_flops,
     x="h",
 )
 
@@ -464,7 +470,7 @@ DILATED = Case(
     },
     checks={"receptive_field": Check(check_receptive_field), "gridding": Check(check_gridding)},
     verdict=AllOf((Faster("dilation", "zero_kernel"), FromFindings())),
-    flops=lambda s: 2 * s["b"] * s["o"] * s["c"] * s["k"] ** 2 * s["h"] ** 2,
+    flops=conv_flops,
     x="d",
 )
 

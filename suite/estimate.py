@@ -86,13 +86,17 @@ class Totals:
         return self.calls_s + self.fixed_s + self.oracle_s + self.compile_s + self.checks_s
 
 
+def _itemsize(point) -> int:
+    import torch
+
+    return torch.empty((), dtype=point.dtype).element_size()
+
+
 def _cost_scaled(point, reference) -> float | None:
     """The call time of another size of the same variant, dtype and device, scaled by the cost
     model (flops, else bytes) to this size; None when there is neither."""
-    from cases.spec import dtype_name
-
     comparison, variant = point.comparison, point.variant
-    itemsize = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}.get(dtype_name(point.dtype), 4)
+    itemsize = _itemsize(point)
 
     def cost(size):
         return comparison.flops_of(variant, size) or comparison.bytes_of(variant, size, itemsize)
@@ -112,7 +116,7 @@ def _too_big(point, memory_gib: float) -> bool:
     """As suite.conftest.skip_if_too_big on a device of `memory_gib` (90% of it usable)."""
     if point.variant.peak_bytes is None:
         return False
-    itemsize = {"float64": 8, "float32": 4}.get(str(point.dtype).removeprefix("torch."), 2)
+    itemsize = _itemsize(point)
     return point.variant.peak_bytes(point.size, itemsize) > 0.9 * memory_gib * 2**30
 
 

@@ -40,10 +40,7 @@ def declared_cases() -> dict[str, record.CaseInfo]:
             source=case.source,
             rule=rule,
             gate_tolerance=case.gate_tolerance,
-            uncompilable={
-                n: reason for part in case.comparisons().values() for n, reason in part.uncompilable.items()
-            }
-            | dict(case.uncompilable),
+            uncompilable={n: why for c in (case, *case.parts.values()) for n, why in c.uncompilable.items()},
         )
     for cid, entry in entries.items():
         out.setdefault(

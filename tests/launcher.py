@@ -7,6 +7,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+
 # pytest as `python -m pytest`, but with SIGINT raising KeyboardInterrupt as at a terminal: a shell
 # without job control starts background commands with SIGINT ignored, exec keeps that, and a
 # child that ignores SIGINT cannot show what an interrupt does.

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 import torch
 
 from harness import isolation
-from tests.launcher import INTERRUPTIBLE_PYTEST, ROOT
+from tests.launcher import INTERRUPTIBLE_PYTEST, PYTEST, ROOT
 
 QUICK = ["--benchmark-max-time=0.002", "--benchmark-min-rounds=2", "--benchmark-warmup=off"]
 # Checks, benchmarks (CPU timed, CUDA skipped with the reason here) and rule checks with findings.
@@ -49,11 +48,7 @@ def _run(args, tmp: Path, name: str, plant=(), env=None):
     full_env.update(env or {})
     run = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
+            *PYTEST,
             "-q",
             *args,
             *QUICK,

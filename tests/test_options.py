@@ -4,11 +4,12 @@ the README's options table, the GPU command, and the tox environments' install s
 import importlib.util
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+
+from tests.launcher import PYTEST
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_CUDA = torch.cuda.is_available()
@@ -16,7 +17,7 @@ HAS_CUDA = torch.cuda.is_available()
 
 def _pytest(*args):
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "suite", "-q", "-rs", *args],
+        [*PYTEST, "suite", "-q", "-rs", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -12,6 +12,7 @@ import pytest
 
 from cases import all_cases
 from harness import record, rules
+from tests.launcher import PYTEST
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -69,11 +70,7 @@ def small_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     run = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
+            *PYTEST,
             "suite",
             "-q",
             "--device",

@@ -1,7 +1,6 @@
 """The pytest glue seen from outside: option validation, node IDs, out-of-memory handling."""
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -9,13 +8,14 @@ import torch
 
 from cases import all_cases
 from suite.test_cases import _run_or_skip_on_oom
+from tests.launcher import PYTEST
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _pytest(*args):
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        [*PYTEST, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -5,13 +5,13 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from harness import ceilings, timing
+from tests.launcher import PYTEST
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -215,11 +215,7 @@ def test_replay_clock_hands_measured_steps_to_pytest_benchmark_exactly(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     run = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
+            *PYTEST,
             "-q",
             "test_replayed.py",
             f"--benchmark-json={out}",
