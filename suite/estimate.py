@@ -4,7 +4,12 @@ at hand:
     python -m suite.estimate --reference reports/reference/h100-2026-11-23/points.csv \\
         -- -m gpu --benchmark-only --profile full --device cuda
 
-The plan is the run's own collection (the pytest arguments after ``--``). Each timed point costs
+or, on a machine that has run the suite before, from its own results (compile times included):
+
+    python -m suite.estimate --reference results/gpu.json.gz -- -m gpu --benchmark-only
+
+The plan is the run's own collection (the pytest arguments after ``--``); tests marked
+``multigpu`` cost nothing on a machine of fewer GPUs (``--gpus``). Each timed point costs
 what `harness.costmodel` says its calls cost at the reference run's median and spread for that
 point (scaled by the case's cost model from another size of the same variant where the reference
 lacks it), plus a fixed cost per point and the inputs and float64 oracle once per group of
@@ -16,15 +21,21 @@ parameters, printed with the estimate; the README ("Time budget") gives the evid
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import gzip
+import io
+import json
 import re
-import subprocess
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from harness import costmodel
+from suite.recorder import NOT_A_BENCHMARK
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -57,17 +68,77 @@ def read_reference(path) -> dict[str, tuple[float, float]]:
         return {r["id"]: (float(r["median_s"]), float(r["spread"])) for r in csv.DictReader(f)}
 
 
-def collect(pytest_args) -> list[str]:
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "suite", "--collect-only", "-q", "-p", "no:randomly", *pytest_args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    ids = [line for line in run.stdout.splitlines() if "::" in line]
-    if run.returncode not in (0, 5) or not ids:
-        raise SystemExit(f"collection failed: {run.stderr.strip()[-500:] or run.stdout.strip()[-500:]}")
-    return ids
+def read_results(path) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
+    """({param id: (median seconds, relative spread)}, {param id: compile seconds}) from a suite
+    results JSON (.json or .json.gz, partial runs too): a machine's own earlier run calibrates the
+    estimate of its next one, compiles included."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt") as f:
+        doc = json.load(f)
+    points, compiles = {}, {}
+    for bench in doc.get("benchmarks", []):
+        stats, extra = bench.get("stats") or {}, bench.get("extra_info") or {}
+        median = stats.get("median")
+        if not median:
+            continue
+        points[bench["param"]] = (median, stats.get("iqr", 0.0) / 1.349 / median)
+        if extra.get("compile_s") is not None:
+            compiles[bench["param"]] = float(extra["compile_s"])
+    return points, compiles
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One collected test, the markers the suite gave it (gpu, multigpu, compiled, ...) and whether
+    the run's options skip it whatever the machine (pytest-benchmark's --benchmark-only)."""
+
+    nodeid: str
+    markers: frozenset[str]
+    not_a_benchmark_skipped: bool
+
+
+class _Plan:
+    def __init__(self):
+        self.items: list[Planned] = []
+
+    @pytest.hookimpl(wrapper=True)  # after every plugin's own collection_finish (suite.recorder's)
+    def pytest_collection_finish(self, session):
+        result = yield
+        self.items = [
+            Planned(
+                i.nodeid,
+                frozenset(m.name for m in i.iter_markers()),
+                any(
+                    str(m.kwargs.get("reason", "")).startswith(NOT_A_BENCHMARK)
+                    for m in i.iter_markers("skip")
+                ),
+            )
+            for i in session.items
+        ]
+        return result
+
+
+def collect(pytest_args) -> list[Planned]:
+    """The run's own collection, in this process, with each test's markers: a test marked
+    `multigpu` is skipped on a machine of fewer GPUs, whatever the machine collecting it has."""
+    plan = _Plan()
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        code = pytest.main(
+            [
+                str(ROOT / "suite"),
+                "--rootdir",
+                str(ROOT),
+                "--collect-only",
+                "-q",
+                "-p",
+                "no:randomly",
+                *pytest_args,
+            ],
+            plugins=[plan],
+        )
+    if code not in (0, 5) or not plan.items:
+        raise SystemExit(f"collection failed (pytest exit {int(code)}): {printed.getvalue().strip()[-500:]}")
+    return plan.items
 
 
 @dataclass
@@ -79,7 +150,7 @@ class Totals:
     compile_s: float = 0.0
     checks_s: float = 0.0
     estimated_points: int = 0  # timed points the reference lacked: scaled or defaulted
-    skipped: int = 0  # too big for the device's memory: skipped before they are tried
+    skipped: int = 0  # too big for the device's memory, or needing more GPUs than it has: never run
 
     @property
     def total(self) -> float:
@@ -120,9 +191,12 @@ def _too_big(point, memory_gib: float) -> bool:
     return point.variant.peak_bytes(point.size, itemsize) > 0.9 * memory_gib * 2**30
 
 
-def estimate(ids, reference, args) -> dict[str, Totals]:
+def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, Totals]:
+    """Seconds per case of the planned run. `reference`: {id: (median s, spread)}; `compiles`:
+    {id: measured compile s} (a results JSON's), else `args.compile_s`/`args.autotune_s` each."""
+    compiles = compiles or {}
     from harness.timing import TIMING_MODES
-    from suite.conftest import variant_points, with_timing_modes
+    from suite.conftest import compiled_of, variant_points, with_timing_modes
 
     devices = ("cpu", "cuda")
     points = {
@@ -132,15 +206,27 @@ def estimate(ids, reference, args) -> dict[str, Totals]:
     }
     by_case: dict[str, Totals] = defaultdict(Totals)
     group_call: dict[tuple, float] = {}  # the fastest variant's call per group
-    for nodeid in ids:
+    for planned in plan:
+        nodeid = planned.nodeid
         param = nodeid.split("[", 1)[1].rstrip("]") if "[" in nodeid else ""
         test = nodeid.split("::")[-1].split("[")[0]
         case = param.split("-")[0] if param else test
         totals = by_case[case]
+        if planned.not_a_benchmark_skipped:
+            continue  # e.g. variant checks under --benchmark-only: each benchmark checks its own
+        if "multigpu" in planned.markers and args.gpus < 2:
+            totals.skipped += 1  # skipped with "needs >= 2 GPUs" (harness.requirements)
+            continue
         if test == "test_benchmark" and param in points:
             point = points[param]
             if point.device == "cuda" and _too_big(point, args.memory_gib):
                 totals.skipped += 1  # skipped before it is tried (suite.conftest.skip_if_too_big)
+                continue
+            compiled = point.variant.role.value == "compiled"
+            if compiled and point.comparison.uncompilable.get(
+                compiled_of(point.comparison, point.variant_name)
+            ):
+                totals.skipped += 1  # "not compiled: <reason>" (suite/test_cases.py)
                 continue
             if param in reference:
                 call_s, spread = reference[param]
@@ -152,17 +238,17 @@ def estimate(ids, reference, args) -> dict[str, Totals]:
             totals.points += 1
             totals.calls_s += cost.seconds
             totals.fixed_s += args.fixed_s
-            if point.variant.role.value == "compiled":
+            if compiled:
                 autotune = point.variant_name.endswith("_max_autotune")
-                totals.compile_s += args.autotune_s if autotune else args.compile_s
+                totals.compile_s += compiles.get(param, args.autotune_s if autotune else args.compile_s)
             group = (point.case.id, point.size_label, point.dtype, device)
             group_call[group] = min(group_call.get(group, call_s), call_s)
-        elif test == "test_check" or test == "test_perf_lint":
-            continue  # variant checks: skipped under --benchmark-only (each benchmark checks its own)
-        elif test == "test_rule":
-            totals.checks_s += args.check_s
-        else:  # a process launch (distributed) or the compile-time test
+        elif test == "test_compile_time_vs_steady_state":  # suite/test_jit.py: one cold torch.compile
+            totals.compile_s += args.compile_s
+        elif nodeid.startswith("suite/test_distributed.py"):  # a torchrun launch
             totals.checks_s += args.launch_s
+        else:  # a rule check, a variant check without --benchmark-only, a flags test
+            totals.checks_s += args.check_s
     for (case, *_), call_s in group_call.items():
         by_case[case].oracle_s += args.group_s + args.oracle_factor * call_s
     return dict(by_case)
@@ -173,7 +259,10 @@ def main(argv=None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--reference", action="append", default=[], help="points CSV (id,median_s,spread) or a log"
+        "--reference",
+        action="append",
+        default=[],
+        help="points CSV (id,median_s,spread), a suite results JSON (.json, .json.gz) or a saved log",
     )
     parser.add_argument("--cap-s", type=float, default=1.0, help="per-point round cap (--benchmark-max-time)")
     parser.add_argument("--fixed-s", type=float, default=0.05, help="per timed point outside its calls")
@@ -184,20 +273,34 @@ def main(argv=None) -> int:
     # The CPU's 128 rule checks took 9.1 s (0.07 s each, 2-core CI machine); ×3 for CUDA's launches.
     parser.add_argument("--check-s", type=float, default=0.2, help="per rule check")
     # A torchrun launch of 1-2 ranks took 4-7 s on the CPU (gloo); CUDA and NCCL start slower.
+    parser.add_argument("--launch-s", type=float, default=20.0, help="per process launch (distributed tests)")
     parser.add_argument(
-        "--launch-s", type=float, default=20.0, help="per process launch or compile-time test"
+        "--compile-s",
+        type=float,
+        default=20.0,
+        help="per torch.compile (default mode), the jit compile test's too",
     )
-    parser.add_argument("--compile-s", type=float, default=20.0, help="per torch.compile (default mode)")
     parser.add_argument("--autotune-s", type=float, default=120.0, help="per max-autotune compile")
     parser.add_argument("--memory-gib", type=float, default=80.0, help="the device's memory (an H100: 80)")
+    parser.add_argument(
+        "--gpus", type=int, default=1, help="GPUs on the machine: multigpu tests skip below 2"
+    )
     parser.add_argument("--default-call-s", type=float, default=1e-3, help="a point with no reference at all")
     parser.add_argument("--default-spread", type=float, default=0.02)
     parser.add_argument("pytest_args", nargs="*", help="the run's pytest arguments, after --")
     args = parser.parse_args(argv)
     reference: dict[str, tuple[float, float]] = {}
+    compiles: dict[str, float] = {}
     for path in args.reference:
-        reference.update(read_reference(path) if str(path).endswith(".csv") else read_benchmark_log(path))
-    by_case = estimate(collect(args.pytest_args), reference, args)
+        if str(path).endswith(".csv"):
+            reference.update(read_reference(path))
+        elif str(path).endswith((".json", ".json.gz")):
+            points, compiled = read_results(path)
+            reference.update(points)
+            compiles.update(compiled)
+        else:
+            reference.update(read_benchmark_log(path))
+    by_case = estimate(collect(args.pytest_args), reference, args, compiles)
     columns = (
         "points",
         "estimated_points",

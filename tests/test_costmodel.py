@@ -85,3 +85,47 @@ def test_a_point_too_big_for_the_device_costs_nothing():
     huge = points["distance.pairwise-broadcast-n32768-m32768-d256-float32-cuda"]  # a 1 TiB intermediate
     fits = points["distance.pairwise-matmul-n32768-m32768-d256-float32-cuda"]
     assert _too_big(huge, 80) and not _too_big(fits, 80)
+
+
+@pytest.mark.parametrize("gpus, launches", [(1, 1), (2, 2)])
+def test_tests_that_need_more_gpus_than_the_machine_has_cost_nothing(gpus, launches):
+    """On one GPU, DataParallel's launch (marked multigpu) is skipped; DDP on one rank still runs."""
+    from argparse import Namespace
+
+    from suite.estimate import collect, estimate
+
+    plan = collect(["--device", "cuda", "--benchmark-only", "-k", "dp_vs_ddp and cuda and not w2"])
+    args = Namespace(gpus=gpus, check_s=0.0, launch_s=1.0, compile_s=0.0)
+    totals = estimate(plan, {}, args)["parallel.dp_vs_ddp"]
+    assert {"test_dataparallel", "test_ddp"} <= {p.nodeid.split("::")[1].split("[")[0] for p in plan}
+    assert totals.checks_s == launches and totals.skipped == 2 - launches
+
+
+def test_a_results_json_calibrates_calls_and_compiles(tmp_path):
+    """A machine's own earlier run (gzipped, as the reference folders keep it) prices the next:
+    medians, spreads and each twin's measured compile time; twins of uncompilable variants cost
+    nothing (the suite skips them with their reason)."""
+    import gzip
+    import json
+    from argparse import Namespace
+
+    from suite.estimate import collect, estimate, read_results
+
+    twin = "distance.pairwise-compiled-n1024-m1024-d256-float32-cpu"
+    stats = {"median": 0.01, "iqr": 0.001349}
+    doc = {"benchmarks": [{"param": twin, "stats": stats, "extra_info": {"compile_s": 7.5}}]}
+    path = tmp_path / "run.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(doc, f)
+    points, compiles = read_results(path)
+    assert points[twin] == pytest.approx((0.01, 0.1)) and compiles == {twin: 7.5}
+
+    args = Namespace(
+        gpus=1, check_s=0.0, launch_s=0.0, compile_s=100.0, autotune_s=100.0, memory_gib=80.0,
+        cap_s=1.0, fixed_s=0.0, group_s=0.0, oracle_factor=0.0, default_call_s=1e-3, default_spread=0.02,
+    )  # fmt: skip
+    select = "(distance.pairwise and n1024) or data.recordio"
+    plan = collect(["--device", "cpu", "--benchmark-only", "--compiled", "all", "-k", select])
+    totals = estimate(plan, points, args, compiles)
+    assert totals["distance.pairwise"].compile_s == 7.5
+    assert totals["data.recordio"].compile_s == 0 and totals["data.recordio"].skipped == 1
