@@ -178,7 +178,8 @@ class Comparison:
     flops: Callable[[Size], float] | None = None
     bytes_moved: Callable[[Size, int], float] | None = None
     x: str | None = None  # the size parameter on the plots' x axis; default: the first one
-    # Extra numbers measured once per variant point outside the timed region, stored in the
+    # Extra numbers measured once per eager variant point (not the compiled twins: their graph is
+    # not what the function measures) outside the timed region, stored in the
     # benchmark's extra_info (e.g. {"saved_bytes": ...} from harness.measure.saved_tensor_bytes).
     metrics: Callable[[str, tuple, torch.device], Mapping[str, float]] | None = None
     # Naive variants torch.compile is not applied to, with why (file I/O, a DataLoader: nothing

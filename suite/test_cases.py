@@ -107,7 +107,9 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
     call, peak, err = _run_or_skip_on_oom(point, measured_once)
     phases["memory_pass"] = time.perf_counter() - started
     benchmark.extra_info.update(peak_bytes=peak, max_abs_err=err.max_abs, max_rel_err=err.max_rel)
-    if comparison.metrics is not None:
+    if comparison.metrics is not None and point.variant.role is not Role.COMPILED:
+        # A case's metrics describe its own eager variants (checkpoint's saved activations by
+        # segment count); a twin's compiled graph is not what they measure.
         inputs, _ = input_cache.get(point)
         benchmark.extra_info.update(
             comparison.metrics(point.variant_name, inputs, torch.device(point.device))

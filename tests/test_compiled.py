@@ -218,3 +218,27 @@ def test_a_compiled_twin_is_timed_in_one_mode_only():
     compiled_modes = {(p.id.split("-cuda")[0], p.timing) for p in points if p.variant.role is Role.COMPILED}
     assert {mode for _, mode in compiled_modes} == {TIMING_MODES[0]}
     assert any(p.timing == "graph" for p in points if p.variant.role is not Role.COMPILED)
+
+
+def test_a_twin_records_no_metrics_of_its_eager_source(tmp_path):
+    """memory.checkpoint's metrics (saved activations by segment count) describe its eager
+    variants; its twins record none. (Their names once reached the metrics as keys: the
+    max-autotune twins' `plain_max_autotune` was a KeyError after the compile.)"""
+    import json
+    import subprocess
+
+    from tests.launcher import PYTEST, ROOT
+
+    out = tmp_path / "run.json"
+    select = "test_benchmark and memory.checkpoint and linear.plain and depth8 and cpu"
+    run = subprocess.run(
+        [*PYTEST, "suite", "--device", "cpu", "--compiled", "all", "--benchmark-only", "-k", select,
+         "--benchmark-max-time=0.05", f"--benchmark-json={out}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:]
+    extra = {b["extra_info"]["variant"]: b["extra_info"] for b in json.loads(out.read_text())["benchmarks"]}
+    assert "saved_bytes" in extra["linear.plain"]
+    assert (
+        "saved_bytes" not in extra["compiled_linear.plain"] and "compile_s" in extra["compiled_linear.plain"]
+    )
