@@ -114,8 +114,12 @@ def memory_budget(device: torch.device | str) -> int:
     there), half of the host's available memory (the oracle and the OS need the rest)."""
     dev = torch.device(device)
     if dev.type == "cuda":
+        # The driver counts blocks PyTorch's allocator holds cached as used; the allocator reuses
+        # them (and releases them and retries before it reports out of memory). Without them an
+        # H100 skipped sdpa_math at 64 GiB right after masked_fill had left 48 GiB cached.
         free, _ = torch.cuda.mem_get_info(dev)
-        return int(free * 0.9)
+        cached = torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)
+        return int((free + cached) * 0.9)
     return int(_cpu_available_bytes() * 0.5)
 
 

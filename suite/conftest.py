@@ -303,12 +303,17 @@ class InputCache:
         self._group = None
         self._entries: dict = {}
 
-    def get(self, point: VariantPoint):
+    def enter(self, point: VariantPoint) -> None:
+        """Make `point`'s group the current one: another group's inputs and truths are released
+        first (so a memory budget read next sees their memory as free)."""
         group = (point.case.id, point.size_label, point.dtype, point.device)
         if group != self._group:
             self._entries.clear()
             measure.free_memory(point.device)
             self._group = group
+
+    def get(self, point: VariantPoint):
+        self.enter(point)
         maker = point.input_maker
         if maker not in self._entries:
             self._entries[maker] = (point.make_inputs(self.seed), {})
@@ -346,10 +351,12 @@ def machine_ceilings(request):
     return ceilings_for
 
 
-def skip_if_too_big(point: VariantPoint) -> None:
-    """Skip, with the reason, a size whose estimated working set does not fit: never try it."""
+def skip_if_too_big(point: VariantPoint, input_cache: InputCache) -> None:
+    """Skip, with the reason, a size whose estimated working set does not fit: never try it. The
+    previous group's inputs and truths are released before the device's free memory is read."""
     if point.variant.peak_bytes is None:
         return
+    input_cache.enter(point)
     need = point.variant.peak_bytes(point.size, torch.empty((), dtype=point.dtype).element_size())
     budget = measure.memory_budget(point.device)
     if need > budget:

@@ -50,7 +50,7 @@ def _run_or_skip_on_oom(point, fn):
 @select_points(lambda p: p.variant.role is not Role.COMPILED)
 def test_check(variant_point, input_cache):
     point = variant_point
-    skip_if_too_big(point)
+    skip_if_too_big(point, input_cache)
 
     def run():
         inputs, truth = input_cache.get(point)
@@ -61,7 +61,7 @@ def test_check(variant_point, input_cache):
 
 def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, request):
     point, case, comparison = variant_point, variant_point.case, variant_point.comparison
-    skip_if_too_big(point)
+    skip_if_too_big(point, input_cache)
     itemsize = torch.empty((), dtype=point.dtype).element_size()
     benchmark.group = f"{case.id} {point.size_label} {dtype_name(point.dtype)} {point.device}"
     if point.timing != "warm":

@@ -39,7 +39,7 @@ def _where(exc: BaseException) -> str:
 @select_points(lambda p: p.device == "cuda" and p.variant.role is Role.OPTIMIZED)
 def test_perf_lint(variant_point, input_cache, record_property):
     point = variant_point
-    skip_if_too_big(point)
+    skip_if_too_big(point, input_cache)
     if not hasattr(torch.cuda, "set_sync_debug_mode"):
         pytest.skip("this torch has no torch.cuda.set_sync_debug_mode")
     inputs, _ = input_cache.get(point)

@@ -160,3 +160,13 @@ def test_out_of_memory_is_recognised():
     assert measure.is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory"))
     assert measure.is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried"))
     assert not measure.is_out_of_memory(RuntimeError("shape mismatch"))
+
+
+def test_a_gpu_budget_counts_the_allocator_cache_as_free(monkeypatch):
+    """Blocks PyTorch's allocator keeps cached look used to the driver; the allocator reuses them,
+    so the budget counts them (an H100 skipped a 64 GiB point with 48 GiB of them cached)."""
+    gib = 2**30
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda d=None: (10 * gib, 80 * gib))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda d=None: 60 * gib)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda d=None: 12 * gib)
+    assert measure.memory_budget("cuda") == int(0.9 * (10 + 48) * gib)
