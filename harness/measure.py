@@ -123,6 +123,17 @@ def memory_budget(device: torch.device | str) -> int:
     return int(_cpu_available_bytes() * 0.5)
 
 
+def memory_capacity(device: torch.device | str) -> int | None:
+    """The most `memory_budget` could ever give a variant on this machine (an empty device), or
+    None where the device is not here to ask (collecting CUDA points on a CPU machine)."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            return None
+        return int(torch.cuda.get_device_properties(dev).total_memory * 0.9)
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.5)
+
+
 def _cpu_available_bytes() -> int:
     try:
         with open("/proc/meminfo") as f:

@@ -198,39 +198,66 @@ def compiled_variants(case_id: str, part: str = "") -> dict[str, Variant]:
     return out
 
 
+def _twin_size(comparison: Comparison, twin: Variant, sizes, device: str, capacity: int | None) -> int:
+    """Index of the largest size at which the twin's naive way (whose memory estimate the twin
+    inherits) can fit `capacity` bytes in the first dtype it runs in on `device`; the largest size
+    where the capacity or the estimate is unknown. At a size where the naive way is always skipped
+    as too big, its twin would be too, and there would be no naive time to compare it with."""
+    dtypes = [d for d in comparison.dtypes.get(device, ()) if twin.dtypes is None or d in twin.dtypes]
+    if capacity is None or twin.peak_bytes is None or not dtypes:
+        return len(sizes) - 1
+    itemsize = torch.empty((), dtype=dtypes[0]).element_size()
+    fitting = [i for i, size in enumerate(sizes) if twin.peak_bytes(size, itemsize) <= capacity]
+    return fitting[-1] if fitting else len(sizes) - 1
+
+
 def compiled_of(comparison: Comparison, name: str) -> str:
     """The naive variant a compiled one compiles."""
     return record.compiled_source(name, [n for n, v in comparison.variants.items() if v.role is Role.NAIVE])
 
 
-def variant_points(profile: str, devices, compile_scope: str = "auto") -> list[VariantPoint]:
+def variant_points(profile: str, devices, compile_scope: str = "auto", capacity=None) -> list[VariantPoint]:
     """Every (variant, size, dtype, device) of every comparison, with the compiled twins where
-    `compile_scope` puts them (suite.options.compiled_cases)."""
+    `compile_scope` puts them (suite.options.compiled_cases). `capacity`: {device: bytes} for
+    placing the twins (default: this machine's, harness.measure.memory_capacity)."""
     compiled_cases = options.compiled_cases(compile_scope, profile)
+    if capacity is None:
+        capacity = {d: measure.memory_capacity(d) for d in devices}
     points = []
     for case in all_cases():
         for part, comparison in case.comparisons().items():
             sizes = comparison.sizes_for(profile)
+            twins = (
+                compiled_variants(case.id, part)
+                if compiled_cases is None or case.id in compiled_cases
+                else {}
+            )
+            twin_sizes = {
+                (name, device): _twin_size(comparison, twin, sizes, device, capacity.get(device))
+                for name, twin in twins.items()
+                for device in devices
+            }
             compiled_on = set()  # (compiled variant, device): each compiled once per device
-            for size in sizes:
+            for index, size in enumerate(sizes):
                 for device in devices:
                     for dtype in comparison.dtypes.get(device, ()):
                         variants = dict(comparison.variants)
                         # A compile costs seconds (minutes with max-autotune): one per pair and
-                        # device, at the largest size (where verdicts are judged) and the first
-                        # dtype the naive way runs in.
-                        if size is sizes[-1] and (compiled_cases is None or case.id in compiled_cases):
-                            variants.update(
-                                {
-                                    n: v
-                                    for n, v in compiled_variants(case.id, part).items()
-                                    if (n, device) not in compiled_on
-                                    and (
-                                        not n.endswith("_max_autotune")
-                                        or (device == "cuda" and profile == "full")
-                                    )
-                                }
-                            )
+                        # device, at the largest size where its naive way fits (verdicts are
+                        # judged at the largest size; a twin needs its naive way timed beside it)
+                        # and the first dtype the naive way runs in.
+                        variants.update(
+                            {
+                                n: v
+                                for n, v in twins.items()
+                                if twin_sizes[n, device] == index
+                                and (n, device) not in compiled_on
+                                and (
+                                    not n.endswith("_max_autotune")
+                                    or (device == "cuda" and profile == "full")
+                                )
+                            }
+                        )
                         for name, variant in variants.items():
                             if variant.dtypes is None or dtype in variant.dtypes:
                                 points.append(VariantPoint(case, name, size, dtype, device, part=part))

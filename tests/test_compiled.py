@@ -38,11 +38,20 @@ def test_every_timed_pair_has_a_compiled_variant_or_a_reason_in_the_full_profile
 
 
 def test_quick_profile_compiles_only_the_representative_pairs_at_their_largest_size():
-    quick = [p for p in variant_points("quick", ("cpu", "cuda")) if p.variant.role is Role.COMPILED]
+    unknown = {"cpu": None, "cuda": None}  # no memory limit known: the largest size
+    quick = [
+        p
+        for p in variant_points("quick", ("cpu", "cuda"), capacity=unknown)
+        if p.variant.role is Role.COMPILED
+    ]
     assert {p.case.id for p in quick} == set(compiled.QUICK_CASES)
     assert all(p.size == p.comparison.sizes_for("quick")[-1] for p in quick)
     assert not any(p.variant_name.endswith("_max_autotune") for p in quick)
-    full = [p for p in variant_points("full", ("cpu", "cuda")) if p.variant.role is Role.COMPILED]
+    full = [
+        p
+        for p in variant_points("full", ("cpu", "cuda"), capacity=unknown)
+        if p.variant.role is Role.COMPILED
+    ]
     assert all(p.size == p.comparison.sizes_for("full")[-1] for p in full), (
         "one compile per pair, at its largest size"
     )
@@ -241,4 +250,23 @@ def test_a_twin_records_no_metrics_of_its_eager_source(tmp_path):
     assert "saved_bytes" in extra["linear.plain"]
     assert (
         "saved_bytes" not in extra["compiled_linear.plain"] and "compile_s" in extra["compiled_linear.plain"]
+    )
+
+
+def test_a_twin_is_placed_at_the_largest_size_its_naive_way_fits():
+    """On an 80 GB GPU, distance.pairwise's broadcast needs 2 TiB at n = 32768: never run there,
+    so its twin (which needs the naive time beside it) goes to the largest size that fits."""
+    gpu = {"cuda": int(0.9 * 80 * 2**30)}
+    points = variant_points("full", ("cuda",), capacity=gpu)
+    twins = [p for p in points if p.case.id == "distance.pairwise" and p.variant_name == "compiled"]
+    (twin,) = twins
+    sizes = twin.comparison.sizes_for("full")
+    broadcast = twin.comparison.variants["broadcast"]
+    need = [broadcast.peak_bytes(s, 4) for s in sizes]
+    assert need[-1] > gpu["cuda"], "the premise: the largest size does not fit"
+    fitting = [s for s, n in zip(sizes, need) if n <= gpu["cuda"]]
+    assert twin.size == fitting[-1] and twin.dtype == torch.float32
+    # the naive way is collected at that size too, so the pair compiled-vs-naive exists
+    assert any(
+        p.variant_name == "broadcast" and p.size == twin.size and p.dtype == twin.dtype for p in points
     )
