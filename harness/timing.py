@@ -66,13 +66,22 @@ def capture_graph(fn: Callable[[], Any], device: torch.device | str) -> tuple[Ca
     side = torch.cuda.Stream(dev)
     side.wait_stream(torch.cuda.current_stream(dev))
     with torch.cuda.stream(side):
-        for _ in range(3):
-            fn()
+        fn()  # lazy initialisation first: it may synchronize once, legitimately
+        _fails_on_host_synchronization(fn)
+        fn()
     torch.cuda.current_stream(dev).wait_stream(side)
     torch.cuda.synchronize(dev)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = fn()
+    previous = torch.cuda.current_stream(dev)
+    try:
+        with torch.cuda.graph(graph):
+            out = fn()
+    except BaseException:
+        # torch.cuda.graph's exit ends the capture before it restores the stream: when the end
+        # raises (an invalidated capture), the capture stream would stay current for every
+        # later test of the run.
+        torch.cuda.set_stream(previous)
+        raise
     torch.cuda.synchronize(dev)
 
     def replay():
@@ -82,6 +91,20 @@ def capture_graph(fn: Callable[[], Any], device: torch.device | str) -> tuple[Ca
 
     replay.graph = graph  # keeps the graph (and its memory pool) alive with the callable
     return replay, out
+
+
+def _fails_on_host_synchronization(fn: Callable[[], Any]) -> None:
+    """Run `fn` once with synchronizing CUDA calls made errors: a variant that waits for the host
+    (``.item()``, a copy to the CPU, a data-dependent shape) cannot be captured, and finding that
+    out inside a capture invalidates it. Raises RuntimeError naming the cause."""
+    mode = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        fn()
+    except RuntimeError as exc:
+        raise RuntimeError(f"synchronizes with the host: {str(exc).splitlines()[0][:200]}") from exc
+    finally:
+        torch.cuda.set_sync_debug_mode(mode)
 
 
 class DeviceClock:

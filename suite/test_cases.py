@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from cases.spec import Role, dtype_name, tolerance_at
-from harness import compiled, measure, record
+from harness import compiled, isolation, measure, record
 from harness.timing import capture_graph
 from suite import timing
 from suite.conftest import compiled_of, select_points, skip_if_too_big
@@ -157,8 +157,8 @@ def _compile_first(point, input_cache) -> dict:
     try:
         _, seconds, breaks = point.variant.fn.compile_and_time(*inputs)
     except Exception as exc:  # Inductor's failure is a finding about the compiler, recorded per variant
-        if measure.is_out_of_memory(exc):
-            raise
+        if measure.is_out_of_memory(exc) or isolation.cuda_context_error() is not None:
+            raise  # a dead CUDA context is this test's failure (suite/isolation.py), not a skip
         reason = compiled.short_reason(exc)
     if reason:
         measure.free_memory(point.device)  # outside the except block: the traceback holds tensors
@@ -178,6 +178,8 @@ def _checked_graph_replay(point, call, input_cache):
     try:
         replay, _ = capture_graph(call, point.device)
     except RuntimeError as exc:
+        if isolation.cuda_context_error() is not None:
+            raise  # a dead CUDA context is this test's failure (suite/isolation.py), not a skip
         reason = f"not capturable in a CUDA graph: {str(exc).splitlines()[0][:300]}"
     if reason:
         measure.free_memory(point.device)  # outside the except block: the traceback holds tensors

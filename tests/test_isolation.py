@@ -275,3 +275,25 @@ def test_interrupt_while_a_worker_runs_keeps_the_points_of_both(tmp_path):
         "SIGINT (KeyboardInterrupt) while tests/data/interrupt_cases.py::test_bench_stuck was running"
     )
     assert doc["suite"]["isolation"][0]["after"] == f"{CASES}::test_planted_here"
+
+
+def test_a_compile_that_fails_on_a_dead_context_fails_the_test_instead_of_skipping(monkeypatch):
+    """A failed compile or graph capture is a skip with its reason, unless the CUDA context died
+    under it: then it is the test's failure, so isolation hands the rest of the run over."""
+    from harness import isolation
+    from suite import test_cases
+    from suite.conftest import InputCache, variant_points
+
+    twin = next(
+        p for p in variant_points("quick", ("cpu",), "representative") if p.variant_name == "compiled"
+    )
+
+    def broken(*inputs):
+        raise isolation.simulated_error("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(twin.variant.fn, "compile_and_time", broken)
+    with pytest.raises(pytest.skip.Exception, match="torch.compile failed"):
+        test_cases._compile_first(twin, InputCache(seed=0))
+    monkeypatch.setattr(isolation, "cuda_context_error", lambda: "an illegal memory access was encountered")
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        test_cases._compile_first(twin, InputCache(seed=0))

@@ -128,6 +128,73 @@ def test_graph_replay_removes_launch_overhead():
     assert busy < wall
 
 
+class _FakeCuda:
+    """torch.cuda's stream, graph and sync-debug calls as capture_graph uses them, recorded: the
+    capture's failure paths, tried on a machine without a GPU."""
+
+    def __init__(self, capture_fails: bool):
+        self.current, self.mode, self.captures, self.capture_fails = "default", "default", 0, capture_fails
+
+    def install(self, monkeypatch):
+        import contextlib
+
+        cuda = torch.cuda
+
+        @contextlib.contextmanager
+        def stream(s):
+            before, self.current = self.current, s
+            yield
+            self.current = before
+
+        @contextlib.contextmanager
+        def graph(g):  # as torch.cuda.graph: the end of a failed capture raises before the stream is restored
+            before, self.current = self.current, "capture"
+            self.captures += 1
+            yield
+            if self.capture_fails:
+                raise RuntimeError("operation failed due to a previous error during capture")
+            self.current = before
+
+        class Stream:
+            def __init__(self, device=None):
+                pass
+
+            def wait_stream(self, other):
+                pass
+
+        monkeypatch.setattr(cuda, "Stream", Stream)
+        monkeypatch.setattr(cuda, "stream", stream)
+        monkeypatch.setattr(cuda, "graph", graph)
+        monkeypatch.setattr(cuda, "CUDAGraph", lambda: object())
+        monkeypatch.setattr(
+            cuda, "current_stream", lambda device=None: type("S", (), {"wait_stream": lambda *a: None})()
+        )
+        monkeypatch.setattr(cuda, "set_stream", lambda s: setattr(self, "current", "default"))
+        monkeypatch.setattr(cuda, "synchronize", lambda device=None: None)
+        monkeypatch.setattr(cuda, "get_sync_debug_mode", lambda: self.mode)
+        monkeypatch.setattr(cuda, "set_sync_debug_mode", lambda mode: setattr(self, "mode", mode))
+        return self
+
+
+def test_a_variant_that_waits_for_the_host_is_refused_before_any_capture(monkeypatch):
+    fake = _FakeCuda(capture_fails=False).install(monkeypatch)
+
+    def waits_for_host():
+        if fake.mode == "error":
+            raise RuntimeError("called a synchronizing CUDA operation")
+
+    with pytest.raises(RuntimeError, match="synchronizes with the host"):
+        timing.capture_graph(waits_for_host, "cuda")
+    assert fake.captures == 0 and fake.mode == "default"
+
+
+def test_a_failed_capture_leaves_the_default_stream_current(monkeypatch):
+    fake = _FakeCuda(capture_fails=True).install(monkeypatch)
+    with pytest.raises(RuntimeError, match="during capture"):
+        timing.capture_graph(lambda: None, "cuda")
+    assert fake.captures == 1 and fake.current == "default"
+
+
 def test_timing_modes_multiply_cuda_points_only_and_keep_warm_ids():
     from suite.conftest import variant_points, with_timing_modes
 
