@@ -7,6 +7,9 @@ and the run's record (outcomes, findings, markers from requirements) in `suite/r
 
 from __future__ import annotations
 
+import copy
+
+import pytest
 import torch
 
 from harness import machine
@@ -15,6 +18,7 @@ from suite.progress import PROGRESS, Progress
 from suite.recorder import RECORDER, Recorder
 
 pytest_plugins = ["suite.persist", "suite.isolation"]  # nothing lost on interrupt; sticky CUDA errors
+MACHINE = pytest.StashKey[dict]()
 
 
 def pytest_addoption(parser):
@@ -32,7 +36,11 @@ def pytest_configure(config):
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):
-    machine_info["torch"] = machine.machine_info()
+    # Read once per run: the JSON written at the end must not ask a CUDA context that a sticky
+    # error killed mid-run (suite/isolation.py) for what it already said.
+    if MACHINE not in config.stash:
+        config.stash[MACHINE] = machine.machine_info()
+    machine_info["torch"] = copy.deepcopy(config.stash[MACHINE])
     machine_info["torch"]["label"] = machine.machine_label(machine_info["torch"])
     # Measured before the first timing of the session (suite/conftest.py: machine_ceilings);
     # absent when nothing in the session was timed.

@@ -179,6 +179,7 @@ def test_without_isolation_the_planted_error_takes_every_later_test_down(tmp_pat
     assert "isolation" not in doc["suite"]
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")
 def test_real_device_side_assert_is_isolated(tmp_path):
     _, _, alone_outcomes = _run([CASES, "-k", "cuda and not device_side_assert"], tmp_path, "alone")
