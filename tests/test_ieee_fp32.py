@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from cases import all_cases
+from cases._lib.precision import ieee_fp32
 from cases.spec import tolerance_at
 from harness import precision_flags as flags
 from suite.conftest import VariantPoint
@@ -32,6 +33,38 @@ def _reduced(op: str) -> bool:
     if op == "matmul":
         return bool(torch.backends.cuda.matmul.allow_tf32)
     return bool(torch.backends.cudnn.allow_tf32)
+
+
+def _tf32_on_through(how: str) -> None:
+    if how == "legacy":  # cuDNN's own default, plus cuBLAS's legacy switch
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    elif how == "matmul_precision":
+        torch.set_float32_matmul_precision("high")
+    elif how == "global":  # the new API's one switch (torch >= 2.9)
+        torch.backends.fp32_precision = "tf32"
+    elif how == "cudnn":
+        torch.backends.cudnn.fp32_precision = "tf32"
+        torch.backends.cuda.matmul.fp32_precision = "tf32"
+
+
+WAYS = ["legacy", "matmul_precision"] + (["global", "cudnn"] if NEW_API else [])
+
+
+@pytest.mark.parametrize("how", WAYS)
+def test_ieee_fp32_turns_tf32_off_whichever_api_turned_it_on(how, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    seen = {}
+
+    def fn(x):
+        seen.update({op: _reduced(op) for op in ("conv", "rnn", "matmul")})
+        return x
+
+    with flags.preserved():
+        _tf32_on_through(how)
+        before = flags.snapshot()
+        ieee_fp32(fn)(torch.ones(1))
+        assert flags.snapshot() == before, "ieee_fp32 did not restore the flags it changed"
+    assert seen == {"conv": False, "rnn": False, "matmul": False}, f"TF32 left on inside ieee_fp32: {seen}"
 
 
 # ---- every fp32 variant held to an fp32 bound: its cuDNN calls with TF32 off ----------------------

@@ -15,6 +15,12 @@ import torch
 
 from harness import precision_flags
 
+IEEE_OPS = (
+    "backends.cuda.matmul.fp32_precision",
+    "backends.cudnn.conv.fp32_precision",
+    "backends.cudnn.rnn.fp32_precision",
+)
+
 
 def ieee_fp32(fn):
     """`fn` with TF32 off in cuDNN and cuBLAS while it runs (no-op off CUDA)."""
@@ -26,6 +32,12 @@ def ieee_fp32(fn):
         # preserved() restores both flag APIs: a legacy write also rewrites the new-API values.
         with precision_flags.preserved():
             torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+            # The legacy cuDNN write sets conv and rnn to 'none' (inherit), and 'none' inherits a
+            # 'tf32' set through the new API on torch.backends or torch.backends.cudnn (torch >= 2.9):
+            # each op is pinned to 'ieee' itself, which no parent overrides.
+            for path in IEEE_OPS:
+                if precision_flags.read(path) != precision_flags.ABSENT:
+                    precision_flags.write(path, "ieee")
             return fn(*args)
 
     # torch.compile (harness.compiled) compiles `fn` itself and keeps the flags outside the graph:
