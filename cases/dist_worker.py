@@ -98,13 +98,17 @@ def task_train(a) -> None:
     base = P.make_mlp(D_IN, a.width, D_OUT, a.seed)
     steps = a.warmup + a.steps
     ref_params, ref_grad = _reference(base, x, y, steps, a.lr)
-    tol = P.PARAM_TOL[torch.float32]
+    numels = P.mlp_numels(D_IN, a.width, D_OUT)
+    bound = P.train_tolerance(a.batch, a.width)
     result = {
         "world_size": world,
         "backend": dist.get_backend(),
         "device": str(device),
         "params": sum(p.numel() for p in base.parameters()),
         "batch": a.batch,
+        "width": a.width,
+        "d_in": D_IN,
+        "d_out": D_OUT,
         "local_batch": len(shard),
         "steps": a.steps,
         "warmup": a.warmup,
@@ -143,23 +147,23 @@ def task_train(a) -> None:
             if step >= a.warmup:
                 times.append(time.perf_counter() - t0)
         final = P.flat_params(model)
-        max_abs, excess = P.max_excess(final, ref_params, tol)
-        grad_abs, grad_excess = P.max_excess(first_grads[mode], ref_grad, tol)
+        params_err = max(P.tensor_errors(final, ref_params, numels))
+        grad_err = max(P.tensor_errors(first_grads[mode], ref_grad, numels))
         result["modes"][mode] = {
             "step_s": times,
-            "params_max_abs_diff": max_abs,
-            "params_within_tol": excess <= 0,
-            "grad_max_abs_diff": grad_abs,
-            "grad_within_tol": grad_excess <= 0,
+            "params_rel_err": params_err,
+            "params_within_tol": params_err <= bound,
+            "grad_rel_err": grad_err,
+            "grad_within_tol": grad_err <= bound,
             "params_sha1": _digest(final),
-            "tol": {"rtol": tol.rtol, "atol": tol.atol},
+            "tol": {"norm": bound},
         }
         if rank == 0:
             torch.save(final, Path(a.out) / f"params-{mode}.pt")
     if "ddp" in first_grads and "avg_grad" in first_grads:
-        diff = (first_grads["ddp"] - first_grads["avg_grad"]).abs().max().item()
         result["avg_grad_vs_ddp"] = {
-            "grad_max_abs_diff": diff,
+            "grad_rel_diff": max(P.tensor_errors(first_grads["avg_grad"], first_grads["ddp"], numels)),
+            "tol": bound,
             "bitwise_equal": torch.equal(first_grads["ddp"], first_grads["avg_grad"]),
         }
     _write(a.out, "train", rank, result)

@@ -4,6 +4,7 @@ files: each check goes red on the evidence it exists to catch, without launching
 import copy
 
 import pytest
+import torch
 
 from cases import dist as S
 from cases import parallel as P
@@ -78,9 +79,9 @@ def test_the_slowest_rank_makes_each_step():
 def _train_rows(world: int) -> list[dict]:
     mode = {
         "step_s": [0.01, 0.02],
-        "params_max_abs_diff": 0.0,
+        "params_rel_err": 0.0,
         "params_within_tol": True,
-        "grad_max_abs_diff": 0.0,
+        "grad_rel_err": 0.0,
         "grad_within_tol": True,
         "params_sha1": "same",
         "tol": {},
@@ -153,3 +154,38 @@ def test_setup_facts_are_judged_and_each_wrong_fact_fails():
         facts[key] = value
         with pytest.raises(AssertionError, match=message):
             S.judge_torchrun_env([_facts(0), facts], 2)
+
+
+def test_sharded_training_is_within_the_bound_and_a_summed_gradient_is_far_outside():
+    """The training bound on its own terms, in one process: two shards' gradients averaged (what
+    DDP computes) stay inside it against full-batch training; summed (a broken all-reduce) are far
+    out. At the quick size, as the launched workers run in CI."""
+    import copy
+
+    from torch import nn
+
+    size = P.TRAIN_SIZES["quick"]
+    width, batch, steps, d = size["width"], size["batch"], size["steps"] + 1, 256
+    x, y = P.make_batch(batch, d, d, 0)
+    base = P.make_mlp(d, width, d, 0)
+
+    def train(shards: int, reduce) -> torch.Tensor:
+        model = copy.deepcopy(base)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(steps):
+            grads = []
+            for r in range(shards):
+                model.zero_grad()
+                nn.functional.mse_loss(model(x[r::shards]), y[r::shards]).backward()
+                grads.append([p.grad.clone() for p in model.parameters()])
+            for p, *g in zip(model.parameters(), *grads):
+                p.grad = reduce(torch.stack(g))
+            opt.step()
+        return P.flat_params(model)
+
+    numels = P.mlp_numels(d, width, d)
+    bound = P.train_tolerance(batch, width)
+    full = train(1, lambda g: g[0])
+    averaged = max(P.tensor_errors(train(2, lambda g: g.mean(0)), full, numels))
+    summed = max(P.tensor_errors(train(2, lambda g: g.sum(0)), full, numels))
+    assert averaged <= bound < summed / 100, (averaged, bound, summed)
