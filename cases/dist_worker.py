@@ -98,7 +98,7 @@ def task_train(a) -> None:
     base = P.make_mlp(D_IN, a.width, D_OUT, a.seed)
     steps = a.warmup + a.steps
     ref_params, ref_grad = _reference(base, x, y, steps, a.lr)
-    numels = P.mlp_numels(D_IN, a.width, D_OUT)
+    numels = [p.numel() for p in base.parameters()]  # flat_params' order
     bound = P.train_tolerance(a.batch, a.width)
     result = {
         "world_size": world,
@@ -107,8 +107,7 @@ def task_train(a) -> None:
         "params": sum(p.numel() for p in base.parameters()),
         "batch": a.batch,
         "width": a.width,
-        "d_in": D_IN,
-        "d_out": D_OUT,
+        "param_numels": numels,
         "local_batch": len(shard),
         "steps": a.steps,
         "warmup": a.warmup,

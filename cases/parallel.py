@@ -83,11 +83,6 @@ def train_tolerance(batch: int, width: int) -> float:
     return U32 * (2 + math.sqrt(batch) + math.sqrt(width))
 
 
-def mlp_numels(d_in: int, width: int, d_out: int) -> list[int]:
-    """Sizes of make_mlp's parameter tensors, in `model.parameters()` order (flat_params' order)."""
-    return [width * d_in, width, width * width, width, d_out * width, d_out]
-
-
 def tensor_errors(got: torch.Tensor, truth: torch.Tensor, numels) -> list[float]:
     """||got − truth|| / ||truth|| of each parameter tensor in two flat_params vectors."""
     pairs = zip(got.double().split(list(numels)), truth.double().split(list(numels)))
@@ -696,9 +691,8 @@ def two_nodes_vs_one(
     assert len(rows) == 2 and worlds == [2], (
         f"two nodes × 1 rank: {len(rows)} rank files, world sizes {worlds}"
     )
-    width, batch = rows[0]["width"], rows[0]["batch"]
-    error = max(tensor_errors(two, one, mlp_numels(rows[0]["d_in"], width, rows[0]["d_out"])))
-    bound = train_tolerance(batch, width)
+    error = max(tensor_errors(two, one, rows[0]["param_numels"]))
+    bound = train_tolerance(rows[0]["batch"], rows[0]["width"])
     assert error <= bound, (
         f"two nodes vs one process: parameters differ by {error:.3g} of a tensor's norm (bound {bound:.3g})"
     )

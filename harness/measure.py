@@ -131,7 +131,11 @@ def memory_capacity(device: torch.device | str) -> int | None:
         if not torch.cuda.is_available():
             return None
         return int(torch.cuda.get_device_properties(dev).total_memory * 0.9)
-    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.5)
+    return int(_cpu_total_bytes() * 0.5)
+
+
+def _cpu_total_bytes() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def _cpu_available_bytes() -> int:
@@ -142,7 +146,7 @@ def _cpu_available_bytes() -> int:
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return _cpu_total_bytes()
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,7 @@ def test_sharded_training_is_within_the_bound_and_a_summed_gradient_is_far_outsi
             opt.step()
         return P.flat_params(model)
 
-    numels = P.mlp_numels(d, width, d)
+    numels = [p.numel() for p in base.parameters()]
     bound = P.train_tolerance(batch, width)
     full = train(1, lambda g: g[0])
     averaged = max(P.tensor_errors(train(2, lambda g: g.mean(0)), full, numels))
