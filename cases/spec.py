@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from harness.record import Finding, Verdict  # noqa: F401  (the declaration API)
+from harness.record import Erratum, ErratumKind, Finding, Verdict  # noqa: F401  (the declaration API)
 
 Size = Mapping[str, int]
 """One point of a size sweep, e.g. ``{"n": 1024, "m": 1024, "d": 256}``."""

@@ -18,7 +18,11 @@ A results file is pytest-benchmark's JSON plus:
   memory) plus measurement details (timing mode, warnings, case metrics).
 
 Schema versions: 1 is every file written before this module (no ``suite.schema_version``, no
-``cases``): it still loads, and its cases are judged by the default rules. 2 is this one.
+``cases``): it still loads, and its cases are judged by the default rules. 2 added nothing a
+reader needs beyond 1's. 3 is this one: a finding carries the notes' errata apart from its verdict
+on the technique (`Erratum`), and ``pairs`` holds the interleaved timings of each compared pair
+(`PairTiming`). Files of version 2 still load: their findings have no errata, so a note error
+they found shows only in their verdict, as it was judged then.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Any, Mapping
 
 from harness import rules as rule_types
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 LEGACY_VERSION = 1
 
 
@@ -38,7 +42,8 @@ class RecordError(ValueError):
 
 
 class Verdict(str, enum.Enum):
-    """What the evidence says about the notes' claim."""
+    """What the evidence says about the technique the notes teach (not about their wording: that
+    is `Erratum`'s job)."""
 
     HOLDS = "holds"
     FAILS = "fails"
@@ -49,29 +54,84 @@ class Verdict(str, enum.Enum):
 OUTCOMES = ("passed", "failed", "skipped")
 
 
-@dataclass(frozen=True)
-class Finding:
-    """What a check observed, and the verdict on the notes' claim it decides (None when the check
-    only reports a measurement, e.g. a compile time, without judging a claim)."""
+class ErratumKind(str, enum.Enum):
+    """The kinds of error in the notes as written (CATALOG.md, "How a technique is judged"). One
+    kind is treated the same way in every ID: an erratum is listed, never held against the
+    technique."""
 
-    verdict: Verdict | None
+    TYPO = "typo"
+    REMOVED_API = "removed API"
+    DEPRECATED_API = "deprecated API"
+    WRONG_DEFAULT = "wrong default"
+    WRONG_SHAPE_OR_FORMULA = "wrong shape or formula"
+    WRONG_STATEMENT = "wrong statement"
+
+
+@dataclass(frozen=True)
+class Erratum:
+    """One error in the notes as written: its kind, what the notes say (`quote`: the snippet, API
+    name or statement at fault) and what was observed instead (`evidence`)."""
+
+    kind: ErratumKind
+    quote: str
     evidence: str
 
     def to_data(self) -> dict:
-        return {
+        return {"kind": self.kind.value, "quote": self.quote, "evidence": self.evidence}
+
+    @classmethod
+    def from_data(cls, data: Mapping) -> Erratum:
+        if not isinstance(data, Mapping):
+            raise RecordError(f"an erratum is not an object: {data!r:.80}")
+        kind = data.get("kind")
+        try:
+            return cls(ErratumKind(kind), str(data.get("quote", "")), str(data.get("evidence", "")))
+        except ValueError:
+            raise RecordError(
+                f"erratum kind {kind!r} is not one of {[k.value for k in ErratumKind]}"
+            ) from None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a check observed: the verdict on the technique it decides (None when the check bears
+    on the technique not at all, e.g. it only reads the notes' spelling, or only reports a
+    measurement) and, apart from it, the errors of the notes as written that it found. An
+    erratum never decides the verdict: a removed API in a snippet is listed, and the technique
+    is judged on what the notes teach, done right."""
+
+    verdict: Verdict | None
+    evidence: str
+    errata: tuple[Erratum, ...] = ()
+
+    def __post_init__(self):
+        if self.verdict is None and not self.evidence and not self.errata:
+            raise ValueError("a finding needs a verdict, evidence or errata")
+
+    def to_data(self) -> dict:
+        data = {
             "verdict": self.verdict.value if self.verdict is not None else None,
             "evidence": self.evidence,
         }
+        if self.errata:
+            data["errata"] = [e.to_data() for e in self.errata]
+        return data
 
     @classmethod
     def from_data(cls, data: Mapping) -> Finding:
+        if not isinstance(data, Mapping):
+            raise RecordError(f"a finding is not an object: {data!r:.80}")
         verdict = data.get("verdict")
+        errata = data.get("errata") or []
+        if not isinstance(errata, list):
+            raise RecordError("a finding's errata is not a list")
         try:
-            return cls(Verdict(verdict) if verdict is not None else None, str(data.get("evidence", "")))
+            verdict = Verdict(verdict) if verdict is not None else None
         except ValueError:
             raise RecordError(
                 f"finding verdict {verdict!r} is not one of {[v.value for v in Verdict]}"
             ) from None
+        return cls(verdict, str(data.get("evidence", "")), tuple(Erratum.from_data(e) for e in errata))
 
 
 @dataclass(frozen=True)

@@ -192,5 +192,4 @@ def _checked_graph_replay(point, call, input_cache):
 def test_rule(check_point, record_property):
     finding = check_point.check.fn(torch.device(check_point.device))
     if finding is not None:
-        verdict = finding.verdict.value if finding.verdict is not None else None
-        record_property("finding", {"verdict": verdict, "evidence": finding.evidence})
+        record_property("finding", finding.to_data())
