@@ -1,0 +1,115 @@
+"""Time two ways of computing one thing side by side: rounds alternating between them.
+
+A pair timed one side after the other compares two machines: the first side's rounds ran while
+one job was on the other core, the second side's after it finished. Here each round times both
+sides back to back, in alternating order (A B, B A, A B, …) so neither always runs first, on warm
+caches or a fresh turbo budget; `harness.gain.paired_ratio` then takes the ratio round by round.
+This is asv's ``--interleave-rounds``, Google Benchmark's random interleaving and tritonbench's
+side-a/side-b, for two callables; none of them times arbitrary Python callables in-process with
+a precision-driven round count, so it is written here.
+
+Callables must finish their work before returning (CUDA work synchronized: `measure.synchronized`)
+or the clock must be one that waits for the device. Plain Python, no torch.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from harness import rounds
+
+
+@dataclass(frozen=True)
+class PairedRounds:
+    """Per-call seconds of each side, round by round (round i of every side taken together)."""
+
+    seconds: Mapping[str, list[float]]
+    iterations: Mapping[str, int]
+    first: list[str] = field(default_factory=list)  # which side ran first in each round
+    planned: int = 0
+    capped: bool = False  # the precision target needed more rounds than the cap allowed
+
+    def info(self) -> dict:
+        return {
+            "paired_rounds": len(self.first),
+            "iterations": dict(self.iterations),
+            "rounds_planned": self.planned,
+            "rounds_capped": self.capped,
+        }
+
+
+def _one_round(call: Callable[[], object], iterations: int, clock) -> float:
+    t0 = clock()
+    for _ in range(iterations):
+        call()
+    return (clock() - t0) / iterations
+
+
+def run_rounds(
+    calls: Mapping[str, Callable[[], object]],
+    iterations: Mapping[str, int],
+    n: int,
+    clock=None,
+    start: int = 0,
+):
+    """`n` rounds; round i (counted from `start`) runs the sides in the given order when i is
+    even, reversed when odd."""
+    clock = clock or time.perf_counter
+    names = list(calls)
+    out: dict[str, list[float]] = {name: [] for name in names}
+    first = []
+    for i in range(start, start + n):
+        order = names if i % 2 == 0 else names[::-1]
+        first.append(order[0])
+        for name in order:
+            out[name].append(_one_round(calls[name], iterations[name], clock))
+    return out, first
+
+
+def timed_pair(
+    calls: Mapping[str, Callable[[], object]],
+    *,
+    cap_s: float,
+    min_rounds: int = 6,
+    min_round_s: float = rounds.MIN_ROUND_S["cpu"],
+    target: float = rounds.TARGET,
+    clock=None,
+) -> PairedRounds:
+    """Both sides warmed, sized (calls per round so a round lasts ≥ `min_round_s`), then a pilot
+    of paired rounds plans how many make the median ratio's 95% interval ±`target`, within
+    `cap_s` seconds for the whole pair and at least `min_rounds` (the pilot's rounds are kept:
+    they are paired rounds like the rest)."""
+    if len(calls) != 2:
+        raise ValueError(f"a pair has two sides, not {len(calls)}")
+    if cap_s <= 0 or min_rounds < 1:
+        raise ValueError("cap_s must be positive and min_rounds at least 1")
+    clock = clock or time.perf_counter
+    iterations = {}
+    for name, call in calls.items():
+        call()  # warm-up: allocator, kernel selection, first-touch of the output
+        iterations[name] = rounds.iterations_for(_one_round(call, 1, clock), min_round_s)
+    started = time.perf_counter()
+    pilot = max(min(rounds.PILOT_SAMPLES, min_rounds), 2)
+    seconds, first = run_rounds(calls, iterations, pilot, clock)
+    spent = time.perf_counter() - started
+    per_round = spent / pilot
+    a, b = (seconds[name] for name in calls)
+    logs = [math.log(x / y) for x, y in zip(a, b) if x > 0 and y > 0]
+    width = _halfwidth(logs) if len(logs) >= 6 else math.inf
+    needed = rounds.MAX_ROUNDS if math.isinf(width) else math.ceil(len(logs) * (width / target) ** 2)
+    total, capped = rounds.round_count(max(needed, pilot), per_round, cap_s=cap_s, min_rounds=min_rounds)
+    if total > pilot:
+        more, more_first = run_rounds(calls, iterations, total - pilot, clock, start=pilot)
+        for name in calls:
+            seconds[name] += more[name]
+        first += more_first
+    return PairedRounds(seconds, iterations, first, planned=total, capped=capped)
+
+
+def _halfwidth(logs: list[float]) -> float:
+    """Relative half-width of the median ratio's interval, from the log ratios' order statistics."""
+    lo, _, hi = rounds.median_ci(logs)
+    return (math.exp(hi) - math.exp(lo)) / 2
