@@ -22,6 +22,7 @@ def test_synchronized_is_identity_on_cpu():
     assert measure.synchronized(fn, "cpu") is fn
 
 
+@pytest.mark.timing
 def test_benchmark_median_matches_a_known_sleep(benchmark):
     """The timer path the suite uses (benchmark fixture around a synchronized callable) reports
     the duration of the work: a 20 ms sleep is measured as 20 ms, within scheduler noise."""

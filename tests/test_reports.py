@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import resource
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from harness import catalogue, record, rules
 from reports import build, load, summary, synthetic, verdicts
 from reports.__main__ import main
+from tests import quiet
 
 DATA = Path(__file__).with_name("data")
 REAL = DATA / "distance_cpu_run1.json"
@@ -283,24 +283,42 @@ def test_rebuild_replaces_the_old_report(tmp_path, capsys):
     assert not (out / "stale.png").exists() and (out / "index.html").exists()
 
 
-def test_ten_thousand_rows_build_in_under_ten_seconds(tmp_path):
-    ids = [e.id for e in catalogue.load()][:25]
-    sizes = [int(16 * 1.25**k) for k in range(67)]
+def _build_seconds(tmp_path: Path, name: str, ids, n_sizes: int) -> tuple[int, float, float]:
+    """(benchmark rows, wall seconds, CPU seconds with the plot workers) of one report build."""
+    sizes = [int(16 * 1.25**k) for k in range(n_sizes)]
     doc = synthetic.result(cases=ids, sizes=sizes, dtypes=("float32", "bfloat16"), n_rounds=20)
-    assert len(doc["benchmarks"]) >= 10_000
-    path = write(tmp_path / "big.json", doc)
+    path = write(tmp_path / f"{name}.json", doc)
     before = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter()
-    build.build([path], tmp_path / "out")
+    build.build([path], tmp_path / name)
     wall = time.perf_counter() - wall
     after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before))
-    load_avg, cores = os.getloadavg()[0], len(os.sched_getaffinity(0))
-    print(f"10k-row build: {wall:.1f} s wall, {cpu:.1f} s CPU (plot workers included), load {load_avg:.1f}")
-    if load_avg < cores:
-        assert wall < 10
-    else:  # a shared, busy machine: wall time measures the neighbours; hold the CPU budget instead
-        assert cpu < 15
+    return len(doc["benchmarks"]), wall, cpu
+
+
+@pytest.mark.timing
+def test_ten_thousand_rows_cost_little_beside_the_reports_fixed_work(tmp_path):
+    """The report's cost is per case (a plot, a section), not per row: 10× the rows of the same 25
+    cases must not cost 10× the time. Held against a 1 000-row build of the same cases on the
+    same machine a moment before, so the bound holds on any CPU (an absolute "10 s" failed on a
+    quiet CPU slower than the one it was written on). Measured on the 2-core CI machines: 10 050
+    rows take 1.4× the 1 050-row build (13.8 s against 9.7 s wall, AMD EPYC, busy); a per-row
+    cost grown threefold or anything quadratic in the rows exceeds the 2.5× bound."""
+    ids = [e.id for e in catalogue.load()][:25]
+    small_rows, small_wall, small_cpu = _build_seconds(tmp_path, "small", ids, 7)
+    rows, wall, cpu = _build_seconds(tmp_path, "big", ids, 67)
+    assert rows >= 10_000 and small_rows * 9 <= rows
+    ratio = max(wall / small_wall, cpu / small_cpu)
+    print(
+        f"{rows}-row build: {wall:.1f} s wall, {cpu:.1f} s CPU; {small_rows} rows: "
+        f"{small_wall:.1f} s wall, {small_cpu:.1f} s CPU; ratio {ratio:.2f}"
+    )
+    quiet.hold(
+        ratio <= 2.5,
+        f"{rows} rows took {ratio:.2f}x the {small_rows}-row build "
+        f"({wall:.1f} vs {small_wall:.1f} s wall, {cpu:.1f} vs {small_cpu:.1f} s CPU); bound 2.5x",
+    )
 
 
 def test_roofline_fractions_when_ceilings_are_recorded(tmp_path):

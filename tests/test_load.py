@@ -1,0 +1,44 @@
+"""harness.load: the readings become one sentence, and the probe sees CPU burners."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+
+from harness import load
+
+
+def test_quiet_readings_give_no_reason():
+    assert load.Load(cores=2, loadavg_1m=0.1, pressure_10s=0.5, probe_share=0.99).busy_reason() is None
+    assert load.Load(cores=2, loadavg_1m=None, pressure_10s=None, probe_share=None).busy_reason() is None
+
+
+def test_each_busy_reading_is_named_with_its_figure():
+    shared = load.Load(cores=2, loadavg_1m=3.0, pressure_10s=1.0, probe_share=0.6).busy_reason()
+    assert shared and "60% of its core" in shared and "load average 3.0" in shared
+    waited = load.Load(cores=2, loadavg_1m=None, pressure_10s=40.0, probe_share=0.99).busy_reason()
+    assert waited and "40% of the last 10 s" in waited
+
+
+def _burn(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_probe_sees_one_burner_per_core():
+    """With a burner on every core, each probe spinner gets about half of one (2 runnable tasks per
+    core): far below the 90% a quiet core gives, whatever else the machine runs."""
+    cores = load.usable_cores()
+    ctx = multiprocessing.get_context("fork")
+    burners = [ctx.Process(target=_burn, args=(3.0,), daemon=True) for _ in range(cores)]
+    for b in burners:
+        b.start()
+    try:
+        time.sleep(0.2)
+        share = load.probe_share(0.5, cores)
+    finally:
+        for b in burners:
+            b.terminate()
+            b.join()
+    assert share < load.MIN_SHARE, f"the probe got {share:.0%} of a core beside {cores} burners"
