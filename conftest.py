@@ -1,8 +1,9 @@
 """pytest hooks for the whole repository: options, machine info and the run's record.
 
 Kept thin on purpose; what a case is lives in `cases/`, how to measure in `harness/`, the results
-contract in `harness/record.py`, the parametrisation of the suite's tests in `suite/conftest.py`
-and the run's record (outcomes, findings, markers from requirements) in `suite/recorder.py`.
+contract in `harness/record.py`, the points of a run in `suite/plan.py` (parametrised by
+`suite/conftest.py`) and the run's record (outcomes, findings, markers from requirements) in
+`suite/recorder.py`.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def pytest_benchmark_update_machine_info(config, machine_info):
         config.stash[MACHINE] = machine.machine_info()
     machine_info["torch"] = copy.deepcopy(config.stash[MACHINE])
     machine_info["torch"]["label"] = machine.machine_label(machine_info["torch"])
-    # Measured before the first timing of the session (suite/conftest.py: machine_ceilings);
+    # Measured before the first timing of the session (suite/conftest.py's machine_ceilings fixture);
     # absent when nothing in the session was timed.
     measured, detail = config.stash[RECORDER].machine_ceilings()
     if measured:

@@ -1,362 +1,35 @@
-"""Parametrisation of the suite: case × variant × size × dtype × device, and case × check × device.
-
-Every node ID starts with the catalogue ID (``test_check[distance.pairwise-matmul-n1024-...]``),
-so ``-k distance.pairwise`` selects one technique.
-"""
+"""Parametrisation of the suite's tests from the plan (`suite/plan.py`), and the session's
+fixtures: the input cache and the machine's ceilings. Hooks and fixtures only."""
 
 from __future__ import annotations
-
-import dataclasses
-import functools
-from dataclasses import dataclass
 
 import pytest
 import torch
 
-from cases import all_cases, get_case
-from cases.spec import Case, Check, Comparison, Role, Size, Variant, dtype_name, size_label
-from harness import ceilings, compiled, measure, record
-from suite import options
+from harness import ceilings
+from suite import options, plan
 from suite.recorder import recorder
-
-
-@dataclass(frozen=True, eq=False)
-class VariantPoint:
-    case: Case
-    variant_name: str
-    size: Size
-    dtype: torch.dtype
-    device: str
-    timing: str = "warm"  # GPU timing mode (harness.timing); only test_benchmark varies it
-    part: str = ""  # one of the case's parts, "" for its own comparison
-
-    @property
-    def comparison(self) -> Comparison:
-        return self.case.parts[self.part] if self.part else self.case
-
-    @property
-    def variant(self) -> Variant:
-        if self.variant_name in self.comparison.variants:
-            return self.comparison.variants[self.variant_name]
-        return compiled_variants(self.case.id, self.part)[self.variant_name]
-
-    @property
-    def size_label(self) -> str:
-        """The size, after the part's name: a report groups by (case, size label), and two parts'
-        variants are never compared."""
-        label = size_label(self.size)
-        return f"{self.part}-{label}" if self.part else label
-
-    @property
-    def requires(self):
-        return self.case.requires + self.variant.requires
-
-    @property
-    def id(self) -> str:
-        base = "-".join(
-            p
-            for p in (
-                self.case.id,
-                self.part,
-                self.variant_name,
-                size_label(self.size),
-                dtype_name(self.dtype),
-            )
-            if p
-        )
-        base += f"-{self.device}"
-        return base if self.timing == "warm" else f"{base}-{self.timing}"
-
-    @property
-    def tolerance(self):
-        return (self.variant.tolerance or {}).get(self.dtype) or self.comparison.tolerance[self.dtype]
-
-    @property
-    def oracle(self):
-        return self.variant.oracle or self.comparison.oracle
-
-    @property
-    def input_maker(self):
-        return self.variant.inputs or self.comparison.make_inputs
-
-    def make_inputs(self, seed: int) -> tuple:
-        return self.input_maker(self.size, self.dtype, torch.device(self.device), seed)
-
-    def describe(self) -> dict:
-        described = {
-            "case": self.case.id,
-            "kind": "variant",
-            "variant": self.variant_name,
-            "role": self.variant.role.value,
-            "size": dict(self.size),
-            "size_label": self.size_label,
-            "dtype": dtype_name(self.dtype),
-            "device": self.device,
-        }
-        if self.part:
-            described["part"] = self.part
-        if self.timing != "warm":  # warm points keep the original description
-            described["timing_mode"] = self.timing
-        return described
-
-
-@dataclass(frozen=True, eq=False)
-class CheckPoint:
-    case: Case
-    check_name: str
-    device: str
-
-    @property
-    def check(self) -> Check:
-        return self.case.checks[self.check_name]
-
-    @property
-    def requires(self):
-        return self.case.requires + self.check.requires
-
-    @property
-    def slow(self) -> bool:
-        return self.check.slow
-
-    @property
-    def id(self) -> str:
-        return f"{self.case.id}-{self.check_name}-{self.device}"
-
-    def describe(self) -> dict:
-        return {"case": self.case.id, "kind": "check", "check": self.check_name, "device": self.device}
-
-
-@dataclass(frozen=True)
-class LaunchPoint:
-    """A test that launches worker processes (suite/test_distributed.py): its requirements give its
-    markers and skip like any point's. ``world`` is the ranks it launches, or None where the ID
-    leaves it out (a test that sets up its own launch: two nodes, a fault, DataParallel's one
-    process). The ranks time their own steps and the benchmark replays them (timing ``replay``)."""
-
-    case: str
-    name: str  # what is launched, "" where the catalogue ID says it all (parallel.allreduce-w2-cpu)
-    device: str
-    world: int | None = None
-    requires: tuple[str, ...] = ("distributed",)
-    slow: bool = False
-    test: str = ""  # the test function: the recorded check is named after it, as for any topic test
-    timing: str = "replay"
-
-    @classmethod
-    def on(
-        cls,
-        case: str,
-        name: str,
-        device: str,
-        world: int | None = None,
-        *,
-        gpus: int | None = None,
-        slow: bool = False,
-    ) -> LaunchPoint:
-        """On CUDA one process per GPU over NCCL (dist_worker's backend there); gloo on CPU."""
-        on_gpus = (f"gpus>={gpus or world or 1}", "nccl") if device == "cuda" else ()
-        return cls(case, name, device, world, ("distributed",) + on_gpus, slow)
-
-    @property
-    def id(self) -> str:
-        world = f"w{self.world}" if self.world else ""
-        return "-".join(p for p in (self.case, self.name, world, self.device) if p)
-
-    def describe(self) -> dict:
-        rest = self.id.removeprefix(self.case + "-")
-        return {
-            "case": self.case,
-            "kind": "check",
-            "check": f"{self.test}-{rest}" if self.test else rest,
-            "device": self.device,
-        }
-
-
-@functools.lru_cache(maxsize=None)
-def compiled_variants(case_id: str, part: str = "") -> dict[str, Variant]:
-    """The compiled twins of a comparison's naive variants, where it times a pair: ``compiled``
-    (torch.compile's default mode; ``compiled_<naive>`` when there are several naive variants)
-    and ``<that>_max_autotune`` (CUDA, full profile). Same inputs, oracle and tolerance as the
-    naive variant they compile, so they are checked and timed like any other variant."""
-    case = get_case(case_id)
-    comparison = case.parts[part] if part else case
-    roles = {v.role for v in comparison.variants.values()}
-    if Role.NAIVE not in roles or not roles & {Role.OPTIMIZED, Role.LIBRARY}:
-        return {}
-    naive_names = [n for n, v in comparison.variants.items() if v.role is Role.NAIVE]
-    out = {}
-    for name in naive_names:
-        base = "compiled" if len(naive_names) == 1 else f"compiled_{name}"
-        naive_variant = comparison.variants[name]
-        for mode, suffix in ((compiled.DEFAULT, ""), (compiled.MAX_AUTOTUNE, "_max_autotune")):
-            out[base + suffix] = dataclasses.replace(
-                naive_variant,
-                fn=compiled.Compiled(naive_variant.fn, mode),
-                role=Role.COMPILED,
-                requires=naive_variant.requires + ("compiler",),
-            )
-    return out
-
-
-def _twin_size(comparison: Comparison, twin: Variant, sizes, device: str, capacity: int | None) -> int:
-    """Index of the largest size at which the twin's naive way (whose memory estimate the twin
-    inherits) can fit `capacity` bytes in the first dtype it runs in on `device`; the largest size
-    where the capacity or the estimate is unknown. At a size where the naive way is always skipped
-    as too big, its twin would be too, and there would be no naive time to compare it with."""
-    dtypes = [d for d in comparison.dtypes.get(device, ()) if twin.dtypes is None or d in twin.dtypes]
-    if capacity is None or twin.peak_bytes is None or not dtypes:
-        return len(sizes) - 1
-    itemsize = torch.empty((), dtype=dtypes[0]).element_size()
-    fitting = [i for i, size in enumerate(sizes) if twin.peak_bytes(size, itemsize) <= capacity]
-    return fitting[-1] if fitting else len(sizes) - 1
-
-
-def compiled_of(comparison: Comparison, name: str) -> str:
-    """The naive variant a compiled one compiles."""
-    return record.compiled_source(name, [n for n, v in comparison.variants.items() if v.role is Role.NAIVE])
-
-
-def variant_points(profile: str, devices, compile_scope: str = "auto", capacity=None) -> list[VariantPoint]:
-    """Every (variant, size, dtype, device) of every comparison, with the compiled twins where
-    `compile_scope` puts them (suite.options.compiled_cases). `capacity`: {device: bytes} for
-    placing the twins (default: this machine's, harness.measure.memory_capacity)."""
-    compiled_cases = options.compiled_cases(compile_scope, profile)
-    if capacity is None:
-        capacity = {d: measure.memory_capacity(d) for d in devices}
-    points = []
-    for case in all_cases():
-        for part, comparison in case.comparisons().items():
-            sizes = comparison.sizes_for(profile)
-            twins = (
-                compiled_variants(case.id, part)
-                if compiled_cases is None or case.id in compiled_cases
-                else {}
-            )
-            twin_sizes = {
-                (name, device): _twin_size(comparison, twin, sizes, device, capacity.get(device))
-                for name, twin in twins.items()
-                for device in devices
-            }
-            compiled_on = set()  # (compiled variant, device): each compiled once per device
-            for index, size in enumerate(sizes):
-                for device in devices:
-                    for dtype in comparison.dtypes.get(device, ()):
-                        variants = dict(comparison.variants)
-                        # A compile costs seconds (minutes with max-autotune): one per pair and
-                        # device, at the largest size where its naive way fits (verdicts are
-                        # judged at the largest size; a twin needs its naive way timed beside it)
-                        # and the first dtype the naive way runs in.
-                        variants.update(
-                            {
-                                n: v
-                                for n, v in twins.items()
-                                if twin_sizes[n, device] == index
-                                and (n, device) not in compiled_on
-                                and (
-                                    not n.endswith("_max_autotune")
-                                    or (device == "cuda" and profile == "full")
-                                )
-                            }
-                        )
-                        for name, variant in variants.items():
-                            if variant.dtypes is None or dtype in variant.dtypes:
-                                points.append(VariantPoint(case, name, size, dtype, device, part=part))
-                                if variant.role is Role.COMPILED:
-                                    compiled_on.add((name, device))
-    return points
-
-
-def check_points(devices) -> list[CheckPoint]:
-    return [
-        CheckPoint(case, name, device)
-        for case in all_cases()
-        for name, check in case.checks.items()
-        for device in devices
-        if device in check.devices
-    ]
-
-
-def with_timing_modes(points: list[VariantPoint], modes) -> list[VariantPoint]:
-    """Each CUDA point once per GPU timing mode (mode innermost, so a size's variants stay
-    together for the input cache); CPU points only warm, as before. A compiled twin only in the
-    first mode: each of its points compiles cold, once per pair and device."""
-    out = []
-    for p in points:
-        if p.device != "cuda":
-            point_modes = ("warm",)
-        else:
-            point_modes = modes[:1] if p.variant.role is Role.COMPILED else modes
-        for mode in point_modes:
-            out.append(p if mode == "warm" else dataclasses.replace(p, timing=mode))
-    return out
-
-
-def select_points(predicate):
-    """Decorator for a suite test taking `variant_point`: run it only on the points `predicate`
-    accepts (e.g. optimized variants on CUDA), keeping the shared parametrisation and markers."""
-
-    def mark(test):
-        test.select_points = predicate
-        return test
-
-    return mark
 
 
 def pytest_generate_tests(metafunc):
     devices = options.devices(metafunc.config)
     if "variant_point" in metafunc.fixturenames:
         config = metafunc.config
-        points = variant_points(config.getoption("--profile"), devices, config.getoption("--compiled"))
+        points = plan.variant_points(config.getoption("--profile"), devices, config.getoption("--compiled"))
         if "benchmark" in metafunc.fixturenames:
-            points = with_timing_modes(points, options.timing_modes(metafunc.config))
+            points = plan.with_timing_modes(points, options.timing_modes(metafunc.config))
         predicate = getattr(metafunc.function, "select_points", None)
         if predicate is not None:
             points = [p for p in points if predicate(p)]
         metafunc.parametrize("variant_point", points, ids=[p.id for p in points])
     if "check_point" in metafunc.fixturenames:
-        points = check_points(devices)
+        points = plan.check_points(devices)
         metafunc.parametrize("check_point", points, ids=[p.id for p in points])
-
-
-class InputCache:
-    """Inputs and the oracle's truth for the point being run, reused by the next variants.
-
-    Variants of one (case, size, dtype, device) run consecutively, and the float64 oracle is
-    often the most expensive call in the test; only the current group is kept, to bound memory.
-    """
-
-    def __init__(self, seed: int):
-        self.seed = seed
-        self._group = None
-        self._entries: dict = {}
-
-    def enter(self, point: VariantPoint) -> None:
-        """Make `point`'s group the current one: another group's inputs and truths are released
-        first (so a memory budget read next sees their memory as free)."""
-        group = (point.case.id, point.size_label, point.dtype, point.device)
-        if group != self._group:
-            self._entries.clear()
-            measure.free_memory(point.device)
-            self._group = group
-
-    def get(self, point: VariantPoint):
-        self.enter(point)
-        maker = point.input_maker
-        if maker not in self._entries:
-            self._entries[maker] = (point.make_inputs(self.seed), {})
-        inputs, truths = self._entries[maker]
-        if point.oracle not in truths:
-            truths[point.oracle] = point.oracle(*inputs)
-        return inputs, truths[point.oracle]
-
-    def clear(self):
-        self._entries.clear()
-        self._group = None
 
 
 @pytest.fixture(scope="session")
 def input_cache(request):
-    cache = InputCache(request.config.getoption("--seed"))
+    cache = plan.InputCache(request.config.getoption("--seed"))
     yield cache
     cache.clear()
 
@@ -376,15 +49,3 @@ def machine_ceilings(request):
         return recorded.get(torch.device(device).type, ({}, {}))[0]
 
     return ceilings_for
-
-
-def skip_if_too_big(point: VariantPoint, input_cache: InputCache) -> None:
-    """Skip, with the reason, a size whose estimated working set does not fit: never try it. The
-    previous group's inputs and truths are released before the device's free memory is read."""
-    if point.variant.peak_bytes is None:
-        return
-    input_cache.enter(point)
-    need = point.variant.peak_bytes(point.size, torch.empty((), dtype=point.dtype).element_size())
-    budget = measure.memory_budget(point.device)
-    if need > budget:
-        pytest.skip(f"needs ~{need / 2**30:.1f} GiB, over this device's budget of {budget / 2**30:.1f} GiB")

@@ -18,7 +18,7 @@ from cases.spec import Role, dtype_name, tolerance_at
 from harness import compiled, isolation, measure, record
 from harness.timing import capture_graph
 from suite import timing
-from suite.conftest import compiled_of, select_points, skip_if_too_big
+from suite.plan import compiled_of, oversize_reason, select_points
 from suite.progress import progress
 
 
@@ -50,7 +50,8 @@ def _run_or_skip_on_oom(point, fn):
 @select_points(lambda p: p.variant.role is not Role.COMPILED)
 def test_check(variant_point, input_cache):
     point = variant_point
-    skip_if_too_big(point, input_cache)
+    if reason := oversize_reason(point, input_cache):
+        pytest.skip(reason)
 
     def run():
         inputs, truth = input_cache.get(point)
@@ -61,7 +62,8 @@ def test_check(variant_point, input_cache):
 
 def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, request):
     point, case, comparison = variant_point, variant_point.case, variant_point.comparison
-    skip_if_too_big(point, input_cache)
+    if reason := oversize_reason(point, input_cache):
+        pytest.skip(reason)
     itemsize = torch.empty((), dtype=point.dtype).element_size()
     benchmark.group = f"{case.id} {point.size_label} {dtype_name(point.dtype)} {point.device}"
     if point.timing != "warm":

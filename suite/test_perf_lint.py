@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from cases.spec import Role
-from suite.conftest import select_points, skip_if_too_big
+from suite.plan import oversize_reason, select_points
 
 CASES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cases")
 
@@ -39,7 +39,8 @@ def _where(exc: BaseException) -> str:
 @select_points(lambda p: p.device == "cuda" and p.variant.role is Role.OPTIMIZED)
 def test_perf_lint(variant_point, input_cache, record_property):
     point = variant_point
-    skip_if_too_big(point, input_cache)
+    if reason := oversize_reason(point, input_cache):
+        pytest.skip(reason)
     if not hasattr(torch.cuda, "set_sync_debug_mode"):
         pytest.skip("this torch has no torch.cuda.set_sync_debug_mode")
     inputs, _ = input_cache.get(point)

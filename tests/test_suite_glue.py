@@ -78,7 +78,7 @@ def test_gpu_only_benchmarks_skip_with_the_reason_on_a_cpu_machine():
 
 def test_a_slow_check_gets_the_slow_marker():
     from cases.spec import Case, Check
-    from suite.conftest import CheckPoint
+    from suite.plan import CheckPoint
     from suite.recorder import Recorder
 
     case = Case(
@@ -104,7 +104,7 @@ def test_a_slow_check_gets_the_slow_marker():
 
 def test_variant_oracle_and_tolerance_override_the_case_and_inputs_are_shared():
     from cases.spec import Case, Tol, naive, optimized
-    from suite.conftest import InputCache, VariantPoint
+    from suite.plan import InputCache, VariantPoint
 
     made, truths = [], []
 
@@ -147,10 +147,10 @@ def test_variant_oracle_and_tolerance_override_the_case_and_inputs_are_shared():
 
 
 def test_the_size_check_reads_the_budget_after_the_last_group_is_released(monkeypatch):
-    """skip_if_too_big frees the previous group's inputs and truths before it reads the device's
+    """The size check frees the previous group's inputs and truths before it reads the device's
     free memory: on an H100 a size that fit was skipped while the last group's 64 GiB were held."""
-    from suite import conftest
-    from suite.conftest import InputCache, VariantPoint
+    from suite import plan
+    from suite.plan import InputCache, VariantPoint
 
     case = next(c for c in all_cases() if c.id == "distance.pairwise")
     small, big = ({"n": n, "m": n, "d": 8} for n in (4, 8))
@@ -158,18 +158,18 @@ def test_the_size_check_reads_the_budget_after_the_last_group_is_released(monkey
     cache.get(VariantPoint(case, "matmul", small, torch.float32, "cpu"))
     held_at_budget = []
     monkeypatch.setattr(
-        conftest.measure, "memory_budget", lambda d: held_at_budget.append(bool(cache._entries)) or 2**62
+        plan.measure, "memory_budget", lambda d: held_at_budget.append(bool(cache._entries)) or 2**62
     )
-    conftest.skip_if_too_big(VariantPoint(case, "broadcast", big, torch.float32, "cpu"), cache)
+    plan.oversize_reason(VariantPoint(case, "broadcast", big, torch.float32, "cpu"), cache)
     assert held_at_budget == [False]
     cache.get(VariantPoint(case, "broadcast", big, torch.float32, "cpu"))
-    conftest.skip_if_too_big(VariantPoint(case, "matmul", big, torch.float32, "cpu"), cache)  # same group
+    plan.oversize_reason(VariantPoint(case, "matmul", big, torch.float32, "cpu"), cache)  # same group
     assert held_at_budget == [False, True], "a group's own inputs stay for its next variant"
 
 
 def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements():
     from harness import timing
-    from suite.conftest import LaunchPoint
+    from suite.plan import LaunchPoint
     from suite.recorder import Recorder
 
     class Item:
