@@ -49,3 +49,6 @@ def pytest_benchmark_update_machine_info(config, machine_info):
     if measured:
         machine_info["torch"]["ceilings"] = measured
         machine_info["torch"]["ceilings_detail"] = detail
+    floors = config.stash[RECORDER].noise_floors
+    if floors:
+        machine_info["torch"]["noise_floor"] = copy.deepcopy(floors)

@@ -101,6 +101,9 @@ def timed_pair(
     width = _halfwidth(logs) if len(logs) >= 6 else math.inf
     needed = rounds.MAX_ROUNDS if math.isinf(width) else math.ceil(len(logs) * (width / target) ** 2)
     total, capped = rounds.round_count(max(needed, pilot), per_round, cap_s=cap_s, min_rounds=min_rounds)
+    # `min_rounds` is a floor even for slow calls (round_count would cut those to 3): a paired
+    # interval needs that many rounds, and a pair without one cannot be judged at all.
+    total = max(total, min_rounds)
     if total > pilot:
         more, more_first = run_rounds(calls, iterations, total - pilot, clock, start=pilot)
         for name in calls:

@@ -14,6 +14,7 @@ A results file is pytest-benchmark's JSON plus:
   verdict rule as data (`rule_to_data`);
 * ``outcomes`` — one `Outcome` per suite test: passed / failed / skipped with the reason, and the
   `Finding` on the notes' claim where the test reached one;
+* ``pairs`` — one `PairTiming` per compared pair and size: both sides' rounds, taken side by side;
 * ``benchmarks[].extra_info`` — a `BenchmarkInfo` (the point, its cost model, error and peak
   memory) plus measurement details (timing mode, warnings, case metrics).
 
@@ -243,6 +244,79 @@ class BenchmarkInfo:
 STANDARD_EXTRA_KEYS = frozenset(f.name for f in fields(BenchmarkInfo))
 
 
+def _times(values, where: str) -> tuple[float, ...]:
+    if not isinstance(values, list) or not all(isinstance(v, (int, float)) for v in values):
+        raise RecordError(f"{where} is not a list of numbers")
+    return tuple(float(v) for v in values)
+
+
+@dataclass(frozen=True)
+class PairTiming:
+    """Two variants of one comparison timed side by side (harness.interleave): round i of each
+    side ran back to back, so their ratio is taken round by round (harness.gain.paired_ratio).
+    ``fast``/``slow`` are the rule's names for the sides (the claim says `fast` is faster), not a
+    result. ``identical``: the two outputs were bitwise equal on the timed inputs. ``load`` is the
+    machine's load measured right after the rounds (harness.load), ``noise_floor`` the A/A noise
+    floor measured on the device in the same run (harness.gain.noise_floor)."""
+
+    case: str
+    fast: str
+    slow: str
+    size: Mapping[str, int]
+    size_label: str
+    dtype: str
+    device: str
+    fast_s: tuple[float, ...]
+    slow_s: tuple[float, ...]
+    against: str = "rule"  # "rule": the pair the case's rule names; "library": a context comparison
+    part: str = ""
+    x: str | None = None
+    identical: bool | None = None
+    noise_floor: float | None = None
+    load: Mapping[str, Any] | None = None
+    iterations: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if len(self.fast_s) != len(self.slow_s):
+            raise RecordError(f"pair {self.case} {self.fast}/{self.slow}: sides have unequal round counts")
+
+    def to_data(self) -> dict:
+        data = asdict(self)
+        data["fast_s"], data["slow_s"] = list(self.fast_s), list(self.slow_s)
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping) -> PairTiming:
+        if not isinstance(data, Mapping):
+            raise RecordError("a pairs[] entry is not an object")
+        missing = [k for k in ("case", "fast", "slow", "fast_s", "slow_s") if k not in data]
+        if missing:
+            raise RecordError(f"a pairs[] entry has no {', '.join(missing)}")
+        where = f"pair {data['case']} {data['fast']}/{data['slow']}"
+        fast_s, slow_s = _times(data["fast_s"], f"{where} fast_s"), _times(data["slow_s"], f"{where} slow_s")
+        floor = data.get("noise_floor")
+        if floor is not None and not isinstance(floor, (int, float)):
+            raise RecordError(f"{where}: noise_floor is not a number")
+        return cls(
+            case=str(data["case"]),
+            fast=str(data["fast"]),
+            slow=str(data["slow"]),
+            size=dict(data.get("size") or {}),
+            size_label=str(data.get("size_label", "")),
+            dtype=str(data.get("dtype", "")),
+            device=str(data.get("device", "")),
+            fast_s=fast_s,
+            slow_s=slow_s,
+            against=str(data.get("against", "rule")),
+            part=str(data.get("part", "")),
+            x=data.get("x"),
+            identical=data.get("identical"),
+            noise_floor=float(floor) if floor is not None else None,
+            load=data.get("load"),
+            iterations=dict(data.get("iterations") or {}),
+        )
+
+
 @dataclass(frozen=True)
 class CaseInfo:
     """A catalogue ID as the run declared it. ``rule`` is the effective verdict rule (a case
@@ -373,6 +447,7 @@ class Run:
     info: RunInfo
     cases: dict[str, CaseInfo]
     outcomes: list[Outcome]
+    pairs: list[PairTiming] = field(default_factory=list)
 
 
 def read_run(doc: Mapping) -> Run:
@@ -385,4 +460,12 @@ def read_run(doc: Mapping) -> Run:
     outcomes_data = doc.get("outcomes") or []
     if not isinstance(outcomes_data, list):
         raise RecordError("'outcomes' is not a list")
-    return Run(info, cases, [Outcome.from_data(o) for o in outcomes_data])
+    pairs_data = doc.get("pairs") or []
+    if not isinstance(pairs_data, list):
+        raise RecordError("'pairs' is not a list")
+    return Run(
+        info,
+        cases,
+        [Outcome.from_data(o) for o in outcomes_data],
+        [PairTiming.from_data(p) for p in pairs_data],
+    )

@@ -1,4 +1,6 @@
-"""Verdict rules: how a case's claim is judged from its results. Declarative data only.
+"""Verdict rules: how a case's claim is judged from its results. Declarative data, and the one
+function that says which variants a rule compares (the plan times those pairs interleaved; the
+reports and the gate compare the same pairs).
 
 A case names its rule (``Case(verdict=Faster(...))``); `reports` evaluates it on the tidy results
 of one machine and device, so the rule lives with the claim and the statistics live with the
@@ -6,7 +8,9 @@ numbers. ``fast``/``slow``/``light``/``heavy`` name a variant, or a role ("naive
 "library") meaning every variant with that role.
 
 Without a rule: a case with variants is judged by ``Faster()``; one with only checks by
-``FromFindings()``. Whatever the rule, a case with a failed check is ``fails``.
+``FromFindings()``. Whatever the rule, every check's finding on the technique is a part of the
+claim beside it (a finding that fails makes the technique fail; reports.verdicts.judge); the notes'
+errata a check finds never are. A gain counts only beyond the band harness.gain sets.
 """
 
 from __future__ import annotations
@@ -17,12 +21,19 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Faster:
     """`fast` beats `slow` at the largest size measured on the device: the 95% CI of the speedup
-    (slow median / fast median) lies above `min_speedup`. Below 1 with the CI excluding 1: fails;
-    a CI containing 1, or holding on one device and not another: depends."""
+    (slow ÷ fast, from rounds timed side by side) lies above 1 + δ (harness.gain: δ ≥ 5% and ≥ the
+    machine's noise floor). Inside ±δ: no measurable difference, which fails the claim (depends
+    where the band was widened by noise); slower beyond the band: fails; an interval across an
+    edge of the band, or holding on one device and not another: depends. `min_speedup` is kept
+    for files that recorded it; the band decides."""
 
     fast: str = "optimized"
     slow: str = "naive"
     min_speedup: float = 1.0
+    # What must hold on the machine for the two ways to differ at all (e.g. "a reduced-precision
+    # fp32 kernel"). Observed per pair: where the two ways give bitwise-identical results there,
+    # they ran one computation and the premise is absent: depends, never a speed-up.
+    premise: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,3 +77,53 @@ class NotFaster:
 
     fast: str = "optimized"
     slow: str = "naive"
+
+
+ROLES = ("naive", "optimized", "library", "compiled")
+
+
+def speed_rules(rule):
+    """The Faster/NotFaster rules inside a rule (AllOf nests them)."""
+    if isinstance(rule, (Faster, NotFaster)):
+        yield rule
+    elif isinstance(rule, AllOf):
+        for inner in rule.rules:
+            yield from speed_rules(inner)
+
+
+def memory_rules(rule):
+    """The Lighter rules inside a rule (AllOf nests them)."""
+    if isinstance(rule, Lighter):
+        yield rule
+    elif isinstance(rule, AllOf):
+        for inner in rule.rules:
+            yield from memory_rules(inner)
+
+
+def expand(spec: str, roles: dict[str, str]) -> list[str]:
+    """A variant name, or a role meaning every variant with that role (``roles``: name → role)."""
+    if spec in ROLES:
+        return [name for name, role in roles.items() if role == spec]
+    return [spec] if spec in roles else []
+
+
+def compared_pairs(rule, roles: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(fast, slow, against) variant names a comparison's timings are read as: the pairs its
+    speed rules name (``against`` "rule"); where it has none, the pairs its memory rules name (a
+    case whose variants are different models must not be paired across models); else every
+    optimized variant over every naive one, and, for a case timing the notes' way against only
+    the library's, the library over the naive way ("library": a context comparison, which never
+    decides a verdict on its own). ``roles``: the comparison's variant name → role."""
+    specs = [(r.fast, r.slow) for r in speed_rules(rule)] or [(r.light, r.heavy) for r in memory_rules(rule)]
+    if not any(expand(f, roles) and expand(s, roles) for f, s in specs):
+        # No rule, or one naming variants this comparison lacks (another part of the case).
+        specs = [("optimized", "naive")]
+    out: list[tuple[str, str, str]] = []
+    for fast_spec, slow_spec in specs:
+        for fast in expand(fast_spec, roles):
+            for slow in expand(slow_spec, roles):
+                if fast != slow and (fast, slow) not in [(f, s) for f, s, _ in out]:
+                    out.append((fast, slow, "rule"))
+    if not out:
+        out = [(lib, slow, "library") for lib in expand("library", roles) for slow in expand("naive", roles)]
+    return out

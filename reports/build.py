@@ -41,13 +41,101 @@ def _title(runs: pd.DataFrame, machine: str, what: str) -> str:
     return f"{what} — {machine}"
 
 
+VERDICT_COLUMNS = [
+    "machine",
+    "case",
+    "tier",
+    "technique_verdict",
+    "technique_evidence",
+    "notes_verdict",
+    "errata_count",
+    "errata",
+    "failed_tests",
+]
+
+
+def judge_all(
+    results: load.Results, table: pd.DataFrame, entries
+) -> dict[tuple[str, str], verdicts.Judgement]:
+    """The judging stage: one `Judgement` per machine × catalogue ID that machine's runs mention,
+    from the rule each run recorded (not today's code), the summary and the outcomes."""
+    rows, outcomes, runs = results.rows, results.outcomes, results.runs
+    known = {c.id: c for c in entries if c.declared}
+    ids = [e.id for e in entries]
+    seen = list(dict.fromkeys(list(rows["case"]) + list(outcomes["case"])))
+    rows_by = {k: g for k, g in rows.groupby(["machine", "case"], sort=False)}
+    sum_by = {k: g for k, g in table.groupby(["machine", "case"], sort=False)}
+    out_by = {k: g for k, g in outcomes.groupby(["machine", "case"], sort=False)}
+    empty_rows, empty_sum, empty_out = rows.iloc[:0], table.iloc[:0], outcomes.iloc[:0]
+    # A machine's runs written before errata had their own place (schema < 3) are judged as then.
+    modern = runs.groupby("machine")["schema_version"].min().ge(3).to_dict() if not runs.empty else {}
+    judged = {}
+    for machine in dict.fromkeys(runs["machine"]):
+        for case_id in ids + [c for c in seen if c not in ids]:
+            key = (machine, case_id)
+            if key not in rows_by and key not in out_by:
+                continue
+            as_measured = results.cases_of(machine).get(case_id, known.get(case_id))
+            judgement = verdicts.judge(
+                as_measured,
+                rows_by.get(key, empty_rows),
+                sum_by.get(key, empty_sum),
+                out_by.get(key, empty_out),
+                findings_count=modern.get(machine, True),
+            )
+            if case_id not in ids:
+                judgement = verdicts.Judgement(
+                    judgement.verdict,
+                    "unknown case: " + judgement.evidence,
+                    judgement.errors,
+                    judgement.errata,
+                )
+            judged[key] = judgement
+    return judged
+
+
+def verdicts_table(judged: dict, entries) -> pd.DataFrame:
+    """verdicts.csv: one row per machine × ID, the technique's verdict beside the notes' (an ID a
+    machine did not measure is listed as `not measured`, so every machine lists every ID)."""
+    tiers = {e.id: e.tier for e in entries}
+    machines = list(dict.fromkeys(m for m, _ in judged))
+    out = []
+    for machine in machines:
+        for case_id in list(tiers) + [c for m, c in judged if m == machine and c not in tiers]:
+            j = judged.get((machine, case_id)) or verdicts.Judgement(
+                verdicts.NOT_MEASURED, "not in these results"
+            )
+            out.append(
+                {
+                    "machine": machine,
+                    "case": case_id,
+                    "tier": tiers.get(case_id),
+                    "technique_verdict": j.verdict,
+                    "technique_evidence": j.evidence,
+                    "notes_verdict": j.notes_verdict,
+                    "errata_count": len(j.errata),
+                    "errata": " | ".join(f"{e.kind.value}: {e.quote} — {e.evidence}" for e in j.errata),
+                    "failed_tests": len(j.errors),
+                }
+            )
+    return pd.DataFrame(out, columns=VERDICT_COLUMNS)
+
+
 def build(paths, out: Path) -> Path:
     results = load.load(paths)
     rows, outcomes, runs = results.rows, results.outcomes, results.runs
     entries = catalogue_of(results)
     known = {c.id: c for c in entries if c.declared}
     machines = list(dict.fromkeys(runs["machine"]))
-    table = summary.build(rows, results.cases)
+    table = summary.build(rows, results.cases, results.pairs)
+    judged = judge_all(results, table, entries)
+    verdict_rows = verdicts_table(judged, entries)
+    # summary.csv carries both verdicts beside each comparison (a join, not a write into it).
+    table = table.merge(
+        verdict_rows[["machine", "case", "technique_verdict", "notes_verdict"]],
+        on=["machine", "case"],
+        how="left",
+    )
 
     ids = [e.id for e in entries]
     seen = list(dict.fromkeys(list(rows["case"]) + list(outcomes["case"])))
@@ -73,23 +161,18 @@ def build(paths, out: Path) -> Path:
             )
             for machine in machines:
                 key = (machine, case_id)
-                if key not in rows_by and key not in out_by:
+                if key not in judged:
                     continue
                 case_rows, case_sum = rows_by.get(key, empty_rows), sum_by.get(key, empty_sum)
-                # Judged by the rule recorded in that machine's runs, not by today's code.
                 as_measured = results.cases_of(machine).get(case_id, case)
-                judgement = verdicts.judge(as_measured, case_rows, case_sum, out_by.get(key, empty_out))
-                if case is None and entry is None:
-                    judgement = verdicts.Judgement(judgement.verdict, "unknown case: " + judgement.evidence)
-                view.judgements[machine] = judgement
+                view.judgements[machine] = judged[key]
                 case_out = out_by.get(key, empty_out)
                 checks = case_out[(case_out["kind"] == "check") & (case_out["evidence"].fillna("") != "")]
                 view.findings[machine] = list(
                     zip(checks["name"], checks["device"], checks["verdict"], checks["evidence"])
                 )
                 if not case_sum.empty:
-                    table.loc[case_sum.index, "verdict"] = judgement.verdict
-                    view.tables[machine] = case_sum[case_sum["against"].isin(["rule", "compiled"])]
+                    view.tables[machine] = case_sum[case_sum["against"].isin(["rule", "library", "compiled"])]
                     view.compile_findings[machine] = verdicts.compile_findings(
                         case_sum
                     ) + verdicts.not_compiled(as_measured, case_sum)
@@ -124,6 +207,7 @@ def build(paths, out: Path) -> Path:
 
         rows[load.COLUMNS].to_csv(tmp / "results.csv", index=False)
         table.to_csv(tmp / "summary.csv", index=False)
+        verdict_rows.to_csv(tmp / "verdicts.csv", index=False)
         (tmp / "index.html").write_text(
             html.page(views, unknown, runs, machines, overviews, rooflines), encoding="utf-8"
         )

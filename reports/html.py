@@ -15,6 +15,16 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 BADGE = {"holds": "#1a7f37", "fails": "#cf222e", "depends": "#9a6700", "not measured": "#6e7781"}
+LEGEND = (
+    "<p class=meta><b>Two verdicts per technique and machine.</b> Technique: "
+    "<b>holds</b> — correct against an independent truth and, where the notes claim a gain, the gain "
+    "shows beyond the machine's noise band (95% interval above 1 + δ, δ ≥ 5%); <b>fails</b> — a wrong "
+    "result, a slower way, or no measurable difference where the notes promise a gain; <b>depends</b> "
+    "— on hardware, version or size (named), or too noisy to tell on this machine; <b>not measured</b> "
+    "— with the reason. Notes: <b>correct</b>, or the errata found (typo, removed or deprecated API, "
+    "wrong default, wrong shape or formula, wrong statement); an erratum never decides the technique's "
+    "verdict. Comparisons marked (context) are a better way the catalogue adds; they decide nothing.</p>"
+)
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px;color:#1f2328}
@@ -25,7 +35,7 @@ th{background:#f6f8fa} .badge{color:#fff;border-radius:10px;padding:1px 8px;font
 section{border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;margin:12px 0}
 .meta{color:#57606a;font-size:12px} img{max-width:100%;display:block;margin:6px 0}
 .toc{columns:2;font-size:13px} .toc li{break-inside:avoid} code{font-size:12px}
-.errors{color:#9a3412} ul.errors{font-size:12px}
+.errors{color:#9a3412} ul.errors{font-size:12px} .warn{color:#9a6700}
 """
 
 
@@ -37,6 +47,11 @@ def esc(value) -> str:
 
 def badge(verdict: str) -> str:
     return f'<span class="badge" style="background:{BADGE.get(verdict, "#6e7781")}">{esc(verdict)}</span>'
+
+
+def notes_badge(notes_verdict: str) -> str:
+    colour = "#1a7f37" if notes_verdict == "correct" else "#8250df"
+    return f'<span class="badge" style="background:{colour}">notes: {esc(notes_verdict)}</span>'
 
 
 def img(png: bytes | None, alt: str) -> str:
@@ -72,19 +87,33 @@ def _summary_table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return ""
     head = (
-        "<tr><th>size</th><th>dtype</th><th>device</th><th>fast ÷ slow</th><th>fast median</th>"
-        "<th>slow median</th><th>speedup [95% CI]</th><th>memory ratio (slow ÷ fast)</th></tr>"
+        "<tr><th>size</th><th>dtype</th><th>device</th><th>compared (faster? ÷ baseline)</th>"
+        "<th>its median</th><th>baseline median</th><th>speed-up: baseline ÷ it [95% CI]</th>"
+        "<th>what it says</th><th>memory ratio (baseline ÷ it)</th><th>how sure</th></tr>"
     )
     body = []
     for r in frame.itertuples():
         ci = f" [{fmt(r.ci_low)}, {fmt(r.ci_high)}]" if math.isfinite(r.ci_low) else ""
+        kind = {"library": " (context)", "compiled": " (torch.compile)"}.get(r.against, "")
+        quality = getattr(r, "quality", "") or ""
+        sure = f'<span class="warn">{esc(quality)}</span>' if quality else "paired rounds, quiet"
         body.append(
             f"<tr><td>{esc(r.size_label)}</td><td>{esc(r.dtype)}</td><td>{esc(r.device)}</td>"
-            f"<td>{esc(r.fast)} ÷ {esc(r.slow)}</td><td>{fmt(r.fast_median_s * 1e3)} ms</td>"
+            f"<td>{esc(r.fast)} vs {esc(r.slow)}{kind}</td><td>{fmt(r.fast_median_s * 1e3)} ms</td>"
             f"<td>{fmt(r.slow_median_s * 1e3)} ms</td><td>{fmt(r.speedup)}×{ci}</td>"
-            f"<td>{fmt(r.memory_ratio)}</td></tr>"
+            f"<td>{esc(getattr(r, 'gain', ''))}</td><td>{fmt(r.memory_ratio)}</td><td>{sure}</td></tr>"
         )
     return f"<table>{head}{''.join(body)}</table>"
+
+
+def _errata(j) -> str:
+    if not j.errata:
+        return f"<p>{notes_badge(j.notes_verdict)} the notes as written: no erratum found by the checks</p>"
+    items = "".join(
+        f"<li><b>{esc(e.kind.value)}</b>: <code>{esc(e.quote)}</code> — {esc(e.evidence)}</li>"
+        for e in j.errata
+    )
+    return f"<p>{notes_badge(j.notes_verdict)} the notes as written:</p><ul>{items}</ul>"
 
 
 def _section(view: CaseView, machines: list[str], css_class: str) -> str:
@@ -106,7 +135,8 @@ def _section(view: CaseView, machines: list[str], css_class: str) -> str:
         if machine not in view.judgements:
             continue
         j = view.judgements[machine]
-        parts.append(f"<h4>{esc(machine)}</h4><p>{badge(j.verdict)} {esc(j.evidence)}</p>")
+        parts.append(f"<h4>{esc(machine)}</h4><p>technique: {badge(j.verdict)} {esc(j.evidence)}</p>")
+        parts.append(_errata(j))
         if j.errors:
             shown = j.errors[:5]
             more = f"<li>… and {len(j.errors) - len(shown)} more</li>" if len(j.errors) > len(shown) else ""
@@ -172,6 +202,8 @@ def _headline(views: list[CaseView], machines: list[str], runs: pd.DataFrame) ->
             v.judgements[machine].verdict if machine in v.judgements else "not measured" for v in views
         ]
         counts = ", ".join(f"{verdicts.count(k)} {k}" for k in VERDICT_ORDER)
+        with_errata = sum(1 for v in views if machine in v.judgements and v.judgements[machine].errata)
+        counts += f"; notes: {with_errata} with errata"
         errors = [(v.id, e) for v in views if machine in v.judgements for e in v.judgements[machine].errors]
         failed = (
             f"; <b class=errors>{len(errors)} failed test(s) in {len({c for c, _ in errors})} case(s)</b>"
@@ -186,7 +218,7 @@ def _headline(views: list[CaseView], machines: list[str], runs: pd.DataFrame) ->
             if not partial.empty
             else ""
         )
-        lines.append(f"<li>{esc(machine)}: {counts} (= {len(verdicts)}){failed}{cut}</li>")
+        lines.append(f"<li>{esc(machine)}: technique {counts} (= {len(verdicts)} IDs){failed}{cut}</li>")
     return f'<ul class="headline">{"".join(lines)}</ul>'
 
 
@@ -202,7 +234,10 @@ def page(
     for tier in (1, 2, 3):
         items = []
         for v in (v for v in views if v.tier == tier):
-            badges = " ".join(badge(j.verdict) for j in v.judgements.values()) or badge("not measured")
+            badges = " ".join(
+                badge(j.verdict) + " " + notes_badge(j.notes_verdict) for j in v.judgements.values()
+            )
+            badges = badges or badge("not measured")
             items.append(f'<li><a href="#{esc(v.id)}"><code>{esc(v.id)}</code></a> {badges}</li>')
         toc.append(f"<h3>Tier {tier}</h3><ul class=toc>{''.join(items)}</ul>")
     if unknown:
@@ -219,8 +254,10 @@ def page(
         "<title>Technique suite report</title>",
         f"<style>{CSS}</style></head><body>",
         "<h1>PyTorch technique suite: report</h1>",
-        f"<p>{len(views)} catalogue IDs. Speedups are within one machine (runs pooled), medians of "
-        "per-round times, 95% bootstrap CIs.</p>",
+        f"<p>{len(views)} catalogue IDs. Speed-ups are within one machine (runs pooled): the median of "
+        "the ratios of rounds timed side by side, with its 95% interval; comparisons flagged "
+        "<i>unpaired</i> were timed apart.</p>",
+        LEGEND,
         _headline(views, machines, runs),
         "<h2>Machines</h2>",
         _machines_table(runs),

@@ -5,7 +5,10 @@ Three tables come out of a set of files (`Results`):
 * ``rows`` — one row per case × variant × size × dtype × device × run, columns in the field order
   of `ResultRow` (that order *is* the documented column order of results.csv), plus a ``data``
   column holding each row's per-round times (numpy arrays, never written to CSV);
-* ``outcomes`` — every suite test's outcome (passed/failed/skipped, reason, finding) per run;
+* ``outcomes`` — every suite test's outcome (passed/failed/skipped, reason, finding and the
+  notes' errata it found) per run;
+* ``pairs`` — every pair timed side by side (harness.record.PairTiming), with both sides'
+  per-round times (``fast_data``, ``slow_data``: numpy arrays, never written to CSV);
 * ``runs`` — one row per file: machine label, versions, profile, ceilings, whether it is partial;
 * ``cases`` — per machine, the declarations the runs recorded (claim, tier, rule): a file is judged
   by the rules it was measured under (`harness.record`).
@@ -19,6 +22,7 @@ never mixed in one speedup either.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from dataclasses import dataclass, field, fields
@@ -76,6 +80,25 @@ class ResultRow:
 
 
 COLUMNS = [f.name for f in fields(ResultRow)]
+PAIR_COLUMNS = [
+    "machine",
+    "run",
+    "case",
+    "part",
+    "fast",
+    "slow",
+    "against",
+    "size_label",
+    "x_name",
+    "x",
+    "dtype",
+    "device",
+    "identical",
+    "noise_floor",
+    "busy",
+    "fast_data",
+    "slow_data",
+]
 NOISY_SPREAD = 0.10
 
 _CEILING_KEY = {"float32": "fp32_flops", "bfloat16": "bf16_flops", "float16": "fp16_flops"}
@@ -87,6 +110,7 @@ class Results:
     outcomes: pd.DataFrame
     runs: pd.DataFrame
     cases: dict[str, dict[str, record.CaseInfo]] = field(default_factory=dict)  # machine → ID → as recorded
+    pairs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PAIR_COLUMNS))
 
     def cases_of(self, machine: str | None = None) -> dict[str, record.CaseInfo]:
         """The declarations of one machine's runs, or of every run (later files win)."""
@@ -99,16 +123,16 @@ class Results:
 
 
 def collect_paths(args) -> list[Path]:
-    """Files and folders (searched recursively for *.json) → the JSON files, sorted."""
+    """Files and folders (searched recursively for *.json and *.json.gz) → the files, sorted."""
     if not args:
         raise ResultsError("no results given: pass JSON files or folders of them")
     paths: list[Path] = []
     for arg in args:
         path = Path(arg)
         if path.is_dir():
-            found = sorted(path.rglob("*.json"))
+            found = sorted([*path.rglob("*.json"), *path.rglob("*.json.gz")])
             if not found:
-                raise ResultsError(f"{path}: folder holds no .json results")
+                raise ResultsError(f"{path}: folder holds no .json or .json.gz results")
             paths.extend(found)
         elif path.is_file():
             paths.append(path)
@@ -118,9 +142,14 @@ def collect_paths(args) -> list[Path]:
 
 
 def read_json(path: Path) -> dict:
+    """A results document; gzip-compressed (a committed reference run, ``.json.gz``) or not, told
+    by its first bytes rather than its name."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile) as exc:
         raise ResultsError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
     if not text.strip():
         raise ResultsError(f"{path}: empty file")
@@ -218,7 +247,7 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
 
 def load(args) -> Results:
     paths = collect_paths(args)
-    rows, datas, outcomes, runs = [], [], [], []
+    rows, datas, outcomes, runs, pairs = [], [], [], [], []
     cases: dict[str, dict[str, record.CaseInfo]] = {}
     names = {}
     for path in paths:
@@ -276,7 +305,31 @@ def load(args) -> Results:
                     error_type=o.error_type,
                     verdict=o.finding.verdict.value if o.finding and o.finding.verdict else None,
                     evidence=o.finding.evidence if o.finding else "",
+                    errata=tuple(o.finding.errata) if o.finding else (),
                     nodeid=o.nodeid,
+                )
+            )
+        for p in suite_part.pairs:
+            x_name = p.x or (next(iter(p.size)) if p.size else "")
+            pairs.append(
+                dict(
+                    machine=run["machine"],
+                    run=name,
+                    case=p.case,
+                    part=p.part,
+                    fast=p.fast,
+                    slow=p.slow,
+                    against=p.against,
+                    size_label=p.size_label,
+                    x_name=x_name,
+                    x=_num(p.size.get(x_name)),
+                    dtype=p.dtype,
+                    device=p.device,
+                    identical=p.identical,
+                    noise_floor=_num(p.noise_floor),
+                    busy=(p.load or {}).get("busy") or "",
+                    fast_data=np.asarray(p.fast_s, dtype=float),
+                    slow_data=np.asarray(p.slow_s, dtype=float),
                 )
             )
     table = pd.DataFrame(rows, columns=COLUMNS)
@@ -296,6 +349,13 @@ def load(args) -> Results:
         "error_type",
         "verdict",
         "evidence",
+        "errata",
         "nodeid",
     ]
-    return Results(table, pd.DataFrame(outcomes, columns=out_cols), pd.DataFrame(runs), cases)
+    return Results(
+        table,
+        pd.DataFrame(outcomes, columns=out_cols),
+        pd.DataFrame(runs),
+        cases,
+        pd.DataFrame(pairs, columns=PAIR_COLUMNS),
+    )

@@ -1,8 +1,13 @@
 """summary.csv: per machine × case × size × dtype × device, the speedup of each fast variant over
 each slow one (the pairs the case's rule names, and the optimized variants over the library's),
-with a 95% bootstrap CI from the per-round timings, and the memory ratio.
+with its 95% interval, what that interval says against the machine's band of noise (`gain`), the
+memory ratio, and the flags that say how far to trust the number (`quality`).
 
-Runs of one machine are pooled (their rounds concatenated); machines are never mixed.
+Where the run timed the pair side by side (``pairs``, harness.record.PairTiming) the speed-up is
+the median of the paired rounds' ratios (harness.gain.paired_ratio); otherwise (files older than
+schema 3, compiled and library comparisons) the ratio of the two variants' medians with a
+bootstrap interval over rounds taken apart, flagged ``unpaired``. Runs of one machine are pooled
+(their rounds concatenated, pairs kept paired); machines are never mixed.
 """
 
 from __future__ import annotations
@@ -12,11 +17,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from harness import rules
+from harness import gain, rules
 from harness.record import compiled_source
 from reports import stats
-
-ROLES = ("naive", "optimized", "library", "compiled")
 
 SUMMARY_COLUMNS = [
     "machine",
@@ -41,43 +44,12 @@ SUMMARY_COLUMNS = [
     "fast_peak_bytes",
     "slow_peak_bytes",
     "memory_ratio",
-    "verdict",
+    "paired",
+    "delta",
+    "gain",
+    "identical",
+    "quality",
 ]
-
-
-def speed_rules(rule):
-    """The Faster/NotFaster rules inside a rule (AllOf nests them)."""
-    if isinstance(rule, (rules.Faster, rules.NotFaster)):
-        yield rule
-    elif isinstance(rule, rules.AllOf):
-        for inner in rule.rules:
-            yield from speed_rules(inner)
-
-
-def memory_rules(rule):
-    """The Lighter rules inside a rule (AllOf nests them)."""
-    if isinstance(rule, rules.Lighter):
-        yield rule
-    elif isinstance(rule, rules.AllOf):
-        for inner in rule.rules:
-            yield from memory_rules(inner)
-
-
-def rule_pairs(case) -> list[tuple[str, str]]:
-    """(fast, slow) names or roles the case's claim compares: its speed rules' pairs, else its
-    memory rules' (light, heavy) pairs — a case whose variants are different models must not be
-    paired across models — and by default optimized over naive."""
-    rule = getattr(case, "verdict", None) if case is not None else None
-    pairs = [(r.fast, r.slow) for r in speed_rules(rule)]
-    pairs = pairs or [(r.light, r.heavy) for r in memory_rules(rule)]
-    return pairs or [("optimized", "naive")]
-
-
-def expand(spec: str, roles: dict[str, str]) -> list[str]:
-    """A variant name, or a role meaning every variant with that role (in ``roles``: name → role)."""
-    if spec in ROLES:
-        return [name for name, role in roles.items() if role == spec]
-    return [spec] if spec in roles else []
 
 
 class Group:
@@ -91,28 +63,14 @@ class Group:
 
     def pairs(self, case) -> list[tuple[str, str, str]]:
         """(fast, slow, against) for the rule's pairs, then each fast variant over the library."""
-        out: list[tuple[str, str, str]] = []
-        specs = rule_pairs(case)
-        if not any(expand(f, self.roles) and expand(s, self.roles) for f, s in specs):
-            specs = [("optimized", "naive")]  # the rule names variants these results lack (renamed?)
-        for fast_spec, slow_spec in specs:
-            for fast in expand(fast_spec, self.roles):
-                for slow in expand(slow_spec, self.roles):
-                    if fast != slow and (fast, slow) not in [(f, s) for f, s, _ in out]:
-                        out.append((fast, slow, "rule"))
-        if not out:  # a case timing the notes' way against only the library's (no "optimized")
-            out = [
-                (lib, slow, "library")
-                for lib in expand("library", self.roles)
-                for slow in expand("naive", self.roles)
-            ]
+        out = rules.compared_pairs(getattr(case, "verdict", None) if case is not None else None, self.roles)
         for fast in {f for f, _, _ in out}:
-            for lib in expand("library", self.roles):
+            for lib in rules.expand("library", self.roles):
                 if lib != fast and (fast, lib) not in [(f, s) for f, s, _ in out]:
                     out.append((fast, lib, "library"))
         # torch.compile of the naive way: compiled vs naive, and the trick vs the compiled naive.
-        naive = expand("naive", self.roles)
-        for comp in expand("compiled", self.roles):
+        naive = rules.expand("naive", self.roles)
+        for comp in rules.expand("compiled", self.roles):
             source = compiled_source(comp, naive)
             if source is None:
                 continue
@@ -158,13 +116,65 @@ def groups(rows: pd.DataFrame) -> list[Group]:
     return list(out.values())
 
 
-def build(rows: pd.DataFrame, cases: dict) -> pd.DataFrame:
-    """``cases``: machine → case ID → declaration (harness.record.CaseInfo), as each run recorded."""
+PAIR_KEYS = ["machine", "case", "size_label", "dtype", "device", "fast", "slow"]
+
+
+def pooled_pairs(pairs: pd.DataFrame | None) -> dict[tuple, dict]:
+    """Per machine × case × size × dtype × device × (fast, slow): the paired rounds of every run
+    pooled (each run's rounds stay paired), the largest noise floor any run measured, whether any
+    run was busy, and whether every run saw bitwise-identical outputs."""
+    if pairs is None or pairs.empty:
+        return {}
+    out = {}
+    for key, part in pairs.groupby(PAIR_KEYS, sort=False):
+        floors = part["noise_floor"].astype(float)
+        identical = part["identical"].tolist()
+        out[key] = {
+            "fast": np.concatenate(list(part["fast_data"])),
+            "slow": np.concatenate(list(part["slow_data"])),
+            "noise_floor": float(floors.max()) if floors.notna().any() else None,
+            "busy": "; ".join(b for b in dict.fromkeys(part["busy"]) if b),
+            "identical": all(v is True for v in identical) if identical else None,
+        }
+    return out
+
+
+def quality(paired: bool, rounds: int, busy: str, delta: float) -> str:
+    """The flags a number carries to wherever it is shown: why it may not be what it seems."""
+    flags = []
+    if not paired:
+        flags.append("unpaired: the two sides were timed apart")
+    if rounds < gain.MIN_PAIRS:
+        flags.append(f"{rounds} rounds: too few for an interval")
+    if busy:
+        flags.append(f"busy machine ({busy})")
+    if delta > gain.DELTA_FLOOR:
+        flags.append(f"noise floor {delta:.0%}: only gains beyond ±{delta:.0%} are told apart")
+    return "; ".join(flags)
+
+
+def build(rows: pd.DataFrame, cases: dict, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``cases``: machine → case ID → declaration (harness.record.CaseInfo), as each run recorded;
+    ``pairs``: the pairs timed side by side (reports.load.Results.pairs)."""
+    paired_data = pooled_pairs(pairs)
     out = []
     for group in groups(rows):
         case = cases.get(group.key["machine"], {}).get(group.key["case"])
+        key = tuple(group.key[k] for k in PAIR_KEYS[:5])
         for fast, slow, against in group.pairs(case):
-            speedup, lo, hi = stats.ratio_of_medians(group.data[slow], group.data[fast])
+            together = paired_data.get((*key, fast, slow))
+            if together is not None:
+                ratio = gain.paired_ratio(together["slow"], together["fast"])
+                speedup, lo, hi, rounds = ratio.point, ratio.low, ratio.high, ratio.n
+                band, busy, identical = (
+                    gain.delta(together["noise_floor"]),
+                    together["busy"],
+                    together["identical"],
+                )
+            else:
+                speedup, lo, hi = stats.ratio_of_medians(group.data[slow], group.data[fast])
+                rounds = min(group.data[slow].size, group.data[fast].size)
+                band, busy, identical = gain.delta(None), "", None
             fp, sp = group.peak[fast], group.peak[slow]
             out.append(
                 {
@@ -182,7 +192,11 @@ def build(rows: pd.DataFrame, cases: dict) -> pd.DataFrame:
                     "fast_peak_bytes": fp,
                     "slow_peak_bytes": sp,
                     "memory_ratio": sp / fp if fp > 0 else math.nan,
-                    "verdict": "",
+                    "paired": together is not None,
+                    "delta": band,
+                    "gain": gain.classify(gain.Ratio(speedup, lo, hi), band).value,
+                    "identical": identical,
+                    "quality": quality(together is not None, rounds, busy, band),
                 }
             )
     return pd.DataFrame(out, columns=SUMMARY_COLUMNS)

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from harness import rules
+from harness import gain, rules
 from harness.record import Verdict
-from reports.summary import expand
 
 HOLDS, FAILS, DEPENDS, NOT_MEASURED = (v.value for v in Verdict)
 
@@ -26,6 +25,14 @@ class Judgement:
     verdict: str
     evidence: str
     errors: tuple[str, ...] = ()  # the failed suite tests, one line each with the message
+    errata: tuple = ()  # harness.record.Erratum: the notes as written, apart from the verdict
+
+    @property
+    def notes_verdict(self) -> str:
+        """The second verdict: the notes as written."""
+        if not self.errata:
+            return "correct"
+        return f"{len(self.errata)} {'erratum' if len(self.errata) == 1 else 'errata'}"
 
 
 def combine(parts: list[Judgement], joiner: str = "; ") -> Judgement:
@@ -75,50 +82,110 @@ def _ci(row) -> str:
 
 
 def _speed_rows(rule, summary: pd.DataFrame, roles: dict) -> pd.DataFrame:
-    fast, slow = set(expand(rule.fast, roles)), set(expand(rule.slow, roles))
+    fast, slow = set(rules.expand(rule.fast, roles)), set(rules.expand(rule.slow, roles))
     return summary[summary["fast"].isin(fast) & summary["slow"].isin(slow)]
+
+
+def _noisy(row) -> str:
+    """Why a pair's band is wider than the catalogue's 5%, or "" where it is not."""
+    why = [
+        q for q in str(getattr(row, "quality", "") or "").split("; ") if q.startswith(("busy", "noise floor"))
+    ]
+    return "; ".join(why)
+
+
+def speed_judgement(row, premise: str = "", min_speedup: float = 1.0) -> Judgement:
+    """One pair at one size, by the catalogue's policy (harness.gain): faster only when the whole
+    interval clears 1 + δ; "no measurable difference" inside ±δ fails a claim of a gain, unless
+    the band was widened by the machine's own noise (then it cannot tell: depends); an interval
+    across an edge of the band is too noisy to tell: depends, never a coin toss."""
+    delta = float(getattr(row, "delta", gain.DELTA_FLOOR) or gain.DELTA_FLOOR)
+    where = f"{row.fast} vs {row.slow} at {row.size_label} {row.dtype} {row.device}: {_ci(row)}"
+    band = f"±{delta:.0%}"
+    verdict = (
+        getattr(row, "gain", None) or gain.classify(gain.Ratio(row.speedup, row.ci_low, row.ci_high)).value
+    )
+    if premise and getattr(row, "identical", None) is True:
+        return Judgement(
+            DEPENDS,
+            f"{where}: the two ways gave bitwise-identical results here, so they ran one computation: "
+            f"the claim's premise ({premise}) is absent on this machine",
+        )
+    if verdict == gain.Gain.FASTER.value:
+        if not row.ci_low > min_speedup:
+            return Judgement(DEPENDS, f"{where}: faster, but not surely by the claimed {min_speedup:g}×")
+        return Judgement(HOLDS, f"{where}, faster beyond the {band} band")
+    if verdict == gain.Gain.SLOWER.value:
+        return Judgement(FAILS, f"{where}: slower, beyond the {band} band")
+    if verdict == gain.Gain.SAME.value:
+        noisy = _noisy(row)
+        if noisy:
+            return Judgement(
+                DEPENDS,
+                f"{where}: no measurable difference within {band}, a band this wide because of {noisy}",
+            )
+        return Judgement(FAILS, f"{where}: no measurable difference (inside {band})")
+    return Judgement(DEPENDS, f"{where}: too noisy to tell (the interval crosses the {band} band)")
+
+
+def where_it_turns(picked: pd.DataFrame) -> list[str]:
+    """Per device × dtype × part × pair measured at several sizes: the sizes at which the answer
+    changes ("faster from d=512; no measurable difference at d=64")."""
+    lines = []
+    if picked.empty or "gain" not in picked:
+        return lines
+    for (device, dtype, part, fast, slow), rows in picked.groupby(
+        ["device", "dtype", "part", "fast", "slow"], sort=False, dropna=False
+    ):
+        rows = rows.sort_values("x", kind="stable")
+        gains = list(rows["gain"])
+        if len(gains) < 2 or len(set(gains)) < 2:
+            continue
+        x_name = rows["x_name"].iloc[0]
+        steps = [f"{g} at {x_name}={x:g}" for g, x in zip(gains, rows["x"])]
+        lines.append(
+            f"{fast} vs {slow} ({dtype} {device}{' ' + part if part else ''}) turns with size: "
+            + ", ".join(steps)
+        )
+    return lines
 
 
 def faster(rule: rules.Faster, summary, rows, roles) -> Judgement:
     picked = _speed_rows(rule, summary, roles)
     if picked.empty:
         return Judgement(NOT_MEASURED, f"no timings of {rule.fast} and {rule.slow} together")
-    parts = []
-    for row in _largest(picked).itertuples():
-        where = f"{row.fast} vs {row.slow} at {row.size_label} {row.dtype} {row.device}: {_ci(row)}"
-        if not math.isnan(row.ci_low) and row.ci_low > rule.min_speedup:
-            parts.append(Judgement(HOLDS, where))
-        elif not math.isnan(row.ci_high) and row.ci_high < 1:
-            parts.append(Judgement(FAILS, where))
-        else:
-            parts.append(Judgement(DEPENDS, where))
-    return combine(parts)
+    parts = [speed_judgement(row, rule.premise, rule.min_speedup) for row in _largest(picked).itertuples()]
+    judged = combine(parts)
+    turns = where_it_turns(picked)
+    return Judgement(judged.verdict, "; ".join([judged.evidence, *turns]))
 
 
 def not_faster(rule: rules.NotFaster, summary, rows, roles) -> Judgement:
+    """ "Not necessarily faster" holds where the gain does not show at some measured point (no
+    measurable difference, or slower); fails where it is faster everywhere; a point too noisy to
+    tell cannot settle it either way."""
     picked = _speed_rows(rule, summary, roles)
     if picked.empty:
         return Judgement(NOT_MEASURED, f"no timings of {rule.fast} and {rule.slow} together")
-    not_faster_at = picked[~(picked["ci_low"] > 1)]
-    # itertuples, not iloc: a Series row's `.dtype` is the Series' own dtype, not the column.
-    if not not_faster_at.empty:
-        row = next(not_faster_at.sort_values("speedup").itertuples())
+    judged = [(speed_judgement(row), row) for row in picked.itertuples()]
+    not_faster_at = [(j, r) for j, r in judged if r.gain in (gain.Gain.SAME.value, gain.Gain.SLOWER.value)]
+    if not_faster_at:
+        j, row = min(not_faster_at, key=lambda jr: jr[1].speedup)
+        return Judgement(HOLDS, f"{rule.fast} not faster than {rule.slow}: {j.evidence}")
+    if all(j.verdict == HOLDS for j, _ in judged):
+        row = min((r for _, r in judged), key=lambda r: r.ci_low)
         return Judgement(
-            HOLDS,
-            f"{row.fast} not faster than {row.slow} at {row.size_label} {row.dtype} {row.device}: {_ci(row)}",
+            FAILS,
+            f"{rule.fast} faster than {rule.slow} everywhere measured; least at "
+            f"{row.size_label} {row.dtype} {row.device}: {_ci(row)}",
         )
-    row = next(picked.sort_values("ci_low").itertuples())
-    return Judgement(
-        FAILS,
-        f"{rule.fast} faster than {rule.slow} everywhere measured; least at "
-        f"{row.size_label} {row.dtype} {row.device}: {_ci(row)}",
-    )
+    return Judgement(DEPENDS, "; ".join(j.evidence for j, _ in judged if j.verdict == DEPENDS))
 
 
 def _peak_pairs(light_spec: str, heavy_spec: str, rows: pd.DataFrame, roles: dict, largest_only: bool):
     """(ratio heavy/light, evidence) for each light × heavy variant pair measured together, at the
     largest such size of each device × dtype, or at every size."""
-    light, heavy = expand(light_spec, roles), expand(heavy_spec, roles)
+    light, heavy = rules.expand(light_spec, roles), rules.expand(heavy_spec, roles)
     picked = rows[rows["variant"].isin(light + heavy) & rows["peak_bytes"].notna()]
     peaks = (
         picked.groupby(["device", "dtype", "size_label", "variant"], sort=False)
@@ -151,9 +218,21 @@ def _peak_pairs(light_spec: str, heavy_spec: str, rows: pd.DataFrame, roles: dic
                         )
 
 
+def memory_judgement(ratio: float, where: str, min_ratio: float = 1.0) -> Judgement:
+    """A peak-memory ratio (heavy ÷ light) by the same policy as a speed-up: lighter only beyond
+    the 5% band (and beyond the rule's own `min_ratio`); inside it, no measurable difference. A
+    peak is counted, not sampled, so the band is the catalogue's floor, not a noise floor."""
+    up = max(1.0 + gain.DELTA_FLOOR, min_ratio)
+    if ratio > up:
+        return Judgement(HOLDS, f"{where}: lighter beyond the ±{gain.DELTA_FLOOR:.0%} band")
+    if ratio < 1.0 / (1.0 + gain.DELTA_FLOOR):
+        return Judgement(FAILS, f"{where}: heavier")
+    return Judgement(FAILS, f"{where}: no measurable difference in peak memory")
+
+
 def lighter(rule: rules.Lighter, summary, rows, roles) -> Judgement:
     parts = [
-        Judgement(HOLDS if ratio > rule.min_ratio else FAILS, where)
+        memory_judgement(ratio, where, rule.min_ratio)
         for ratio, where in _peak_pairs(rule.light, rule.heavy, rows, roles, largest_only=True)
     ]
     if not parts:
@@ -217,23 +296,56 @@ def skip_reasons(outcomes: pd.DataFrame) -> str:
     return "; ".join(reasons[:3]) + ("; …" if len(reasons) > 3 else "")
 
 
-def judge(case, rows: pd.DataFrame, summary: pd.DataFrame, outcomes: pd.DataFrame) -> Judgement:
+def judge(
+    case, rows: pd.DataFrame, summary: pd.DataFrame, outcomes: pd.DataFrame, findings_count: bool = True
+) -> Judgement:
     """The verdict for one case on one machine (all frames already filtered to both), with the
-    failed tests beside it."""
+    failed tests and the notes' errata beside it. `findings_count`: every check's finding is a
+    part of the claim beside the rule (results of schema 3 and later, whose findings keep the
+    notes' errata apart); False for older files, judged by their rule alone as they were then
+    (their findings mixed errata into the verdict)."""
     failed = outcomes[outcomes["outcome"] == "failed"]
     errors = tuple(
         " ".join(f"{r.name or r.kind} {r.size_label} {r.dtype} {r.device}".split())
         + f" failed: {r.reason[:300]}"
         for r in failed.itertuples()
     )
+    errata = errata_of(outcomes)
     if rows.empty and not (outcomes["outcome"] == "passed").any():
         why = "every test failed" if errors and not (outcomes["outcome"] == "skipped").any() else ""
-        return Judgement(NOT_MEASURED, skip_reasons(outcomes) or why or "no results on this machine", errors)
+        return Judgement(
+            NOT_MEASURED, skip_reasons(outcomes) or why or "no results on this machine", errors, errata
+        )
     roles = dict(zip(rows["variant"], rows["role"]))
-    judgement = evaluate(default_rule(case, rows), summary, rows, outcomes, roles)
+    rule = default_rule(case, rows)
+    judgement = evaluate(rule, summary, rows, outcomes, roles)
+    if findings_count and not _reads_findings(rule):
+        # One policy for every ID: each check's finding on the technique counts beside the
+        # timed claim, as a part of the claim (any part fails: fails), whatever the rule.
+        found = from_findings(rules.FromFindings(), outcomes)
+        if found.verdict != NOT_MEASURED:
+            judgement = all_of([judgement, found]) if judgement.verdict != NOT_MEASURED else found
     if judgement.verdict == NOT_MEASURED and not judgement.evidence:
-        return Judgement(NOT_MEASURED, skip_reasons(outcomes) or "no results on this machine", errors)
-    return Judgement(judgement.verdict, judgement.evidence, errors)
+        return Judgement(NOT_MEASURED, skip_reasons(outcomes) or "no results on this machine", errors, errata)
+    return Judgement(judgement.verdict, judgement.evidence, errors, errata)
+
+
+def _reads_findings(rule) -> bool:
+    if isinstance(rule, rules.FromFindings):
+        return True
+    return isinstance(rule, rules.AllOf) and any(_reads_findings(r) for r in rule.rules)
+
+
+def errata_of(outcomes: pd.DataFrame) -> tuple:
+    """The notes' errata the case's passed checks found, each once (by kind and quote), in the
+    order found: the second verdict, which never decides the first."""
+    if "errata" not in outcomes:
+        return ()
+    found = {}
+    for errata in outcomes.loc[outcomes["outcome"] == "passed", "errata"]:
+        for erratum in errata or ():
+            found.setdefault((erratum.kind, erratum.quote), erratum)
+    return tuple(found.values())
 
 
 CLOSE_ENOUGH = 1.10  # compiled within 10% of the optimized way's time: the gap is closed

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness import ceilings
+from harness import ceilings, noise
 from suite import options, plan
 from suite.recorder import recorder
 
@@ -22,6 +22,9 @@ def pytest_generate_tests(metafunc):
         if predicate is not None:
             points = [p for p in points if predicate(p)]
         metafunc.parametrize("variant_point", points, ids=[p.id for p in points])
+    if "pair_point" in metafunc.fixturenames:
+        points = plan.pair_points(metafunc.config.getoption("--profile"), devices)
+        metafunc.parametrize("pair_point", points, ids=[p.id for p in points])
     if "check_point" in metafunc.fixturenames:
         points = plan.check_points(devices)
         metafunc.parametrize("check_point", points, ids=[p.id for p in points])
@@ -49,3 +52,17 @@ def machine_ceilings(request):
         return recorded.get(torch.device(device).type, ({}, {}))[0]
 
     return ceilings_for
+
+
+@pytest.fixture(scope="session")
+def noise_floor(request):
+    """`floor_for(device)`: the machine's A/A noise floor on `device` (harness.noise), measured the
+    first time a pair asks and kept in the run's record beside the ceilings."""
+    measured = recorder(request.config).noise_floors
+
+    def floor_for(device: str) -> float | None:
+        if device not in measured:
+            measured[device] = noise.measured(device)
+        return measured[device]["floor"]
+
+    return floor_for

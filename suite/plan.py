@@ -20,7 +20,7 @@ import torch
 
 from cases import all_cases, get_case
 from cases.spec import Case, Check, Comparison, Role, Size, Variant, dtype_name, size_label
-from harness import compiled, measure, record
+from harness import compiled, measure, record, rules
 from suite import options
 
 
@@ -101,6 +101,68 @@ class VariantPoint:
             described["part"] = self.part
         if self.timing != "warm":  # warm points keep the original description
             described["timing_mode"] = self.timing
+        return described
+
+
+@dataclass(frozen=True, eq=False)
+class PairPoint:
+    """Two variants of one comparison at one size, dtype and device, timed side by side (rounds
+    alternating between them, harness.interleave): the point a verdict's speed-up is read from.
+    ``fast``/``slow`` are the names the case's rule gives the sides (harness.rules.compared_pairs);
+    each side is also a `VariantPoint` (its inputs, oracle and tolerance)."""
+
+    case: Case
+    fast: str
+    slow: str
+    size: Size
+    dtype: torch.dtype
+    device: str
+    part: str = ""
+    against: str = "rule"
+
+    def side(self, name: str) -> VariantPoint:
+        return VariantPoint(self.case, name, self.size, self.dtype, self.device, part=self.part)
+
+    @property
+    def sides(self) -> tuple[VariantPoint, VariantPoint]:
+        return self.side(self.fast), self.side(self.slow)
+
+    @property
+    def comparison(self) -> Comparison:
+        return self.case.parts[self.part] if self.part else self.case
+
+    @property
+    def size_label(self) -> str:
+        return self.side(self.fast).size_label
+
+    @property
+    def requires(self):
+        fast, slow = self.sides
+        return tuple(dict.fromkeys(fast.requires + slow.requires))
+
+    @property
+    def id(self) -> str:
+        parts = (
+            self.case.id,
+            self.part,
+            f"{self.fast}-vs-{self.slow}",
+            size_label(self.size),
+            dtype_name(self.dtype),
+        )
+        return "-".join(p for p in parts if p) + f"-{self.device}"
+
+    def describe(self) -> dict:
+        described = {
+            "case": self.case.id,
+            "kind": "pair",
+            "variant": f"{self.fast}/{self.slow}",
+            "size": dict(self.size),
+            "size_label": self.size_label,
+            "dtype": dtype_name(self.dtype),
+            "device": self.device,
+        }
+        if self.part:
+            described["part"] = self.part
         return described
 
 
@@ -267,6 +329,25 @@ def variant_points(profile: str, devices, compile_scope: str = "auto", capacity=
                                 points.append(VariantPoint(case, name, size, dtype, device, part=part))
                                 if variant.role is Role.COMPILED:
                                     compiled_on.add((name, device))
+    return points
+
+
+def pair_points(profile: str, devices) -> list[PairPoint]:
+    """Every pair a comparison's timings are read as (its rule's, else optimized or library over
+    naive: harness.rules.compared_pairs) at every size, dtype and device both sides run in:
+    where the gain turns with size, every size says so."""
+    points = []
+    for case in all_cases():
+        rule = case.verdict or (rules.Faster() if case.variants else rules.FromFindings())
+        for part, comparison in case.comparisons().items():
+            roles = {name: v.role.value for name, v in comparison.variants.items()}
+            for fast, slow, against in rules.compared_pairs(rule, roles):
+                a, b = comparison.variants[fast], comparison.variants[slow]
+                for size in comparison.sizes_for(profile):
+                    for device in devices:
+                        for dtype in comparison.dtypes.get(device, ()):
+                            if all(v.dtypes is None or dtype in v.dtypes for v in (a, b)):
+                                points.append(PairPoint(case, fast, slow, size, dtype, device, part, against))
     return points
 
 

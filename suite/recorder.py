@@ -78,6 +78,8 @@ class Recorder:
         self.config = config
         self.outcomes: list[record.Outcome] = []
         self.ceilings: dict[str, tuple[dict, dict]] = {}  # device kind → (measured, detail)
+        self.noise_floors: dict[str, dict] = {}  # device → harness.noise.measured(device)
+        self.pairs: list[record.PairTiming] = []
         self.partial_reason = ""
 
     # collection ---------------------------------------------------------------------------------
@@ -142,6 +144,8 @@ class Recorder:
             reason = (crash.message if crash else str(report.longrepr))[:2000]
             error_type = reason.split(":", 1)[0] if ":" in reason[:80] else "Failed"
         finding = props.get("finding")
+        if report.when == "call" and report.passed and props.get("pair") is not None:
+            self.pairs.append(record.PairTiming.from_data(props["pair"]))
         self.outcomes.append(
             record.Outcome(
                 case=point["case"],
@@ -177,6 +181,7 @@ class Recorder:
         output_json["suite"] = {**(output_json.get("suite") or {}), **info.to_data()}
         output_json["cases"] = {cid: c.to_data() for cid, c in declared_cases().items()}
         output_json["outcomes"] = [o.to_data() for o in self.outcomes]
+        output_json["pairs"] = [p.to_data() for p in self.pairs]
 
     def machine_ceilings(self) -> tuple[dict, dict]:
         return {k: v[0] for k, v in self.ceilings.items()}, {k: v[1] for k, v in self.ceilings.items()}

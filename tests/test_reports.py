@@ -46,15 +46,19 @@ def test_build_writes_every_file(tmp_path, capsys):
         "flops_fraction"
     ].isna().all()  # no ceilings recorded
     table = pd.read_csv(out / "summary.csv")
-    assert list(table.columns) == summary.SUMMARY_COLUMNS
-    assert set(table["verdict"]) == {"holds"}
+    assert list(table.columns) == summary.SUMMARY_COLUMNS + ["technique_verdict", "notes_verdict"]
+    assert set(table["technique_verdict"]) == {"holds"} and set(table["notes_verdict"]) == {"correct"}
+    judged = pd.read_csv(out / "verdicts.csv")
+    assert list(judged.columns) == build.VERDICT_COLUMNS
+    assert len(judged) == len(catalogue.load()), "every catalogue ID gets a row per machine"
+    assert judged.set_index("case").loc["distance.pairwise", "technique_verdict"] == "holds"
     assert (table["ci_low"] <= table["speedup"]).all() and (table["speedup"] <= table["ci_high"]).all()
     pngs = sorted(p.name for p in (out / "plots").iterdir())
     assert any(p.startswith("distance.pairwise--") for p in pngs) and any(
         p.startswith("overview--") for p in pngs
     )
     page = (out / "index.html").read_text()
-    assert page.count('<section class="case"') == len(catalogue.load()) == 44
+    assert page.count('<section class="case"') == len(catalogue.load())
     assert page.count("data:image/png;base64,") == 2
     assert "http://" not in page and "https://" not in page and "<script" not in page
 

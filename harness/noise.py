@@ -1,0 +1,40 @@
+"""The machine's noise floor: how large a gain one computation shows against itself.
+
+Timed as both sides of an interleaved pair (harness.interleave), an identical computation should
+give a ratio of 1; how far its 95% interval strays from 1 is the smallest gain this machine can
+tell from noise right now (harness.gain.noise_floor). The catalogue's δ is at least this, and
+never below 5% (harness.gain.delta). The work is a 256² fp32 matmul and an in-place add, about a
+millisecond on 2 CPU cores: multi-threaded, as most timed variants are, and short enough that
+0.5 s gives a few hundred paired rounds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from harness import gain, interleave, load, measure
+
+CAP_S = 0.5
+MIN_ROUNDS = 100
+
+
+def measured(device: str) -> dict:
+    """{"floor": fraction or None, "rounds": paired rounds, "load": the load right after}."""
+    g = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(256, 256, device=device, generator=g)
+
+    def work():
+        return (a @ a).add_(1.0)
+
+    sides = {"a": measure.synchronized(work, device), "b": measure.synchronized(work, device)}
+    # Rounds well past the precision target: the floor is the interval's width itself, and a
+    # handful of rounds would report the width of a small sample, not the machine's noise.
+    paired = interleave.timed_pair(sides, cap_s=CAP_S, min_rounds=MIN_ROUNDS)
+    floor = gain.noise_floor(paired.seconds["a"], paired.seconds["b"])
+    return {
+        "floor": None if math.isnan(floor) else floor,
+        "rounds": len(paired.first),
+        "load": load.measure(probe_s=0).to_data(),
+    }
