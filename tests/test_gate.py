@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports import gate, load, synthetic
+from reports import gate, load
 from reports.__main__ import main
+from tests import synthetic
 
 DATA = Path(__file__).with_name("data")
 REAL = [DATA / "distance_cpu_run1.json", DATA / "distance_cpu_run2.json"]

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from harness import catalogue, record, rules
-from reports import build, load, summary, synthetic, verdicts
+from reports import build, load, summary, verdicts
 from reports.__main__ import main
-from tests import quiet
+from tests import quiet, synthetic
 
 DATA = Path(__file__).with_name("data")
 REAL = DATA / "distance_cpu_run1.json"

@@ -1,4 +1,4 @@
-"""Synthetic results files in the harness's format, for the reports' own tests and timing.
+"""Synthetic results files in the harness's format, for the reports' and the gate's own tests.
 
 Per-round times are drawn from a log-normal around a known median, so a test knows the true
 speedup a report should find. Nothing here is ever shown as a measurement.
@@ -55,12 +55,21 @@ def result(
     slow=None,
     outcomes=None,
     peak=True,
+    paired=False,
+    busy="",
+    identical=None,
+    schema_version=None,
+    cases_info=None,
 ) -> dict:
     """A results document. ``variants``: (name, role, time factor); ``slow``: {variant: factor}
-    applied on top (an injected regression)."""
+    applied on top (an injected regression). ``paired``: also each optimized and library variant
+    timed side by side with the naive one (``pairs``), every round's two sides sharing one
+    machine speed drawn per round (what interleaving is for), ``busy`` the load's reason and
+    ``identical`` whether their outputs were bitwise equal. ``schema_version``/``cases_info``:
+    the run's schema and declarations ({id: CaseInfo data}), absent by default (a schema-1 file)."""
     rng = np.random.default_rng(seed)
     slow = slow or {}
-    benchmarks, ledger = [], []
+    benchmarks, ledger, pairs = [], [], []
     for case in cases:
         for n in sizes:
             for dtype in dtypes:
@@ -113,15 +122,57 @@ def result(
                                 "outcome": "passed",
                             }
                         )
-    return {
+                    if paired:
+                        pairs.extend(_pairs(case, n, dtype, device, variants, slow, n_rounds, rng, sigma))
+                        for pair in pairs[-2:]:
+                            pair.update(identical=identical, load={"busy": busy or None})
+    suite = {"profile": "quick", "devices": list(devices), "seed": 0}
+    if schema_version is not None:
+        suite["schema_version"] = schema_version
+    doc = {
         "machine_info": {"node": "synthetic", "torch": dict(machine or MACHINE)},
         "commit_info": {"id": "0" * 40},
         "benchmarks": benchmarks,
         "datetime": "2026-01-01T00:00:00",
         "version": "5.2.3",
-        "suite": {"profile": "quick", "devices": list(devices), "seed": 0},
+        "suite": suite,
         "outcomes": ledger + list(outcomes or []),
     }
+    if pairs:
+        doc["pairs"] = pairs
+    if cases_info is not None:
+        doc["cases"] = cases_info
+    return doc
+
+
+def _pairs(case, n, dtype, device, variants, slow, n_rounds, rng, sigma) -> list[dict]:
+    naive = [(name, f) for name, role, f in variants if role == "naive"]
+    others = [(name, f) for name, role, f in variants if role in ("optimized", "library")]
+    out = []
+    for (slow_name, slow_f), (fast_name, fast_f) in ((s, o) for s in naive for o in others):
+        machine = rng.lognormal(0.0, 0.3, n_rounds)  # shared by both sides of a round
+        base = 1e-6 * n * machine
+        out.append(
+            {
+                "case": case,
+                "fast": fast_name,
+                "slow": slow_name,
+                "against": "rule",
+                "size": {"n": n},
+                "size_label": f"n{n}",
+                "x": "n",
+                "dtype": dtype,
+                "device": device,
+                "fast_s": (
+                    base * fast_f * slow.get(fast_name, 1.0) * rng.lognormal(0, sigma, n_rounds)
+                ).tolist(),
+                "slow_s": (
+                    base * slow_f * slow.get(slow_name, 1.0) * rng.lognormal(0, sigma, n_rounds)
+                ).tolist(),
+                "noise_floor": 0.01,
+            }
+        )
+    return out
 
 
 def rows_for(target: int, cases: int, variants: int = 3, dtypes: int = 1, devices: int = 1) -> int:

@@ -1,0 +1,125 @@
+"""The judging stage: two verdicts per ID (technique, notes), gains judged on paired rounds against
+the machine's band, every finding counted the same way, errata apart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from harness import record, rules
+from reports import build
+from tests import synthetic
+
+CASE = "x.case"
+NAIVE_AND_FAST = (("naive_v", "naive", 4.0), ("fast_v", "optimized", 1.0))
+
+
+def _declared(rule) -> dict:
+    return {CASE: record.CaseInfo(id=CASE, tier=2, claim="fast_v is faster", rule=rule).to_data()}
+
+
+def _report(tmp_path: Path, rule=rules.Faster(), schema=record.SCHEMA_VERSION, **kw):
+    doc = synthetic.result(
+        cases=(CASE,),
+        variants=kw.pop("variants", NAIVE_AND_FAST),
+        schema_version=schema,
+        cases_info=_declared(rule),
+        **kw,
+    )
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc))
+    build.build([path], tmp_path / "out")
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv", keep_default_na=False)
+    verdicts = pd.read_csv(tmp_path / "out" / "verdicts.csv", keep_default_na=False).set_index("case")
+    return summary, verdicts.loc[CASE]
+
+
+def _check(verdict, evidence="observed it", errata=()):
+    return {
+        "case": CASE,
+        "kind": "check",
+        "check": f"c_{verdict}",
+        "device": "cpu",
+        "nodeid": f"x::c_{verdict}",
+        "outcome": "passed",
+        "finding": record.Finding(
+            record.Verdict(verdict) if verdict else None, evidence, tuple(errata)
+        ).to_data(),
+    }
+
+
+def test_a_paired_gain_beyond_the_band_holds(tmp_path):
+    summary, judged = _report(tmp_path, paired=True)
+    rule_rows = summary[summary["against"] == "rule"]
+    assert rule_rows["paired"].astype(str).eq("True").all() and set(rule_rows["gain"]) == {"faster"}
+    assert judged["technique_verdict"] == "holds" and judged["notes_verdict"] == "correct"
+
+
+def test_no_measurable_difference_fails_a_claimed_gain_but_only_depends_on_a_busy_machine(tmp_path):
+    same = (("naive_v", "naive", 1.0), ("fast_v", "optimized", 1.0))
+    summary, judged = _report(tmp_path, paired=True, variants=same, n_rounds=200)
+    assert set(summary.loc[summary["against"] == "rule", "gain"]) == {"no measurable difference"}
+    assert judged["technique_verdict"] == "fails"
+    summary, judged = _report(
+        tmp_path, paired=True, variants=same, n_rounds=200, busy="a spinner got 50% of its core"
+    )
+    assert judged["technique_verdict"] == "depends" and "busy" in judged["technique_evidence"]
+    assert "busy machine" in summary.loc[summary["against"] == "rule", "quality"].iloc[0]
+
+
+def test_bitwise_identical_sides_of_a_premised_claim_depend_on_the_premise(tmp_path):
+    rule = rules.Faster(premise="a reduced-precision fp32 kernel")
+    _, judged = _report(tmp_path, rule=rule, paired=True, identical=True)
+    assert judged["technique_verdict"] == "depends"
+    assert "a reduced-precision fp32 kernel" in judged["technique_evidence"]
+    _, judged = _report(tmp_path, rule=rule, paired=True, identical=False)
+    assert judged["technique_verdict"] == "holds"
+
+
+def test_errata_are_listed_and_never_decide_the_technique(tmp_path):
+    erratum = record.Erratum(record.ErratumKind.REMOVED_API, "torch.one_hot", "AttributeError in 2.13")
+    _, judged = _report(tmp_path, paired=True, outcomes=[_check("holds", errata=[erratum])])
+    assert judged["technique_verdict"] == "holds"
+    assert judged["notes_verdict"] == "1 erratum" and judged["errata_count"] == 1
+    assert "removed API: torch.one_hot" in judged["errata"]
+
+
+def test_every_finding_is_a_part_of_the_claim_in_every_id(tmp_path):
+    """A check that finds the technique failing makes it fail beside a gain that holds (schema 3);
+    a file written before errata had their own place is judged by its rule alone, as then."""
+    _, judged = _report(tmp_path, paired=True, outcomes=[_check("fails")])
+    assert judged["technique_verdict"] == "fails"
+    _, judged = _report(tmp_path, paired=True, outcomes=[_check("depends")])
+    assert judged["technique_verdict"] == "depends"
+    _, judged = _report(tmp_path, paired=True, outcomes=[_check(None, errata=[])])
+    assert judged["technique_verdict"] == "holds", "a finding with no verdict decides nothing"
+    _, judged = _report(tmp_path, schema=2, outcomes=[_check("fails")])
+    assert judged["technique_verdict"] == "holds"
+
+
+def test_where_a_gain_turns_with_size_is_said(tmp_path):
+    """fast_v's advantage shrinks to nothing at the largest size: the evidence names the sizes."""
+    doc = synthetic.result(
+        cases=(CASE,), variants=NAIVE_AND_FAST, paired=True, sizes=(128, 256), n_rounds=200
+    )
+    for pair in doc["pairs"]:
+        if pair["size_label"] == "n256":
+            pair["fast_s"] = pair["slow_s"]  # no difference at n=256
+    doc["suite"]["schema_version"] = record.SCHEMA_VERSION
+    doc["cases"] = _declared(rules.Faster())
+    path = tmp_path / "turns.json"
+    path.write_text(json.dumps(doc))
+    build.build([path], tmp_path / "turns")
+    judged = pd.read_csv(tmp_path / "turns" / "verdicts.csv").set_index("case").loc[CASE]
+    assert judged["technique_verdict"] == "fails"
+    assert (
+        "turns with size: faster at n=128, no measurable difference at n=256" in judged["technique_evidence"]
+    )
+
+
+def test_a_file_without_pairs_is_judged_on_rounds_taken_apart_and_says_so(tmp_path):
+    summary, judged = _report(tmp_path, paired=False)
+    assert "unpaired" in summary.loc[summary["against"] == "rule", "quality"].iloc[0]
+    assert judged["technique_verdict"] == "holds"
