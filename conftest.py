@@ -13,13 +13,14 @@ import copy
 import pytest
 import torch
 
-from harness import machine
+from harness import allocator, machine
 from suite import options
 from suite.progress import PROGRESS, Progress
 from suite.recorder import RECORDER, Recorder
 
 pytest_plugins = ["suite.persist", "suite.isolation"]  # nothing lost on interrupt; sticky CUDA errors
 MACHINE = pytest.StashKey[dict]()
+ALLOCATOR = pytest.StashKey[dict]()
 
 
 def pytest_addoption(parser):
@@ -28,6 +29,9 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     options.validate(config)
+    # Before anything allocates a timed tensor: a temporary's cost must not depend on which
+    # points ran before it in the process (harness/allocator.py).
+    config.stash[ALLOCATOR] = allocator.pin()
     if config.getoption("--threads") is not None:
         torch.set_num_threads(config.getoption("--threads"))
     config.stash[RECORDER] = Recorder(config)
@@ -43,6 +47,7 @@ def pytest_benchmark_update_machine_info(config, machine_info):
         config.stash[MACHINE] = machine.machine_info()
     machine_info["torch"] = copy.deepcopy(config.stash[MACHINE])
     machine_info["torch"]["label"] = machine.machine_label(machine_info["torch"])
+    machine_info["torch"]["allocator"] = dict(config.stash.get(ALLOCATOR, {}))
     # Measured before the first timing of the session (suite/conftest.py's machine_ceilings fixture);
     # absent when nothing in the session was timed.
     measured, detail = config.stash[RECORDER].machine_ceilings()

@@ -1,0 +1,74 @@
+"""The host allocator's state, pinned before anything is timed and recorded with the run.
+
+PyTorch's CPU tensors come from the C library's malloc. glibc serves a request above its mmap
+threshold with fresh pages from the kernel (each touched page faults and is zeroed) and returns
+them on free; below it, from the heap, whose freed top is given back to the kernel once it
+exceeds the trim threshold. Both thresholds adapt to what the process freed before (the mmap
+threshold rises to the size of a mapped block freed, up to 32 MiB, and the trim threshold to
+twice that), so the same 16 MiB temporary costs a different amount depending on the process's
+history: `distance.pairwise`'s broadcast at n = 128 (two 16 MiB temporaries a call) took
+14.5 ms a call in a fresh process and 2.4 ms after the larger sizes had run (AMD EPYC, 2 cores,
+torch 2.13; and 1.4-1.7 ms in both states with the thresholds pinned as here, where unpinned it
+flipped between 1.6 and 14.5 ms from one fresh process to the next). Timings that depend on which
+points ran earlier are not results.
+
+`pin` fixes both thresholds (glibc then stops adapting them): blocks under 32 MiB (the largest
+mmap threshold glibc accepts) are reused from the heap, which is never trimmed, as in a
+long-running program whose working set has settled; blocks of 32 MiB and more are mapped fresh
+on every allocation, as glibc does for any program. Worker processes inherit the same settings
+through the environment (``GLIBC_TUNABLES``). Elsewhere (another C library, macOS) nothing is
+pinned and the record says so.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import platform
+
+MMAP_THRESHOLD = 32 * 2**20  # glibc's maximum (HEAP_MAX_SIZE / 2 on 64-bit)
+TRIM_THRESHOLD = 2**31 - 1  # mallopt takes a C int: the largest, so the heap top is kept
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # <malloc.h>
+TUNABLES = f"glibc.malloc.mmap_threshold={MMAP_THRESHOLD}:glibc.malloc.trim_threshold={TRIM_THRESHOLD}"
+
+
+def _transparent_hugepages() -> str:
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            text = f.read()
+    except OSError:
+        return "unknown"
+    return text[text.index("[") + 1 : text.index("]")] if "[" in text else text.strip()
+
+
+def pin() -> dict:
+    """Fix glibc's thresholds in this process and, through the environment, in its children.
+    Returns what was done, for the run's machine info."""
+    state = {"transparent_hugepages": _transparent_hugepages()}
+    libc_name, libc_version = platform.libc_ver()
+    if libc_name != "glibc":
+        return {**state, "pinned": False, "why": f"C library {libc_name or 'unknown'}: thresholds not pinned"}
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        ok = (
+            libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+            and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+        )
+    except (OSError, AttributeError) as exc:
+        return {**state, "pinned": False, "why": f"mallopt unavailable: {exc}"}
+    if not ok:
+        return {**state, "pinned": False, "why": "mallopt refused the thresholds"}
+    tunables = [
+        t
+        for t in os.environ.get("GLIBC_TUNABLES", "").split(":")
+        if t and "malloc.mmap" not in t and "malloc.trim" not in t
+    ]
+    os.environ["GLIBC_TUNABLES"] = ":".join([*tunables, TUNABLES])
+    return {
+        **state,
+        "pinned": True,
+        "library": f"glibc {libc_version}",
+        "mmap_threshold": MMAP_THRESHOLD,
+        "trim_threshold": TRIM_THRESHOLD,
+    }
