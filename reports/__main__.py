@@ -13,7 +13,7 @@ from pathlib import Path
 
 from reports.load import ResultsError
 
-DEFAULT_OUT = Path(__file__).with_name("out")
+DEFAULT_OUT = Path("reports") / "out"  # under the current directory, never inside the installed package
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -21,7 +21,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="results JSON → results.csv, summary.csv, PNGs, index.html")
     build.add_argument("results", nargs="*", help="pytest-benchmark JSON files or folders of them")
-    build.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
+    build.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help=f"output folder (default ./{DEFAULT_OUT}); a folder holding other files, or the results read, "
+        "is refused",
+    )
     gate = sub.add_parser("gate", help="fail (exit 1) on a significant drop of within-run speedups")
     gate.add_argument("--baseline", required=True, help="results JSON of the stored baseline run")
     gate.add_argument("--current", required=True, help="results JSON of this run")

@@ -19,6 +19,23 @@ from harness import catalogue, record
 from reports import html, load, plots, summary, verdicts
 
 PLOTS_PER_WORKER = 8  # fewer plots than this per worker: starting workers costs more than it saves
+MARK = ".technique-suite-report"  # in every folder `build` writes: the only folders it replaces
+
+
+def check_out(out: Path, inputs) -> None:
+    """Refuse an --out whose replacement would destroy something: a file, a folder this command
+    did not write (no mark), or a folder holding the results being read."""
+    if out.exists() and not out.is_dir():
+        raise load.ResultsError(f"{out}: --out is a file, not a folder; give a new or empty folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARK).exists():
+        raise load.ResultsError(
+            f"{out}: --out holds files this command did not write; give a new or empty folder "
+            "(a report folder it built before is replaced)"
+        )
+    resolved = out.resolve()
+    for path in inputs:
+        if resolved == Path(path).resolve() or resolved in Path(path).resolve().parents:
+            raise load.ResultsError(f"{out}: --out holds the results it would read ({path})")
 
 
 def catalogue_of(results: load.Results) -> list[record.CaseInfo]:
@@ -122,7 +139,9 @@ def verdicts_table(judged: dict, entries) -> pd.DataFrame:
 
 
 def build(paths, out: Path) -> Path:
-    results = load.load(paths)
+    out = Path(out)
+    results = load.load(paths)  # bad input is named first: it is what the user must fix
+    check_out(out, load.collect_paths(paths))
     rows, outcomes, runs = results.rows, results.outcomes, results.runs
     entries = catalogue_of(results)
     known = {c.id: c for c in entries if c.declared}
@@ -147,6 +166,10 @@ def build(paths, out: Path) -> Path:
 
     tmp = Path(tempfile.mkdtemp(prefix=".reports-", dir=out.parent if out.parent.exists() else None))
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would hide the report from everyone else
+        (tmp / MARK).write_text("written by python -m reports build; replaced by the next build\n")
         (tmp / "plots").mkdir()
 
         def view_for(case_id: str, entry) -> html.CaseView:

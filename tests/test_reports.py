@@ -281,10 +281,31 @@ def test_bad_input(tmp_path, capsys, which):
 
 def test_rebuild_replaces_the_old_report(tmp_path, capsys):
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "stale.png").write_bytes(b"x")
     assert run_build(capsys, REAL, "--out", out)[0] == 0
-    assert not (out / "stale.png").exists() and (out / "index.html").exists()
+    (out / "plots" / "stale.png").write_bytes(b"x")
+    assert run_build(capsys, REAL, "--out", out)[0] == 0
+    assert not (out / "plots" / "stale.png").exists() and (out / "index.html").exists()
+    assert oct(out.stat().st_mode & 0o777) != oct(0o700), "readable by others as the umask allows"
+
+
+@pytest.mark.parametrize("where", ["file", "foreign", "inputs"])
+def test_out_that_would_destroy_something_is_refused(tmp_path, capsys, where):
+    """`mkdir r && cp bench.json r/ && echo x > r/notes.txt && reports build r --out r` once left
+    only the report: the results and the user's file were gone. Each such --out is refused, one
+    line, exit 2, nothing touched."""
+    folder = tmp_path / "r"
+    folder.mkdir()
+    results = folder / "bench.json"
+    results.write_bytes(REAL.read_bytes())
+    (folder / "notes.txt").write_text("x")
+    out = {"file": folder / "notes.txt", "foreign": folder, "inputs": folder}[where]
+    if where == "inputs":
+        (folder / "notes.txt").unlink()
+        (folder / ".technique-suite-report").write_text("")  # even a report folder of ours
+    before = sorted((p.name, p.read_bytes()) for p in folder.iterdir())
+    code, stdout, err = run_build(capsys, results if where != "inputs" else folder, "--out", out)
+    assert code == 2 and stdout == "" and err.count("\n") == 1 and str(out) in err
+    assert sorted((p.name, p.read_bytes()) for p in folder.iterdir()) == before
 
 
 def _build_seconds(tmp_path: Path, name: str, ids, n_sizes: int) -> tuple[int, float, float]:
