@@ -245,9 +245,14 @@ STANDARD_EXTRA_KEYS = frozenset(f.name for f in fields(BenchmarkInfo))
 
 
 def _times(values, where: str) -> tuple[float, ...]:
-    if not isinstance(values, list) or not all(isinstance(v, (int, float)) for v in values):
+    if not isinstance(values, list) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
+    ):
         raise RecordError(f"{where} is not a list of numbers")
-    return tuple(float(v) for v in values)
+    times = tuple(float(v) for v in values)
+    if not all(0 < t < float("inf") for t in times):
+        raise RecordError(f"{where} holds a time that is not positive and finite")
+    return times
 
 
 @dataclass(frozen=True)
@@ -268,7 +273,7 @@ class PairTiming:
     device: str
     fast_s: tuple[float, ...]
     slow_s: tuple[float, ...]
-    against: str = "rule"  # "rule": the pair the case's rule names; "library": a context comparison
+    against: str = "rule"  # "rule": the pair the case's rule names; "context": a better way, deciding nothing
     part: str = ""
     x: str | None = None
     identical: bool | None = None

@@ -112,8 +112,9 @@ def compared_pairs(rule, roles: dict[str, str]) -> list[tuple[str, str, str]]:
     speed rules name (``against`` "rule"); where it has none, the pairs its memory rules name (a
     case whose variants are different models must not be paired across models); else every
     optimized variant over every naive one, and, for a case timing the notes' way against only
-    the library's, the library over the naive way ("library": a context comparison, which never
-    decides a verdict on its own). ``roles``: the comparison's variant name → role."""
+    the library's, the library over the naive way ("context": a better way the catalogue adds,
+    reported and gated but deciding no verdict on its own). ``roles``: the comparison's variant
+    name → role."""
     specs = [(r.fast, r.slow) for r in speed_rules(rule)] or [(r.light, r.heavy) for r in memory_rules(rule)]
     if not any(expand(f, roles) and expand(s, roles) for f, s in specs):
         # No rule, or one naming variants this comparison lacks (another part of the case).
@@ -125,5 +126,5 @@ def compared_pairs(rule, roles: dict[str, str]) -> list[tuple[str, str, str]]:
                 if fast != slow and (fast, slow) not in [(f, s) for f, s, _ in out]:
                     out.append((fast, slow, "rule"))
     if not out:
-        out = [(lib, slow, "library") for lib in expand("library", roles) for slow in expand("naive", roles)]
+        out = [(lib, slow, "context") for lib in expand("library", roles) for slow in expand("naive", roles)]
     return out

@@ -1,12 +1,15 @@
 """``python -m reports build RESULTS... [--out DIR]`` and ``python -m reports gate --baseline B --current C``.
 
-Exit status: 0 success (gate: no regression); 1 gate found a regression; 2 bad input, with a
-one-line message naming the file on stderr.
+Exit status: 0 success (gate: no regression); 1 the gate found a regression or a failed check,
+and nothing else; 2 bad input, with a one-line message naming the file on stderr; 3 the gate could
+not judge a pair (unstable in the run and every recheck; ``--allow-unjudged`` passes it); 4 an
+internal error of the reports (a bug: the message says how to see the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -52,6 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     gate.add_argument(
         "--suspects", metavar="FILE", help="write a pytest -k expression of the regressed cases"
     )
+    gate.add_argument(
+        "--allow-unjudged",
+        action="store_true",
+        help="exit 0 instead of 3 when a pair could not be judged (unstable in the run and every recheck)",
+    )
     return parser
 
 
@@ -74,12 +82,22 @@ def main(argv=None) -> int:
             absolute=args.absolute,
             recheck_paths=args.recheck,
             suspects_path=args.suspects,
+            allow_unjudged=args.allow_unjudged,
         )
         print(text, end="")
         return code
     except ResultsError as exc:
         print(f"reports: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug: never exit 1, which a CI step reads as "regression"
+        if os.environ.get("REPORTS_DEBUG"):
+            raise
+        print(
+            f"reports: internal error ({type(exc).__name__}: {str(exc)[:200]}); rerun with REPORTS_DEBUG=1 "
+            "for the traceback",
+            file=sys.stderr,
+        )
+        return 4
 
 
 if __name__ == "__main__":

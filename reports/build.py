@@ -195,7 +195,9 @@ def build(paths, out: Path) -> Path:
                     zip(checks["name"], checks["device"], checks["verdict"], checks["evidence"])
                 )
                 if not case_sum.empty:
-                    view.tables[machine] = case_sum[case_sum["against"].isin(["rule", "library", "compiled"])]
+                    view.tables[machine] = case_sum[
+                        case_sum["against"].isin(["rule", "context", "library", "compiled"])
+                    ]
                     view.compile_findings[machine] = verdicts.compile_findings(
                         case_sum
                     ) + verdicts.not_compiled(as_measured, case_sum)

@@ -16,10 +16,18 @@ two variants are not paired (there is no per-round ratio to form), and a rank te
 there any shift", not "is the shift larger than the tolerance"; on these machines a real shift of
 a few percent between runs is normal (medians drift 4–8%) and must not fail the build.
 
-Unstable samples: a sample whose IQR exceeds 25% of its median (quiet machines: 3-5%) was not
-measuring the code alone (descheduled, throttled: bimodal rounds). A bootstrap of a handful of
-such rounds is not to be trusted either way, so the pair is reported `unstable`, listed with the
-suspects for re-measurement, and not judged.
+Paired rounds: where both runs timed the pair side by side (``pairs``, schema 3), each run's
+speedup is the median of its paired rounds' ratios, and r compares those medians (a bootstrap of
+the log ratios of both runs). The ratios cancel what the two sides of a round shared, so runs
+pooled from two processes, whose absolute times differ, are not bimodal as a ratio: the pooled
+baseline the README recommends is judged, where its pooled raw times were always "unstable".
+
+Unstable samples: a sample whose IQR exceeds 25% of its median (quiet machines: 3-5%; for paired
+rounds the IQR of the log ratios) was not measuring the code alone (descheduled, throttled:
+bimodal rounds). It is not judged on those rounds: it is listed with the suspects, and judged on
+the re-measurements (``--recheck``) whose rounds are stable. If none is, the gate could not judge
+it, and says so with its own exit status (3) rather than passing it; ``--allow-unjudged`` passes
+it (exit 0) for a user who accepts that.
 
 Re-measuring: a pair that regresses can be measured again in the same job (``--recheck FILE``, the
 workflow re-runs only the suspects, twice). The pair fails only if it regresses in the current run
@@ -31,9 +39,15 @@ Memory: peak bytes are counted (allocator statistics, replayed allocation events
 so the memory saving (slow peak / fast peak) fails when it shrank by more than the tolerance,
 without a significance test.
 
+Which pairs: every case that times anything is gated on its compared pairs (its rule's, else
+optimized over naive, else the library over the naive way: harness.rules.compared_pairs), so a
+case judged by its findings that times the library against the notes' way is gated too.
+
 Exit status: 0 all holds; 1 a correctness check failed in the current run, a pair regressed, a
-memory saving shrank, or a case present in the baseline vanished; 2 bad input (missing or corrupt
-file, several machines on one side, no case in common).
+memory saving shrank, or a case present in the baseline vanished, and nothing else; 2 bad input
+(missing or corrupt file, an impossible time, several machines on one side, no case in common,
+an unwritable --suspects); 3 could not judge: a pair whose rounds were unstable in the current run
+and in every recheck (``--allow-unjudged`` makes that 0).
 """
 
 from __future__ import annotations
@@ -47,6 +61,8 @@ import numpy as np
 
 from reports import load, stats, summary
 
+UNJUDGED = "could not judge"
+EXIT_UNJUDGED = 3
 OK, REGRESSED, NOISY, NEW, VANISHED, INCOMPARABLE, FAILED, MEMORY, SLOWER, UNSTABLE = (
     "ok",
     "regressed",
@@ -103,7 +119,63 @@ def _cases(results: load.Results) -> set:
 
 
 def _pairs(group, known) -> list[tuple[str, str]]:
-    return [(f, s) for f, s, against in group.pairs(known.get(group.key["case"])) if against == "rule"]
+    return [
+        (f, s)
+        for f, s, against in group.pairs(known.get(group.key["case"]))
+        if against in ("rule", "context")
+    ]
+
+
+def _paired_logs(results: load.Results) -> dict:
+    """(case, size, dtype, device, fast, slow) → log(slow/fast) of every paired round, runs pooled."""
+    pairs = results.pairs
+    if pairs is None or pairs.empty:
+        return {}
+    out = {}
+    keys = ["case", "size_label", "dtype", "device", "fast", "slow"]
+    for key, part in pairs.groupby(keys, sort=False):
+        out[key] = np.concatenate(
+            [np.log(s) - np.log(f) for f, s in zip(part["fast_data"], part["slow_data"])]
+        )
+    return out
+
+
+class Sample:
+    """One run's view of a pair: its speedup, how stable its rounds were, and the bootstrap draws
+    the gate's interval is made from (paired log ratios where the run timed the pair side by side,
+    else the two variants' rounds taken apart)."""
+
+    def __init__(self, group, fast, slow, logs=None):
+        self.logs = logs
+        self.group, self.fast, self.slow = group, fast, slow
+        if logs is not None:
+            self.speedup = float(np.exp(np.median(logs)))
+            q1, q3 = np.quantile(logs, [0.25, 0.75])
+            self.spread = float(q3 - q1)
+        else:
+            self.speedup = float(np.median(group.data[slow]) / np.median(group.data[fast]))
+            self.spread = max(_spread(group.data[v]) for v in (fast, slow))
+
+    def log_draws(self, rng, boot):
+        if self.logs is not None:
+            return np.log(stats.boot_medians(np.exp(self.logs), rng, boot))
+        return np.log(stats.boot_medians(self.group.data[self.slow], rng, boot)) - np.log(
+            stats.boot_medians(self.group.data[self.fast], rng, boot)
+        )
+
+    def rounds(self) -> int:
+        return (
+            self.logs.size
+            if self.logs is not None
+            else min(self.group.data[v].size for v in (self.fast, self.slow))
+        )
+
+
+def _sample(results_groups, results_logs, key, fast, slow):
+    group = results_groups.get(key)
+    if group is None or fast not in group.data or slow not in group.data:
+        return None
+    return Sample(group, fast, slow, results_logs.get((*key, fast, slow)))
 
 
 def _tol(case_id, known, default) -> float:
@@ -111,11 +183,16 @@ def _tol(case_id, known, default) -> float:
     return case.gate_tolerance if case is not None and case.gate_tolerance is not None else default
 
 
-def _regressed(base, cur, fast, slow, tol, seed) -> tuple[float, float, float, bool]:
-    r, lo, hi = stats.ratio_of_speedups(
-        base.data[slow], base.data[fast], cur.data[slow], cur.data[fast], level=LEVEL, seed=seed
-    )
-    return r, lo, hi, (not math.isnan(hi)) and hi < 1 - tol
+def _regressed(base: Sample, cur: Sample, tol, seed, boot: int = 2000) -> tuple[float, float, float, bool]:
+    """current speedup ÷ baseline speedup with its 90% bootstrap interval; regressed when the
+    interval's top (the one-sided 95% bound) lies below 1 - tol."""
+    r = cur.speedup / base.speedup
+    if min(base.rounds(), cur.rounds()) < stats.MIN_ROUNDS:
+        return r, math.nan, math.nan, False
+    rng = np.random.default_rng(seed)
+    draws = np.exp(cur.log_draws(rng, boot) - base.log_draws(rng, boot))
+    lo, hi = stats.interval(draws, LEVEL)
+    return r, lo, hi, hi < 1 - tol
 
 
 def _spread(sample: np.ndarray) -> float:
@@ -162,18 +239,20 @@ def compare(
             )
         )
     base_groups, cur_groups = _groups(baseline), _groups(current)
-    recheck_groups = [_groups(rc) for rc in rechecks]
+    base_logs, cur_logs = _paired_logs(baseline), _paired_logs(current)
+    recheck_sides = [(_groups(rc), _paired_logs(rc)) for rc in rechecks]
     comparable = base_machine == cur_machine
     cur_cases = _cases(current)
-    for key, base in base_groups.items():
+    for key, base_group in base_groups.items():
         case_id, size, dtype, device = key
         tol = _tol(case_id, known, tolerance)
-        for fast, slow in _pairs(base, known):
+        for fast, slow in _pairs(base_group, known):
             line = Line(case_id, size, f"{dtype} {device}", f"{fast} ÷ {slow}")
-            line.baseline = float(np.median(base.data[slow]) / np.median(base.data[fast]))
-            cur = cur_groups.get(key)
+            base = _sample(base_groups, base_logs, key, fast, slow)
+            line.baseline = base.speedup
+            cur = _sample(cur_groups, cur_logs, key, fast, slow)
             lines.append(line)
-            if cur is None or fast not in cur.data or slow not in cur.data:
+            if cur is None:
                 line.verdict = VANISHED
                 line.note = (
                     "case missing from the current run"
@@ -181,7 +260,7 @@ def compare(
                     else "this size/pair missing from the current run"
                 )
                 continue
-            line.current = float(np.median(cur.data[slow]) / np.median(cur.data[fast]))
+            line.current = cur.speedup
             line.change = line.current / line.baseline - 1
             if not comparable:
                 line.verdict, line.note = (
@@ -189,37 +268,49 @@ def compare(
                     f"baseline on {base_machine}, current on {cur_machine}",
                 )
                 continue
-            spread = max(_spread(g.data[v]) for g in (base, cur) for v in (fast, slow))
-            if spread > MAX_SPREAD:
-                line.verdict, line.note = UNSTABLE, f"IQR/median {spread:.0%} > {MAX_SPREAD:.0%}: re-measure"
-                continue
-            r, lo, hi, bad = _regressed(base, cur, fast, slow, tol, seed=len(lines))
+            again = [s for g, logs in recheck_sides if (s := _sample(g, logs, key, fast, slow)) is not None]
+            if max(base.spread, cur.spread) > MAX_SPREAD:
+                stable = [s for s in again if s.spread <= MAX_SPREAD]
+                if base.spread > MAX_SPREAD or not stable:
+                    line.verdict = UNSTABLE if not again else UNJUDGED
+                    line.note = f"spread {max(base.spread, cur.spread):.0%} > {MAX_SPREAD:.0%}: " + (
+                        "re-measure (--recheck)" if not again else f"unstable in all {len(again)} recheck(s)"
+                    )
+                    continue
+                cur, again = stable[0], stable[1:]  # judged on the stable re-measurements only
+                line.note = "current run unstable; judged on its rechecks. "
+            r, lo, hi, bad = _regressed(base, cur, tol, seed=len(lines))
             line.ci = f"[{lo - 1:+.1%}, {hi - 1:+.1%}]" if not math.isnan(lo) else "too few rounds"
             if bad:
-                again = [
-                    g[key] for g in recheck_groups if key in g and fast in g[key].data and slow in g[key].data
-                ]
-                confirmed = [_regressed(base, g, fast, slow, tol, seed=len(lines))[3] for g in again]
+                confirmed = [_regressed(base, s, tol, seed=len(lines))[3] for s in again]
                 if all(confirmed):
                     line.verdict = REGRESSED
-                    line.note = f"CI below -{tol:.0%}" + (
+                    line.note += f"CI below -{tol:.0%}" + (
                         f"; confirmed by {len(again)} recheck(s)" if again else ""
                     )
                 else:
                     line.verdict = NOISY
-                    line.note = f"not confirmed by {confirmed.count(False)} of {len(again)} recheck(s)"
+                    line.note += f"not confirmed by {confirmed.count(False)} of {len(again)} recheck(s)"
             elif r < 1 - tol:
-                line.verdict, line.note = NOISY, f"below -{tol:.0%} but the CI reaches {hi - 1:+.1%}"
-            base_mem, cur_mem = _memory_ratio(base, slow, fast), _memory_ratio(cur, slow, fast)
+                line.verdict, line.note = (
+                    NOISY,
+                    line.note + f"below -{tol:.0%} but the CI reaches {hi - 1:+.1%}",
+                )
+            base_mem, cur_mem = (
+                _memory_ratio(base_group, slow, fast),
+                _memory_ratio(cur_groups[key], slow, fast),
+            )
             if line.verdict == OK and base_mem > 1 and cur_mem < base_mem * (1 - tol):
                 line.verdict = MEMORY
                 line.note = f"memory ratio {base_mem:.3g}× → {cur_mem:.3g}×"
         if absolute and comparable and key in cur_groups:
             cur = cur_groups[key]
-            for variant in base.data:
+            for variant in base_group.data:
                 if variant not in cur.data:
                     continue
-                r, lo, hi = stats.ratio_of_medians(cur.data[variant], base.data[variant], seed=len(lines))
+                r, lo, hi = stats.ratio_of_medians(
+                    cur.data[variant], base_group.data[variant], seed=len(lines)
+                )
                 if not math.isnan(lo) and lo > 1 + tol:
                     lines.append(
                         Line(
@@ -227,7 +318,7 @@ def compare(
                             size,
                             f"{dtype} {device}",
                             f"{variant} (absolute)",
-                            float(np.median(base.data[variant])),
+                            float(np.median(base_group.data[variant])),
                             float(np.median(cur.data[variant])),
                             r - 1,
                             f"[{lo - 1:+.1%}, {hi - 1:+.1%}]",
@@ -235,10 +326,10 @@ def compare(
                             f"median time up > {tol:.0%}",
                         )
                     )
-    for key, cur in cur_groups.items():
+    for key, cur_group in cur_groups.items():
         if key not in base_groups:
-            for fast, slow in _pairs(cur, known):
-                value = float(np.median(cur.data[slow]) / np.median(cur.data[fast]))
+            for fast, slow in _pairs(cur_group, known):
+                value = _sample(cur_groups, cur_logs, key, fast, slow).speedup
                 lines.append(
                     Line(key[0], key[1], f"{key[2]} {key[3]}", f"{fast} ÷ {slow}", current=value, verdict=NEW)
                 )
@@ -250,8 +341,14 @@ def compare(
     return lines
 
 
-def exit_code(lines: list[Line]) -> int:
-    return 1 if any(line.verdict in FAILING for line in lines) else 0
+def exit_code(lines: list[Line], allow_unjudged: bool = False) -> int:
+    """1 for a regression or a failed check, and nothing else; 3 where a pair could not be judged:
+    unstable with no recheck given, or in every recheck (unless the user accepts that); else 0."""
+    if any(line.verdict in FAILING for line in lines):
+        return 1
+    if not allow_unjudged and any(line.verdict in (UNJUDGED, UNSTABLE) for line in lines):
+        return EXIT_UNJUDGED
+    return 0
 
 
 def _f(value, spec=".3g") -> str:
@@ -266,13 +363,18 @@ SINGLE_RUN_NOTE = (
 )
 
 
-def markdown(lines: list[Line], tolerance: float, baseline_runs: int = 2) -> str:
+def markdown(
+    lines: list[Line], tolerance: float, baseline_runs: int = 2, allow_unjudged: bool = False
+) -> str:
     def cell(text) -> str:
         return str(text).replace("|", "\\|").replace("\n", " ")
 
-    code = exit_code(lines)
+    code = exit_code(lines, allow_unjudged)
+    status = {0: "pass", 1: "FAIL", EXIT_UNJUDGED: "COULD NOT JUDGE (exit 3; --allow-unjudged passes it)"}[
+        code
+    ]
     head = [
-        f"### Regression gate: {'FAIL' if code else 'pass'}",
+        f"### Regression gate: {status}",
         "",
         f"Within-run speedups (slow median ÷ fast median), current ÷ baseline, with a 90% bootstrap "
         f"interval of the change; a pair fails when the interval's top (its one-sided 95% bound) lies "
@@ -296,7 +398,9 @@ def markdown(lines: list[Line], tolerance: float, baseline_runs: int = 2) -> str
 def suspects(lines: list[Line]) -> str:
     """A pytest ``-k`` expression selecting the regressed and unstable case × size points (node IDs
     hold both), for re-measuring just those; empty when nothing regressed."""
-    points = sorted({(line.case, line.size) for line in lines if line.verdict in (REGRESSED, UNSTABLE)})
+    points = sorted(
+        {(line.case, line.size) for line in lines if line.verdict in (REGRESSED, UNSTABLE, UNJUDGED)}
+    )
     return " or ".join(f"({case} and {size})" if size else case for case, size in points)
 
 
@@ -309,6 +413,7 @@ def run(
     recheck_paths=(),
     suspects_path=None,
     known=None,
+    allow_unjudged=False,
 ) -> tuple[int, str]:
     if not 0 <= tolerance < 1:
         raise load.ResultsError(f"--tolerance {tolerance} must be in [0, 1)")
@@ -324,11 +429,16 @@ def run(
         known=known,
         names=(str(baseline_path), str(current_path)),
     )
-    text = markdown(lines, tolerance, baseline_runs=len(baseline.runs))
+    text = markdown(lines, tolerance, baseline_runs=len(baseline.runs), allow_unjudged=allow_unjudged)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         with open(summary_file, "a", encoding="utf-8") as f:
             f.write(text + "\n")
     if suspects_path:
-        Path(suspects_path).write_text(suspects(lines) + "\n", encoding="utf-8")
-    return exit_code(lines), text
+        try:
+            Path(suspects_path).write_text(suspects(lines) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise load.ResultsError(
+                f"{suspects_path}: cannot write --suspects ({exc.strerror or exc})"
+            ) from None
+    return exit_code(lines, allow_unjudged), text

@@ -94,7 +94,9 @@ def _summary_table(frame: pd.DataFrame) -> str:
     body = []
     for r in frame.itertuples():
         ci = f" [{fmt(r.ci_low)}, {fmt(r.ci_high)}]" if math.isfinite(r.ci_low) else ""
-        kind = {"library": " (context)", "compiled": " (torch.compile)"}.get(r.against, "")
+        kind = {"context": " (context)", "library": " (vs the library)", "compiled": " (torch.compile)"}.get(
+            r.against, ""
+        )
         quality = getattr(r, "quality", "") or ""
         sure = f'<span class="warn">{esc(quality)}</span>' if quality else "paired rounds, quiet"
         body.append(

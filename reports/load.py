@@ -192,10 +192,24 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
     stats = bench.get("stats")
     if not isinstance(stats, dict) or "median" not in stats:
         raise ResultsError(f"{path}: benchmark {bench.get('name', '?')!r} has no stats")
-    data = np.asarray(stats.get("data") or [], dtype=float)
+    try:
+        data = np.asarray(stats.get("data") or [], dtype=float)
+    except (TypeError, ValueError):
+        raise ResultsError(
+            f"{path}: benchmark {bench.get('name', '?')!r}: stats.data is not a list of numbers"
+        ) from None
     size = point.size or {}
     x_name = point.x or (next(iter(size)) if size else "")
     median = _num(stats["median"])
+    if not (math.isfinite(median) and median > 0) or (
+        data.size and not (np.isfinite(data).all() and (data > 0).all())
+    ):
+        # A time that is zero, negative, infinite or NaN is a broken timer or a hostile file: judging
+        # it would turn it into a speed-up or a regression.
+        raise ResultsError(
+            f"{path}: benchmark {bench.get('name', '?')!r}: impossible time (median {stats['median']!r}); "
+            "times must be positive and finite"
+        )
     iqr = _num(stats.get("iqr"))
     flops, moved, dtype, device = _num(point.flops), _num(point.bytes), point.dtype, point.device
     ceilings = (run["ceilings"] or {}).get(device, {}) if isinstance(run["ceilings"], dict) else {}

@@ -172,7 +172,7 @@ def _draw_cost_model(row_axes, points: pd.DataFrame) -> None:
 def overview_plot(summary: pd.DataFrame, title: str) -> bytes:
     """Speedup of each case's claimed pair at its largest size, with the 95% CI as whiskers."""
     # The notes' pairs, and torch.compile's: compiled naive vs naive, optimized vs compiled naive.
-    shown = summary["against"].isin(["rule", "compiled"])
+    shown = summary["against"].isin(["rule", "context", "compiled"])
     rule = summary[shown].assign(_order=range(int(shown.sum())))
     if "part" not in rule:
         rule = rule.assign(part="")

@@ -76,7 +76,7 @@ class Group:
                 continue
             out.append((comp, source, "compiled"))
             for fast, slow, against in list(out):  # the notes' trick, or the library where there is none
-                if against in ("rule", "library") and slow == source:
+                if against in ("rule", "context", "library") and slow == source:
                     out.append((fast, comp, "compiled"))
         return out
 

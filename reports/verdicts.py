@@ -367,7 +367,7 @@ def compile_findings(summary: pd.DataFrame) -> list[str]:
     log(t_naive / t_compiled) / log(t_naive / t_optimized): on a 300× gap a 77× compiled speedup
     is 76% of the way, where a share of time saved (99%) would hide the 4× still left."""
     compiled = summary[summary["against"] == "compiled"]
-    rule = summary[summary["against"].isin(["rule", "library"])]
+    rule = summary[summary["against"].isin(["rule", "context", "library"])]
     lines = []
     for row in _largest(compiled[compiled["fast"].str.startswith("compiled")]).itertuples():
         opt = rule[

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness import record, rules
 from reports import gate, load
 from reports.__main__ import main
 from tests import synthetic
@@ -271,7 +272,7 @@ def test_a_a_false_alarm_rate_from_real_rounds():
     trials = [(_resampled(run, rng), _resampled(run, rng)) for run in runs for _ in range(100)]
     verdicts = [gate.compare(b, c) for b, c in trials]
     judged = sum(line.verdict not in (gate.UNSTABLE,) for v in verdicts for line in v)
-    rate = sum(map(gate.exit_code, verdicts)) / len(trials)
+    rate = sum(gate.exit_code(v) == 1 for v in verdicts) / len(trials)  # 1: a regression found
     print(
         f"A/A: {len(trials)} resampled comparisons ({pairs} real pairs per run, {judged} pair verdicts): "
         f"false-alarm rate {rate:.1%}"
@@ -282,9 +283,9 @@ def test_a_a_false_alarm_rate_from_real_rounds():
 
 def test_a_a_on_the_two_real_runs_is_not_judged_when_unstable(capsys):
     """The two real runs (heavily loaded machine): every pair is too noisy to judge; the gate says
-    so and passes instead of guessing, and lists them for re-measurement."""
+    so with its own exit status instead of guessing or passing, and lists them for re-measurement."""
     code, out, _ = run_gate(capsys, "--baseline", REAL[0], "--current", REAL[1])
-    assert code == 0 and "| unstable |" in out
+    assert code == 3 and "| unstable |" in out and "COULD NOT JUDGE" in out
 
 
 @pytest.mark.parametrize("slowdown", [1.10, 1.25, 1.50])
@@ -345,3 +346,78 @@ def test_a_single_run_baseline_is_warned_about_and_a_pooled_one_is_not(tmp_path,
     write(base / "b.json", synthetic.result(seed=2))
     code, pooled, _ = run_gate(capsys, "--baseline", base, "--current", current)
     assert code == 0 and "single run" not in pooled
+
+
+# Fail closed (issue: the gate passed what it could not judge) ---------------------------------
+
+
+def _pooled(tmp_path, name, docs) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    for i, doc in enumerate(docs):
+        write(folder / f"run{i}.json", doc)
+    return folder
+
+
+def test_a_planted_slowdown_fails_against_a_pooled_paired_baseline(tmp_path, capsys):
+    """Two baseline runs from processes whose absolute speed differs 1.6× (the bimodality the
+    README warns of): pooled raw times are bimodal and were never judged ("unstable"); paired
+    ratios are not, so a 30% slowdown of the fast variant fails, and an unchanged run passes."""
+    fast_run = synthetic.result(seed=1, paired=True, n_rounds=60)
+    slow_run = synthetic.result(seed=2, paired=True, n_rounds=60, slow={"naive_v": 1.6, "fast_v": 1.6})
+    base = _pooled(tmp_path, "base", [fast_run, slow_run])
+    regressed = write(
+        tmp_path / "c.json", synthetic.result(seed=3, paired=True, n_rounds=60, slow={"fast_v": 1.3})
+    )
+    code, out, _ = run_gate(capsys, "--baseline", base, "--current", regressed)
+    assert code == 1 and "**regressed**" in out
+    same = write(tmp_path / "same.json", synthetic.result(seed=4, paired=True, n_rounds=60))
+    assert run_gate(capsys, "--baseline", base, "--current", same)[0] == 0
+
+
+def test_an_unstable_pair_with_no_stable_recheck_is_not_passed(tmp_path, capsys):
+    base = write(tmp_path / "b.json", synthetic.result(seed=1))
+    noisy = synthetic.result(seed=2, sigma=0.6, n_rounds=40, slow={"fast_v": 1.3})
+    cur = write(tmp_path / "c.json", noisy)
+    code, out, _ = run_gate(capsys, "--baseline", base, "--current", cur)
+    assert code == 3 and "COULD NOT JUDGE" in out and "unstable" in out
+    again = write(tmp_path / "r.json", synthetic.result(seed=3, sigma=0.6, n_rounds=40, slow={"fast_v": 1.3}))
+    code, out, _ = run_gate(capsys, "--baseline", base, "--current", cur, "--recheck", again)
+    assert code == 3 and "could not judge" in out
+    assert (
+        run_gate(capsys, "--baseline", base, "--current", cur, "--recheck", again, "--allow-unjudged")[0] == 0
+    )
+    # A stable re-measurement judges it: the slowdown is real.
+    steady = write(tmp_path / "s.json", synthetic.result(seed=4, slow={"fast_v": 1.3}))
+    assert run_gate(capsys, "--baseline", base, "--current", cur, "--recheck", steady)[0] == 1
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 0.0, -1e-3, float("inf")])
+def test_impossible_times_are_bad_input(tmp_path, capsys, bad):
+    doc = synthetic.result(seed=2)
+    doc["benchmarks"][0]["stats"]["data"][0] = bad
+    doc["benchmarks"][1]["stats"]["median"] = bad
+    base = write(tmp_path / "b.json", synthetic.result(seed=1))
+    code, out, err = run_gate(capsys, "--baseline", base, "--current", write(tmp_path / "c.json", doc))
+    assert code == 2 and out == "" and "positive and finite" in err
+
+
+def test_a_case_judged_by_its_findings_is_gated_on_the_pair_it_times(tmp_path, capsys):
+    """layernorm.manual times F.layer_norm (library) against the notes' way and is judged by its
+    findings: a 2× slowdown of the library variant showed no line at all."""
+    variants = (("manual", "naive", 4.0), ("layer_norm", "library", 1.0))
+    info = {"layernorm.manual": record.CaseInfo("layernorm.manual", 2, rule=rules.FromFindings()).to_data()}
+    kw = dict(cases=("layernorm.manual",), variants=variants, cases_info=info, schema_version=3, paired=True)
+    base = write(tmp_path / "b.json", synthetic.result(seed=1, **kw))
+    cur = write(tmp_path / "c.json", synthetic.result(seed=2, slow={"layer_norm": 2.0}, **kw))
+    code, out, _ = run_gate(capsys, "--baseline", base, "--current", cur)
+    assert code == 1 and "layer_norm ÷ manual" in out
+
+
+def test_an_unwritable_suspects_file_is_bad_input_not_a_regression(tmp_path, capsys):
+    b = write(tmp_path / "b.json", synthetic.result(seed=1))
+    c = write(tmp_path / "c.json", synthetic.result(seed=2))
+    code, _, err = run_gate(
+        capsys, "--baseline", b, "--current", c, "--suspects", tmp_path / "no" / "such" / "dir"
+    )
+    assert code == 2 and "--suspects" in err
