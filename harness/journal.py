@@ -61,15 +61,31 @@ class Journal:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Open for the whole run (closed by `close`); "w": a journal left by an earlier run is not this one's.
-        self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
+        # A journal left by an earlier run that died holds its points: kept under another name,
+        # never truncated (`kept` says where, for the run to tell the user).
+        self.kept: Path | None = None
+        if self.path.exists() and self.path.stat().st_size > 0:
+            stamp = int(self.path.stat().st_mtime)
+            self.kept = self.path.with_name(
+                self.path.name.removesuffix(SUFFIX) + f".leftover-{stamp}{SUFFIX}"
+            )
+            self.path.rename(self.kept)
+        self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115  (open for the run; `close`)
         self._sent: dict[str, Any] = {}  # extra key → items already written (list) or last value
         self.has_header = False
         self.benchmarks = 0
+        self.error: str = ""  # the first write error (a full disk): journaling stops, the run goes on
 
     def write(self, record: dict) -> None:
-        self._file.write(dumps(record) + "\n")
-        self._file.flush()
+        if self.error:
+            return
+        try:
+            self._file.write(dumps(record) + "\n")
+            self._file.flush()
+        except OSError as exc:
+            # The results JSON at the end still holds every point: a journal is the fallback for
+            # a run that dies, not a reason for one to.
+            self.error = f"{self.path}: {exc.strerror or exc}"
 
     def header(self, results: dict) -> None:
         self.write({"kind": "header", "results": {k: v for k, v in results.items() if k != "benchmarks"}})
@@ -96,7 +112,10 @@ class Journal:
                 self._sent[key] = _copy(value)
 
     def close(self) -> None:
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError as exc:
+            self.error = self.error or f"{self.path}: {exc.strerror or exc}"
 
 
 _UNSET = object()

@@ -28,6 +28,15 @@ def add_options(parser) -> None:
     )
     group.addoption("--seed", type=int, default=0, help="seed for every case's inputs. Default: 0.")
     group.addoption(
+        "--results",
+        default=None,
+        metavar="PATH",
+        help="write the results JSON here, atomically: into a temporary file renamed into place when "
+        "the run ends, so the previous file survives a run that dies, and a run of checks only still "
+        "writes its outcomes. (pytest-benchmark's --benchmark-json truncates its file when the "
+        "options are read.)",
+    )
+    group.addoption(
         "--threads",
         type=int,
         default=None,

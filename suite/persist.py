@@ -36,13 +36,11 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread as SIGINT raises KeyboardInterrupt."""
 
 
-def _raise_terminated(signum, frame):
-    raise Terminated(signal.Signals(signum).name)
-
-
+@pytest.hookimpl(tryfirst=True)  # before pytest-benchmark's session reads --benchmark-json
 def pytest_configure(config):
     config.stash[PERSIST] = Persist(config)
     config.pluginmanager.register(config.stash[PERSIST], "suite-persist")
+    config.stash[PERSIST].redirect_results()
 
 
 def persist(config) -> Persist:
@@ -94,6 +92,9 @@ def _describe_interrupt(exc: BaseException) -> str:
 class Persist:
     def __init__(self, config):
         self.config = config
+        self.final_path: Path | None = None  # where the results JSON goes once the run has ended
+        self.tmp_path: Path | None = None
+        self._lock = None
         self.worker_journal = os.environ.pop(WORKER_JOURNAL_ENV, None)
         self.journal: journals.Journal | None = None
         self.json_path: Path | None = None
@@ -104,21 +105,82 @@ class Persist:
         self.left_out: list[str] = []
         self._machine: dict | None = None
         self._sigterm_before = None
-        if (
-            threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
-        ):  # never replace someone else's handler
-            self._sigterm_before = signal.signal(signal.SIGTERM, _raise_terminated)
+        self._sigint_before = None
+        if threading.current_thread() is threading.main_thread():
+            if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # never replace someone else's handler
+                self._sigterm_before = signal.signal(signal.SIGTERM, self._on_signal)
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                self._sigint_before = signal.signal(signal.SIGINT, self._on_signal)
 
     @property
     def benchmark_session(self):
         return getattr(self.config, "_benchmarksession", None)
 
+    # the results file ----------------------------------------------------------------------------
+    def redirect_results(self) -> None:
+        """pytest-benchmark writes its JSON into the file handle of --benchmark-json; the suite's
+        --results gives it one too. Either way the handle becomes a temporary file beside the
+        target, renamed over it when the run ends (`_finish_results`): a reader never sees a half
+        file, and with --results the previous file stays until then. A lock on the target keeps a
+        second run from writing into the same path at the same time."""
+        if self.worker_journal:
+            return
+        option = self.config.getoption("--results", None)
+        handle = getattr(self.config.option, "benchmark_json", None)
+        if option:
+            target = Path(option)
+        elif handle is not None and hasattr(handle, "name"):
+            target = Path(handle.name)
+        else:
+            return
+        target = Path(os.path.abspath(target))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock(target)
+        if handle is not None:
+            handle.close()  # pytest-benchmark's own handle on the target (already truncated by it)
+        self.final_path = target
+        self.tmp_path = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        self.config.option.benchmark_json = open(self.tmp_path, "wb")  # noqa: SIM115  (written by pytest-benchmark)
+
+    def _finish_results(self) -> None:
+        """The temporary JSON renamed over the target; where pytest-benchmark wrote nothing (no
+        point was timed: a run of checks, or --benchmark-disable), the run's own record is
+        written instead, so outcomes and findings are never lost."""
+        if self.tmp_path is None:
+            return
+        handle = getattr(self.config.option, "benchmark_json", None)
+        if handle is not None and not handle.closed:
+            handle.close()
+        if _points_in(self.tmp_path) < 0:
+            doc = self._header()
+            self.config.hook.pytest_benchmark_update_json(config=self.config, benchmarks=[], output_json=doc)
+            self.tmp_path.write_text(json.dumps(doc, indent=4, default=str), encoding="utf-8")
+        os.replace(self.tmp_path, self.final_path)
+        self.tmp_path = None
+
+    def _on_signal(self, signum, frame):
+        """Every interrupt is recorded before it is raised: a second Ctrl-C that lands while
+        pytest handles the first (0.3 s apart once wrote a JSON marked complete, holding a point
+        measured halfway) must still leave the run marked partial and the point out."""
+        if not self.interrupted:
+            self.interrupted = signal.Signals(signum).name
+            if self.running:
+                self.interrupted += f" while {self.running} was running"
+        if signum == signal.SIGTERM:
+            raise Terminated("SIGTERM")
+        raise KeyboardInterrupt
+
     def pytest_unconfigure(self, config):
         if self._sigterm_before is not None:
             signal.signal(signal.SIGTERM, self._sigterm_before)
+        if self._sigint_before is not None:
+            signal.signal(signal.SIGINT, self._sigint_before)
         if self.journal is not None:
             self.journal.close()
+        if self.tmp_path is not None:  # the session never finished (a usage error, a crash)
+            self.tmp_path.unlink(missing_ok=True)
+        if self._lock is not None:
+            self._lock.close()
 
     # the journal ---------------------------------------------------------------------------------
     def pytest_sessionstart(self, session):
@@ -126,12 +188,22 @@ class Persist:
         if self.worker_journal:
             self.journal = journals.Journal(self.worker_journal)  # events flow through it from the start
         elif bs is not None and bs.json is not None and not bs.disabled:
-            self.json_path = Path(os.path.abspath(bs.json.name))
+            self.json_path = self.final_path or Path(os.path.abspath(bs.json.name))
 
     def _open(self) -> journals.Journal | None:
         if self.journal is None and self.json_path is not None:
             self.journal = journals.Journal(journals.path_for(self.json_path))
+            if self.journal.kept is not None:
+                self._say(
+                    f"a journal left by an earlier run was kept as {self.journal.kept}; "
+                    f"rebuild its results with: python -m harness.journal {self.journal.kept}"
+                )
         return self.journal
+
+    def _say(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line, yellow=True)
 
     def add_row(self, row: dict) -> None:
         """Journal one finished point (dict as in pytest-benchmark's ``benchmarks[]``)."""
@@ -211,6 +283,10 @@ class Persist:
 
     # interrupts ----------------------------------------------------------------------------------
     def pytest_keyboard_interrupt(self, excinfo):
+        if self.interrupted and not isinstance(
+            excinfo.value, (pytest.exit.Exception, pytest.Session.Interrupted)
+        ):
+            return  # recorded when the signal arrived (_on_signal), with the test then running
         self.interrupted = _describe_interrupt(excinfo.value)
         if self.running:
             self.interrupted += f" while {self.running} was running"
@@ -222,6 +298,7 @@ class Persist:
             try:
                 return (yield)
             finally:
+                self._finish_results()
                 self._settle_journal(held)
 
     def _leave_out_unfinished(self) -> None:
@@ -255,6 +332,11 @@ class Persist:
             lines.append(f"{names} arrived while the results were being written; held until they were")
         if self.journal is not None and not self.worker_journal:
             self.journal.close()
+            if self.journal.error:
+                lines.append(
+                    f"the journal could not be written ({self.journal.error}); "
+                    "the results JSON has every point"
+                )
             path = self.journal.path
             if _points_in(self.json_path) >= self.journal.benchmarks:
                 path.unlink(missing_ok=True)
@@ -267,6 +349,28 @@ class Persist:
         for line in lines:
             if reporter is not None:
                 reporter.write_line(line, yellow=True)
+
+
+def _lock(target: Path):
+    """An exclusive lock on ``<target>.lock`` for the run's length, or a usage error naming the
+    run that holds it: two runs writing one results file would lose each other's points."""
+    import fcntl
+
+    handle = open(target.with_name(target.name + ".lock"), "a+")  # noqa: SIM115  (held for the run)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another run"
+        handle.close()
+        raise pytest.UsageError(
+            f"{target}: {holder} is writing this results file; give this run another path"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    return handle
 
 
 def _rounds(point) -> int:

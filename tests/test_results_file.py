@@ -1,0 +1,150 @@
+"""The results file under faults: written whole or not at all, never lost to a second run, a
+leftover journal or a full disk (suite.persist, harness.journal)."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from harness import journal
+from tests.launcher import PYTEST, ROOT
+
+CHECKS_ONLY = ["suite", "--device", "cpu", "-k", "shape.ops and test_rule", "--benchmark-only", "-q"]
+
+
+def _run(args, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*PYTEST, *args], cwd=ROOT, capture_output=True, text=True, timeout=600, **kw)
+
+
+def test_a_run_of_checks_only_writes_its_outcomes_and_findings(tmp_path):
+    """pytest-benchmark writes nothing when no point was timed, and left a 0-byte file that also
+    destroyed the previous results at that path."""
+    results = tmp_path / "bench.json"
+    run = _run([*CHECKS_ONLY, f"--results={results}"])
+    assert run.returncode == 0, run.stdout[-2000:]
+    doc = json.loads(results.read_text())
+    assert doc["benchmarks"] == [] and doc["machine_info"]["torch"]["label"]
+    checks = [o for o in doc["outcomes"] if o["case"] == "shape.ops"]
+    assert checks and all(o["outcome"] == "passed" for o in checks)
+    assert any(o.get("finding") for o in checks)
+    assert not list(tmp_path.glob(".*.tmp")), "the temporary file was renamed into place"
+
+
+def test_the_previous_results_survive_a_run_that_dies(tmp_path):
+    results = tmp_path / "bench.json"
+    results.write_text('{"previous": true}')
+    proc = subprocess.Popen(
+        [*PYTEST, *CHECKS_ONLY, f"--results={results}"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".bench.json.*.tmp")):  # the run has opened its own file
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert json.loads(results.read_text()) == {"previous": True}
+
+
+def test_a_second_run_into_the_same_path_is_refused_while_the_first_writes(tmp_path):
+    results = tmp_path / "bench.json"
+    with open(tmp_path / "bench.json.lock", "a+") as held:
+        held.write("pid 12345")
+        held.flush()
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        run = _run([*CHECKS_ONLY, f"--results={results}"])
+    assert run.returncode == 4, run.stdout[-1000:] + run.stderr[-1000:]
+    assert "pid 12345 is writing this results file" in run.stderr
+    assert not results.exists()
+
+
+def test_a_leftover_journal_is_kept_not_truncated(tmp_path):
+    results = tmp_path / "bench.json"
+    left = journal.path_for(results)
+    left.write_text('{"kind": "benchmark", "row": {"name": "from a run that was killed"}}\n')
+    args = ["suite", "--device", "cpu", "-k", "shape.ops and test_rule", f"--results={results}"]
+    run = _run([*args, "-k", "distance.pairwise and test_benchmark and n128 and matmul", "-q"])
+    assert run.returncode == 0, run.stdout[-2000:]
+    kept = list(tmp_path.glob("bench.json.leftover-*.journal.jsonl"))
+    assert len(kept) == 1 and "from a run that was killed" in kept[0].read_text()
+    assert f"rebuild its results with: python -m harness.journal {kept[0]}" in run.stdout
+
+
+def test_a_journal_write_error_is_reported_once_and_the_run_goes_on(tmp_path, monkeypatch):
+    log = journal.Journal(tmp_path / "j.journal.jsonl")
+
+    class Full:
+        def write(self, text):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def flush(self):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(log, "_file", Full())
+    log.benchmark({"name": "a point"})
+    log.benchmark({"name": "another"})
+    assert log.error.endswith("No space left on device")
+    log.close()
+
+
+def test_journal_of_a_run_is_rebuilt_into_results(tmp_path):
+    """The journal's rebuild still reads what the run wrote (a run killed after its first point)."""
+    path = tmp_path / "r.json.journal.jsonl"
+    log = journal.Journal(path)
+    log.header({"machine_info": {"torch": {}}, "benchmarks": []})
+    log.benchmark({"name": "p", "stats": {"median": 1.0}})
+    log.close()
+    doc = journal.results_from(journal.read(path), "killed")
+    assert len(doc["benchmarks"]) == 1 and doc["suite"]["partial"] is True
+    assert Path(path).exists()
+
+
+def test_two_interrupts_leave_a_partial_json_and_no_unfinished_point(tmp_path):
+    """Two SIGINTs 0.3 s apart once wrote a JSON marked complete that held a point measured
+    halfway, with no outcome."""
+    from tests.launcher import INTERRUPTIBLE_PYTEST
+
+    results = tmp_path / "bench.json"
+    args = [
+        "suite",
+        "--device",
+        "cpu",
+        "-k",
+        "distance.pairwise and benchmark and (n128 or n256)",
+        "--benchmark-max-time=0.05",
+        "--benchmark-min-rounds=3",
+        f"--results={results}",
+        "-q",
+    ]
+    proc = subprocess.Popen(
+        [*INTERRUPTIBLE_PYTEST, "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    path = journal.path_for(results)
+    deadline = time.monotonic() + 240
+    while not (path.exists() and sum(r.get("kind") == "benchmark" for r in journal.read(path)) >= 2):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=120)
+    doc = json.loads(results.read_text())
+    assert doc["suite"]["partial"] is True and "SIGINT" in doc["suite"]["partial_reason"]
+    finished = {o["nodeid"] for o in doc["outcomes"] if o.get("outcome") == "passed"}
+    assert doc["benchmarks"] and all(
+        any(b["fullname"].endswith(n.split("::", 1)[-1]) for n in finished) for b in doc["benchmarks"]
+    ), "every point in the JSON has its outcome"
