@@ -8,6 +8,11 @@ on a timeout torchrun gets SIGTERM (it forwards it to the ranks), then after a g
 every tracked process still alive gets SIGKILL, by PID. `Launch.survivors()` re-checks them, so a
 test can prove nothing is left.
 
+The tracking needs this process alive. If it is killed outright (SIGKILL, the OOM killer) nothing
+runs here any more, so each launched process asks the kernel to kill it when its parent dies
+(`die_with_parent`, Linux's PR_SET_PDEATHSIG): torchrun when the launching process dies, and each
+rank, which calls it first thing, when torchrun dies. Their ports go with them.
+
 All output goes to files, not pipes (a full pipe would block a chatty rank), and is kept in the
 result whether the launch succeeded or not; ``--tee 3`` prefixes every line with its rank.
 """
@@ -26,6 +31,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 GRACE_S = 5.0  # between SIGTERM to torchrun and SIGKILL to whatever is left
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent() -> bool:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux; False elsewhere). Also
+    exits at once if the parent is already gone (it died before the request was made)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        ok = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+    if parent == 1:  # reparented to init: the launcher is gone already
+        os._exit(1)
+    return ok
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -183,7 +207,12 @@ def run(
             files.append(log)
             procs.append(
                 subprocess.Popen(
-                    cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env, start_new_session=True
+                    cmd,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=full_env,
+                    start_new_session=True,
+                    preexec_fn=die_with_parent,  # torchrun dies with this process, even on SIGKILL
                 )
             )
             tracked[procs[-1].pid] = (_proc_stat(procs[-1].pid) or (0, 0))[1]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from harness import compiled
 from harness.timing import TIMING_MODES
 
 DEVICES = ("cpu", "cuda")
+MAX_THREADS_PER_CORE = 4  # torch.set_num_threads(100000) segfaulted; a few per core is already too many
 COMPILE_SCOPES = ("auto", "all", "representative", "none")
 PROFILES = ("quick", "full")
 
@@ -22,9 +25,9 @@ def add_options(parser) -> None:
     )
     group.addoption(
         "--device",
-        default="cpu,cuda",
-        help="comma-separated devices among cpu,cuda. Default: both; cuda tests are skipped with "
-        "a reason where CUDA is not available.",
+        default=None,
+        help="comma-separated devices among cpu,cuda. Default: the devices present (cpu, and cuda "
+        "where torch sees a GPU); a device named but absent is skipped with the reason.",
     )
     group.addoption("--seed", type=int, default=0, help="seed for every case's inputs. Default: 0.")
     group.addoption(
@@ -68,7 +71,13 @@ def add_options(parser) -> None:
 
 
 def devices(config) -> tuple[str, ...]:
-    return tuple(d.strip() for d in config.getoption("--device").split(",") if d.strip())
+    """The devices of the run, each once, in the order given; by default those present."""
+    text = config.getoption("--device")
+    if text is None:
+        import torch
+
+        return ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
+    return tuple(dict.fromkeys(d.strip() for d in text.split(",") if d.strip()))
 
 
 def compiled_cases(scope: str, profile: str) -> tuple[str, ...] | None:
@@ -87,8 +96,15 @@ def timing_modes(config) -> tuple[str, ...]:
 
 def validate(config) -> None:
     threads = config.getoption("--threads")
-    if threads is not None and threads < 1:
-        raise pytest.UsageError(f"--threads {threads}: use a positive number of threads")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if threads is not None and not 1 <= threads <= MAX_THREADS_PER_CORE * cores:
+        raise pytest.UsageError(
+            f"--threads {threads}: use 1 to {MAX_THREADS_PER_CORE * cores} "
+            f"({MAX_THREADS_PER_CORE}× the {cores} usable cores; more only oversubscribes them)"
+        )
+    seed = config.getoption("--seed")
+    if not 0 <= seed < 2**63:
+        raise pytest.UsageError(f"--seed {seed}: use an integer from 0 to 2**63 - 1 (a generator's seed)")
     budget = config.getoption("--time-budget")
     if budget is not None and not budget > 0:
         raise pytest.UsageError(f"--time-budget {budget}: use a positive number of seconds")

@@ -75,7 +75,11 @@ COMBINATIONS = {
     ),
     "gpu-command": (
         ["-m", "gpu", "--benchmark-only", "-k", "data.recordio or onehot.encode", *QUICK_BENCH],
-        {"cpu", "cuda"},
+        {"cpu", "cuda"} if HAS_CUDA else {"cpu"},  # --device defaults to the devices present
+    ),
+    "device-default": (
+        ["-k", "onehot.encode", "--benchmark-disable"],
+        {"cpu", "cuda"} if HAS_CUDA else {"cpu"},
     ),
 }
 
@@ -91,8 +95,8 @@ def test_option_combination_runs_a_real_selection(name):
         assert counts.get("passed", 0) > 0, f"{name}: nothing ran ({counts})"
     if "cuda" in devices and not HAS_CUDA:
         assert "CUDA not available" in run.stdout, f"{name}: CUDA tests did not skip with the reason"
-    if name == "device-cpu":
-        assert "CUDA not available" not in run.stdout, "--device cpu must not even collect CUDA points"
+    if name in ("device-cpu", "device-default") and not HAS_CUDA:
+        assert "CUDA not available" not in run.stdout, "no CUDA point is even collected where there is none"
     if name == "profile-full":
         assert "r32" in run.stdout or counts["passed"] >= 2
 
@@ -121,3 +125,24 @@ def test_tox_install_keeps_an_installed_torch_else_pins_the_cpu_wheel(present):
     for env in ("gpu", "multigpu"):
         section = tox.split(f"[testenv:{env}]")[1].split("\n[")[0]
         assert "python .ci/install_suite.py" in section and "skip_install = true" in section, env
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--threads", "100000"], "--threads 100000: use 1 to"),  # torch segfaulted on it
+        (["--threads", "0"], "--threads 0: use 1 to"),
+        (["--seed", "12345678901234567890123"], "--seed 12345678901234567890123: use an integer from 0"),
+        (["--seed", "-1"], "--seed -1: use an integer from 0"),
+        (["--device", "gpu"], "--device 'gpu': use a comma-separated list of cpu, cuda"),
+    ],
+)
+def test_out_of_range_options_stop_with_a_usage_error(args, message):
+    run, _ = _pytest(*args, "-k", "onehot.encode", "--benchmark-disable")
+    assert run.returncode == 4 and message in run.stderr, run.stderr[-2000:]
+
+
+def test_a_device_named_twice_runs_once():
+    run, counts = _pytest("--device", "cpu,cpu", "-k", "onehot.encode and test_check", "--benchmark-disable")
+    once, _ = _pytest("--device", "cpu", "-k", "onehot.encode and test_check", "--benchmark-disable")
+    assert run.returncode == 0 and counts["passed"] == int(re.findall(r"(\d+) passed", once.stdout)[-1])
