@@ -176,8 +176,12 @@ class Outcome:
 
     @classmethod
     def from_data(cls, data: Mapping) -> Outcome:
-        if not isinstance(data, Mapping) or "case" not in data:
+        if not isinstance(data, Mapping) or not isinstance(data.get("case"), str):
             raise RecordError("an outcomes[] entry has no case")
+        if data.get("outcome", "passed") not in OUTCOMES:
+            raise RecordError(
+                f"outcome {data.get('outcome')!r:.30} of {data['case']} is not one of {OUTCOMES}"
+            )
         finding = data.get("finding")
         return cls(
             case=str(data["case"]),
@@ -229,7 +233,8 @@ class BenchmarkInfo:
 
     @classmethod
     def split(cls, extra_info: Mapping) -> tuple[BenchmarkInfo, dict] | None:
-        """(the standard record, the other keys), or None for a benchmark outside the suite."""
+        """(the standard record, the other keys), or None for a benchmark outside the suite.
+        Every field the reports read is checked here: RecordError names the first that is wrong."""
         if extra_info.get("case") is None:
             return None
         names = {f.name for f in fields(cls)}
@@ -238,10 +243,38 @@ class BenchmarkInfo:
         for key in ("role", "size_label", "dtype", "device"):
             known.setdefault(key, "")
         known.setdefault("size", {})
+        _check_info(known)
         return cls(**known), {k: v for k, v in extra_info.items() if k not in names}
 
 
 STANDARD_EXTRA_KEYS = frozenset(f.name for f in fields(BenchmarkInfo))
+_TEXT = ("case", "variant", "role", "size_label", "dtype", "device", "kind", "part")
+_COUNTS = ("flops", "bytes", "peak_bytes", "max_abs_err", "max_rel_err")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_info(info: Mapping) -> None:
+    for key in _TEXT:
+        if key in info and not isinstance(info[key], str):
+            raise RecordError(f"extra_info.{key} is not text: {info[key]!r:.60}")
+    size = info.get("size")
+    if not isinstance(size, Mapping) or not all(
+        isinstance(k, str) and _is_number(v) for k, v in size.items()
+    ):
+        raise RecordError(f"extra_info.size is not a mapping of names to numbers: {size!r:.60}")
+    if info.get("tier") is not None and info["tier"] not in (1, 2, 3):
+        raise RecordError(f"extra_info.tier {info['tier']!r:.20} is not 1, 2 or 3")
+    if info.get("x") is not None and not isinstance(info["x"], str):
+        raise RecordError(f"extra_info.x (the size parameter on the x axis) is not text: {info['x']!r:.20}")
+    for key in _COUNTS:
+        value = info.get(key)
+        if value is None:
+            continue
+        if not _is_number(value) or not (0 <= float(value) < float("inf")):
+            raise RecordError(f"extra_info.{key} {value!r:.30} is not a finite non-negative number")
 
 
 def _times(values, where: str) -> tuple[float, ...]:
@@ -383,7 +416,11 @@ class RunInfo:
     def from_data(cls, data: Mapping | None) -> RunInfo:
         data = data or {}
         version = data.get("schema_version", LEGACY_VERSION)
-        if not isinstance(version, int) or version > SCHEMA_VERSION:
+        if not isinstance(version, int) or isinstance(version, bool) or version < LEGACY_VERSION:
+            raise RecordError(
+                f"results schema version {version!r:.30} is not a version number (1 to {SCHEMA_VERSION})"
+            )
+        if version > SCHEMA_VERSION:
             raise RecordError(
                 f"results schema version {version!r} is newer than this reader's ({SCHEMA_VERSION}); "
                 f"update the suite to read it"

@@ -179,13 +179,16 @@ def _num(value) -> float:
         return math.nan
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return math.nan
 
 
 def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray] | None:
     info = bench.get("extra_info") or {}
-    split = record.BenchmarkInfo.split(info)
+    try:
+        split = record.BenchmarkInfo.split(info)
+    except record.RecordError as exc:
+        raise ResultsError(f"{path}: benchmark {bench.get('name', '?')!r:.80}: {exc}") from None
     if split is None:
         return None  # a benchmark outside the suite (e.g. a harness unit test): not a case result
     point, extra = split
@@ -207,12 +210,19 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
         # A time that is zero, negative, infinite or NaN is a broken timer or a hostile file: judging
         # it would turn it into a speed-up or a regression.
         raise ResultsError(
-            f"{path}: benchmark {bench.get('name', '?')!r}: impossible time (median {stats['median']!r}); "
-            "times must be positive and finite"
+            f"{path}: benchmark {bench.get('name', '?')!r}: impossible time "
+            f"(median {stats['median']!r:.30}); times must be positive and finite"
         )
     iqr = _num(stats.get("iqr"))
     flops, moved, dtype, device = _num(point.flops), _num(point.bytes), point.dtype, point.device
     ceilings = (run["ceilings"] or {}).get(device, {}) if isinstance(run["ceilings"], dict) else {}
+    if not isinstance(ceilings, dict):
+        raise ResultsError(f"{path}: machine_info.torch.ceilings.{device} is not an object")
+    for key, value in ceilings.items():
+        if not (_num(value) > 0 and math.isfinite(_num(value))):
+            raise ResultsError(
+                f"{path}: machine_info.torch.ceilings.{device}.{key} {value!r:.30} is not a positive number"
+            )
     flops_ceiling = _num(ceilings.get(_CEILING_KEY.get(dtype, ""), None))
     copy_ceiling = _num(ceilings.get("copy_bytes_per_s"))
     rate = flops / median if median > 0 else math.nan

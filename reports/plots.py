@@ -15,6 +15,9 @@ import textwrap
 import matplotlib
 
 matplotlib.use("Agg")
+# Labels come from results files: drawn as the text they are, never parsed as mathtext ("$^$" in a
+# variant's name stopped a build with a parser error).
+matplotlib.rcParams["text.parse_math"] = False
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402

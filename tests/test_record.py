@@ -101,7 +101,9 @@ def test_every_suite_test_outcome_is_in_the_results(small_run):
     compile_outcomes = [o for o in doc["outcomes"] if "compile" in o.get("check", "")]
     assert compile_outcomes and all(o["case"] == "jit.script_trace" for o in compile_outcomes)
     assert any(o.get("finding") for o in compile_outcomes if o["outcome"] == "passed")
-    assert doc["suite"]["schema_version"] == record.SCHEMA_VERSION and len(doc["cases"]) == 44
+    assert doc["suite"]["schema_version"] == record.SCHEMA_VERSION and len(doc["cases"]) == len(
+        catalogue.load()
+    )
 
 
 BLOCKED = textwrap.dedent("""
@@ -115,7 +117,8 @@ BLOCKED = textwrap.dedent("""
     out = sys.argv[1]
     code = main(['build', out + '/bench.json', '--out', out + '/report'])
     assert code == 0, code
-    code = main(['gate', '--baseline', out + '/bench.json', '--current', out + '/bench.json'])
+    # Against itself a run never regresses; its unstable pairs (a tiny run) are accepted as unjudged.
+    code = main(['gate', '--baseline', out + '/bench.json', '--current', out + '/bench.json', '--allow-unjudged'])
     assert code == 0, code
     assert not {m for m in sys.modules if m.split('.')[0] in ('torch', 'cases')}
     print('built and gated without torch or cases')
