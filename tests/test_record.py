@@ -118,7 +118,8 @@ BLOCKED = textwrap.dedent("""
     code = main(['build', out + '/bench.json', '--out', out + '/report'])
     assert code == 0, code
     # Against itself a run never regresses; its unstable pairs (a tiny run) are accepted as unjudged.
-    code = main(['gate', '--baseline', out + '/bench.json', '--current', out + '/bench.json', '--allow-unjudged'])
+    run = out + '/bench.json'
+    code = main(['gate', '--baseline', run, '--current', run, '--allow-unjudged'])
     assert code == 0, code
     assert not {m for m in sys.modules if m.split('.')[0] in ('torch', 'cases')}
     print('built and gated without torch or cases')
