@@ -195,6 +195,66 @@ def _machines_table(runs: pd.DataFrame) -> str:
 VERDICT_ORDER = ("holds", "fails", "depends", "not measured")
 
 
+def recommendation(rows: pd.DataFrame) -> tuple[str, str, str, str, str] | None:
+    """(what to use, gain [CI], memory, how sure, where) from a case's compared pairs at their
+    largest size: the faster side where the gain is real, either where there is no measurable
+    difference, and no advice where the machine could not tell."""
+    if rows is None or rows.empty:
+        return None
+    pairs = rows[rows["against"].isin(["rule", "context"])]
+    if pairs.empty:
+        return None
+    # The case's own comparison before its parts, then its largest size.
+    pairs = pairs.assign(_own=pairs["part"].fillna("").eq("")).sort_values(["_own", "x"], kind="stable")
+    row = pairs.groupby(["fast", "slow", "device", "dtype"], sort=False).tail(1).iloc[-1]
+    ci = f" [{fmt(row.ci_low)}, {fmt(row.ci_high)}]" if math.isfinite(row.ci_low) else ""
+    gain = f"{fmt(row.speedup)}×{ci}"
+    verdict = getattr(row, "gain", "")
+    if verdict == "faster":
+        use = f"{row.fast} ({fmt(row.speedup)}× faster than {row.slow})"
+    elif verdict == "slower":
+        use = f"{row.slow} ({fmt(1 / row.speedup)}× faster than {row.fast})"
+    elif verdict == "no measurable difference":
+        use = f"either: no measurable difference between {row.fast} and {row.slow}"
+    else:
+        use = f"no advice: too noisy to tell {row.fast} from {row.slow} here"
+    ratio = row["memory_ratio"]
+    if not math.isfinite(ratio) or abs(math.log(ratio)) < math.log(1.05):
+        memory = "same" if math.isfinite(ratio) else ""
+    else:
+        memory = f"{fmt(ratio)}× less" if ratio > 1 else f"{fmt(1 / ratio)}× more"
+    sure = row.get("quality", "") or "paired rounds, quiet machine"
+    # row["dtype"], not row.dtype: a Series' .dtype is its own.
+    return use, gain, memory, sure, f"{row['size_label']} {row['dtype']} {row['device']}"
+
+
+def _answers(views: list[CaseView], machines: list[str]) -> str:
+    """The user's question first: per machine, for each technique that compares two ways, which
+    way to use here, by how much, how sure, and the two verdicts beside it."""
+    out = []
+    for machine in machines:
+        body = []
+        for v in views:
+            j = v.judgements.get(machine)
+            advice = recommendation(v.tables.get(machine))
+            if j is None or advice is None:
+                continue
+            use, gain, memory, sure, where = advice
+            cls = ' class="warn"' if sure != "paired rounds, quiet machine" else ""
+            body.append(
+                f'<tr><td><a href="#{esc(v.id)}"><code>{esc(v.id)}</code></a></td><td>{esc(use)}</td>'
+                f"<td>{esc(gain)}</td><td>{esc(memory)}</td><td{cls}>{esc(sure)}</td><td>{esc(where)}</td>"
+                f"<td>{badge(j.verdict)}</td><td>{notes_badge(j.notes_verdict)}</td></tr>"
+            )
+        if body:
+            out.append(
+                f"<h3>What to use on {esc(machine)}</h3><table><tr><th>technique</th><th>use here</th>"
+                "<th>speed-up [95% CI]</th><th>memory</th><th>how sure</th><th>measured at</th>"
+                "<th>technique</th><th>notes</th></tr>" + "".join(body) + "</table>"
+            )
+    return "".join(out)
+
+
 def _headline(views: list[CaseView], machines: list[str], runs: pd.DataFrame) -> str:
     """Per machine, one verdict per catalogue ID (an ID absent from the machine's results counts as
     not measured, so the counts add up to the catalogue), and the failed tests counted apart."""
@@ -261,6 +321,7 @@ def page(
         "<i>unpaired</i> were timed apart.</p>",
         LEGEND,
         _headline(views, machines, runs),
+        _answers(views, machines),
         "<h2>Machines</h2>",
         _machines_table(runs),
         "<h2>Contents</h2>",

@@ -147,7 +147,7 @@ def quality(paired: bool, rounds: int, busy: str, delta: float) -> str:
     if rounds < gain.MIN_PAIRS:
         flags.append(f"{rounds} rounds: too few for an interval")
     if busy:
-        flags.append(f"busy machine ({busy})")
+        flags.append(busy if busy.startswith("machine busy") else f"machine busy ({busy})")
     if delta > gain.DELTA_FLOOR:
         flags.append(f"noise floor {delta:.0%}: only gains beyond ±{delta:.0%} are told apart")
     return "; ".join(flags)

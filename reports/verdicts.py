@@ -89,7 +89,9 @@ def _speed_rows(rule, summary: pd.DataFrame, roles: dict) -> pd.DataFrame:
 def _noisy(row) -> str:
     """Why a pair's band is wider than the catalogue's 5%, or "" where it is not."""
     why = [
-        q for q in str(getattr(row, "quality", "") or "").split("; ") if q.startswith(("busy", "noise floor"))
+        q
+        for q in str(getattr(row, "quality", "") or "").split("; ")
+        if q.startswith(("machine busy", "noise floor"))
     ]
     return "; ".join(why)
 

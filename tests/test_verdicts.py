@@ -66,7 +66,7 @@ def test_no_measurable_difference_fails_a_claimed_gain_but_only_depends_on_a_bus
         tmp_path, paired=True, variants=same, n_rounds=200, busy="a spinner got 50% of its core"
     )
     assert judged["technique_verdict"] == "depends" and "busy" in judged["technique_evidence"]
-    assert "busy machine" in summary.loc[summary["against"] == "rule", "quality"].iloc[0]
+    assert "machine busy" in summary.loc[summary["against"] == "rule", "quality"].iloc[0]
 
 
 def test_bitwise_identical_sides_of_a_premised_claim_depend_on_the_premise(tmp_path):
