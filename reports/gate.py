@@ -210,6 +210,58 @@ def _memory_ratio(group, slow: str, fast: str) -> float:
     return (group.peak[slow] + PAGE) / (group.peak[fast] + PAGE)
 
 
+def _unstable(sample: Sample) -> bool:
+    """Rounds taken apart whose spread says they were not measuring the code alone: their
+    bootstrap interval is not to be trusted either way. Paired rounds are judged by their own
+    interval, which their spread already widens."""
+    return sample.logs is None and sample.spread > MAX_SPREAD
+
+
+def _judge_pair(base: Sample, cur: Sample, again: list, tol: float, seed: int) -> tuple[str, str, str]:
+    """(verdict, note, interval) of one pair. A pair passes only where the interval of current ÷
+    baseline shows the drop is smaller than the tolerance; it regresses where the interval's top
+    is below 1 - tol in the run and in every recheck; where the interval straddles 1 - tol (or the
+    rounds were unstable) the run could not tell, and the stable rechecks decide. If none can,
+    it is `could not judge`: never passed on a measurement that could not have seen the regression."""
+
+    def interval(sample):
+        r, lo, hi, bad = _regressed(base, sample, tol, seed)
+        ci = f"[{lo - 1:+.1%}, {hi - 1:+.1%}]" if not math.isnan(lo) else "too few rounds"
+        if _unstable(base) or _unstable(sample) or math.isnan(lo):
+            return "unknown", ci
+        if bad:
+            return "regressed", ci
+        return ("ok" if lo >= 1 - tol else "unknown"), ci
+
+    said, ci = interval(cur)
+    if said == "regressed":
+        confirmed = [interval(s)[0] == "regressed" for s in again]
+        if all(confirmed):
+            return (
+                REGRESSED,
+                f"CI below -{tol:.0%}" + (f"; confirmed by {len(again)} recheck(s)" if again else ""),
+                ci,
+            )
+        return NOISY, f"not confirmed by {confirmed.count(False)} of {len(again)} recheck(s)", ci
+    if said == "ok":
+        return OK, "", ci
+    # The current run could not tell: the rechecks that can decide.
+    decided = [interval(s) for s in again]
+    told = [d for d, _ in decided if d != "unknown"]
+    if told and all(d == "regressed" for d in told):
+        return REGRESSED, f"current run could not tell; {len(told)} recheck(s) show the drop", ci
+    if told and all(d == "ok" for d in told):
+        return OK, f"current run could not tell; {len(told)} recheck(s) show no drop beyond -{tol:.0%}", ci
+    why = (
+        "rounds unstable (IQR/median > 25%)"
+        if _unstable(base) or _unstable(cur)
+        else (f"the interval {ci} straddles -{tol:.0%}")
+    )
+    if not again:
+        return UNSTABLE, f"{why}: re-measure (--recheck)", ci
+    return UNJUDGED, f"{why}, and no recheck decided it ({len(again)} given)", ci
+
+
 def compare(
     baseline: load.Results,
     current: load.Results,
@@ -269,33 +321,8 @@ def compare(
                 )
                 continue
             again = [s for g, logs in recheck_sides if (s := _sample(g, logs, key, fast, slow)) is not None]
-            if max(base.spread, cur.spread) > MAX_SPREAD:
-                stable = [s for s in again if s.spread <= MAX_SPREAD]
-                if base.spread > MAX_SPREAD or not stable:
-                    line.verdict = UNSTABLE if not again else UNJUDGED
-                    line.note = f"spread {max(base.spread, cur.spread):.0%} > {MAX_SPREAD:.0%}: " + (
-                        "re-measure (--recheck)" if not again else f"unstable in all {len(again)} recheck(s)"
-                    )
-                    continue
-                cur, again = stable[0], stable[1:]  # judged on the stable re-measurements only
-                line.note = "current run unstable; judged on its rechecks. "
-            r, lo, hi, bad = _regressed(base, cur, tol, seed=len(lines))
-            line.ci = f"[{lo - 1:+.1%}, {hi - 1:+.1%}]" if not math.isnan(lo) else "too few rounds"
-            if bad:
-                confirmed = [_regressed(base, s, tol, seed=len(lines))[3] for s in again]
-                if all(confirmed):
-                    line.verdict = REGRESSED
-                    line.note += f"CI below -{tol:.0%}" + (
-                        f"; confirmed by {len(again)} recheck(s)" if again else ""
-                    )
-                else:
-                    line.verdict = NOISY
-                    line.note += f"not confirmed by {confirmed.count(False)} of {len(again)} recheck(s)"
-            elif r < 1 - tol:
-                line.verdict, line.note = (
-                    NOISY,
-                    line.note + f"below -{tol:.0%} but the CI reaches {hi - 1:+.1%}",
-                )
+            verdict, note, ci = _judge_pair(base, cur, again, tol, seed=len(lines))
+            line.verdict, line.note, line.ci = verdict, note, ci
             base_mem, cur_mem = (
                 _memory_ratio(base_group, slow, fast),
                 _memory_ratio(cur_groups[key], slow, fast),

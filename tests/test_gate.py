@@ -53,16 +53,18 @@ def test_injected_slowdown_fails(tmp_path, capsys):
     assert "**regressed**" in out and "Regression gate: FAIL" in out
 
 
-def test_a_noisy_drop_is_not_a_regression(tmp_path, capsys):
-    """15% slower but measured with 30% noise in 5 rounds: not significant, reported, passes."""
+def test_a_noisy_drop_is_neither_a_regression_nor_a_pass(tmp_path, capsys):
+    """15% slower but measured with 30% noise in 5 rounds: the interval straddles the tolerance,
+    so the run cannot tell; it is listed for re-measurement and the gate says it could not judge
+    (a pass here once let a real 1.6× slowdown through on a busy machine)."""
     b = write(tmp_path / "b.json", synthetic.result(seed=1, sizes=(256,)))
     c = write(
         tmp_path / "c.json",
         synthetic.result(seed=5, sizes=(256,), sigma=0.15, n_rounds=5, slow={"fast_v": 1.15}),
     )
     code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
-    assert code == 0, out
-    assert "ok (drop not significant)" in out or "| ok |" in out
+    assert code == 3, out
+    assert "straddles -10%" in out and "| unstable |" in out
 
 
 def test_failed_check_fails_even_when_faster(tmp_path, capsys):
@@ -271,13 +273,15 @@ def test_a_a_false_alarm_rate_from_real_rounds():
     assert min(pairs) >= 5
     trials = [(_resampled(run, rng), _resampled(run, rng)) for run in runs for _ in range(100)]
     verdicts = [gate.compare(b, c) for b, c in trials]
-    judged = sum(line.verdict not in (gate.UNSTABLE,) for v in verdicts for line in v)
+    judged = sum(line.verdict not in (gate.UNSTABLE, gate.UNJUDGED) for v in verdicts for line in v)
     rate = sum(gate.exit_code(v) == 1 for v in verdicts) / len(trials)  # 1: a regression found
     print(
         f"A/A: {len(trials)} resampled comparisons ({pairs} real pairs per run, {judged} pair verdicts): "
         f"false-alarm rate {rate:.1%}"
     )
-    assert judged >= 0.75 * sum(pairs) * 100  # a resample can push a sample past MAX_SPREAD
+    # A resample can push a sample past MAX_SPREAD, or its interval across -10%: those are not
+    # passed but left unjudged (exit 3). Measured: 72% of the pair verdicts judged.
+    assert judged >= 0.6 * sum(pairs) * 100
     assert rate <= 0.01
 
 
@@ -326,14 +330,16 @@ def test_detection_of_injected_slowdowns(tmp_path, slowdown, at_least, at_most):
     A 10% slowdown is a 9.1% drop of the speedup, inside the 10% tolerance: not a regression by
     design, so only its rate is reported."""
     rng = np.random.default_rng(int(slowdown * 100))
-    fired = 0
+    codes = []
     for trial in range(200):
         base = load.load([write(tmp_path / "b.json", _drifted(2 * trial, rng, 1.0))])
         cur = load.load([write(tmp_path / "c.json", _drifted(2 * trial + 1, rng, slowdown))])
-        fired += gate.exit_code(gate.compare(base, cur))
-    rate = fired / 200
-    print(f"slowdown {slowdown - 1:.0%}: detected in {rate:.1%} of 200 trials")
+        codes.append(gate.exit_code(gate.compare(base, cur)))
+    rate, passed = codes.count(1) / 200, codes.count(0) / 200
+    print(f"slowdown {slowdown - 1:.0%}: detected in {rate:.1%}, passed in {passed:.1%} of 200 trials")
     assert at_least <= rate <= at_most
+    if slowdown >= 1.25:  # beyond the tolerance: detected, or at worst left unjudged, never passed
+        assert passed == 0
 
 
 def test_a_single_run_baseline_is_warned_about_and_a_pooled_one_is_not(tmp_path, capsys):
