@@ -47,6 +47,13 @@ def add_options(parser) -> None:
         "Default: torch's own choice. On shared CPU machines 1 gives steadier timings.",
     )
     group.addoption(
+        "--benchmark-tables",
+        action="store_true",
+        default=False,
+        help="also print pytest-benchmark's per-test tables at the end (by default the run ends with "
+        "the suite's own summary: gains, noise, findings, where the results went)",
+    )
+    group.addoption(
         "--time-budget",
         type=float,
         default=None,

@@ -12,6 +12,7 @@ import pytest
 
 from cases import all_cases
 from harness import catalogue, record, requirements, rules, timing
+from suite import answer
 
 RECORDER = pytest.StashKey["Recorder"]()
 NOT_A_BENCHMARK = "Skipping non-benchmark"  # the reason pytest-benchmark's --benchmark-only gives
@@ -119,7 +120,7 @@ class Recorder:
     def pytest_collection_finish(self, session):
         for item in session.items:
             point = dict(item.user_properties).get("point")
-            if point is not None and point["kind"] == "check":
+            if point is not None and point["kind"] in ("check", "pair"):
                 _keep_under_benchmark_only(item)
 
     # outcomes -----------------------------------------------------------------------------------
@@ -187,18 +188,22 @@ class Recorder:
         return {k: v[0] for k, v in self.ceilings.items()}, {k: v[1] for k, v in self.ceilings.items()}
 
     # terminal ------------------------------------------------------------------------------------
+    def pytest_sessionstart(self, session):
+        answer.quiet_tables(session.config)
+
     def pytest_terminal_summary(self, terminalreporter):
-        """The notes' claims judged in this run, one line each, so a plain run shows the verdicts
-        without a results file; failed checks are listed apart: they are errors, not findings."""
-        findings = [o for o in self.outcomes if o.finding is not None]
-        if findings:
-            terminalreporter.section("findings on the notes' claims")
-            for o in findings:
-                verdict = o.finding.verdict.value if o.finding.verdict is not None else "note"
-                evidence = o.finding.evidence
-                if len(evidence) > 160:
-                    evidence = evidence[:157] + "..."
-                terminalreporter.write_line(f"{verdict:>12}  {o.case}/{o.name} [{o.device}]: {evidence}")
+        """The run's answer on one screen (suite/answer.py): gains, noise, findings, where the
+        results went; failed tests are counted apart: they are errors, not findings."""
+        persist = self.config.pluginmanager.get_plugin("suite-persist")
+        path = getattr(persist, "final_path", None)
+        bs = getattr(self.config, "_benchmarksession", None)
+        if path is None and bs is not None and getattr(bs, "json", None) is not None:
+            path = bs.json.name
+        text = answer.lines(self.pairs, self.outcomes, str(path) if path else None)
+        if text:
+            terminalreporter.section("what this run found")
+            for line in text:
+                terminalreporter.write_line(line)
 
 
 def _benchmark_clock(item, point):

@@ -1,0 +1,85 @@
+"""What a run ends with in the terminal: the answer, on one screen.
+
+Per technique that compares two ways, the pair its rule names at the largest size measured, with
+its paired speed-up, interval and what the interval says against the band (harness.gain); how
+many pairs the machine was busy for, and what to do about it; the findings counted by verdict and
+the notes' errata; where the results went. pytest-benchmark's own per-test tables (hundreds of
+lines, up to 554 columns wide on the quick profile) are off unless ``--benchmark-tables``; the
+full picture is the report (`python -m reports build`).
+"""
+
+from __future__ import annotations
+
+import collections
+
+from harness import gain, record
+
+TABLES = "--benchmark-tables"
+
+
+def quiet_tables(config) -> None:
+    """pytest-benchmark's tables off unless asked for (its --benchmark-quiet, minus its logger)."""
+    session = getattr(config, "_benchmarksession", None)
+    if session is not None and not config.getoption(TABLES) and not session.verbose:
+        session.quiet = True  # display() then prints no table; its logger is left as it was
+
+
+def _largest(pairs: list[record.PairTiming]) -> list[record.PairTiming]:
+    """Per case × part × pair × device × dtype, the pair at the largest size."""
+    best: dict[tuple, record.PairTiming] = {}
+    for p in pairs:
+        key = (p.case, p.part, p.fast, p.slow, p.device, p.dtype)
+        x = p.size.get(p.x or next(iter(p.size), ""), 0) if p.size else 0
+        if key not in best or x >= best[key][0]:
+            best[key] = (x, p)
+    return [p for _, p in best.values()]
+
+
+def lines(
+    pairs: list[record.PairTiming], outcomes: list[record.Outcome], results_path: str | None
+) -> list[str]:
+    out = []
+    judged = [(p, gain.paired_ratio(p.slow_s, p.fast_s)) for p in _largest(pairs) if p.against == "rule"]
+    if judged:
+        width = max(len(p.case) for p, _ in judged)
+        out.append(
+            f"{'technique':<{width}}  {'compared at the largest size':<44} {'speed-up [95% CI]':<26} answer"
+        )
+        for p, ratio in sorted(judged, key=lambda pr: -pr[1].point):
+            band = gain.delta(p.noise_floor)
+            what = gain.classify(ratio, band).value
+            busy = " (busy)" if (p.load or {}).get("busy") else ""
+            where = f"{p.fast} vs {p.slow} ({p.size_label} {p.dtype} {p.device})"
+            interval = str(ratio).replace("[95% CI ", "[")
+            out.append(f"{p.case:<{width}}  {where[:44]:<44} {interval:<26} {what}{busy}")
+    if pairs:
+        busy = [p for p in pairs if (p.load or {}).get("busy")]
+        if busy:
+            out.append(
+                f"noise: {len(busy)}/{len(pairs)} pairs were timed on a busy machine "
+                f"({busy[0].load['busy']}): "
+                "their intervals are wider and a small gain reads 'too noisy to tell'; rerun on an idle "
+                "machine or with --threads 1 for tighter answers"
+            )
+        else:
+            out.append(f"noise: all {len(pairs)} pairs timed on a quiet machine")
+    findings = [o for o in outcomes if o.finding is not None and o.outcome == "passed"]
+    if findings:
+        tally = collections.Counter(
+            o.finding.verdict.value for o in findings if o.finding.verdict is not None
+        )
+        errata = {(e.kind, e.quote): o.case for o in findings for e in o.finding.errata}
+        worst = sorted({o.case for o in findings if o.finding.verdict is record.Verdict.FAILS})
+        out.append(
+            f"findings: {len(findings)} checks: "
+            + ", ".join(f"{n} {v}" for v, n in tally.most_common())
+            + f"; notes' errata: {len(errata)} in {len(set(errata.values()))} techniques"
+        )
+        if worst:
+            out.append("checks that found the technique failing: " + ", ".join(worst))
+    failed = [o for o in outcomes if o.outcome == "failed"]
+    if failed:
+        out.append(f"errors of the run: {len(failed)} failed tests (listed above), not findings")
+    if results_path:
+        out.append(f"results: {results_path}; the report: python -m reports build {results_path}")
+    return out
