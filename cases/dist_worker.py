@@ -384,4 +384,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    from harness.launch import die_with_parent
+
+    die_with_parent()  # a rank dies with torchrun, even when torchrun is killed outright
     main()

@@ -148,3 +148,47 @@ def test_two_interrupts_leave_a_partial_json_and_no_unfinished_point(tmp_path):
     assert doc["benchmarks"] and all(
         any(b["fullname"].endswith(n.split("::", 1)[-1]) for n in finished) for b in doc["benchmarks"]
     ), "every point in the JSON has its outcome"
+
+
+def _marked(marker: str) -> list[tuple[int, str]]:
+    """(pid, command) of every live process whose environment carries `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (entry / "environ").read_bytes():
+                found.append(
+                    (int(entry.name), (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+                )
+        except OSError:
+            continue
+    return found
+
+
+def test_killing_pytest_during_a_launch_leaves_no_torchrun_or_rank(tmp_path):
+    """kill -9 of pytest while two gloo ranks wait in a collective once left torchrun and both
+    ranks running (new sessions), holding their ports. The kernel now kills each with its parent."""
+    marker = f"SUITE_ORPHAN_PROBE={os.getpid()}-{time.time_ns()}"
+    env = {**os.environ, marker.split("=")[0]: marker.split("=")[1]}
+    proc = subprocess.Popen(
+        [*PYTEST, "suite/test_distributed.py", "-k", "fault_hanging_rank", "--benchmark-disable", "-q"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while sum("cases.dist_worker" in cmd for _, cmd in _marked(marker)) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, "the ranks never started"
+        time.sleep(0.1)
+    assert any("torch.distributed.run" in cmd for _, cmd in _marked(marker))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while _marked(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = _marked(marker)
+    for pid, _ in left:  # do not leave them to the next test either
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"left behind: {left}"
