@@ -283,10 +283,8 @@ class Persist:
 
     # interrupts ----------------------------------------------------------------------------------
     def pytest_keyboard_interrupt(self, excinfo):
-        if self.interrupted and not isinstance(
-            excinfo.value, (pytest.exit.Exception, pytest.Session.Interrupted)
-        ):
-            return  # recorded when the signal arrived (_on_signal), with the test then running
+        # Refines what _on_signal recorded as the signal arrived: by now the events an isolation
+        # worker streams have been taken in, so `running` names the test that was interrupted.
         self.interrupted = _describe_interrupt(excinfo.value)
         if self.running:
             self.interrupted += f" while {self.running} was running"

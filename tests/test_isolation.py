@@ -21,7 +21,7 @@ from tests.launcher import INTERRUPTIBLE_PYTEST, PYTEST, ROOT
 
 QUICK = ["--benchmark-max-time=0.002", "--benchmark-min-rounds=2", "--benchmark-warmup=off"]
 # Checks, benchmarks (CPU timed, CUDA skipped with the reason here) and rule checks with findings.
-SELECTION = ["suite", "-k", "onehot.encode and not c1000 and not perf_lint"]
+SELECTION = ["suite", "--device", "cpu,cuda", "-k", "onehot.encode and not c1000 and not perf_lint"]
 PLANTED = "suite/test_cases.py::test_benchmark[onehot.encode-scatter-b4096-c10-float32-cpu]"
 CASES = "tests/data/isolation_cases.py"
 # What each test of CASES gives in a run without a planted error.
