@@ -226,10 +226,19 @@ def _gpu_run_covers_cpu_only_cases(items) -> None:
     verdict from the GPU command (`-m gpu`): its tests join the GPU run on the host's CPU, so the
     GPU report holds every catalogue ID the machine can run."""
     points = [(item, dict(item.user_properties).get("point")) for item in items]
+    # From the declarations, not the collected points: on a machine without CUDA none are
+    # collected (--device defaults to the devices present), and every case would look CPU-only.
     on_cuda = {p["case"] for _, p in points if p is not None and p.get("device") == "cuda"}
+    on_cuda |= {case.id for case in all_cases() if _declares_cuda(case)}
     for item, p in points:
         if p is not None and p["case"] not in on_cuda:
             item.add_marker(pytest.mark.gpu)
+
+
+def _declares_cuda(case) -> bool:
+    return any(c.dtypes.get("cuda") for c in case.comparisons().values()) or any(
+        "cuda" in check.devices for check in case.checks.values()
+    )
 
 
 def _keep_under_benchmark_only(item) -> None:
