@@ -118,6 +118,12 @@ class Recorder:
 
     @pytest.hookimpl(trylast=True)  # after pytest-benchmark has marked what --benchmark-only skips
     def pytest_collection_finish(self, session):
+        keyword = session.config.getoption("keyword", "")
+        if keyword and not session.items:
+            hint = _nearest_ids(keyword)
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(f"-k {keyword!r} matched no test; {hint}", yellow=True)
         for item in session.items:
             point = dict(item.user_properties).get("point")
             if point is not None and point["kind"] in ("check", "pair"):
@@ -233,6 +239,18 @@ def _gpu_run_covers_cpu_only_cases(items) -> None:
     for item, p in points:
         if p is not None and p["case"] not in on_cuda:
             item.add_marker(pytest.mark.gpu)
+
+
+def _nearest_ids(keyword: str) -> str:
+    """The catalogue IDs nearest to the words of a -k expression that matched nothing."""
+    import difflib
+
+    ids = [e.id for e in catalogue.load()]
+    words = [w for w in keyword.replace("(", " ").replace(")", " ").split() if w not in ("and", "or", "not")]
+    near = dict.fromkeys(m for w in words for m in difflib.get_close_matches(w, ids, n=3, cutoff=0.5))
+    if near:
+        return "catalogue IDs like it: " + ", ".join(near)
+    return "every node ID starts with its catalogue ID (cases/CATALOG.md), e.g. -k distance.pairwise"
 
 
 def _declares_cuda(case) -> bool:
