@@ -13,7 +13,8 @@ from pathlib import Path
 CATALOG_PATH = Path(__file__).resolve().parents[1] / "cases" / "CATALOG.md"
 
 _TIER = re.compile(r"^##\s+Tier\s+(\d)")
-_ROW = re.compile(r"^\|\s*`(?P<id>[a-z0-9_]+\.[a-z0-9_]+)`\s*\|(?P<rest>.*)\|\s*$")
+# A row may end without its closing pipe (rows that carry an extra "also:" column do).
+_ROW = re.compile(r"^\|\s*`(?P<id>[a-z0-9_]+\.[a-z0-9_]+)`\s*\|(?P<rest>.*?)\|?\s*;?\s*$")
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Entry:
     source: str
     check: str
     measure: str  # empty for Tier 3
+    also: str = ""  # claims the catalogue added beside the check (Tier 3's extra column)
 
 
 def _split_cells(text: str) -> list[str]:
@@ -54,8 +56,11 @@ def parse(text: str) -> list[Entry]:
         row = _ROW.match(line)
         if row and tier is not None:
             cells = _split_cells(row.group("rest"))
-            cells += [""] * (4 - len(cells))
-            entries.append(Entry(row.group("id"), tier, cells[0], cells[1], cells[2], cells[3]))
+            cells += [""] * (5 - len(cells))
+            if tier == 3:  # technique | source | check | also
+                entries.append(Entry(row.group("id"), tier, cells[0], cells[1], cells[2], "", cells[3]))
+            else:
+                entries.append(Entry(row.group("id"), tier, cells[0], cells[1], cells[2], cells[3]))
     return entries
 
 

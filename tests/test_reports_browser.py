@@ -67,7 +67,7 @@ def test_report_renders_in_chromium(tmp_path):
     assert result["loaded"] == "complete"
     assert result["images"] == page.count("data:image/png;base64,") >= 2
     assert result["decoded"] == result["images"], result
-    assert result["sections"] == len(catalogue.load()) == 44
+    assert result["sections"] == len(catalogue.load())
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "index.png"
