@@ -95,23 +95,39 @@ def check_exact_relation(device):
             sigma * math.sqrt(d / (d - 1)) + notes.eps
         )
         rel = ((y_notes - predicted).abs().max() / y_notes.abs().max()).item()
-        assert rel < 1e-12, f"the stated relation is off by {rel:.3g} (relative) in float64"
         # ε → 0: a pure rescaling by √((D−1)/D).
         notes.eps, library_ln.eps = 0.0, 0.0
         ratio = ((notes(x) - b) / (library_ln(x) - b)).flatten()
         factor = math.sqrt((d - 1) / d)
-        assert (ratio - factor).abs().max().item() < 1e-9, "with ε = 0 the ratio should be √((D−1)/D)"
+        ratio_err = (ratio - factor).abs().max().item()
         # What a user sees in fp32 with each module's default ε.
         notes32, ln32 = NotesLayerNorm(d).to(device), torch.nn.LayerNorm(d).to(device)
         x32 = x.float()
         gap = (notes32(x32) - ln32(x32)).abs().max().item()
-    assert gap > 1e-4, "the two should differ by far more than fp32 round-off"
+    return judge_relation(rel, ratio_err, gap, d)
+
+
+# float64 round-off of the relation's two sides: each is a few dozen roundings of O(1) values
+# (mean and variance over D = 512 terms, a square root, a division): ≲ 64·2⁻⁵³ ≈ 7e-15 relative,
+# held to 1e-12; the ε = 0 ratio divides two such values whose distance from b can be as small as
+# 1e-4 of their scale, so its bound is 1e4 times looser, 1e-9.
+RELATION_BOUND, RATIO_BOUND = 1e-12, 1e-9
+
+
+def judge_relation(rel: float, ratio_err: float, fp32_gap: float, d: int) -> Finding:
+    """The technique: the notes' LayerNorm (unbiased std, ε added to the std) normalizes each row,
+    and differs from nn.LayerNorm by the exact, predictable relation the catalogue asks for. The
+    notes never claim equality with nn.LayerNorm, so the difference is not an erratum; the
+    relation failing (the notes' module computing something else) is what fails the technique."""
+    factor = math.sqrt((d - 1) / d)
+    relation, ratio = rel <= RELATION_BOUND, ratio_err <= RATIO_BOUND
     return Finding(
-        Verdict.FAILS,
-        "the notes' LayerNorm is not nn.LayerNorm: y_notes − b = (y_ln − b)·√(σ²+ε_ln)/(σ·√(D/(D−1)) + "
-        f"ε_notes) holds to {rel:.1e} (float64, D={d}); with ε = 0 it is the constant factor √((D−1)/D) = "
-        f"{factor:.6f}; with the default ε (1e-6 vs 1e-5) and unit affine the fp32 outputs differ by up to "
-        f"{gap:.2e}, far above fp32 round-off",
+        Verdict.HOLDS if relation and ratio else Verdict.FAILS,
+        "y_notes − b = (y_ln − b)·√(σ²+ε_ln)/(σ·√(D/(D−1)) + ε_notes) "
+        f"{'holds' if relation else 'FAILS'} to {rel:.1e} (float64, D={d}, bound {RELATION_BOUND:g}); "
+        f"with ε = 0 the factor √((D−1)/D) = {factor:.6f} {'holds' if ratio else 'FAILS'} to "
+        f"{ratio_err:.1e}; with the default ε (1e-6 vs 1e-5) the two modules' fp32 outputs differ by "
+        f"up to {fp32_gap:.2e}: the notes' LayerNorm is a layer normalization, not nn.LayerNorm's",
     )
 
 

@@ -214,6 +214,11 @@ def check_cpu_high_is_noop(device):
 IEEE_FP32 = {FP32: lambda s: Tol(rtol=8 * U_FP32, floor=2 * U_FP32 * (9 * max(s["n"] // 8, 8)) ** 0.5)}
 
 
+REDUCED_KERNEL = (
+    "a reduced-precision fp32 kernel under the flag (TF32 tensor cores; oneDNN's AMX/AVX-512 bf16)"
+)
+
+
 CASE = Case(
     id="precision.tf32",
     tier=1,
@@ -254,5 +259,13 @@ CASE = Case(
         "conv_error": Check(_error_check(make_conv, _conv(False), _conv(True), "conv")),
         "cpu_high_is_noop": Check(check_cpu_high_is_noop, devices=("cpu",)),
     },
-    verdict=AllOf((Faster("matmul.high", "matmul.highest"), Faster("conv.reduced", "conv.ieee"))),
+    # A gain needs a reduced-precision kernel under the flag (TF32 tensor cores, oneDNN's AMX/bf16):
+    # where the two sides give bitwise-identical results there is none, and the claim depends on
+    # that hardware (measured on an AMD EPYC without AMX: 1.00× [0.99, 1.00], identical outputs).
+    verdict=AllOf(
+        (
+            Faster("matmul.high", "matmul.highest", premise=REDUCED_KERNEL),
+            Faster("conv.reduced", "conv.ieee", premise=REDUCED_KERNEL),
+        )
+    ),
 )
