@@ -1,0 +1,31 @@
+"""Findings computed from what was observed, errata apart: a different observation gives a
+different verdict, and an erratum never decides the technique."""
+
+from __future__ import annotations
+
+from cases import distance, layernorm, onehot
+from harness.record import ErratumKind, Verdict
+
+
+def test_onehot_names_are_errata_and_the_semantics_decide():
+    f = onehot.judge_notes_names(True, ["torch.one_hot"], "2.13.0")
+    assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.TYPO]
+    assert not onehot.judge_notes_names(True, [], "9.9").errata
+    assert onehot.judge_notes_names(False, [], "2.13.0").verdict is Verdict.FAILS
+
+
+def test_layernorm_relation_verdict_follows_the_measured_relation():
+    assert layernorm.judge_relation(8e-16, 1e-12, 3e-3, 512).verdict is Verdict.HOLDS
+    assert layernorm.judge_relation(1e-6, 1e-12, 3e-3, 512).verdict is Verdict.FAILS
+    assert layernorm.judge_relation(8e-16, 1e-6, 3e-3, 512).verdict is Verdict.FAILS
+
+
+def test_distance_snippets_are_errata_and_the_corrected_forms_decide():
+    f = distance.judge_binary_snippet(raised=True, literal_err=43.0, fixed_err=0.0)
+    assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_SHAPE_OR_FORMULA
+    assert not distance.judge_binary_snippet(False, 0.0, 0.0).errata
+    assert distance.judge_binary_snippet(True, 43.0, 2.0).verdict is Verdict.FAILS
+    g = distance.judge_orientation(True, (24, 32), (32, 24))
+    assert g.verdict is Verdict.HOLDS and g.errata
+    assert not distance.judge_orientation(True, (32, 24), (32, 24)).errata
+    assert distance.judge_orientation(False, (24, 32), (32, 24)).verdict is Verdict.FAILS
