@@ -27,7 +27,7 @@ from torch import nn
 
 from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
+from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Tol, Verdict, library, naive, optimized
 from harness.rules import FromFindings
 
 FP32 = torch.float32
@@ -196,14 +196,26 @@ def check_deprecation(device):
         if any(issubclass(w.category, DeprecationWarning) for w in caught):
             deprecated.append(api)
     message = next((str(w.message) for w in w1 if issubclass(w.category, DeprecationWarning)), "")
-    if deprecated:
-        return Finding(
-            Verdict.DEPENDS,
-            f"torch {torch.__version__}: {', '.join(deprecated)} raise DeprecationWarning "
-            f"({message!r}); the notes' TorchScript route works here but is deprecated — "
-            f"torch.export / torch.compile replace it",
-        )
-    return Finding(Verdict.HOLDS, f"torch {torch.__version__}: TorchScript APIs raise no DeprecationWarning")
+    return judge_deprecation(deprecated, message, torch.__version__)
+
+
+def judge_deprecation(deprecated: list[str], message: str, version: str) -> Finding:
+    """A deprecated API is an erratum of the notes, the same kind in every ID; whether the notes'
+    TorchScript route works is judged by the other checks (no verdict here)."""
+    errata = tuple(
+        Erratum(ErratumKind.DEPRECATED_API, api, f"torch {version}: DeprecationWarning {message!r}")
+        for api in deprecated
+    )
+    return Finding(
+        None,
+        f"torch {version}: "
+        + (
+            f"{', '.join(deprecated)} deprecated; torch.export / torch.compile replace them"
+            if deprecated
+            else "TorchScript APIs raise no DeprecationWarning"
+        ),
+        errata,
+    )
 
 
 CASE = Case(

@@ -29,3 +29,23 @@ def test_distance_snippets_are_errata_and_the_corrected_forms_decide():
     assert g.verdict is Verdict.HOLDS and g.errata
     assert not distance.judge_orientation(True, (32, 24), (32, 24)).errata
     assert distance.judge_orientation(False, (24, 32), (32, 24)).verdict is Verdict.FAILS
+
+
+def test_typos_deprecations_and_wrong_statements_are_errata_in_every_id():
+    from cases import jit
+    from cases.misc import tensorboard
+    from cases.precision import amp
+
+    typo = tensorboard.judge_import_line(notes_line_imports=False, right_name_imports=True)
+    assert typo.verdict is Verdict.HOLDS and typo.errata[0].kind is ErratumKind.TYPO
+    assert tensorboard.judge_import_line(False, False).verdict is Verdict.FAILS
+    assert not tensorboard.judge_import_line(True, True).errata
+    deprecated = amp.judge_spellings(["torch.cuda.amp.autocast(args...) is deprecated"], "2.13.0")
+    assert deprecated.verdict is None and deprecated.errata[0].kind is ErratumKind.DEPRECATED_API
+    assert not amp.judge_spellings([], "2.13.0").errata
+    scripted = jit.judge_deprecation(["torch.jit.script"], "deprecated", "2.13.0")
+    assert scripted.verdict is None and scripted.errata[0].kind is ErratumKind.DEPRECATED_API
+    assert not jit.judge_deprecation([], "", "2.13.0").errata
+    statement = amp.judge_cpu_autocast(True, True)
+    assert statement.verdict is None and statement.errata[0].kind is ErratumKind.WRONG_STATEMENT
+    assert not amp.judge_cpu_autocast(False, True).errata

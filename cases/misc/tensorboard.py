@@ -15,7 +15,7 @@ import tempfile
 
 import numpy as np
 
-from cases.spec import Case, Check, Finding, Verdict
+from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
 
 TAGS = ("Loss/train", "Loss/test", "Accuracy/train", "Accuracy/test")
 STEPS = 20
@@ -82,10 +82,25 @@ def check_notes_import_line(device):
     except ImportError:
         imported = False
     assert imported == misspelled
+    return judge_import_line(imported, hasattr(module, "SummaryWriter"))
+
+
+def judge_import_line(notes_line_imports: bool, right_name_imports: bool) -> Finding:
+    """The technique: SummaryWriter imports from torch.utils.tensorboard. The notes' spelling of
+    it is their own matter: a typo is an erratum, as in every ID."""
+    errata = ()
+    if not notes_line_imports:
+        errata = (
+            Erratum(
+                ErratumKind.TYPO,
+                "from torch.utils.tensorboard import SummmaryWritter",
+                "ImportError: the class is SummaryWriter",
+            ),
+        )
     return Finding(
-        Verdict.FAILS if not imported else Verdict.HOLDS,
-        "the notes' `from torch.utils.tensorboard import SummmaryWritter` raises ImportError "
-        "(the class is SummaryWriter)",
+        Verdict.HOLDS if right_name_imports else Verdict.FAILS,
+        f"torch.utils.tensorboard.SummaryWriter {'imports' if right_name_imports else 'does NOT import'}",
+        errata,
     )
 
 
