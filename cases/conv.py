@@ -438,8 +438,9 @@ def judge_receptive_field(observed: list[tuple[str, int, int, int]]) -> Finding:
             Erratum(
                 ErratumKind.WRONG_SHAPE_OR_FORMULA,
                 "r = (r−1)·s + f with f the kernel size",
-                "for dilated stacks f must be the dilated span d(k−1)+1: with f = k the recursion misses "
-                f"the measured extent in {len(plain_wrong)}/{len(observed)} stacks ({', '.join(plain_wrong)})",
+                "for dilated stacks f must be the dilated span d(k−1)+1: with f = k the recursion "
+                f"misses the measured extent in {len(plain_wrong)}/{len(observed)} stacks "
+                f"({', '.join(plain_wrong)})",
             ),
         )
     lines = "; ".join(f"{n}: measured {e}, recursion {w}, with f=k {p}" for n, e, w, p in observed)
