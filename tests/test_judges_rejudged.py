@@ -49,3 +49,19 @@ def test_typos_deprecations_and_wrong_statements_are_errata_in_every_id():
     statement = amp.judge_cpu_autocast(True, True)
     assert statement.verdict is None and statement.errata[0].kind is ErratumKind.WRONG_STATEMENT
     assert not amp.judge_cpu_autocast(False, True).errata
+
+
+def test_receptive_field_and_recordio_layout_are_judged_on_the_technique():
+    from cases import conv
+    from cases.data import recordio
+
+    right = conv.judge_receptive_field([("d=2,2,2", 13, 13, 7)])
+    assert right.verdict is Verdict.HOLDS and right.errata[0].kind is ErratumKind.WRONG_SHAPE_OR_FORMULA
+    assert conv.judge_receptive_field([("d=2,2,2", 13, 11, 7)]).verdict is Verdict.FAILS
+    assert not conv.judge_receptive_field([("d=1", 7, 7, 7)]).errata
+    layout = recordio.judge_layout(True, [(1, 12, 16)])
+    assert layout.verdict is Verdict.HOLDS and layout.errata
+    assert (
+        recordio.judge_layout(False, []).verdict is Verdict.FAILS
+        and not recordio.judge_layout(True, []).errata
+    )
