@@ -65,3 +65,12 @@ def test_receptive_field_and_recordio_layout_are_judged_on_the_technique():
         recordio.judge_layout(False, []).verdict is Verdict.FAILS
         and not recordio.judge_layout(True, []).errata
     )
+
+
+def test_a_bound_the_notes_copy_from_torchs_docstring_is_an_erratum_not_a_failure():
+    from cases.misc import sampling_ops
+
+    f = sampling_ops.judge_multinomial_bound(n_of_n_runs=True, permutation=True, over_raises=True)
+    assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_STATEMENT
+    assert not sampling_ops.judge_multinomial_bound(False, True, True).errata
+    assert sampling_ops.judge_multinomial_bound(True, True, False).verdict is Verdict.FAILS

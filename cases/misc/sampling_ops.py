@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from cases._lib import isolated as _isolated
-from cases.spec import Case, Check, Finding, Verdict
+from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
 
 
 def _raises(fn, exc=RuntimeError) -> bool:
@@ -104,14 +104,32 @@ def check_multinomial_bound(device):
         full = torch.multinomial(w, 3, generator=g)
     except RuntimeError:
         full = None
-    if full is not None:
-        assert sorted(full.tolist()) == [0, 1, 2], "all n drawn without replacement must be a permutation"
-    assert _raises(lambda: torch.multinomial(w, 4, generator=g)), "num_samples > n must raise"
+    permutation = full is None or sorted(full.tolist()) == [0, 1, 2]
+    over_raises = _raises(lambda: torch.multinomial(w, 4, generator=g))
+    return judge_multinomial_bound(full is not None, permutation, over_raises)
+
+
+def judge_multinomial_bound(n_of_n_runs: bool, permutation: bool, over_raises: bool) -> Finding:
+    """The technique: sampling without replacement draws distinct indices and refuses more draws
+    than there are entries. The notes' "num_samples must be less than the row length" echoes
+    torch's own docstring ("must be lower than"); that n of n also works makes the wording an
+    erratum (a wrong statement, shared with the docstring), never the technique's failure."""
+    works = permutation and over_raises
+    errata = ()
+    if n_of_n_runs:
+        errata = (
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "无放回抽样的时候，num_samples数必须小于每一行的元素数 (must be less than)",
+                "num_samples = n runs and returns a permutation; only n + 1 raises: the bound is ≤ n "
+                "(torch's own docstring also says 'lower than')",
+            ),
+        )
     return Finding(
-        Verdict.HOLDS if full is None else Verdict.FAILS,
-        "num_samples = n = 3 without replacement "
-        + ("raises" if full is None else f"runs and gives a permutation ({full.tolist()})")
-        + "; n + 1 raises: the bound is num_samples ≤ n",
+        Verdict.HOLDS if works else Verdict.FAILS,
+        f"without replacement: n of n {'runs, a permutation' if n_of_n_runs and permutation else 'raises'}"
+        f"; n + 1 {'raises' if over_raises else 'does NOT raise'}",
+        errata,
     )
 
 
