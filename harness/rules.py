@@ -116,6 +116,8 @@ def compared_pairs(rule, roles: dict[str, str]) -> list[tuple[str, str, str]]:
     reported and gated but deciding no verdict on its own). ``roles``: the comparison's variant
     name → role."""
     specs = [(r.fast, r.slow) for r in speed_rules(rule)] or [(r.light, r.heavy) for r in memory_rules(rule)]
+    # A rule judged by its findings alone names no pair: what it times is context.
+    kind = "context" if isinstance(rule, FromFindings) else "rule"
     if not any(expand(f, roles) and expand(s, roles) for f, s in specs):
         # No rule, or one naming variants this comparison lacks (another part of the case).
         specs = [("optimized", "naive")]
@@ -124,7 +126,7 @@ def compared_pairs(rule, roles: dict[str, str]) -> list[tuple[str, str, str]]:
         for fast in expand(fast_spec, roles):
             for slow in expand(slow_spec, roles):
                 if fast != slow and (fast, slow) not in [(f, s) for f, s, _ in out]:
-                    out.append((fast, slow, "rule"))
+                    out.append((fast, slow, kind))
     if not out:
         out = [(lib, slow, "context") for lib in expand("library", roles) for slow in expand("naive", roles)]
     return out
