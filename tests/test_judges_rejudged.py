@@ -74,3 +74,25 @@ def test_a_bound_the_notes_copy_from_torchs_docstring_is_an_erratum_not_a_failur
     assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_STATEMENT
     assert not sampling_ops.judge_multinomial_bound(False, True, True).errata
     assert sampling_ops.judge_multinomial_bound(True, True, False).verdict is Verdict.FAILS
+
+
+def test_kd_crossover_follows_the_gains_at_both_ends():
+    from cases.nn import kd_vs_brute
+    from harness import gain
+
+    G = gain.Gain
+
+    def obs(*gains):
+        return [(d, gain.Ratio(1.0, 0.9, 1.1), g) for d, g in zip((2, 8, 256), gains)]
+
+    assert kd_vs_brute.judge_crossover(obs(G.FASTER, G.SAME, G.SLOWER), 1, 1, "cpu").verdict is Verdict.HOLDS
+    assert (
+        kd_vs_brute.judge_crossover(obs(G.SLOWER, G.SLOWER, G.SLOWER), 1, 1, "cpu").verdict is Verdict.FAILS
+    )
+    assert (
+        kd_vs_brute.judge_crossover(obs(G.FASTER, G.FASTER, G.FASTER), 1, 1, "cpu").verdict is Verdict.FAILS
+    )
+    assert (
+        kd_vs_brute.judge_crossover(obs(G.UNCLEAR, G.SAME, G.SLOWER), 1, 1, "cpu").verdict is Verdict.DEPENDS
+    )
+    assert "from D=8" in kd_vs_brute.judge_crossover(obs(G.FASTER, G.SAME, G.SLOWER), 1, 1, "cpu").evidence
