@@ -528,6 +528,27 @@ ALLREDUCE_CASE = Case(
     },
 )
 
+
+def check_manual_dp_trains_like_one_device(device):
+    """The claim itself: the hand-written data parallel's parameters after its steps, against the
+    float64 training of one device on the full batch, norm-wise per parameter."""
+    size = {"batch": 128, "hidden": 128, "d": 64, "replicas": 2}
+    inputs = make_mlp_problem(size, torch.float32, device, seed=7)
+    got, truth = manual_dp_train(*inputs), manual_dp_oracle(*inputs)
+    errors = [((g.double() - t).norm() / t.norm()).item() for g, t in zip(got, truth)]
+    # The case's own bound for its timed variant: u·(2 + √batch), norm-wise (see MANUAL_DP below).
+    return judge_manual_dp(max(errors), U32 * (2 + size["batch"] ** 0.5), size["replicas"])
+
+
+def judge_manual_dp(error: float, bound: float, replicas: int) -> Finding:
+    """Holds where the replicas' training equals one device's within fp32's bound."""
+    return Finding(
+        Verdict.HOLDS if error <= bound else Verdict.FAILS,
+        f"{replicas} replicas (scatter, per-replica backward, all-reduce, sgd) vs one device on the full "
+        f"batch in float64: largest parameter error {error:.2g} norm-wise (bound {bound:.2g})",
+    )
+
+
 MANUAL_DP = Case(
     id="parallel.manual_dp",
     tier=2,
@@ -554,6 +575,9 @@ MANUAL_DP = Case(
     },
     x="replicas",
     requires=("distributed",),
+    checks={"trains_like_one_device": Check(check_manual_dp_trains_like_one_device)},
+    # The claim is an equality with one device's training; the timing against it is context.
+    verdict=FromFindings(),
 )
 
 AVERAGE_GRADIENT = Case(

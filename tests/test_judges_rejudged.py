@@ -96,3 +96,10 @@ def test_kd_crossover_follows_the_gains_at_both_ends():
         kd_vs_brute.judge_crossover(obs(G.UNCLEAR, G.SAME, G.SLOWER), 1, 1, "cpu").verdict is Verdict.DEPENDS
     )
     assert "from D=8" in kd_vs_brute.judge_crossover(obs(G.FASTER, G.SAME, G.SLOWER), 1, 1, "cpu").evidence
+
+
+def test_manual_dp_verdict_follows_its_error_against_one_device():
+    from cases import parallel
+
+    assert parallel.judge_manual_dp(1e-7, 7e-7, 2).verdict is Verdict.HOLDS
+    assert parallel.judge_manual_dp(1e-3, 7e-7, 2).verdict is Verdict.FAILS
