@@ -29,7 +29,18 @@ from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 from cases._lib.init import perturb_norms
 from cases._lib.inputs import generator
 from cases._lib.timing import median_time
-from cases.spec import UNIT_ROUNDOFF, Case, Check, Finding, Tol, Verdict, naive, optimized
+from cases.spec import (
+    UNIT_ROUNDOFF,
+    Case,
+    Check,
+    Erratum,
+    ErratumKind,
+    Finding,
+    Tol,
+    Verdict,
+    naive,
+    optimized,
+)
 from harness import measure
 from harness.rules import AllOf, FromFindings, Lighter
 
@@ -289,6 +300,78 @@ def check_no_saving_block(device):
     )
 
 
+NOTES_TOY = """
+class toy(nn.Module):
+  def __init__(self):
+    self.net = nn.Linear(10,10)
+  def forward(self,x):
+    x = checkpoint(self.net,x)
+    return x
+"""
+
+
+def check_notes_toy(device):
+    """004's `toy`, run as written, then with super().__init__() added; the checkpoint call as
+    written (no use_reentrant: the reentrant default) and with use_reentrant=False, on an input
+    that does not require grad, as a first layer's input never does."""
+    import warnings
+
+    scope = {"nn": nn, "checkpoint": checkpoint}
+    exec(NOTES_TOY, scope)
+    try:
+        scope["toy"]()
+        init_error = ""
+    except AttributeError as exc:
+        init_error = str(exc)
+    x = torch.randn(4, 10, generator=generator(device, 11), device=device)
+    net = nn.Linear(10, 10).to(device)
+    plain = torch.autograd.grad(net(x).sum(), list(net.parameters()))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = checkpoint(net, x)  # the notes' call, as written
+    default_gets_grads = out.requires_grad
+    deprecation = next((str(w.message) for w in caught if "use_reentrant" in str(w.message)), "")
+    kept = torch.autograd.grad(checkpoint(net, x, use_reentrant=False).sum(), list(net.parameters()))
+    equal = all(torch.equal(a, b) for a, b in zip(kept, plain))
+    return judge_notes_toy(init_error, default_gets_grads, deprecation, equal)
+
+
+def judge_notes_toy(init_error: str, default_gets_grads: bool, deprecation: str, equal: bool) -> Finding:
+    """The technique: a checkpointed part gets the plain gradients (use_reentrant=False). The
+    toy's missing super().__init__() is a typo; calling checkpoint without use_reentrant is
+    deprecated, and with that (reentrant) default and an input that does not require grad the
+    part gets no gradient at all: both are errata of the snippet, not of checkpointing."""
+    errata = []
+    if init_error:
+        errata.append(
+            Erratum(ErratumKind.TYPO, "def __init__(self): self.net = nn.Linear(10,10)", init_error)
+        )
+    if deprecation or not default_gets_grads:
+        errata.append(
+            Erratum(
+                ErratumKind.DEPRECATED_API,
+                "x = checkpoint(self.net,x)",
+                (f"warns: {deprecation.split('. ')[0]}; " if deprecation else "")
+                + (
+                    "with the reentrant default and an input that does not require grad the output "
+                    "has no grad_fn: the checkpointed Linear gets no gradient"
+                    if not default_gets_grads
+                    else "the reentrant default still gives the part its gradients"
+                ),
+            )
+        )
+    return Finding(
+        Verdict.HOLDS if equal else Verdict.FAILS,
+        "the toy's Linear checkpointed with use_reentrant=False gets "
+        + (
+            "bit-identical gradients to plain backward"
+            if equal
+            else "gradients that DIFFER from plain backward"
+        ),
+        tuple(errata),
+    )
+
+
 _DEPTH_AND_WIDTH = {
     "quick": [{"depth": 8, "width": 64, "batch": 256}],  # activations > grads
     "full": [{"depth": d, "width": 2048, "batch": 8192} for d in (16, 64)],
@@ -358,6 +441,7 @@ CASE = Case(
         "rng_preserved": Check(check_rng_preserved),
         "segments_sweep": Check(check_segments_sweep),
         "no_saving_block": Check(check_no_saving_block),
+        "notes_toy": Check(check_notes_toy),
     },
     metrics=saved_activation_metrics,
     verdict=AllOf(

@@ -455,20 +455,23 @@ _RULES = {
         rule_types.Lighter,
         rule_types.NotLighter,
         rule_types.AllOf,
+        rule_types.AnyOf,
         rule_types.FromFindings,
     )
 }
 
+_NESTING = ("AllOf", "AnyOf")
+
 
 def rule_to_data(rule) -> dict:
-    """A verdict rule as plain data: ``{"rule": "Faster", "fast": ..., ...}``; AllOf nests."""
+    """A verdict rule as plain data: ``{"rule": "Faster", "fast": ..., ...}``; AllOf and AnyOf nest."""
     name = type(rule).__name__
     if name not in _RULES:
         raise RecordError(f"unknown verdict rule {name}")
     data = {"rule": name}
     for f in fields(rule):
         value = getattr(rule, f.name)
-        data[f.name] = [rule_to_data(r) for r in value] if name == "AllOf" else value
+        data[f.name] = [rule_to_data(r) for r in value] if name in _NESTING else value
     return data
 
 
@@ -477,7 +480,7 @@ def rule_from_data(data: Mapping):
     if name not in _RULES:
         raise RecordError(f"unknown verdict rule {name!r}; this reader knows {sorted(_RULES)}")
     kwargs = {k: v for k, v in data.items() if k != "rule"}
-    if name == "AllOf":
+    if name in _NESTING:
         kwargs["rules"] = tuple(rule_from_data(r) for r in kwargs.get("rules", ()))
     return _RULES[name](**kwargs)
 

@@ -54,6 +54,15 @@ class AllOf:
 
 
 @dataclass(frozen=True)
+class AnyOf:
+    """A hedge that one observation settles: holds when any part holds (e.g. "not necessarily
+    faster or smaller" is borne out by a point where either gain is missing); fails when every
+    measured part fails; otherwise depends."""
+
+    rules: tuple
+
+
+@dataclass(frozen=True)
 class FromFindings:
     """The verdict from the rule checks' findings: any `fails` → fails, any `depends` → depends,
     at least one `holds` → holds."""
@@ -83,19 +92,19 @@ ROLES = ("naive", "optimized", "library", "compiled")
 
 
 def speed_rules(rule):
-    """The Faster/NotFaster rules inside a rule (AllOf nests them)."""
+    """The Faster/NotFaster rules inside a rule (AllOf and AnyOf nest them)."""
     if isinstance(rule, (Faster, NotFaster)):
         yield rule
-    elif isinstance(rule, AllOf):
+    elif isinstance(rule, (AllOf, AnyOf)):
         for inner in rule.rules:
             yield from speed_rules(inner)
 
 
 def memory_rules(rule):
-    """The Lighter rules inside a rule (AllOf nests them)."""
+    """The Lighter rules inside a rule (AllOf and AnyOf nest them)."""
     if isinstance(rule, Lighter):
         yield rule
-    elif isinstance(rule, AllOf):
+    elif isinstance(rule, (AllOf, AnyOf)):
         for inner in rule.rules:
             yield from memory_rules(inner)
 

@@ -60,6 +60,17 @@ def all_of(parts: list[Judgement]) -> Judgement:
     return joined
 
 
+def any_of(parts: list[Judgement]) -> Judgement:
+    """A hedge settled by one observation (rules.AnyOf): holds when any measured part holds (its
+    evidence first), fails when every measured part fails, otherwise depends."""
+    measured = [p for p in parts if p.verdict != NOT_MEASURED]
+    joined = combine(parts)
+    held = [p for p in measured if p.verdict == HOLDS]
+    if held:
+        return Judgement(HOLDS, "; ".join(p.evidence for p in held + [p for p in parts if p not in held]))
+    return joined
+
+
 def _largest(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows at the largest size of each device × dtype × part (x first, then the size's order in the
     run): each part of a case is its own comparison, with sizes of its own."""
@@ -281,6 +292,8 @@ def evaluate(rule, summary, rows, outcomes, roles) -> Judgement:
         return not_lighter(rule, summary, rows, roles)
     if isinstance(rule, rules.AllOf):
         return all_of([evaluate(r, summary, rows, outcomes, roles) for r in rule.rules])
+    if isinstance(rule, rules.AnyOf):
+        return any_of([evaluate(r, summary, rows, outcomes, roles) for r in rule.rules])
     return Judgement(NOT_MEASURED, f"unknown rule {type(rule).__name__}")
 
 
@@ -335,7 +348,7 @@ def judge(
 def _reads_findings(rule) -> bool:
     if isinstance(rule, rules.FromFindings):
         return True
-    return isinstance(rule, rules.AllOf) and any(_reads_findings(r) for r in rule.rules)
+    return isinstance(rule, (rules.AllOf, rules.AnyOf)) and any(_reads_findings(r) for r in rule.rules)
 
 
 def errata_of(outcomes: pd.DataFrame) -> tuple:

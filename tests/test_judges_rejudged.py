@@ -103,3 +103,41 @@ def test_manual_dp_verdict_follows_its_error_against_one_device():
 
     assert parallel.judge_manual_dp(1e-7, 7e-7, 2).verdict is Verdict.HOLDS
     assert parallel.judge_manual_dp(1e-3, 7e-7, 2).verdict is Verdict.FAILS
+
+
+def test_onehot_snippet_slips_are_typos_and_the_fixed_scatter_decides():
+    slips = [("torch.to_numpy", "no such function")]
+    f = onehot.judge_notes_snippet(slips, True)
+    assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.TYPO]
+    assert onehot.judge_notes_snippet([], True).errata == ()
+    assert onehot.judge_notes_snippet(slips, False).verdict is Verdict.FAILS
+
+
+def test_tf32_defaults_are_wrong_default_errata_and_decide_nothing():
+    from cases.precision import tf32
+
+    f = tf32.judge_defaults(False, True, "e")
+    assert f.verdict is None and [e.kind for e in f.errata] == [ErratumKind.WRONG_DEFAULT]
+    assert "matmul" in f.errata[0].quote
+    assert len(tf32.judge_defaults(False, False, "e").errata) == 2
+    assert tf32.judge_defaults(True, True, "e").errata == ()
+
+
+def test_checkpoint_toy_slips_are_errata_and_the_gradients_decide():
+    from cases import memory
+
+    f = memory.judge_notes_toy("cannot assign module", False, "pass use_reentrant explicitly", True)
+    assert f.verdict is Verdict.HOLDS
+    assert [e.kind for e in f.errata] == [ErratumKind.TYPO, ErratumKind.DEPRECATED_API]
+    assert memory.judge_notes_toy("", True, "", True).errata == ()
+    assert memory.judge_notes_toy("", True, "", False).verdict is Verdict.FAILS
+
+
+def test_tensorboard_image_graph_embedding_judged_on_what_was_read_back():
+    from cases.misc import tensorboard
+
+    ops = ["aten::linear", "aten::relu"]
+    assert tensorboard.judge_image_graph_embedding(0, ops, 0.0, True, (32, 32)).verdict is Verdict.HOLDS
+    assert tensorboard.judge_image_graph_embedding(1, ops, 0.0, True, (32, 32)).verdict is Verdict.FAILS
+    assert tensorboard.judge_image_graph_embedding(0, ops[:1], 0.0, True, (32, 32)).verdict is Verdict.FAILS
+    assert tensorboard.judge_image_graph_embedding(0, ops, 1e-3, True, (32, 32)).verdict is Verdict.FAILS

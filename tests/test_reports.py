@@ -196,6 +196,11 @@ def test_lighter_and_not_faster_and_all_of():
     assert _judge(rules.NotLighter()).verdict == "fails"  # the fast variant is lighter everywhere
     assert _judge(rules.NotLighter(), factor_fast=4.0, factor_slow=1.0).verdict == "holds"
     assert _judge(rules.NotLighter(), peak=False).verdict == "not measured"
+    # AnyOf is a hedge one observation settles: the gain missing in time or in memory.
+    hedge = rules.AnyOf((rules.NotFaster(), rules.NotLighter()))
+    assert _judge(hedge).verdict == "fails"  # faster and lighter everywhere
+    assert _judge(hedge, factor_fast=4.0, factor_slow=1.0).verdict == "holds"
+    assert _judge(rules.AnyOf((rules.NotFaster(), rules.Lighter()))).verdict == "holds"
 
 
 def _finding(verdict, evidence="measured 3 things"):

@@ -27,7 +27,7 @@ from cases._lib.init import perturb_norms
 from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Tol, Verdict, naive, optimized
-from harness.rules import AllOf, FromFindings, NotFaster, NotLighter
+from harness.rules import AllOf, AnyOf, FromFindings, NotFaster, NotLighter
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 CLASSES = 16
@@ -416,10 +416,16 @@ CASE = Case(
         "deprecated_spelling": Check(check_deprecated_spelling, devices=("cpu",)),
         "cpu_autocast_exists": Check(check_cpu_autocast_exists, devices=("cpu",)),
     },
+    # "amp训练计算速度与内存消耗未必快" is one hedge over time and memory: AMP does not
+    # necessarily pay. A point where either gain is missing bears it out.
     verdict=AllOf(
         (
-            NotFaster("transformer.amp", "transformer.fp32"),
-            NotLighter("transformer.amp", "transformer.fp32"),
+            AnyOf(
+                (
+                    NotFaster("transformer.amp", "transformer.fp32"),
+                    NotLighter("transformer.amp", "transformer.fp32"),
+                )
+            ),
             FromFindings(),
         )
     ),

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from cases._lib.inputs import generator
-from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
+from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Tol, Verdict, naive, optimized
 from harness import precision_flags as flags
 from harness import premises
 from harness.rules import AllOf, Faster
@@ -101,13 +101,27 @@ def check_defaults(device):
         evidence += "; new API: " + ", ".join(
             f"{p.removeprefix('backends.')}={state[p]!r}" for p in flags.NEW_API if state[p] != flags.ABSENT
         )
-    verdict = Verdict.HOLDS if (matmul is True and cudnn is True) else Verdict.FAILS
-    evidence += (
-        "; the notes' 'both default to True' was true for matmul only up to torch 1.11"
-        if verdict is Verdict.FAILS
-        else ""
+    return judge_defaults(matmul, cudnn, evidence)
+
+
+def judge_defaults(matmul, cudnn, evidence: str) -> Finding:
+    """A default is the notes' statement, not the technique: each flag the notes say defaults to
+    True and does not here is a wrong-default erratum. The finding decides nothing (the toggles are
+    judged by the error and speed checks)."""
+    errata = tuple(
+        Erratum(
+            ErratumKind.WRONG_DEFAULT,
+            f"# The flag below controls whether to allow TF32 on {what}. This flag defaults to True.",
+            f"{flag} defaults to {value} here"
+            + ("; it was True for matmul only up to torch 1.11" if what == "matmul" else ""),
+        )
+        for what, flag, value in (
+            ("matmul", "torch.backends.cuda.matmul.allow_tf32", matmul),
+            ("cuDNN", "torch.backends.cudnn.allow_tf32", cudnn),
+        )
+        if value is False  # an unreadable legacy flag proves nothing either way
     )
-    return Finding(verdict, evidence)
+    return Finding(None, evidence, errata)
 
 
 def check_api_mixing(device):
