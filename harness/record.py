@@ -370,6 +370,8 @@ class CaseInfo:
     gate_tolerance: float | None = None
     # Naive ways torch.compile is not applied to, with why (cases.spec.Comparison.uncompilable).
     uncompilable: Mapping[str, str] = field(default_factory=dict)
+    # The device types any of its points runs on (empty: not recorded, files before it was).
+    devices: tuple[str, ...] = ()
 
     @property
     def verdict(self):  # the name reports use for a case's rule
@@ -395,6 +397,7 @@ class CaseInfo:
             declared=bool(data.get("declared", True)),
             gate_tolerance=data.get("gate_tolerance"),
             uncompilable=dict(data.get("uncompilable") or {}),
+            devices=tuple(str(d) for d in data.get("devices") or ()),
         )
 
 

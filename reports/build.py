@@ -111,16 +111,42 @@ def judge_all(
     return judged
 
 
-def verdicts_table(judged: dict, entries) -> pd.DataFrame:
+def _absent_reason(info, measured: tuple) -> str:
+    """Why a machine has no result for an ID: the devices it runs on, where none was measured."""
+    if info is not None and not info.declared:
+        return "no case yet"
+    devices = tuple(getattr(info, "devices", ()) or ())
+    if devices and measured and not set(devices) & set(measured):
+        return f"runs only on {', '.join(devices)}; this machine measured {', '.join(measured)}"
+    return "not in these results"
+
+
+def _devices_measured(results: load.Results) -> dict:
+    """machine → the device types (cpu, cuda) its rows and outcomes name."""
+    seen: dict = {}
+    for frame in (results.rows, results.outcomes):
+        if frame.empty or "device" not in frame:
+            continue
+        for machine, device in zip(frame["machine"], frame["device"]):
+            kind = str(device).split(":")[0]
+            if kind and kind != "nan":
+                seen.setdefault(machine, {})[kind] = None
+    return {m: tuple(d) for m, d in seen.items()}
+
+
+def verdicts_table(judged: dict, entries, measured: dict | None = None) -> pd.DataFrame:
     """verdicts.csv: one row per machine × ID, the technique's verdict beside the notes' (an ID a
-    machine did not measure is listed as `not measured`, so every machine lists every ID)."""
+    machine did not measure is listed as `not measured` with why, so every machine lists every
+    ID). ``measured``: machine → the device types its runs measured."""
     tiers = {e.id: e.tier for e in entries}
+    infos = {e.id: e for e in entries}
+    measured = measured or {}
     machines = list(dict.fromkeys(m for m, _ in judged))
     out = []
     for machine in machines:
         for case_id in list(tiers) + [c for m, c in judged if m == machine and c not in tiers]:
             j = judged.get((machine, case_id)) or verdicts.Judgement(
-                verdicts.NOT_MEASURED, "not in these results"
+                verdicts.NOT_MEASURED, _absent_reason(infos.get(case_id), measured.get(machine, ()))
             )
             out.append(
                 {
@@ -148,7 +174,9 @@ def build(paths, out: Path) -> Path:
     machines = list(dict.fromkeys(runs["machine"]))
     table = summary.build(rows, results.cases, results.pairs)
     judged = judge_all(results, table, entries)
-    verdict_rows = verdicts_table(judged, entries)
+    measured = _devices_measured(results)
+    measured_anywhere = tuple(dict.fromkeys(d for devices in measured.values() for d in devices))
+    verdict_rows = verdicts_table(judged, entries, measured)
     # summary.csv carries both verdicts beside each comparison (a join, not a write into it).
     table = table.merge(
         verdict_rows[["machine", "case", "technique_verdict", "notes_verdict"]],
@@ -207,7 +235,7 @@ def build(paths, out: Path) -> Path:
             if not view.judgements:
                 anywhere = outcomes[outcomes["case"] == case_id]
                 view.reason = (verdicts.skip_reasons(anywhere) if not anywhere.empty else "") or (
-                    "not in these results" if case else "no case yet"
+                    _absent_reason(case, measured_anywhere) if case else "no case yet"
                 )
             return view
 

@@ -26,6 +26,16 @@ def point_of(item):
     return next((p for p in params.values() if hasattr(p, "requires") and hasattr(p, "describe")), None)
 
 
+def _devices_of(case) -> tuple[str, ...]:
+    """The device types a case has points on: its checks' and, where it times variants, its
+    comparisons' (a device is listed once, in the order cpu, cuda)."""
+    found = {d for check in case.checks.values() for d in check.devices}
+    for comparison in (case, *case.parts.values()):
+        if comparison.variants:
+            found |= set(comparison.dtypes)
+    return tuple(d for d in ("cpu", "cuda") if d in found) + tuple(sorted(found - {"cpu", "cuda"}))
+
+
 def declared_cases() -> dict[str, record.CaseInfo]:
     """Every catalogue ID with what the code declares for it, the verdict rule resolved."""
     entries = {e.id: e for e in catalogue.load()}
@@ -42,6 +52,7 @@ def declared_cases() -> dict[str, record.CaseInfo]:
             rule=rule,
             gate_tolerance=case.gate_tolerance,
             uncompilable={n: why for c in (case, *case.parts.values()) for n, why in c.uncompilable.items()},
+            devices=_devices_of(case),
         )
     for cid, entry in entries.items():
         out.setdefault(

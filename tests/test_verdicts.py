@@ -123,3 +123,14 @@ def test_a_file_without_pairs_is_judged_on_rounds_taken_apart_and_says_so(tmp_pa
     summary, judged = _report(tmp_path, paired=False)
     assert "unpaired" in summary.loc[summary["against"] == "rule", "quality"].iloc[0]
     assert judged["technique_verdict"] == "holds"
+
+
+def test_an_id_absent_from_a_machine_says_why():
+    from harness.record import CaseInfo
+    from reports.build import _absent_reason
+
+    cuda_only = CaseInfo(id="misc.memory_stats", tier=3, devices=("cuda",))
+    assert _absent_reason(cuda_only, ("cpu",)) == "runs only on cuda; this machine measured cpu"
+    assert _absent_reason(cuda_only, ("cpu", "cuda")) == "not in these results"
+    assert _absent_reason(CaseInfo(id="x", tier=3), ("cpu",)) == "not in these results"  # older file
+    assert _absent_reason(CaseInfo(id="x", tier=3, declared=False), ("cpu",)) == "no case yet"
