@@ -161,3 +161,12 @@ def test_sparse_crossover_holds_only_where_it_turns_inside_the_grid():
     assert judge("w", 0.2, 0.33, 0.0, 0.0, 0.0, "").verdict is Verdict.DEPENDS  # time never pays
     assert judge("w", 0.2, 0.33, 0.02, None, None, "").verdict is Verdict.DEPENDS  # CSR always pays
     assert judge("w", 0.0, 0.0, 0.0, 0.0, 0.0, "").verdict is Verdict.FAILS
+
+
+def test_jit_nested_example_judged_on_the_loaded_model_and_the_coverage_claim():
+    from cases import jit
+
+    assert jit.judge_notes_nested(0.0, True, "RuntimeError", True).verdict is Verdict.HOLDS
+    assert jit.judge_notes_nested(0.97, True, "RuntimeError", True).verdict is Verdict.FAILS  # other weights
+    assert jit.judge_notes_nested(0.0, False, "RuntimeError", True).verdict is Verdict.FAILS
+    assert jit.judge_notes_nested(0.0, True, "", True).verdict is Verdict.FAILS  # script covered it
