@@ -30,6 +30,8 @@ from cases.spec import (
     Case,
     Check,
     Comparison,
+    Erratum,
+    ErratumKind,
     Finding,
     Tol,
     Verdict,
@@ -239,7 +241,38 @@ def check_notes_is_contiguous(device):
         f"{formula_cex!r}, formula {formula_cex and is_contiguous_formula(formula_cex.tensor)}, torch "
         f"{formula_cex and formula_cex.tensor.is_contiguous()}"
     )
-    return Finding(Verdict.FAILS if (code_cex or formula_cex) else Verdict.HOLDS, evidence)
+    return judge_notes_is_contiguous(
+        agree_nonempty["n"] > 0,
+        evidence,
+        f"{code_cex!r}" if code_cex is not None else "",
+        f"{formula_cex!r}" if formula_cex is not None else "",
+    )
+
+
+def judge_notes_is_contiguous(
+    agrees_nonempty: bool, evidence: str, code_cex: str, formula_cex: str
+) -> Finding:
+    """The technique is the notes' rule of contiguity (the property asserted it on every non-empty
+    view). Where their code or formula misses a corner torch defines otherwise (empty tensors,
+    size-1 dims), that is a wrong formula of the notes, an erratum."""
+    errata = []
+    if code_cex:
+        errata.append(
+            Erratum(
+                ErratumKind.WRONG_SHAPE_OR_FORMULA,
+                "isContiguous (notes 004)",
+                f"false on an empty view torch calls contiguous: {code_cex}",
+            )
+        )
+    if formula_cex:
+        errata.append(
+            Erratum(
+                ErratumKind.WRONG_SHAPE_OR_FORMULA,
+                "stride[i] = Π size[j>i] (notes 004)",
+                f"no skip for size-1 dims: false on {formula_cex}",
+            )
+        )
+    return Finding(Verdict.HOLDS if agrees_nonempty else Verdict.FAILS, evidence, tuple(errata))
 
 
 def check_view_rule(device):
@@ -306,14 +339,31 @@ def check_reshape_rule(device):
             and _same_storage(e[0].tensor.reshape(e[1]), e[0].tensor)
         ),
     )
-    assert counts["view"] and counts["copy"], f"the strategy should produce both outcomes: {counts}"
-    return Finding(
-        Verdict.FAILS if cex is not None else Verdict.HOLDS,
+    return judge_reshape_rule(
+        counts,
         f"{run}: reshape returned a view {counts['view']} times and a copy {counts['copy']} times, exactly "
-        f"when a view exists; values always equal contiguous().view(). But {counts['view_of_noncontiguous']} "
-        f"of the views were of non-contiguous tensors, where contiguous().view() would have copied: "
-        f"smallest example {cex!r}.reshape{cex and cex[1]} shares storage",
+        f"when a view exists; values always equal contiguous().view()",
+        f"{cex!r}.reshape{cex[1]}" if cex is not None else "",
     )
+
+
+def judge_reshape_rule(counts: dict, evidence: str, view_of_noncontiguous: str) -> Finding:
+    """The technique (asserted per example): reshape is a view exactly when one exists, else a copy.
+    The notes' 'reshape is contiguous().view()' is a wrong statement where reshape viewed a
+    non-contiguous tensor that contiguous().view() would have copied."""
+    errata = ()
+    if view_of_noncontiguous:
+        errata = (
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "reshape方法类似于tensor.contiguous().view(*args) … "
+                "可以利用原有的空间如果原来的数组本来就是连续的",
+                f"{counts['view_of_noncontiguous']} views of non-contiguous tensors, where "
+                f"contiguous().view() copies: smallest {view_of_noncontiguous} shares storage",
+            ),
+        )
+    both = counts["view"] > 0 and counts["copy"] > 0
+    return Finding(Verdict.HOLDS if both else Verdict.FAILS, evidence, errata)
 
 
 def check_contiguous_copies_only_when_needed(device):
@@ -358,16 +408,30 @@ def check_view_keeps_contiguity(device):
             counts["noncontiguous_permutes"] += not t.permute(tuple(perm)).is_contiguous()
 
     run = run_property(views_and_shapes(str(device)), prop)
-    assert counts["noncontiguous_permutes"] == counts["permutes"] > 0, (
-        f"swapping two dims of size > 1 should always make a contiguous tensor non-contiguous: {counts}"
-    )
-    view_breaks = counts["noncontiguous_views"] > 0
+    return judge_view_keeps_contiguity(counts, run)
+
+
+def judge_view_keeps_contiguity(counts: dict, run: str) -> Finding:
+    """The technique: permuting two dims of size > 1 makes a contiguous tensor non-contiguous. The
+    notes say view does too: where no view of a contiguous tensor was non-contiguous, that is a
+    wrong statement of the notes."""
+    permute_breaks = counts["noncontiguous_permutes"] == counts["permutes"] > 0
+    errata = ()
+    if counts["noncontiguous_views"] == 0:
+        errata = (
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "torch.view() … permute … 两者都会使得原来的tensor变为不是contiguous的",
+                f"{counts['views']} views of contiguous tensors: the source stayed contiguous and "
+                "every view was contiguous (a view of a contiguous tensor is)",
+            ),
+        )
     return Finding(
-        Verdict.HOLDS if view_breaks else Verdict.FAILS,
-        f"{run}: {counts['noncontiguous_views']} of {counts['views']} views of contiguous tensors were "
-        f"non-contiguous (a view of a contiguous tensor is contiguous); {counts['noncontiguous_permutes']} "
-        f"of {counts['permutes']} permutes swapping two dims of size > 1 were non-contiguous. The claim "
-        "holds for permute, not for view",
+        Verdict.HOLDS if permute_breaks else Verdict.FAILS,
+        f"{run}: {counts['noncontiguous_permutes']} of {counts['permutes']} permutes swapping two dims of "
+        f"size > 1 were non-contiguous; {counts['noncontiguous_views']} of {counts['views']} views of "
+        "contiguous tensors were",
+        errata,
     )
 
 
@@ -381,16 +445,30 @@ def check_notes_snippet(device):
     a = torch.arange(12, device=device).reshape(3, 4)
     b = a.transpose(0, 1)
     c = b.contiguous()
-    assert (a.is_contiguous(), b.is_contiguous(), c.is_contiguous()) == (True, False, True)
-    assert a.data_ptr() == b.data_ptr() and b.data_ptr() != c.data_ptr()
-    if range_error is None:
-        return Finding(Verdict.HOLDS, "torch.range(12) runs here; the printed results hold")
-    inclusive = torch.arange(0, 13).numel()  # what the deprecated torch.range(0, 12) would hold
+    printed = (a.is_contiguous(), b.is_contiguous(), c.is_contiguous()) == (True, False, True)
+    shared = a.data_ptr() == b.data_ptr() and b.data_ptr() != c.data_ptr()
+    return judge_notes_snippet(range_error, printed and shared, torch.arange(0, 13).numel())
+
+
+def judge_notes_snippet(range_error: str | None, results_hold: bool, inclusive: int) -> Finding:
+    """The technique: the snippet's printed contiguity and storage sharing, with torch.arange.
+    torch.range as written is a deprecated API of the notes (end-inclusive, and range(12) lacks
+    its end), an erratum."""
+    errata = ()
+    if range_error is not None:
+        errata = (
+            Erratum(
+                ErratumKind.DEPRECATED_API,
+                "a = torch.range(12).reshape(3,4)",
+                f"raises ({range_error}); torch.range is deprecated and end-inclusive (range(0, 12) has "
+                f"{inclusive} elements, not 12): torch.arange(12) is meant",
+            ),
+        )
     return Finding(
-        Verdict.FAILS,
-        f"as written the snippet raises (torch.range(12): {range_error}); torch.range is deprecated and "
-        f"end-inclusive (range(0, 12) has {inclusive} elements, not 12). With torch.arange(12) the printed "
-        f"results hold: (True, False, True), a/b share data_ptr, c does not",
+        Verdict.HOLDS if results_hold else Verdict.FAILS,
+        "with torch.arange(12) the printed results "
+        + ("hold: (True, False, True), a/b share data_ptr, c does not" if results_hold else "do NOT hold"),
+        errata,
     )
 
 
