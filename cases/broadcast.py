@@ -17,7 +17,7 @@ from hypothesis.extra.numpy import mutually_broadcastable_shapes
 from cases._lib.inputs import generator
 from cases._lib.properties import run_property, smallest
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
+from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Tol, Verdict, library, naive, optimized
 from harness.rules import AllOf, Faster, Lighter
 
 FP32 = torch.float32
@@ -88,17 +88,38 @@ def check_rules(device):
         counts["compatible" if torch_shape is not None else "incompatible"] += 1
 
     run = run_property(shape_pairs, prop)
-    assert counts["compatible"] and counts["incompatible"], counts
     cex = smallest(shape_pairs, lambda p: notes_broadcast(*p) != _torch_shape(*p))
     assert cex is None or len(cex[0]) == 0 or len(cex[1]) == 0, f"rule 2 should hold: {cex}"
     scalar_ok = _op_shape((), (3,), device)
+    return judge_rules(
+        counts,
+        run,
+        f"{cex}, torch gives {_torch_shape(*cex)}; ones(()) + ones(3) has shape {scalar_ok}" if cex else "",
+    )
+
+
+def judge_rules(counts: dict, run: str, zero_dim_cex: str) -> Finding:
+    """The technique is rule 2, the trailing alignment (asserted on every pair with dimensions; it
+    holds when both outcomes were seen). Rule 1 ("每个Tensor至少有一个维度") is stated as a
+    condition of broadcasting, and PyTorch's own broadcasting page states it too, but 0-dim tensors
+    broadcast: a wrong statement, an erratum, deciding nothing."""
+    errata = ()
+    if zero_dim_cex:
+        errata = (
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "broadcast的条件：1. 每个Tensor至少有一个维度",
+                f"0-dim tensors broadcast (PyTorch's broadcasting page states the same rule): {zero_dim_cex}",
+            ),
+        )
+    both = counts["compatible"] > 0 and counts["incompatible"] > 0
     return Finding(
-        Verdict.FAILS if cex is not None else Verdict.HOLDS,
+        Verdict.HOLDS if both else Verdict.FAILS,
         f"{run}: rule 2 (trailing alignment; equal, 1 or missing) matched torch.broadcast_shapes, "
         f"numpy.broadcast_shapes and a real add on all {counts['compatible']} compatible and "
-        f"{counts['incompatible']} incompatible pairs (incompatible ones raise in all three). Rule 1 ('each "
-        f"tensor has at least one dimension') is false: smallest counterexample {cex}, torch gives "
-        f"{cex and _torch_shape(*cex)}; ones(()) + ones(3) has shape {scalar_ok}",
+        f"{counts['incompatible']} incompatible pairs (incompatible ones raise in all three)"
+        + ("" if both else ": NOT both outcomes seen, the property proves nothing"),
+        errata,
     )
 
 

@@ -36,3 +36,57 @@ def test_layout_torch_range_is_a_deprecated_api_erratum():
     assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.DEPRECATED_API
     assert layout.judge_notes_snippet(None, True, 13).errata == ()
     assert layout.judge_notes_snippet(None, False, 13).verdict is Verdict.FAILS
+
+
+def test_autograd_ste_and_hook_errata_never_decide():
+    from cases.autograd import custom_function, hooks
+
+    f = custom_function.judge_ste_backward(True, 3.47)
+    assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_SHAPE_OR_FORMULA
+    assert custom_function.judge_ste_backward(True, 0.0).errata == ()
+    assert custom_function.judge_ste_backward(False, 0.0).verdict is Verdict.FAILS
+    h = hooks.judge_notes_backward_hook(True, float("inf"), "Using a non-full backward hook", "shape")
+    assert h.verdict is Verdict.HOLDS and h.errata[0].kind is ErratumKind.DEPRECATED_API
+    assert hooks.judge_notes_backward_hook(True, 0.0, "", "").errata == ()
+    assert hooks.judge_notes_backward_hook(False, 0.0, "", "").verdict is Verdict.FAILS
+
+
+def test_broadcast_rule_one_is_an_erratum_and_rule_two_decides():
+    from cases import broadcast
+
+    counts = {"compatible": 120, "incompatible": 40}
+    f = broadcast.judge_rules(counts, "run", "((), ())")
+    assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_STATEMENT
+    assert broadcast.judge_rules(counts, "run", "").errata == ()
+    assert broadcast.judge_rules({**counts, "incompatible": 0}, "run", "").verdict is Verdict.FAILS
+
+
+def test_vgg_containers_and_dropout2d_slips_are_errata():
+    from cases import conv
+    from cases.nn import containers
+    from cases.train import modes
+
+    v = conv.judge_vgg16(138_357_544, [(1, (112, 112, 128), (112, 112, 64))], 17, 138_505_128)
+    assert v.verdict is Verdict.HOLDS and len(v.errata) == 2
+    assert conv.judge_vgg16(138_357_544, [], 16, 138_357_544).errata == ()
+    assert conv.judge_vgg16(1, [], 16, 1).verdict is Verdict.FAILS
+    n = containers.N
+    rows = {"Net1": (2, 2, 30, 2 * n), "Net1Fixed": (2 * n, 2 * n, 30 * n, 2 * n)}
+    c = containers.judge_shared_layer(rows, "SyntaxError")
+    assert c.verdict is Verdict.HOLDS
+    assert [e.kind for e in c.errata] == [ErratumKind.WRONG_STATEMENT, ErratumKind.TYPO]
+    assert containers.judge_shared_layer({**rows, "Net1": rows["Net1Fixed"]}, "").errata == ()
+    assert containers.judge_shared_layer({**rows, "Net1Fixed": rows["Net1"]}, "").verdict is Verdict.FAILS
+    d = modes.judge_dropout2d(True, 120, 0, "e", 120)
+    assert d.verdict is Verdict.HOLDS and d.errata[0].kind is ErratumKind.WRONG_STATEMENT
+    assert modes.judge_dropout2d(True, 0, 120, "e", 120).errata == ()
+    assert modes.judge_dropout2d(False, 0, 0, "e", 120).verdict is Verdict.FAILS
+
+
+def test_grad_accumulation_judged_on_the_scaled_sum():
+    from cases.train import grad_accumulation as ga
+
+    f = ga.judge_accumulated(True, 6e-8, 4.0, "TypeError")
+    assert f.verdict is Verdict.HOLDS and {e.kind for e in f.errata} == {ErratumKind.TYPO}
+    assert len(ga.judge_accumulated(True, 6e-8, 4.0, "").errata) == 1
+    assert ga.judge_accumulated(False, 0.25, 4.0, "").verdict is Verdict.FAILS

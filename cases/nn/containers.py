@@ -11,7 +11,7 @@ import copy
 import torch
 from torch import nn
 
-from cases.spec import Case, Check, Finding, Verdict
+from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
 
 N = 4
 
@@ -70,13 +70,39 @@ def check_shared_layer(device):
     with torch.no_grad():
         net.net[0].weight.add_(1.0)
     assert torch.equal(net.net[3].weight, before + 1.0), "layer 3 should be layer 0"
-    verdict = Verdict.FAILS if rows["Net1"][1] < 2 * N else Verdict.HOLDS
+    try:
+        compile("class net2(nn.Module)://Sequential\n  pass\n", "<notes>", "exec")
+        comment_error = ""
+    except SyntaxError as exc:
+        comment_error = f"SyntaxError ({exc.msg})"
+    return judge_shared_layer(rows, comment_error)
+
+
+def judge_shared_layer(rows: dict, comment_error: str) -> Finding:
+    """The technique: a stack of N layers in a ModuleList or Sequential, N distinct layers when each
+    entry is its own module (deepcopy). The notes' [layer for _ in range(n)] repeats one module, so
+    their "classic usage" shares one layer's weights N times: a wrong statement of the notes. Their
+    `//Sequential` comment is C syntax in Python: a typo."""
+    shared, fixed = rows["Net1"], rows["Net1Fixed"]
+    errata = []
+    if shared[1] < fixed[1]:
+        errata.append(
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "self.net = nn.ModuleList([layer for _ in range(n)])",
+                f"{N} entries but {shared[1]} parameter tensors ({shared[2]} numbers): one Linear applied "
+                f"{N} times (state_dict still lists {shared[3]} keys)",
+            )
+        )
+    if comment_error:
+        errata.append(Erratum(ErratumKind.TYPO, "class net2(nn.Module)://Sequential", comment_error))
+    distinct = fixed[1] == 2 * N
     return Finding(
-        verdict,
-        f"[layer for _ in range({N})] gives {N} entries but {rows['Net1'][0]} parameter tensors "
-        f"({rows['Net1'][2]} numbers) in both the ModuleList and Sequential versions — one Linear applied "
-        f"{N} times (state_dict still lists {rows['Net1'][3]} keys); deepcopy per entry gives "
-        f"{rows['Net1Fixed'][0]} tensors ({rows['Net1Fixed'][2]} numbers)",
+        Verdict.HOLDS if distinct else Verdict.FAILS,
+        f"with a module per entry (deepcopy) the stack has {fixed[0]} parameter tensors ({fixed[2]} numbers)"
+        + ("" if distinct else ": NOT N distinct layers")
+        + f"; the notes' list comprehension gives {shared[0]} ({shared[2]} numbers)",
+        tuple(errata),
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from cases.spec import Case, Check, Finding, Verdict
+from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
 
 K, MICRO, D_IN = 4, 8, 10
 
@@ -59,23 +59,43 @@ def check_accumulated_equals_big_batch(device):
     net, x, y = _setup(device)
     truth = big_batch_grad_float64(net, x, y)
     scaled = accumulate(_copy(net), x, y, scale=True).double()
-    torch.testing.assert_close(scaled, truth, rtol=1e-5, atol=1e-6)
+    # k·K-term fp32 sums against float64: u·√terms ≈ 1e-6 relative; 1e-5 leaves the order of
+    # summation room, while a missed or doubled micro-batch is off by 1/k = 25%.
+    close = torch.allclose(scaled, truth, rtol=1e-5, atol=1e-6)
     unscaled = accumulate(_copy(net), x, y, scale=False).double()
     ratio = (unscaled.norm() / truth.norm()).item()
     assert abs(ratio - K) < 1e-4, f"unscaled accumulation should be {K}× the big-batch gradient, got {ratio}"
     # The slip in the notes' call: net(x_i, y_i) passes the label to forward.
     try:
         nn.functional.mse_loss(net(x[:MICRO], y[:MICRO]))
-        raised = False
-    except TypeError:
-        raised = True
-    assert raised
+        call_error = ""
+    except TypeError as exc:
+        call_error = f"TypeError ({exc})"
     err = (scaled - truth).abs().max().item()
+    return judge_accumulated(close, err, ratio, call_error)
+
+
+def judge_accumulated(close: bool, err: float, unscaled_ratio: float, call_error: str) -> Finding:
+    """The technique: k micro-batches of loss/k accumulate to the big batch's mean-loss gradient
+    (`close`: within rtol 1e-5 of float64). The notes
+    never say their loop (no /k) equals the big batch, so its k× is context, not a failure; the
+    call criterion(net(x, y)) and the parameter `epochoptimizer` beside the body's `optimizer` are
+    typos."""
+    errata = (
+        Erratum(
+            ErratumKind.TYPO,
+            "def MinibatchAccumulation(traindata,labels,epochoptimizer,criterion,net)",
+            "the body calls optimizer.zero_grad()/step(): `epochoptimizer` is never used",
+        ),
+    )
+    if call_error:
+        errata += (Erratum(ErratumKind.TYPO, "loss = criterion(net(traindata[i],labels[i]))", call_error),)
     return Finding(
-        Verdict.HOLDS if abs(ratio - 1) < 1e-4 else Verdict.FAILS,
-        f"with loss/k the accumulated grad equals the big-batch grad (max err {err:.2g} vs float64); the "
-        f"notes' loop (no /k) gives {ratio:.4f}× it for k={K}; its call criterion(net(x, y)) raises "
-        "TypeError",
+        Verdict.HOLDS if close else Verdict.FAILS,
+        f"with loss/k the accumulated grad equals the big-batch grad (max err {err:.2g} vs float64); "
+        f"without /k (the notes' loop) it is {unscaled_ratio:.4f}× it for k={K}, the sum of the "
+        "micro-batch means",
+        errata,
     )
 
 
@@ -100,11 +120,13 @@ def check_optimizer_sensitivity(device):
         f"Adam's first step should be scale-invariant up to eps, rel diff {out['Adam']}"
     )
     sgd_off, adam_off = out["SGD"] > 1e-3, out["Adam"] > 1e-3
+    # Context: what forgetting /k costs, by optimizer (the notes name none).
     return Finding(
-        Verdict.DEPENDS if sgd_off != adam_off else (Verdict.FAILS if sgd_off else Verdict.HOLDS),
-        f"forgetting /k: SGD's step is {out['SGD'] + 1:.3f}× too large (rel diff {out['SGD']:.3f}); Adam's "
-        f"first step differs by only {out['Adam']:.2g} (scale-invariant up to eps) — it depends on the "
-        "optimizer",
+        None,
+        f"forgetting /k ({'matters' if sgd_off else 'does not matter'} for SGD, "
+        f"{'matters' if adam_off else 'does not matter'} for Adam): SGD's step is "
+        f"{out['SGD'] + 1:.3f}× too large (rel diff {out['SGD']:.3f}); Adam's first step differs by "
+        f"{out['Adam']:.2g} (scale-invariant up to eps)",
     )
 
 
@@ -133,11 +155,12 @@ def check_zero_grad_placement(device):
     assert all(p.grad is not None and p.grad.count_nonzero() == 0 for p in net.parameters())
     rel = ((stale - per_step[1]).norm() / per_step[1].norm()).item()
     return Finding(
-        # 'once' is right per step and wrong per run: the verdict depends on the reading.
-        Verdict.DEPENDS if rel > 1e-3 else Verdict.HOLDS,
-        f"zero_grad once per optimizer step is required: called only once per run, step 2 uses g1+g2 "
-        f"(rel. error {rel:.2f} vs g2); 'once' is right per step/accumulation cycle. zero_grad() sets "
-        f"grads to None by default (set_to_none=True); set_to_none=False leaves zeros",
+        # The notes zero once per accumulation cycle, before its backwards: needed exactly when
+        # gradients left from the previous step would otherwise add in.
+        Verdict.HOLDS if rel > 1e-3 else Verdict.FAILS,
+        f"zero_grad once per optimizer step, as the notes place it, is required: called only once per "
+        f"run, step 2 uses g1+g2 (rel. error {rel:.2f} vs g2). zero_grad() sets grads to None by "
+        "default (set_to_none=True); set_to_none=False leaves zeros",
     )
 
 

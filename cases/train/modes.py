@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from cases.spec import Case, Check, Finding, Verdict
+from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
 
 
 def _gen(seed):
@@ -76,14 +76,31 @@ def check_dropout2d_channels(device):
     # The notes: "zeroes all channels at one position". Observed: a position keeps some channels.
     positions_all_zero = int(zero.all(dim=1).sum())
     positions_mixed = int((zero.any(dim=1) & ~zero.all(dim=1)).sum())
-    assert 0 < dropped_planes < n * c and positions_mixed > 0
-    verdict = Verdict.FAILS if positions_mixed else Verdict.HOLDS
-    return Finding(
-        verdict,
+    return judge_dropout2d(
+        0 < dropped_planes < n * c,
+        positions_mixed,
+        positions_all_zero,
         f"Dropout2d zeroes whole channels (each of {n}×{c} H×W planes all-zero or all ×{1 / (1 - p):g}; "
-        f"{dropped_planes} dropped), not 'all channels at one position': {positions_mixed}/{n * h * w} "
-        f"positions have some channels zeroed and others kept, {positions_all_zero} all-zero",
+        f"{dropped_planes} dropped)",
+        n * h * w,
     )
+
+
+def judge_dropout2d(whole_planes: bool, positions_mixed: int, positions_all_zero: int, evidence, positions):
+    """The technique: Dropout2d drops whole channels (the plane check above asserted each plane is
+    all-zero or all scaled; some but not all were dropped). The notes' "一个位置处的所有通道全部置 0"
+    (all channels at one position) is a wrong statement where positions keep some channels."""
+    errata = ()
+    if positions_mixed:
+        errata = (
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "nn.Dropout2d 是将输入中的一个位置处的所有通道全部置 0",
+                f"{positions_mixed}/{positions} positions have some channels zeroed and others kept, "
+                f"{positions_all_zero} all-zero: it zeroes whole channels",
+            ),
+        )
+    return Finding(Verdict.HOLDS if whole_planes else Verdict.FAILS, evidence, errata)
 
 
 def _bn_by_hand(batches, momentum, eps=1e-5):
