@@ -17,7 +17,7 @@ import warnings
 import torch
 from torch.utils.data import DistributedSampler
 
-from cases.spec import Case, Check, Finding, Verdict
+from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
 from harness.rules import FromFindings
 
 
@@ -37,7 +37,7 @@ def check_partition(device):
     """Coverage, overlap and padding for divisible and non-divisible sizes, with and without
     drop_last. Documented: without drop_last the shuffled order is padded by repeating its
     first samples up to a multiple of the replicas; with drop_last its tail is cut off."""
-    lines, disjoint_always = [], True
+    lines = []
     for n, p in ((12, 4), (10, 4), (10, 3), (7, 4)):
         for drop_last in (False, True):
             parts = shards(n, p, drop_last=drop_last)
@@ -58,13 +58,19 @@ def check_partition(device):
                 padded = order + order[: p * per_rank - n]
                 assert parts == [padded[r::p] for r in range(p)], "not the documented pad-and-stride split"
             if repeated or missing:
-                disjoint_always = False
                 lines.append(f"n={n}, p={p}, drop_last={drop_last}: {repeated} repeated, {missing} dropped")
-    assert not disjoint_always
+    return judge_partition(lines)
+
+
+def judge_partition(uneven: list[str]) -> Finding:
+    """The notes: DistributedSampler splits the data into disjoint subsets. Where some (n, p,
+    drop_last) repeated or dropped samples, that depends on p dividing n, the condition named."""
+    if not uneven:
+        return Finding(Verdict.HOLDS, "disjoint and complete for every n, p and drop_last tried")
     return Finding(
         Verdict.DEPENDS,
-        "the notes say DistributedSampler splits the data into disjoint subsets: true only when "
-        "p divides n (n=12, p=4: disjoint and complete); otherwise " + "; ".join(lines),
+        "depends on p dividing n: disjoint and complete when it does (n=12, p=4); otherwise "
+        + "; ".join(uneven),
     )
 
 
@@ -99,15 +105,29 @@ def check_launch_deprecated(device):
             pass
     deprecations = [w for w in caught if issubclass(w.category, (FutureWarning, DeprecationWarning))]
     if not deprecations:
+        return judge_launch_deprecated("")
+    return judge_launch_deprecated(
+        f"{deprecations[0].category.__name__}: '{str(deprecations[0].message).splitlines()[0]}'"
+    )
+
+
+def judge_launch_deprecated(warning: str) -> Finding:
+    """The launcher the notes use is their API choice: deprecated, it is an erratum; the technique
+    (a launched process group) is judged by the launches themselves."""
+    if not warning:
         return Finding(
-            Verdict.HOLDS,
-            f"torch {torch.__version__}: torch.distributed.launch runs without a deprecation warning",
+            None, f"torch {torch.__version__}: torch.distributed.launch runs without a deprecation warning"
         )
-    message = str(deprecations[0].message).splitlines()[0]
     return Finding(
-        Verdict.FAILS,
-        f"torch {torch.__version__}: launch.main warns {deprecations[0].category.__name__}: "
-        f"'{message}'; torchrun sets LOCAL_RANK in the environment instead of passing --local_rank",
+        None,
+        f"torch {torch.__version__}: launch.main warns {warning}",
+        (
+            Erratum(
+                ErratumKind.DEPRECATED_API,
+                "python -m torch.distributed.launch --nproc_per_node=N train.py",
+                f"warns {warning}; torchrun sets LOCAL_RANK in the environment instead of --local_rank",
+            ),
+        ),
     )
 
 
@@ -157,13 +177,21 @@ def judge_spawn(rows: list[dict], slip: dict, world: int) -> Finding:
     assert len(rows) == world, f"{len(rows)} rank files, spawned {world}"
     for r in rows:
         check_setup_facts(r, world)
-    assert slip["args_type"] == "int", slip
-    assert slip["raised"] and "TypeError" in slip["error"], slip
+    errata = ()
+    if slip["args_type"] != "tuple" and slip["raised"]:
+        errata = (
+            Erratum(
+                ErratumKind.TYPO,
+                "mp.spawn(main, args=(world_size), nprocs=world_size)",
+                f"passes args={slip['args']} ({slip['args_type']}, not a tuple); the spawned process dies "
+                f"with {slip['error']!r}",
+            ),
+        )
     return Finding(
-        Verdict.FAILS,
-        f"mp.spawn(main, args=(world_size), ...) passes args={slip['args']} ({slip['args_type']}, "
-        f"not a tuple); the spawned process dies with {slip['error']!r}; args=(world_size,) works "
-        "(same run: tcp:// init, sub-groups, rank-0 save all as expected)",
+        Verdict.HOLDS,
+        f"mp.spawn with args=(world_size,) and tcp:// init: all {world} ranks set up as the notes describe "
+        "(sub-groups, rank-0 save, identical start)",
+        errata,
     )
 
 
@@ -187,7 +215,18 @@ def judge_notes_launch(rows: list[dict], output: str, world: int) -> Finding:
         if deprecated
         else "gave no deprecation warning"
     )
-    return Finding(Verdict.FAILS if broken or deprecated else Verdict.HOLDS, evidence)
+    errata = ()
+    if broken:
+        errata += (
+            Erratum(
+                ErratumKind.DEPRECATED_API,
+                "parser.add_argument('--local_rank', type=int)",
+                f"launch passes {rows[0]['argv'][0]!r}; the parser exits with "
+                f"{broken[0]['notes_parser']['error']!r}; LOCAL_RANK from the environment replaces it",
+            ),
+        )
+    # Every rank found its local rank (asserted above), from the environment as torchrun sets it.
+    return Finding(Verdict.HOLDS, "LOCAL_RANK from the environment names each rank; " + evidence, errata)
 
 
 SETUP = Case(

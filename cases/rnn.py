@@ -25,7 +25,7 @@ from torch import nn
 from cases._lib.inputs import generator
 from cases._lib.precision import ieee_fp32
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
+from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Tol, Verdict, naive, optimized
 from harness.rules import AllOf, Faster, FromFindings, Lighter
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
@@ -99,16 +99,63 @@ def check_notes_forward(device):
         failure = None
     except AttributeError as exc:
         failure = str(exc)
-    assert failure is not None and "NoneType" in failure, f"the notes' loop ran: {failure}"
     fixed = {"torch": torch, "nn": nn, "x": x}
     fixed_text = _NOTES_REGRESSION.replace("h_state\n\nrnn", "hidden_state\n\nrnn")
     exec(fixed_text.replace("rnn = RNN()", "rnn = RNN().to(x.device)"), fixed)  # noqa: S102
-    assert fixed["h_state"].shape == (1, 2, 8) and fixed["h_state"].abs().sum() > 0
+    fixed_ok = fixed["h_state"].shape == (1, 2, 8) and bool(fixed["h_state"].abs().sum() > 0)
+    # "网络相同": the classifier's LSTM with its head nn.Linear(input_size, output_size).
+    lstm = nn.LSTM(input_size=1, hidden_size=8, num_layers=1, batch_first=True).to(device)
+    r_out, state = lstm(x, None)
+    try:
+        nn.Linear(1, 1).to(device)(r_out[:, -1, :])
+        head_error = ""
+    except RuntimeError as exc:
+        head_error = str(exc).splitlines()[0]
+    try:
+        state.data  # noqa: B018 - the notes' repacking line, on the LSTM's (h, c)
+        tuple_error = ""
+    except AttributeError as exc:
+        tuple_error = str(exc)
+    return judge_notes_forward(failure or "", fixed_ok, head_error, tuple_error)
+
+
+def judge_notes_forward(returns_global: str, fixed_ok: bool, head_error: str, tuple_error: str) -> Finding:
+    """The technique: the regression RNN carrying its hidden state across steps, the forward
+    returning the updated state. The notes' slips are errata: returning `h_state` (a global) for
+    `hidden_state` is a typo; the LSTM head sized by input_size where the LSTM outputs hidden_size
+    is a wrong shape; `.data` on the LSTM's (h, c) tuple, in a network the notes call the same, is
+    a wrong statement."""
+    errata = []
+    if returns_global:
+        errata.append(
+            Erratum(
+                ErratumKind.TYPO,
+                "return torch.stack(outs, dim=1), h_state",
+                f"returns the caller's global, not hidden_state: the first step gets None back and "
+                f"h_state.data raises AttributeError ({returns_global})",
+            )
+        )
+    if head_error:
+        errata.append(
+            Erratum(
+                ErratumKind.WRONG_SHAPE_OR_FORMULA,
+                "self.out = nn.Linear(input_size, output_size) # r_out (batch, time_step, input_size)",
+                f"r_out has hidden_size features: {head_error}",
+            )
+        )
+    if tuple_error:
+        errata.append(
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "# 网络相同 … h_state = h_state.data",
+                f"with the LSTM the state is (h, c): {tuple_error}",
+            )
+        )
     return Finding(
-        Verdict.FAILS,
-        f"the notes' forward returns `h_state` (the global the caller passed in) instead of `hidden_state`: "
-        f"the first training step gets None back and `h_state.data` raises AttributeError ({failure}); "
-        "with `return ..., hidden_state` the loop runs and carries a (1, B, 8) state",
+        Verdict.HOLDS if fixed_ok else Verdict.FAILS,
+        "with `return ..., hidden_state` the loop runs and carries a (1, B, 8) state"
+        + ("" if fixed_ok else ": NOT as expected"),
+        tuple(errata),
     )
 
 
@@ -116,7 +163,7 @@ TIMESTEP_LOOP = Case(
     id="rnn.timestep_loop",
     tier=2,
     claim="The notes' regression head (a Linear per time step in a Python loop + torch.stack) equals "
-    "one Linear over (batch, time, hidden), which is faster; the notes' forward is correct as written.",
+    "one Linear over (batch, time, hidden), which is faster; the forward carries the hidden state.",
     source="000/001 RNN (回归)",
     make_inputs=make_rnn_output,
     variants={"loop": naive(per_step_loop), "one_linear": optimized(one_linear)},
@@ -402,7 +449,6 @@ def check_data_bypasses_version_counter(device):
     shares the version counter and autograd raises; `.data` does not, and the gradient is wrong."""
     inputs = make_truncated({"steps": 4, "b": 4, "h": 16, "i": 3}, FP32, device, 0)
     same = all(torch.equal(a, b) for a, b in zip(detached(*inputs), dot_data(*inputs)))
-    assert same, "truncated BPTT with .data and with .detach() gave different results"
     g = torch.Generator().manual_seed(0)
     x, w, u, h0, c = (
         torch.randn(s, generator=g).to(device) for s in ((4, 3), (3, 6), (6, 6), (4, 6), (4, 6))
@@ -430,13 +476,25 @@ def check_data_bypasses_version_counter(device):
     assert results["detach"] == "raised", "in-place change through .detach() was not caught"
     assert isinstance(results["data"], torch.Tensor), "in-place change through .data raised"
     err = (results["data"].double() - w64.grad).abs().max().item()
-    assert err > 1e-2, f".data gradient unexpectedly right (off by {err:.3g})"
+    return judge_data_vs_detach(same, err)
+
+
+def judge_data_vs_detach(same: bool, data_err_after_reset: float) -> Finding:
+    """What the notes claim: `h.data` repacks the state, cutting the graph as `.detach()` does
+    (bitwise-identical truncated BPTT). An in-place reset of the carried state before backward is
+    a use the notes never show: `.data` then gives a silently wrong gradient where `.detach()`
+    raises. Reported, deciding nothing."""
     return Finding(
-        Verdict.DEPENDS,
-        "`h.data` (the notes) and `h.detach()` cut the graph the same way (bitwise-identical truncated-BPTT "
-        "predictions and gradients), but after an in-place reset of the carried state before backward, "
-        "`.detach()` raises autograd's version-counter error while `.data` returns a gradient off by "
-        f"{err:.3g} (max abs vs float64) with no error",
+        Verdict.HOLDS if same else Verdict.FAILS,
+        "`h.data` (the notes) and `h.detach()` cut the graph "
+        + (
+            "the same way (bitwise-identical truncated-BPTT predictions and gradients)"
+            if same
+            else "DIFFERENTLY"
+        )
+        + "; beyond the notes: after an in-place reset of the carried state before backward, `.detach()` "
+        "raises autograd's version-counter error while `.data` returns a gradient off by "
+        f"{data_err_after_reset:.3g} (max abs vs float64) with no error",
     )
 
 

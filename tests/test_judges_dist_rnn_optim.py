@@ -1,0 +1,52 @@
+"""Re-judged findings of the RNN, distributed, optimizer and im2col cases: each verdict follows
+from its observation, each erratum appears only where the notes were wrong."""
+
+from __future__ import annotations
+
+from cases import conv, dist, parallel, rnn
+from cases.optim import param_groups
+from harness.record import ErratumKind, Verdict
+
+
+def test_rnn_forward_slips_are_errata_and_the_fixed_loop_decides():
+    f = rnn.judge_notes_forward("'NoneType' has no attribute 'data'", True, "mat1 and mat2", "'tuple'")
+    assert f.verdict is Verdict.HOLDS
+    assert [e.kind for e in f.errata] == [
+        ErratumKind.TYPO,
+        ErratumKind.WRONG_SHAPE_OR_FORMULA,
+        ErratumKind.WRONG_STATEMENT,
+    ]
+    assert rnn.judge_notes_forward("", True, "", "").errata == ()
+    assert rnn.judge_notes_forward("", False, "", "").verdict is Verdict.FAILS
+
+
+def test_rnn_data_vs_detach_judged_on_the_notes_use_only():
+    assert rnn.judge_data_vs_detach(True, 4.6).verdict is Verdict.HOLDS
+    assert rnn.judge_data_vs_detach(False, 4.6).verdict is Verdict.FAILS
+
+
+def test_dist_partition_and_setup_errata():
+    assert dist.judge_partition([]).verdict is Verdict.HOLDS
+    assert dist.judge_partition(["n=10, p=4: 2 repeated"]).verdict is Verdict.DEPENDS
+    warned = dist.judge_launch_deprecated("FutureWarning: 'deprecated'")
+    assert warned.verdict is None and warned.errata[0].kind is ErratumKind.DEPRECATED_API
+    assert dist.judge_launch_deprecated("").errata == ()
+
+
+def test_all_reduce_multigpu_is_a_removed_api_erratum_deciding_nothing():
+    f = parallel.judge_all_reduce_multigpu(False, "AttributeError('no all_reduce_multigpu')")
+    assert f.verdict is None and f.errata[0].kind is ErratumKind.REMOVED_API
+    assert parallel.judge_all_reduce_multigpu(True, "").errata == ()
+
+
+def test_param_groups_init_slips_are_typos_and_apply_decides():
+    f = param_groups.judge_apply_init(True, True, "a leaf Variable", "TypeError", False)
+    assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.TYPO] * 3
+    assert param_groups.judge_apply_init(True, True, None, None, True).errata == ()
+    assert param_groups.judge_apply_init(True, False, None, None, True).verdict is Verdict.FAILS
+
+
+def test_conv_kernel_statement_is_an_erratum_only_where_the_matrix_is_never_built():
+    f = conv.judge_conv_is_a_matrix_product(False, "peak 4 MiB")
+    assert f.verdict is None and f.errata[0].kind is ErratumKind.WRONG_STATEMENT
+    assert conv.judge_conv_is_a_matrix_product(True, "peak 12 MiB").errata == ()
