@@ -189,3 +189,37 @@ def test_sharded_training_is_within_the_bound_and_a_summed_gradient_is_far_outsi
     averaged = max(P.tensor_errors(train(2, lambda g: g.mean(0)), full, numels))
     summed = max(P.tensor_errors(train(2, lambda g: g.sum(0)), full, numels))
     assert averaged <= bound < summed / 100, (averaged, bound, summed)
+
+
+def test_spawn_and_launch_slips_are_errata_the_launched_ranks_decide():
+    slip = {
+        "args": 2,
+        "args_type": "int",
+        "raised": True,
+        "error": "TypeError: Value after * must be an iterable",
+    }
+    f = S.judge_spawn([_facts(0), _facts(1)], slip, 2)
+    assert f.verdict.value == "holds" and f.errata[0].kind.value == "typo"
+    assert (
+        S.judge_spawn([_facts(0), _facts(1)], {**slip, "args_type": "tuple", "raised": False}, 2).errata == ()
+    )
+    broken = copy.deepcopy(_facts(1))
+    broken["reload_equal"] = False
+    with pytest.raises(AssertionError, match="reload"):
+        S.judge_spawn([_facts(0), broken], slip, 2)
+    ranks = [
+        {
+            "rank": r,
+            "fixed_local_rank": r,
+            "env_local_rank": r,
+            "argv": ["--local-rank=0"],
+            "notes_parser": {"ok": False, "error": "unrecognized arguments: --local-rank=0"},
+        }
+        for r in (0, 1)
+    ]
+    g = S.judge_notes_launch(ranks, "FutureWarning: ... is deprecated", 2)
+    assert g.verdict.value == "holds" and g.errata[0].kind.value == "deprecated API"
+    fine = [{**r, "notes_parser": {"ok": True}} for r in ranks]
+    assert S.judge_notes_launch(fine, "", 2).errata == ()
+    with pytest.raises(AssertionError):
+        S.judge_notes_launch([{**ranks[0], "env_local_rank": 1}, ranks[1]], "", 2)
