@@ -296,14 +296,31 @@ def check_transposed_output_size(device):
             if op == 0 and d == 1:
                 notes_004_domain += 1
                 notes_004_wrong += (h - 1) * s - 2 * p + k != want
-    assert notes_004_wrong == 0, f"(n−1)s−2p+k was wrong in {notes_004_wrong} configs with op=0, d=1"
-    assert notes_001_wrong > 0, "the notes' 001 formula (padding[0] for output_padding) matched every config"
+    return judge_transposed_output_size(configs, notes_001_wrong, example, notes_004_domain, notes_004_wrong)
+
+
+def judge_transposed_output_size(
+    configs, notes_001_wrong, example, notes_004_domain, notes_004_wrong
+) -> Finding:
+    """The technique: the output size of a transposed conv (the layer matched the documented
+    formula in every config, asserted above); the notes' 004 form (n−1)s−2p+k where it applies.
+    001's formula with +padding[0] in place of +output_padding is a wrong formula, an erratum."""
+    errata = ()
+    if notes_001_wrong:
+        errata = (
+            Erratum(
+                ErratumKind.WRONG_SHAPE_OR_FORMULA,
+                "H_out = (H_in−1)·stride[0] − 2·padding[0] + dilation[0]·(kernel_size[0]−1) + padding[0] + 1",
+                f"+padding[0] where output_padding belongs: wrong in {notes_001_wrong}/{configs} configs "
+                f"(e.g. {example})",
+            ),
+        )
     return Finding(
-        Verdict.FAILS,
-        f"H_out=(H−1)s−2p+d(k−1)+output_padding+1 matches ConvTranspose2d in {configs} configs; the notes' "
-        f"001 formula with +padding[0] in place of +output_padding is wrong in {notes_001_wrong}/{configs} "
-        f"(e.g. {example}); 004's (n−1)s−2p+k holds in all {notes_004_domain} configs with output_padding=0, "
-        "dilation=1",
+        Verdict.HOLDS if notes_004_wrong == 0 else Verdict.FAILS,
+        f"H_out=(H−1)s−2p+d(k−1)+output_padding+1 matches ConvTranspose2d in {configs} configs; 004's "
+        f"(n−1)s−2p+k holds in {notes_004_domain - notes_004_wrong} of {notes_004_domain} configs with "
+        "output_padding=0, dilation=1",
+        errata,
     )
 
 

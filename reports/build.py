@@ -122,9 +122,12 @@ def _absent_reason(info, measured: tuple) -> str:
 
 
 def _devices_measured(results: load.Results) -> dict:
-    """machine → the device types (cpu, cuda) its rows and outcomes name."""
+    """machine → the device types (cpu, cuda) its rows and its run (not skipped) outcomes name."""
     seen: dict = {}
-    for frame in (results.rows, results.outcomes):
+    outcomes = results.outcomes
+    if not outcomes.empty and "outcome" in outcomes:
+        outcomes = outcomes[outcomes["outcome"] != "skipped"]
+    for frame in (results.rows, outcomes):
         if frame.empty or "device" not in frame:
             continue
         for machine, device in zip(frame["machine"], frame["device"]):

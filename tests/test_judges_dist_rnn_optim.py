@@ -50,3 +50,10 @@ def test_conv_kernel_statement_is_an_erratum_only_where_the_matrix_is_never_buil
     f = conv.judge_conv_is_a_matrix_product(False, "peak 4 MiB")
     assert f.verdict is None and f.errata[0].kind is ErratumKind.WRONG_STATEMENT
     assert conv.judge_conv_is_a_matrix_product(True, "peak 12 MiB").errata == ()
+
+
+def test_transposed_output_size_001_formula_is_an_erratum():
+    f = conv.judge_transposed_output_size(406, 258, "h=5 k=3 s=2 p=1", 83, 0)
+    assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_SHAPE_OR_FORMULA
+    assert conv.judge_transposed_output_size(406, 0, None, 83, 0).errata == ()
+    assert conv.judge_transposed_output_size(406, 0, None, 83, 5).verdict is Verdict.FAILS
