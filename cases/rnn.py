@@ -397,8 +397,9 @@ class _null:
 
 
 def check_growth_curves(device):
-    """Failure mode 2, measured step by step: with retain_graph the backward time, the graph walked
-    and the live memory grow linearly with the step; with detach they stay flat."""
+    """Failure mode 2, measured step by step: with retain_graph the graph walked and the live
+    memory grow linearly with the step (counted, exact) and so does the backward time (timed,
+    reported); with detach they stay flat."""
     steps = 24
     size = {"steps": steps, "b": 8, "h": 64, "i": 4}
     curves = {}
@@ -419,10 +420,9 @@ def check_growth_curves(device):
     def med(xs):
         return sorted(xs)[len(xs) // 2]
 
+    # Reported, not asserted: a wall-clock ratio of single backwards moves with the machine's load
+    # (one busy run measured 0.0); the node and byte counts above are the exact evidence.
     r_ratio, d_ratio = med(r_ms[-4:]) / med(r_ms[:4]), med(d_ms[-4:]) / med(d_ms[:4])
-    assert r_ratio > 2.5 and r_ratio > 2 * d_ratio, (
-        f"backward time ratio last/first: retain {r_ratio:.1f}, detach {d_ratio:.1f}"
-    )
     sample = list(range(0, steps, 4)) + [steps - 1]
 
     def fmt(xs, f):
