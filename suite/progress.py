@@ -25,6 +25,15 @@ class _Tally:
     seconds: float = 0.0
 
 
+def _kind(point: dict, timed: bool, nodeid: str = "") -> str:
+    """What a test costs like: a timed variant, a variant only checked, a pair, a check, a launch
+    of processes (seconds each, where a check takes milliseconds)."""
+    if "test_distributed" in nodeid:
+        return "launch"
+    kind = point.get("kind", "check")
+    return f"{kind}-timed" if kind == "variant" and timed else kind
+
+
 @dataclass(eq=False)  # a plugin object: hashed by identity
 class Progress:
     config: object
@@ -43,6 +52,11 @@ class Progress:
     timed_ids: set = field(default_factory=set)
     counted_ids: set = field(default_factory=set)  # the tests the plan counted (not statically skipped)
     _duration: dict = field(default_factory=dict)  # nodeid → seconds of its phases so far
+    # The ETA weighs what is left by kind (a timed variant, a pair of ≥20 paired rounds, a check):
+    # their costs differ a hundredfold, so one mean per test misjudged a run by minutes.
+    planned_by_kind: Counter = field(default_factory=Counter)
+    done_by_kind: dict = field(default_factory=dict)  # kind → _Tally
+    kind_of: dict = field(default_factory=dict)  # nodeid → kind
 
     @classmethod
     def from_config(cls, config) -> Progress:
@@ -64,6 +78,9 @@ class Progress:
             if "benchmark" in getattr(item, "fixturenames", ()) and self.enabled:
                 self.timed_by_case[point["case"]] += 1
                 self.timed_ids.add(item.nodeid)
+            kind = _kind(point, item.nodeid in self.timed_ids, item.nodeid)
+            self.kind_of[item.nodeid] = kind
+            self.planned_by_kind[kind] += 1
         if not self.enabled or not self.timed_by_case:
             return
         timed, tests = sum(self.timed_by_case.values()), sum(self.tests_by_case.values())
@@ -118,6 +135,9 @@ class Progress:
         tally = self.timed if report.nodeid in self.timed_ids else self.other
         tally.done += 1
         tally.seconds += duration
+        by_kind = self.done_by_kind.setdefault(self.kind_of.get(report.nodeid, "other"), _Tally())
+        by_kind.done += 1
+        by_kind.seconds += duration
         case = point["case"]
         self.finished_by_case[case] += 1
         if (
@@ -127,14 +147,28 @@ class Progress:
         ):
             self.cases_done += 1
             elapsed = time.perf_counter() - self.started
-            done, total = sum(self.finished_by_case.values()), sum(self.tests_by_case.values())
-            eta = elapsed / done * (total - done) if done else 0.0
+            eta = self.eta_s(elapsed)
             self._write(
                 [
                     f"[{self.cases_done}/{len(self.tests_by_case)}] {case}: "
                     f"{self.tests_by_case[case]} tests done; elapsed {_clock(elapsed)}, ETA {_clock(eta)}"
                 ]
             )
+
+    def eta_s(self, elapsed: float) -> float:
+        """Seconds left: each kind's remaining tests at that kind's mean so far; a kind not begun
+        yet at the mean of everything done (the elapsed time, so the time between tests counts)."""
+        done = sum(t.done for t in self.done_by_kind.values())
+        if not done:
+            return 0.0
+        measured = sum(t.seconds for t in self.done_by_kind.values())
+        stretch = elapsed / measured if measured > 0 else 1.0  # collection, fixtures, gc between tests
+        left = 0.0
+        for kind, planned in self.planned_by_kind.items():
+            tally = self.done_by_kind.get(kind, _Tally())
+            mean = tally.seconds / tally.done * stretch if tally.done else elapsed / done
+            left += max(0, planned - tally.done) * mean
+        return left
 
     def pytest_terminal_summary(self, terminalreporter):
         if self.trimmed:
