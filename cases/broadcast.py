@@ -73,50 +73,66 @@ shape_pairs = st.one_of(
 
 
 def check_rules(device):
-    counts = {"compatible": 0, "incompatible": 0, "zero_dim": 0}
+    counts = {"compatible": 0, "incompatible": 0, "zero_dim": 0, "zero_dim_broadcast": 0, "mismatch": 0}
 
     def prop(pair):
         a, b = pair
         torch_shape, numpy_shape = _torch_shape(a, b), _numpy_shape(a, b)
+        # The truth: torch's shape rule, numpy's and a real elementwise op agree.
         assert torch_shape == numpy_shape == _op_shape(a, b, device), (a, b, torch_shape, numpy_shape)
         if len(a) == 0 or len(b) == 0:
             counts["zero_dim"] += 1
+            counts["zero_dim_broadcast"] += torch_shape is not None
             return
-        assert notes_broadcast(a, b) == torch_shape, (
-            f"notes' rule 2 gives {notes_broadcast(a, b)} for {a}, {b}"
-        )
+        counts["mismatch"] += notes_broadcast(a, b) != torch_shape
         counts["compatible" if torch_shape is not None else "incompatible"] += 1
 
     run = run_property(shape_pairs, prop)
-    cex = smallest(shape_pairs, lambda p: notes_broadcast(*p) != _torch_shape(*p))
-    assert cex is None or len(cex[0]) == 0 or len(cex[1]) == 0, f"rule 2 should hold: {cex}"
-    scalar_ok = _op_shape((), (3,), device)
+    rule2_cex = smallest(
+        shape_pairs, lambda p: len(p[0]) > 0 and len(p[1]) > 0 and notes_broadcast(*p) != _torch_shape(*p)
+    )
+    zero_cex = smallest(
+        shape_pairs, lambda p: (len(p[0]) == 0 or len(p[1]) == 0) and _torch_shape(*p) is not None
+    )
+    if rule2_cex is not None:
+        notes, torch_says = notes_broadcast(*rule2_cex), _torch_shape(*rule2_cex)
+        run = f"{run}; smallest pair rule 2 gets wrong: {rule2_cex}, notes {notes}, torch {torch_says}"
     return judge_rules(
         counts,
         run,
-        f"{cex}, torch gives {_torch_shape(*cex)}; ones(()) + ones(3) has shape {scalar_ok}" if cex else "",
+        f"{zero_cex} broadcasts to {_torch_shape(*zero_cex)}; ones(()) + ones(3) has shape "
+        f"{_op_shape((), (3,), device)}; {counts['zero_dim_broadcast']} of {counts['zero_dim']} drawn pairs "
+        "with a 0-dim tensor broadcast"
+        if zero_cex is not None
+        else "",
     )
 
 
 def judge_rules(counts: dict, run: str, zero_dim_cex: str) -> Finding:
-    """The technique is rule 2, the trailing alignment (asserted on every pair with dimensions; it
-    holds when both outcomes were seen). Rule 1 ("每个Tensor至少有一个维度") is stated as a
-    condition of broadcasting, and PyTorch's own broadcasting page states it too, but 0-dim tensors
-    broadcast: a wrong statement, an erratum, deciding nothing."""
+    """The technique is rule 2, the trailing alignment: it holds when it gave torch's shape (or
+    torch's refusal) on every pair with dimensions and both outcomes were seen.
+
+    Rule 1 ("每个Tensor至少有一个维度") is listed among "broadcast的条件", the conditions a pair
+    must meet (rule 2 beside it says 必须), so it reads as necessary: where 0-dim tensors broadcast,
+    a wrong statement, an erratum deciding nothing. PyTorch's broadcasting page long stated the same
+    rule, with the same necessary reading ("not broadcastable, because x does not have at least 1
+    dimension"); its current page no longer lists it."""
     errata = ()
     if zero_dim_cex:
         errata = (
             Erratum(
                 ErratumKind.WRONG_STATEMENT,
                 "broadcast的条件：1. 每个Tensor至少有一个维度",
-                f"0-dim tensors broadcast (PyTorch's broadcasting page states the same rule): {zero_dim_cex}",
+                f"0-dim tensors broadcast: {zero_dim_cex} (004's own numpy example lists d.shape () "
+                "among broadcastable arrays)",
             ),
         )
+    mismatch = counts.get("mismatch", 0)
     both = counts["compatible"] > 0 and counts["incompatible"] > 0
     return Finding(
-        Verdict.HOLDS if both else Verdict.FAILS,
-        f"{run}: rule 2 (trailing alignment; equal, 1 or missing) matched torch.broadcast_shapes, "
-        f"numpy.broadcast_shapes and a real add on all {counts['compatible']} compatible and "
+        Verdict.HOLDS if both and mismatch == 0 else Verdict.FAILS,
+        f"{run}: rule 2 (trailing alignment; equal, 1 or missing) disagreed with torch.broadcast_shapes, "
+        f"numpy.broadcast_shapes and a real add on {mismatch} of {counts['compatible']} compatible and "
         f"{counts['incompatible']} incompatible pairs (incompatible ones raise in all three)"
         + ("" if both else ": NOT both outcomes seen, the property proves nothing"),
         errata,
@@ -129,17 +145,24 @@ def check_notes_examples(device):
     b = torch.tensor([1.0, 2.0, 3.0], device=device)
     outer_sum = torch.tensor([[1.0, 2, 3], [11, 12, 13], [21, 22, 23], [31, 32, 33]], device=device)
     outer_prod = torch.tensor([[0.0, 0, 0], [10, 20, 30], [20, 40, 60], [30, 60, 90]], device=device)
-    assert torch.equal(a[:, None] + b, outer_sum) and torch.equal(a.reshape(-1, 1) * b, outer_prod)
-    assert torch.equal(torch.outer(a, b), outer_prod)
+    printed = torch.equal(a[:, None] + b, outer_sum) and torch.equal(a.reshape(-1, 1) * b, outer_prod)
+    printed = printed and torch.equal(torch.outer(a, b), outer_prod)
     g = torch.Generator().manual_seed(0)
     feature = torch.randn((5, 3), generator=g).to(device)  # (r, c_z)
     pair = feature[None, :, :] + feature[:, None, :]  # (1, r, c) + (r, 1, c) → (r, r, c)
     loop = torch.stack([torch.stack([feature[i] + feature[j] for j in range(5)]) for i in range(5)])
-    assert pair.shape == (5, 5, 3) and torch.equal(pair, loop)
+    return judge_notes_examples(printed, tuple(pair.shape), torch.equal(pair, loop))
+
+
+def judge_notes_examples(printed: bool, pair_shape: tuple, pair_equals_loop: bool) -> Finding:
+    """The notes' outer sum/product arrays, and (1,r,c)+(r,1,c) as AlphaFold's pair representation
+    equal to a double loop."""
+    holds = printed and pair_shape == (5, 5, 3) and pair_equals_loop
     return Finding(
-        Verdict.HOLDS,
-        "the notes' outer sum/product arrays reproduce exactly; "
-        "(1,r,c)+(r,1,c) gives the (r,r,c) pair representation equal to a double loop",
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"the notes' outer sum/product arrays {'reproduce exactly' if printed else 'do NOT reproduce'}; "
+        f"(1,r,c)+(r,1,c) gives shape {pair_shape}, "
+        + ("equal to a double loop" if pair_equals_loop else "NOT equal to a double loop"),
     )
 
 

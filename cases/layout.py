@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -211,50 +212,80 @@ def views_and_shapes(draw, device="cpu"):
 # ---- checks -------------------------------------------------------------------------------------
 
 
+# notes 004's Python version exactly as written: its `else:` is one space off its `if`, and its
+# last line starts with a tab.
+NOTES_IS_CONTIGUOUS_SOURCE = (
+    "def isContiguous(tensor):\n"
+    "  z = 1\n"
+    "  d = tensor.dim()-1\n"
+    "  size = tensor.size()\n"
+    "  stride = tensor.stride()\n"
+    "  while d>=0:\n"
+    "    if size[d]!=1:\n"
+    "      if stride[d]==z:\n"
+    "        z*=size[d]\n"
+    "       else:\n"
+    "        return False\n"
+    "    d-=1\n"
+    "\treturn True\n"
+)
+
+
+def _compile_error(source: str) -> str:
+    try:
+        compile(source, "<notes>", "exec")
+    except SyntaxError as exc:
+        return f"{type(exc).__name__} on line {exc.lineno}: {exc.msg}"
+    return ""
+
+
 def check_notes_is_contiguous(device):
     """The notes' isContiguous, and their formula, against Tensor.is_contiguous()."""
     views = strided_views(str(device))
-    agree_nonempty = {"n": 0, "empty_disagree": 0, "empty": 0}
+    seen = {"n": 0, "disagree": 0, "empty_disagree": 0, "empty": 0}
 
     def prop(v):
         t = v.tensor
-        if t.numel() == 0:
-            agree_nonempty["empty"] += 1
-            agree_nonempty["empty_disagree"] += is_contiguous_notes(t) != t.is_contiguous()
-            return
-        agree_nonempty["n"] += 1
-        # Torch's rule for a non-empty tensor is exactly the notes' loop: skip size-1 dims, and
-        # every other dim's stride is the product of the sizes after it.
-        assert is_contiguous_notes(t) == t.is_contiguous(), f"notes' isContiguous disagrees on {v}"
+        differs = is_contiguous_notes(t) != t.is_contiguous()
+        key = "empty" if t.numel() == 0 else "n"
+        seen[key] += 1
+        seen["empty_disagree" if key == "empty" else "disagree"] += differs
 
     run = run_property(views, prop)
+    nonempty_cex = smallest(
+        views, lambda v: v.tensor.numel() > 0 and is_contiguous_notes(v.tensor) != v.tensor.is_contiguous()
+    )
     code_cex = smallest(views, lambda v: is_contiguous_notes(v.tensor) != v.tensor.is_contiguous())
     formula_cex = smallest(views, lambda v: is_contiguous_formula(v.tensor) != v.tensor.is_contiguous())
-    if code_cex is not None:
-        assert code_cex.tensor.numel() == 0, "a non-empty counterexample should have failed the property"
+    empty_cex = code_cex if code_cex is not None and code_cex.tensor.numel() == 0 else None
     evidence = (
-        f"{run}: the notes' isContiguous agrees with is_contiguous() on all {agree_nonempty['n']} "
-        f"non-empty views; on {agree_nonempty['empty_disagree']} of {agree_nonempty['empty']} empty ones it "
-        f"does not (torch calls every empty tensor contiguous). Smallest counterexample (code): "
-        f"{code_cex!r}, notes {code_cex and is_contiguous_notes(code_cex.tensor)}, torch "
-        f"{code_cex and code_cex.tensor.is_contiguous()}. The notes' formula (no skip for size-1 dims): "
-        f"{formula_cex!r}, formula {formula_cex and is_contiguous_formula(formula_cex.tensor)}, torch "
+        f"{run}: the notes' isContiguous agrees with is_contiguous() on "
+        f"{seen['n'] - seen['disagree']} of {seen['n']} non-empty views"
+        + (f" (smallest disagreement: {nonempty_cex!r})" if nonempty_cex is not None else "")
+        + f"; on {seen['empty_disagree']} of {seen['empty']} empty ones it does not (torch calls every empty "
+        f"tensor contiguous). Smallest counterexample (code): {code_cex!r}, notes "
+        f"{code_cex and is_contiguous_notes(code_cex.tensor)}, torch "
+        f"{code_cex and code_cex.tensor.is_contiguous()}. "
+        f"The notes' formula (no skip for size-1 dims): {formula_cex!r}, formula "
+        f"{formula_cex and is_contiguous_formula(formula_cex.tensor)}, torch "
         f"{formula_cex and formula_cex.tensor.is_contiguous()}"
     )
     return judge_notes_is_contiguous(
-        agree_nonempty["n"] > 0,
+        seen["n"] > 0 and seen["disagree"] == 0 and nonempty_cex is None,
         evidence,
-        f"{code_cex!r}" if code_cex is not None else "",
+        f"{empty_cex!r}" if empty_cex is not None else "",
         f"{formula_cex!r}" if formula_cex is not None else "",
+        snippet_error=_compile_error(NOTES_IS_CONTIGUOUS_SOURCE),
     )
 
 
 def judge_notes_is_contiguous(
-    agrees_nonempty: bool, evidence: str, code_cex: str, formula_cex: str
+    agrees_nonempty: bool, evidence: str, code_cex: str, formula_cex: str, snippet_error: str = ""
 ) -> Finding:
-    """The technique is the notes' rule of contiguity (the property asserted it on every non-empty
-    view). Where their code or formula misses a corner torch defines otherwise (empty tensors,
-    size-1 dims), that is a wrong formula of the notes, an erratum."""
+    """The technique is the notes' rule of contiguity: their loop agrees with torch on every
+    non-empty view drawn. Where their code or formula misses a corner torch defines otherwise
+    (empty tensors, size-1 dims), that is a wrong formula of the notes; where their Python version
+    does not compile as written, a typo. Errata, deciding nothing."""
     errata = []
     if code_cex:
         errata.append(
@@ -272,12 +303,22 @@ def judge_notes_is_contiguous(
                 f"no skip for size-1 dims: false on {formula_cex}",
             )
         )
+    if snippet_error:
+        errata.append(
+            Erratum(
+                ErratumKind.TYPO,
+                "def isContiguous(tensor): … `       else:` … `<tab>return True`",
+                f"the notes' Python version does not compile as written ({snippet_error}); "
+                "with the indentation repaired it is the loop judged here",
+            )
+        )
     return Finding(Verdict.HOLDS if agrees_nonempty else Verdict.FAILS, evidence, tuple(errata))
 
 
 def check_view_rule(device):
     """`view` succeeds exactly when strides exist (brute force), shares storage, keeps the order."""
-    counts = {"ok": 0, "raised": 0}
+    counts = {"ok": 0, "raised": 0, "mismatch": 0}
+    first = []
 
     def prop(example):
         v, shape = example
@@ -285,72 +326,91 @@ def check_view_rule(device):
         try:
             out = t.view(shape)
         except RuntimeError as exc:
-            assert strides is None, f"view{shape} raised but strides {strides} exist for {v}: {exc}"
-            assert "view size is not compatible" in str(exc), str(exc)
             counts["raised"] += 1
+            if strides is not None or "view size is not compatible" not in str(exc):
+                counts["mismatch"] += 1
+                first.append(f"{v}.view{shape} raised ({exc}) but strides {strides} exist")
             return
-        assert strides is not None, f"view{shape} succeeded on {v} but no strides address those elements"
-        assert _same_storage(out, t) or t.numel() == 0
-        assert torch.equal(out.reshape(-1), t.reshape(-1)), "view changed the element order"
         counts["ok"] += 1
+        right = (
+            strides is not None
+            and (_same_storage(out, t) or t.numel() == 0)
+            and torch.equal(out.reshape(-1), t.reshape(-1))
+        )
+        if not right:
+            counts["mismatch"] += 1
+            first.append(f"{v}.view{shape} succeeded; brute-force strides {strides}")
 
     run = run_property(views_and_shapes(str(device)), prop)
-    assert counts["ok"] and counts["raised"], f"the strategy should produce both outcomes: {counts}"
     t = torch.arange(12.0, device=device).reshape(3, 4).t()
     try:
         t.view(12)
-        raised = False
-    except RuntimeError:
-        raised = True
-    assert raised, "view(12) on a transposed (4, 3) tensor should raise"
+        transposed_raised = ""
+    except RuntimeError as exc:
+        transposed_raised = str(exc).split(".")[0]
+    return judge_view_rule(
+        counts, transposed_raised, f"{run}" + (f"; first mismatch: {first[0]}" if first else "")
+    )
+
+
+def judge_view_rule(counts: dict, transposed_raised: str, run: str) -> Finding:
+    """The technique: view succeeds, sharing storage in row-major order, exactly when strides for
+    the new shape exist, and raises otherwise (a transposed matrix cannot be flattened). Both
+    outcomes must have been seen for the property to say anything."""
+    holds = counts["mismatch"] == 0 and counts["ok"] > 0 and counts["raised"] > 0 and bool(transposed_raised)
     return Finding(
-        Verdict.HOLDS,
-        f"{run}: view succeeded on {counts['ok']} and raised on {counts['raised']}, each time exactly "
-        f"when the brute-force stride search said so; view(12) on arange(12).reshape(3,4).t() raises",
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"{run}: view succeeded on {counts['ok']} and raised on {counts['raised']}; "
+        f"{counts['mismatch']} disagreed with the brute-force stride search; view(12) on "
+        "arange(12).reshape(3,4).t() "
+        + (f"raises ({transposed_raised})" if transposed_raised else "does NOT raise"),
     )
 
 
 def check_reshape_rule(device):
     """`reshape` is a view when one exists and a copy otherwise — not `contiguous().view()`."""
-    counts = {"view": 0, "copy": 0, "view_of_noncontiguous": 0}
+    counts = {"view": 0, "copy": 0, "view_of_noncontiguous": 0, "mismatch": 0}
 
     def prop(example):
         v, shape = example
         t = v.tensor
         out = t.reshape(shape)
-        assert out.shape == shape
-        assert torch.equal(out, t.contiguous().view(shape)), (
-            "reshape's values differ from contiguous().view()"
-        )
+        if out.shape != shape or not torch.equal(out, t.contiguous().view(shape)):
+            counts["mismatch"] += 1
+            return
         if t.numel() == 0:
             return
         viewable = view_strides(t, shape) is not None
-        assert _same_storage(out, t) == viewable, f"reshape{shape} of {v}: view possible {viewable}"
+        counts["mismatch"] += _same_storage(out, t) != viewable
         counts["view" if viewable else "copy"] += 1
         counts["view_of_noncontiguous"] += viewable and not t.is_contiguous()
 
     run = run_property(views_and_shapes(str(device)), prop)
-    # The notes: reshape ≈ contiguous().view(), reusing memory "if the array was contiguous".
-    cex = smallest(
-        views_and_shapes(str(device)),
-        lambda e: (
-            e[0].tensor.numel() > 0
-            and not e[0].tensor.is_contiguous()
-            and _same_storage(e[0].tensor.reshape(e[1]), e[0].tensor)
-        ),
-    )
+    # The notes: reshape ≈ contiguous().view(), reusing memory "if the array was contiguous". A
+    # transposed matrix is not contiguous, yet splitting its first dim needs no copy.
+    t = torch.arange(12, device=device).reshape(3, 4).t()
+    shared = _same_storage(t.reshape(2, 2, 3), t)
+    copied = not _same_storage(t.contiguous().view(2, 2, 3), t)
+    example = ""
+    if not t.is_contiguous() and shared and copied:
+        example = (
+            "arange(12).reshape(3,4).t() (is_contiguous() False, strides (1, 4)).reshape(2,2,3) shares its "
+            "storage, .contiguous().view(2,2,3) copies"
+        )
     return judge_reshape_rule(
         counts,
-        f"{run}: reshape returned a view {counts['view']} times and a copy {counts['copy']} times, exactly "
-        f"when a view exists; values always equal contiguous().view()",
-        f"{cex!r}.reshape{cex[1]}" if cex is not None else "",
+        f"{run}: reshape returned a view {counts['view']} times and a copy {counts['copy']} times; "
+        f"{counts['mismatch']} times its values or its view/copy choice disagreed with contiguous().view() "
+        "and the brute-force stride search",
+        example,
     )
 
 
 def judge_reshape_rule(counts: dict, evidence: str, view_of_noncontiguous: str) -> Finding:
-    """The technique (asserted per example): reshape is a view exactly when one exists, else a copy.
-    The notes' 'reshape is contiguous().view()' is a wrong statement where reshape viewed a
-    non-contiguous tensor that contiguous().view() would have copied."""
+    """The technique: reshape is a view exactly when one exists, else a copy, with the values of
+    contiguous().view(). The notes' 'reshape is like contiguous().view(), reusing the memory if the
+    array was contiguous' is a wrong statement where reshape viewed a non-contiguous tensor that
+    contiguous().view() copies."""
     errata = ()
     if view_of_noncontiguous:
         errata = (
@@ -358,47 +418,59 @@ def judge_reshape_rule(counts: dict, evidence: str, view_of_noncontiguous: str) 
                 ErratumKind.WRONG_STATEMENT,
                 "reshape方法类似于tensor.contiguous().view(*args) … "
                 "可以利用原有的空间如果原来的数组本来就是连续的",
-                f"{counts['view_of_noncontiguous']} views of non-contiguous tensors, where "
-                f"contiguous().view() copies: smallest {view_of_noncontiguous} shares storage",
+                f"{view_of_noncontiguous}; {counts['view_of_noncontiguous']} of the drawn non-contiguous "
+                "tensors were reshaped without a copy (reshape copies only when no view exists)",
             ),
         )
-    both = counts["view"] > 0 and counts["copy"] > 0
-    return Finding(Verdict.HOLDS if both else Verdict.FAILS, evidence, errata)
+    holds = counts.get("mismatch", 0) == 0 and counts["view"] > 0 and counts["copy"] > 0
+    return Finding(Verdict.HOLDS if holds else Verdict.FAILS, evidence, errata)
 
 
 def check_contiguous_copies_only_when_needed(device):
-    counts = {"self": 0, "copied": 0}
+    counts = {"self": 0, "copied": 0, "mismatch": 0}
 
     def prop(v):
         t = v.tensor
         c = t.contiguous()
         if t.is_contiguous():
-            assert c is t, f"contiguous() on contiguous {v} returned a new tensor"
             counts["self"] += 1
+            counts["mismatch"] += c is not t
         else:
-            assert c.is_contiguous() and torch.equal(c, t)
-            assert not _same_storage(c, t), f"contiguous() of non-contiguous {v} shares storage"
             counts["copied"] += 1
+            counts["mismatch"] += not (c.is_contiguous() and torch.equal(c, t) and not _same_storage(c, t))
 
     run = run_property(strided_views(str(device)), prop)
-    assert counts["self"] and counts["copied"], counts
+    return judge_contiguous_copies(counts, f"{run}")
+
+
+def judge_contiguous_copies(counts: dict, run: str) -> Finding:
+    """The technique: contiguous() returns the tensor itself when it is already row-major and a new
+    row-major storage with the same values otherwise."""
+    holds = counts["mismatch"] == 0 and counts["self"] > 0 and counts["copied"] > 0
     return Finding(
-        Verdict.HOLDS,
-        f"{run}: contiguous() returned the tensor itself for all {counts['self']} contiguous views and a "
-        f"new contiguous storage with equal values for all {counts['copied']} others",
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"{run}: contiguous() on {counts['self']} contiguous views and {counts['copied']} others: "
+        f"{counts['mismatch']} did not return the tensor itself, resp. a new contiguous storage with "
+        "equal values",
     )
 
 
 def check_view_keeps_contiguity(device):
     """The notes: "view ... and permute ... both make the tensor non-contiguous"."""
-    counts = {"views": 0, "noncontiguous_views": 0, "permutes": 0, "noncontiguous_permutes": 0}
+    counts = {
+        "views": 0,
+        "noncontiguous_views": 0,
+        "source_changed": 0,
+        "permutes": 0,
+        "noncontiguous_permutes": 0,
+    }
 
     def prop(example):
         v, shape = example
         t = v.tensor.contiguous()
         out = t.view(shape)
-        assert t.is_contiguous(), "view changed the source tensor's contiguity"
         counts["views"] += 1
+        counts["source_changed"] += not t.is_contiguous()
         counts["noncontiguous_views"] += not out.is_contiguous()
         moved = [d for d in range(t.dim()) if t.shape[d] > 1]
         if len(moved) >= 2 and t.numel() > 0:
@@ -413,11 +485,11 @@ def check_view_keeps_contiguity(device):
 
 def judge_view_keeps_contiguity(counts: dict, run: str) -> Finding:
     """The technique: permuting two dims of size > 1 makes a contiguous tensor non-contiguous. The
-    notes say view does too: where no view of a contiguous tensor was non-contiguous, that is a
-    wrong statement of the notes."""
+    notes say view does too: where no view of a contiguous tensor (nor its source) was
+    non-contiguous, that is a wrong statement of the notes."""
     permute_breaks = counts["noncontiguous_permutes"] == counts["permutes"] > 0
     errata = ()
-    if counts["noncontiguous_views"] == 0:
+    if counts["noncontiguous_views"] == 0 and counts.get("source_changed", 0) == 0:
         errata = (
             Erratum(
                 ErratumKind.WRONG_STATEMENT,
@@ -430,7 +502,7 @@ def judge_view_keeps_contiguity(counts: dict, run: str) -> Finding:
         Verdict.HOLDS if permute_breaks else Verdict.FAILS,
         f"{run}: {counts['noncontiguous_permutes']} of {counts['permutes']} permutes swapping two dims of "
         f"size > 1 were non-contiguous; {counts['noncontiguous_views']} of {counts['views']} views of "
-        "contiguous tensors were",
+        f"contiguous tensors were, and {counts.get('source_changed', 0)} sources changed",
         errata,
     )
 
@@ -442,26 +514,37 @@ def check_notes_snippet(device):
         range_error = None
     except TypeError as exc:
         range_error = str(exc)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        inclusive = torch.range(0, 12).numel()
+    deprecation = next((str(w.message) for w in caught if "deprecated" in str(w.message)), "")
     a = torch.arange(12, device=device).reshape(3, 4)
     b = a.transpose(0, 1)
     c = b.contiguous()
     printed = (a.is_contiguous(), b.is_contiguous(), c.is_contiguous()) == (True, False, True)
     shared = a.data_ptr() == b.data_ptr() and b.data_ptr() != c.data_ptr()
-    return judge_notes_snippet(range_error, printed and shared, torch.arange(0, 13).numel())
+    return judge_notes_snippet(range_error, printed and shared, inclusive, deprecation)
 
 
-def judge_notes_snippet(range_error: str | None, results_hold: bool, inclusive: int) -> Finding:
+def judge_notes_snippet(
+    range_error: str | None, results_hold: bool, inclusive: int, deprecation: str = ""
+) -> Finding:
     """The technique: the snippet's printed contiguity and storage sharing, with torch.arange.
-    torch.range as written is a deprecated API of the notes (end-inclusive, and range(12) lacks
-    its end), an erratum."""
+    torch.range as written is a deprecated API of the notes (it warns so; it is end-inclusive, and
+    range(12) lacks its end), an erratum."""
     errata = ()
-    if range_error is not None:
+    if range_error is not None or deprecation:
+        said = [
+            f"warns: {deprecation.split(' because')[0]}" if deprecation else "",
+            f"range(12) raises ({range_error})" if range_error else "",
+        ]
         errata = (
             Erratum(
                 ErratumKind.DEPRECATED_API,
                 "a = torch.range(12).reshape(3,4)",
-                f"raises ({range_error}); torch.range is deprecated and end-inclusive (range(0, 12) has "
-                f"{inclusive} elements, not 12): torch.arange(12) is meant",
+                "; ".join(x for x in said if x)
+                + f"; it is end-inclusive (range(0, 12) has {inclusive} elements, not 12): torch.arange(12) "
+                "is meant",
             ),
         )
     return Finding(

@@ -86,7 +86,10 @@ def test_vgg_containers_and_dropout2d_slips_are_errata():
 def test_grad_accumulation_judged_on_the_scaled_sum():
     from cases.train import grad_accumulation as ga
 
-    f = ga.judge_accumulated(True, 6e-8, 4.0, "TypeError")
-    assert f.verdict is Verdict.HOLDS and {e.kind for e in f.errata} == {ErratumKind.TYPO}
-    assert len(ga.judge_accumulated(True, 6e-8, 4.0, "").errata) == 1
-    assert ga.judge_accumulated(False, 0.25, 4.0, "").verdict is Verdict.FAILS
+    f = ga.judge_accumulated(True, 6e-8, 4.0, "TypeError", "NameError")
+    assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.TYPO] * 2
+    assert [e.kind for e in ga.judge_accumulated(True, 6e-8, 4.0, "", "NameError").errata] == [
+        ErratumKind.TYPO
+    ]
+    assert ga.judge_accumulated(True, 6e-8, 4.0, "", "").errata == ()
+    assert ga.judge_accumulated(False, 0.25, 4.0, "", "").verdict is Verdict.FAILS

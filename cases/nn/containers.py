@@ -62,36 +62,38 @@ def check_shared_layer(device):
         n_params, n_storages, numel = _distinct(net)
         state_keys = len(net.state_dict())
         rows[cls.__name__] = (n_params, n_storages, numel, state_keys)
-    assert rows["Net1"][:3] == rows["Net2"][:3] == (2, 2, 30), rows
-    assert rows["Net1Fixed"][:3] == (2 * N, 2 * N, 30 * N), rows
-    # Sharing made visible: one optimizer step on Net1 changes "all N layers" at once.
+    # Sharing made visible: a change to "layer 0" of the notes' Net1 shows up in "layer 3".
     net = Net1(nn.Linear(5, 5).to(device), N)
-    before = net.net[3].weight.detach().clone()
+    before = net.net[N - 1].weight.detach().clone()
     with torch.no_grad():
         net.net[0].weight.add_(1.0)
-    assert torch.equal(net.net[3].weight, before + 1.0), "layer 3 should be layer 0"
+    aliased = torch.equal(net.net[N - 1].weight, before + 1.0)
     try:
         compile("class net2(nn.Module)://Sequential\n  pass\n", "<notes>", "exec")
         comment_error = ""
     except SyntaxError as exc:
         comment_error = f"SyntaxError ({exc.msg})"
-    return judge_shared_layer(rows, comment_error)
+    return judge_shared_layer(rows, comment_error, aliased)
 
 
-def judge_shared_layer(rows: dict, comment_error: str) -> Finding:
+def judge_shared_layer(rows: dict, comment_error: str, aliased: bool = False) -> Finding:
     """The technique: a stack of N layers in a ModuleList or Sequential, N distinct layers when each
-    entry is its own module (deepcopy). The notes' [layer for _ in range(n)] repeats one module, so
-    their "classic usage" shares one layer's weights N times: a wrong statement of the notes. Their
-    `//Sequential` comment is C syntax in Python: a typo."""
+    entry is its own module (deepcopy). The notes present [layer for _ in range(n)] as the classic
+    way to build their n-layer net; where it repeats one module (fewer parameter tensors than the
+    fixed form), that is a wrong statement of the notes. Their `//Sequential` comment is C syntax
+    in Python: a typo."""
     shared, fixed = rows["Net1"], rows["Net1Fixed"]
     errata = []
     if shared[1] < fixed[1]:
         errata.append(
             Erratum(
                 ErratumKind.WRONG_STATEMENT,
-                "self.net = nn.ModuleList([layer for _ in range(n)])",
-                f"{N} entries but {shared[1]} parameter tensors ({shared[2]} numbers): one Linear applied "
-                f"{N} times (state_dict still lists {shared[3]} keys)",
+                "最经典的两种用法: self.net = nn.ModuleList([layer for _ in range(n)]); "
+                "self.list = [layer for _ in range(n)]",
+                f"{N} entries but {shared[1]} parameter tensors ({shared[2]} numbers) against {fixed[1]} "
+                f"({fixed[2]}) with a module per entry: one Linear applied {N} times"
+                + (f"; adding 1 to layer 0's weight changed layer {N - 1}'s" if aliased else "")
+                + f" (state_dict still lists {shared[3]} keys)",
             )
         )
     if comment_error:
@@ -101,7 +103,8 @@ def judge_shared_layer(rows: dict, comment_error: str) -> Finding:
         Verdict.HOLDS if distinct else Verdict.FAILS,
         f"with a module per entry (deepcopy) the stack has {fixed[0]} parameter tensors ({fixed[2]} numbers)"
         + ("" if distinct else ": NOT N distinct layers")
-        + f"; the notes' list comprehension gives {shared[0]} ({shared[2]} numbers)",
+        + f"; the notes' list comprehension gives {shared[0]} ({shared[2]} numbers) in ModuleList, "
+        f"{rows.get('Net2', shared)[0]} ({rows.get('Net2', shared)[2]}) in Sequential",
         tuple(errata),
     )
 
@@ -113,32 +116,43 @@ def check_modulelist_vs_sequential(device):
     manual = x
     for layer in as_list:
         manual = layer(manual)
-    assert torch.equal(as_seq(x), manual), "Sequential should run its modules in order"
+    in_order = torch.equal(as_seq(x), manual)
     try:
         as_list(x)
-        callable_list = True
-    except NotImplementedError:
-        callable_list = False
-    assert not callable_list, "ModuleList has no forward"
+        list_call = ""
+    except NotImplementedError as exc:
+        list_call = f"{type(exc).__name__}"
     residual = x
     for layer in as_list:  # what ModuleList is for: a custom order, e.g. residual connections
         residual = residual + layer(residual)
-    assert not torch.equal(residual, manual)
-    plain = PlainList(N)
-    assert len(list(plain.parameters())) == 0, "a Python list of modules is invisible to parameters()"
-    assert len(list(as_list.parameters())) == len(list(as_seq.parameters())) == 2 * N
+    registered = (len(list(as_list.parameters())), len(list(as_seq.parameters())))
+    plain = len(list(PlainList(N).parameters()))
+    return judge_modulelist_vs_sequential(
+        in_order, list_call, registered, plain, not torch.equal(residual, manual)
+    )
+
+
+def judge_modulelist_vs_sequential(
+    in_order: bool, list_call: str, registered: tuple, plain: int, residual_differs: bool
+) -> Finding:
+    """004: ModuleList has no order of its own (forward must loop over it), Sequential runs its
+    modules in order; both register what they hold as parameters, where a Python list does not."""
+    holds = in_order and bool(list_call) and registered == (2 * N, 2 * N) and plain == 0
     return Finding(
-        Verdict.HOLDS,
-        f"Sequential runs its {N} layers in order (equal to a manual loop over the ModuleList); calling a "
-        f"ModuleList raises NotImplementedError; both register {2 * N} parameters, a Python list registers 0",
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"Sequential {'runs' if in_order else 'does NOT run'} its {N} layers in order (vs a manual loop over "
+        f"the ModuleList); calling a ModuleList "
+        + (f"raises {list_call}" if list_call else "does NOT raise")
+        + f"; ModuleList and Sequential register {registered[0]} and {registered[1]} parameters, a Python "
+        f"list {plain}; the residual loop {'gives another result' if residual_differs else 'gives the same'}",
     )
 
 
 CASE = Case(
     id="nn.containers",
     tier=3,
-    claim="nn.ModuleList needs an explicit forward loop, nn.Sequential runs in order; "
-    "both built as [layer for _ in range(n)] give an n-layer network.",
+    claim="nn.ModuleList needs an explicit forward loop, nn.Sequential runs in order; both register their "
+    "modules, and n entries are n layers only when each is its own module.",
     source="004 两种容器",
     checks={
         "shared_layer": Check(check_shared_layer),
