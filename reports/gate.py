@@ -140,6 +140,42 @@ def _paired_logs(results: load.Results) -> dict:
     return out
 
 
+def _between_runs(results: load.Results) -> dict:
+    """(case, size, dtype, device, fast, slow) → how far apart the runs of a pooled baseline put
+    the pair's paired speed-up: max ÷ min of the runs' medians − 1 (0 for one run). A pair whose
+    unchanged runs differ by more than the tolerance (a page-fault-bound temporary, bimodal
+    between processes) cannot be told from a regression within that tolerance."""
+    pairs = results.pairs
+    if pairs is None or pairs.empty or "run" not in pairs:
+        return {}
+    out = {}
+    keys = ["case", "size_label", "dtype", "device", "fast", "slow"]
+    for key, part in pairs.groupby(keys, sort=False):
+        medians = [
+            float(
+                np.median(
+                    np.concatenate([np.log(s) - np.log(f) for f, s in zip(g["fast_data"], g["slow_data"])])
+                )
+            )
+            for _, g in part.groupby("run", sort=False)
+        ]
+        out[key] = float(np.exp(max(medians) - min(medians)) - 1) if len(medians) > 1 else 0.0
+    return out
+
+
+def _busy(results: load.Results) -> dict:
+    """(case, size, dtype, device, fast, slow) → why the machine was busy while the pair was timed
+    ('' where it was quiet), from the load probe each pair records."""
+    pairs = results.pairs
+    if pairs is None or pairs.empty or "busy" not in pairs:
+        return {}
+    keys = ["case", "size_label", "dtype", "device", "fast", "slow"]
+    return {
+        key: next((str(b) for b in part["busy"] if isinstance(b, str) and b), "")
+        for key, part in pairs.groupby(keys, sort=False)
+    }
+
+
 class Sample:
     """One run's view of a pair: its speedup, how stable its rounds were, and the bootstrap draws
     the gate's interval is made from (paired log ratios where the run timed the pair side by side,
@@ -292,6 +328,7 @@ def compare(
         )
     base_groups, cur_groups = _groups(baseline), _groups(current)
     base_logs, cur_logs = _paired_logs(baseline), _paired_logs(current)
+    base_spread, cur_busy = _between_runs(baseline), _busy(current)
     recheck_sides = [(_groups(rc), _paired_logs(rc)) for rc in rechecks]
     comparable = base_machine == cur_machine
     cur_cases = _cases(current)
@@ -321,7 +358,18 @@ def compare(
                 )
                 continue
             again = [s for g, logs in recheck_sides if (s := _sample(g, logs, key, fast, slow)) is not None]
-            verdict, note, ci = _judge_pair(base, cur, again, tol, seed=len(lines))
+            # The baseline's own runs set the floor of what an unchanged run can drop.
+            spread = base_spread.get((*key, fast, slow), 0.0)
+            pair_tol = min(max(tol, 1 - 1 / (1 + spread)), 0.95)
+            verdict, note, ci = _judge_pair(base, cur, again, pair_tol, seed=len(lines))
+            busy = cur_busy.get((*key, fast, slow), "")
+            if busy and verdict in (REGRESSED, NOISY) and not again:
+                # Noise is never a finding: a drop measured on a busy machine is re-measured.
+                verdict, note = UNSTABLE, f"timed on a busy machine ({busy}): re-measure (--recheck)"
+            if pair_tol > tol:
+                note = (note + "; " if note else "") + (
+                    f"tolerance {pair_tol:.0%}: the baseline's runs differ by {spread:.0%} on this pair"
+                )
             line.verdict, line.note, line.ci = verdict, note, ci
             base_mem, cur_mem = (
                 _memory_ratio(base_group, slow, fast),

@@ -427,3 +427,37 @@ def test_an_unwritable_suspects_file_is_bad_input_not_a_regression(tmp_path, cap
         capsys, "--baseline", b, "--current", c, "--suspects", tmp_path / "no" / "such" / "dir"
     )
     assert code == 2 and "--suspects" in err
+
+
+def test_a_pair_whose_unchanged_baseline_runs_differ_gets_that_tolerance(tmp_path, capsys):
+    """A pooled baseline whose two unchanged runs put a pair's speed-up 40% apart (a temporary
+    page-faulted in one process and not in the other): an unchanged current run at the low end
+    passes, with the widened tolerance named; a drop beyond the runs' own spread still fails."""
+    high = synthetic.result(seed=1, paired=True, n_rounds=60)
+    low = synthetic.result(seed=2, paired=True, n_rounds=60, slow={"fast_v": 1.4})
+    base = _pooled(tmp_path, "base", [high, low])
+    same_as_low = write(
+        tmp_path / "c.json", synthetic.result(seed=3, paired=True, n_rounds=60, slow={"fast_v": 1.4})
+    )
+    code, out, _ = run_gate(capsys, "--baseline", base, "--current", same_as_low)
+    assert code == 0 and "the baseline's runs differ by 40%" in out
+    far = write(
+        tmp_path / "far.json", synthetic.result(seed=4, paired=True, n_rounds=60, slow={"fast_v": 3.0})
+    )
+    assert run_gate(capsys, "--baseline", base, "--current", far)[0] == 1
+
+
+def test_a_drop_timed_on_a_busy_machine_is_re_measured_not_failed(tmp_path, capsys):
+    base = _pooled(tmp_path, "base", [synthetic.result(seed=s, paired=True, n_rounds=60) for s in (1, 2)])
+    busy = write(
+        tmp_path / "busy.json",
+        synthetic.result(
+            seed=3, paired=True, n_rounds=60, slow={"fast_v": 1.5}, busy="load average 4 on 2 cores"
+        ),
+    )
+    code, out, _ = run_gate(capsys, "--baseline", base, "--current", busy)
+    assert code == 3 and "timed on a busy machine" in out
+    quiet = write(
+        tmp_path / "quiet.json", synthetic.result(seed=5, paired=True, n_rounds=60, slow={"fast_v": 1.5})
+    )
+    assert run_gate(capsys, "--baseline", base, "--current", busy, "--recheck", quiet)[0] == 1
