@@ -204,21 +204,32 @@ def recommendation(rows: pd.DataFrame) -> tuple[str, str, str, str, str] | None:
     pairs = rows[rows["against"].isin(["rule", "context"])]
     if pairs.empty:
         return None
-    # The case's own comparison before its parts, then its largest size.
+    # The case's own comparison before its parts, each pair at its largest size; the rule's pair
+    # before context pairs, and among those the pair with the fastest way (SDPA over masked_fill,
+    # not the math backend over it).
     pairs = pairs.assign(_own=pairs["part"].fillna("").eq("")).sort_values(["_own", "x"], kind="stable")
-    row = pairs.groupby(["fast", "slow", "device", "dtype"], sort=False).tail(1).iloc[-1]
-    ci = f" [{fmt(row.ci_low)}, {fmt(row.ci_high)}]" if math.isfinite(row.ci_low) else ""
-    gain = f"{fmt(row.speedup)}×{ci}"
+    last = pairs.groupby(["fast", "slow", "device", "dtype"], sort=False).tail(1)
+    last = last[last["_own"] == last["_own"].max()]
+    last = last.assign(_rule=last["against"].eq("rule")).sort_values(["_rule", "speedup"], kind="stable")
+    row = last.iloc[-1]
     verdict = getattr(row, "gain", "")
+    flip = verdict == "slower"  # the slow side is the one to use: its speed-up over the other
+    lo, hi, point = (
+        (1 / row.ci_high, 1 / row.ci_low, 1 / row.speedup) if flip else (row.ci_low, row.ci_high, row.speedup)
+    )
+    ci = f" [{fmt(lo)}, {fmt(hi)}]" if math.isfinite(lo) and math.isfinite(hi) else ""
+    gain = f"{fmt(point)}×{ci}"
     if verdict == "faster":
         use = f"{row.fast} ({fmt(row.speedup)}× faster than {row.slow})"
-    elif verdict == "slower":
+    elif flip:
         use = f"{row.slow} ({fmt(1 / row.speedup)}× faster than {row.fast})"
     elif verdict == "no measurable difference":
         use = f"either: no measurable difference between {row.fast} and {row.slow}"
     else:
         use = f"no advice: too noisy to tell {row.fast} from {row.slow} here"
     ratio = row["memory_ratio"]
+    if flip and math.isfinite(ratio) and ratio > 0:
+        ratio = 1 / ratio  # memory of the way recommended
     if not math.isfinite(ratio) or abs(math.log(ratio)) < math.log(1.05):
         memory = "same" if math.isfinite(ratio) else ""
     else:

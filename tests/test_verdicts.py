@@ -134,3 +134,42 @@ def test_an_id_absent_from_a_machine_says_why():
     assert _absent_reason(cuda_only, ("cpu", "cuda")) == "not in these results"
     assert _absent_reason(CaseInfo(id="x", tier=3), ("cpu",)) == "not in these results"  # older file
     assert _absent_reason(CaseInfo(id="x", tier=3, declared=False), ("cpu",)) == "no case yet"
+
+
+def test_what_to_use_names_the_fastest_way_and_its_own_speed_up():
+    import pandas as pd
+
+    from reports.html import recommendation
+
+    def row(fast, slow, speedup, lo, hi, gain, against="context", memory=1.0):
+        return dict(
+            fast=fast,
+            slow=slow,
+            speedup=speedup,
+            ci_low=lo,
+            ci_high=hi,
+            gain=gain,
+            against=against,
+            part="",
+            x=512,
+            device="cpu",
+            dtype="float32",
+            size_label="s512",
+            memory_ratio=memory,
+            quality="",
+        )
+
+    rows = pd.DataFrame(
+        [
+            row("sdpa_math", "masked_fill", 0.946, 0.934, 0.957, "too noisy to tell"),
+            row("sdpa", "masked_fill", 2.08, 2.05, 2.11, "faster", memory=5.9),
+        ]
+    )
+    use, gain, memory, _, _ = recommendation(rows)
+    assert use.startswith("sdpa (2.08× faster") and gain.startswith("2.08×") and memory == "5.9× less"
+    slower = pd.DataFrame(
+        [row("loader", "data_iter", 0.625, 0.6, 0.65, "slower", against="rule", memory=0.5)]
+    )
+    use, gain, memory, _, _ = recommendation(slower)
+    assert use.startswith("data_iter (1.6× faster") and gain.startswith("1.6× [1.54, 1.67]")
+    assert memory == "2× less"
