@@ -24,6 +24,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from harness import gain  # noqa: E402
+
 DPI = 80
 
 
@@ -184,11 +186,13 @@ def overview_plot(summary: pd.DataFrame, title: str) -> bytes:
         .groupby(["case", "part", "fast", "slow", "device", "dtype"], sort=False, dropna=False)
         .tail(1)
     )
-    last = last.sort_values(["case", "part", "device", "dtype", "fast"], na_position="first")
+    # Sorted by the speed-up, so the picture reads as a ranking: what pays most at the top, the
+    # band of no measurable difference in the middle, what costs at the bottom.
+    last = last.sort_values(["speedup", "case", "fast"], ascending=[False, True, True], na_position="last")
     labels = [
         f"{r.case}: {r.fast}/{r.slow} ({r.device} {r.dtype}, {r.size_label})" for r in last.itertuples()
     ]
-    fig = Figure(figsize=(11, 0.32 * max(len(labels), 1) + 1.4), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(11, 0.32 * max(len(labels), 1) + 1.8), dpi=DPI, layout="constrained")
     ax = fig.subplots()
     y = np.arange(len(labels))
     speed = last["speedup"].to_numpy(dtype=float)
@@ -196,16 +200,48 @@ def overview_plot(summary: pd.DataFrame, title: str) -> bytes:
     # whiskers are clipped at the point rather than drawn negative.
     lo = np.clip(np.nan_to_num(speed - last["ci_low"].to_numpy(dtype=float), nan=0.0), 0, None)
     hi = np.clip(np.nan_to_num(last["ci_high"].to_numpy(dtype=float) - speed, nan=0.0), 0, None)
-    ax.errorbar(speed, y, xerr=[lo, hi], fmt="o", ms=4, capsize=3)
+    gains = last["gain"].fillna("") if "gain" in last else pd.Series([""] * len(last))
+    deltas = last["delta"].to_numpy(dtype=float) if "delta" in last else np.full(len(last), np.nan)
+    band = float(np.nanmax(deltas)) if np.isfinite(deltas).any() else gain.DELTA_FLOOR
+    # The widest band of the run: inside it a pair is "no measurable difference" (harness.gain).
+    ax.axvspan(
+        1 / (1 + band), 1 + band, color="grey", alpha=0.15, label=f"±{band:.0%}: no measurable difference"
+    )
+    for name, color in _GAIN_COLORS.items():
+        pick = (gains == name).to_numpy()
+        if pick.any():
+            ax.errorbar(
+                speed[pick],
+                y[pick],
+                xerr=[lo[pick], hi[pick]],
+                fmt="o",
+                ms=4,
+                capsize=3,
+                color=color,
+                label=name,
+            )
+    rest = ~gains.isin(list(_GAIN_COLORS)).to_numpy()
+    if rest.any():
+        ax.errorbar(speed[rest], y[rest], xerr=[lo[rest], hi[rest]], fmt="o", ms=4, capsize=3, color="C0")
     ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
     ax.set_yticks(y, labels, fontsize=7)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(_PLAIN)
-    ax.set_xlabel("speedup (slow median ÷ fast median), 95% bootstrap CI")
+    ax.set_xlabel("speedup (slow ÷ fast, median of paired rounds), 95% CI")
     ax.grid(alpha=0.3, axis="x")
+    ax.legend(loc="lower right", fontsize=7)
     ax.set_title(textwrap.fill(title, 90), fontsize=10)
     return _png(fig)
+
+
+# One colour per answer of harness.gain.classify, the same words as the tables.
+_GAIN_COLORS = {
+    "faster": "tab:green",
+    "no measurable difference": "tab:grey",
+    "too noisy to tell": "tab:orange",
+    "slower": "tab:red",
+}
 
 
 def roofline_plot(rows: pd.DataFrame, title: str) -> bytes | None:
