@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import warnings
 
 import torch
@@ -33,61 +34,129 @@ def shards(n: int, replicas: int, *, drop_last: bool, shuffle: bool = True, epoc
     return out
 
 
+def split_row(n: int, p: int, drop_last: bool) -> tuple:
+    """One (n, p, drop_last) observed: (n, p, drop_last, repeated, dropped, documented), where
+    documented says the shards are the documented split: the seeded permutation, padded by
+    repeating its first samples up to a multiple of p (drop_last False) or cut to one (True), then
+    rank r takes every p-th index from r."""
+    parts = shards(n, p, drop_last=drop_last)
+    flat = [i for s in parts for i in s]
+    unique = set(flat)
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(0)).tolist()
+    total = p * (n // p) if drop_last else p * -(-n // p)
+    padded = (order + order * (total // max(n, 1)))[:total]
+    documented = parts == [padded[r::p] for r in range(p)] and unique <= set(range(n))
+    return n, p, drop_last, len(flat) - len(unique), n - len(unique), documented
+
+
 def check_partition(device):
     """Coverage, overlap and padding for divisible and non-divisible sizes, with and without
-    drop_last. Documented: without drop_last the shuffled order is padded by repeating its
-    first samples up to a multiple of the replicas; with drop_last its tail is cut off."""
-    lines = []
-    for n, p in ((12, 4), (10, 4), (10, 3), (7, 4)):
-        for drop_last in (False, True):
-            parts = shards(n, p, drop_last=drop_last)
-            sizes = {len(s) for s in parts}
-            flat = [i for s in parts for i in s]
-            unique = set(flat)
-            repeated = len(flat) - len(unique)
-            missing = n - len(unique)
-            per_rank = n // p if drop_last and n % p else -(-n // p)
-            assert sizes == {per_rank}, f"n={n} p={p} drop_last={drop_last}: shard sizes {sizes}"
-            assert all(0 <= i < n for i in flat)
-            if drop_last:
-                assert repeated == 0 and missing == n - p * (n // p), (n, p, repeated, missing)
-            else:
-                assert missing == 0, f"n={n} p={p}: {missing} samples never seen"
-                assert repeated == p * per_rank - n, (n, p, repeated)
-                order = torch.randperm(n, generator=torch.Generator().manual_seed(0)).tolist()
-                padded = order + order[: p * per_rank - n]
-                assert parts == [padded[r::p] for r in range(p)], "not the documented pad-and-stride split"
-            if repeated or missing:
-                lines.append(f"n={n}, p={p}, drop_last={drop_last}: {repeated} repeated, {missing} dropped")
-    return judge_partition(lines)
+    drop_last; and the notes' own use: CIFAR-10's 50,000 images over the 2 × 3 processes of
+    their launch example (--nproc_per_node=2 --nnodes=3)."""
+    rows = [split_row(n, p, d) for n, p in ((12, 4), (10, 4), (10, 3), (7, 4)) for d in (False, True)]
+    return judge_partition(rows, notes_use=split_row(50_000, 6, False))
 
 
-def judge_partition(uneven: list[str]) -> Finding:
-    """The notes: DistributedSampler splits the data into disjoint subsets. Where some (n, p,
-    drop_last) repeated or dropped samples, that depends on p dividing n, the condition named."""
+def judge_partition(rows: list[tuple], notes_use: tuple | None = None) -> Finding:
+    """The notes: DistributedSampler splits the data into disjoint subsets. Each row is
+    `split_row`'s (n, p, drop_last, repeated, dropped, documented). Disjoint and complete
+    everywhere: holds; a split other than the documented one: fails; repeats or drops where p does
+    not divide n: depends, on p | n (or drop_last, which drops n mod p instead)."""
+    off = [r for r in rows if not r[5]]
+    uneven = [r for r in rows if r[3] or r[4]]
+    if notes_use is not None and (notes_use[3] or notes_use[4]):
+        uneven.append(notes_use)
+
+    def say(r):
+        return f"n={r[0]:,}, p={r[1]}, drop_last={r[2]}: {r[3]} repeated, {r[4]} dropped"
+
+    if off:
+        return Finding(Verdict.FAILS, "not the documented pad-and-stride split: " + "; ".join(map(say, off)))
     if not uneven:
-        return Finding(Verdict.HOLDS, "disjoint and complete for every n, p and drop_last tried")
+        return Finding(Verdict.HOLDS, f"disjoint and complete for all {len(rows)} (n, p, drop_last) tried")
+    even = [f"n={r[0]}, p={r[1]}" for r in rows if not (r[3] or r[4])]
+    where = (
+        f"; the notes' own use: CIFAR-10 ({notes_use[0]:,}) over {notes_use[1]} processes repeats "
+        f"{notes_use[3]} samples"
+        if notes_use is not None and notes_use[3]
+        else ""
+    )
     return Finding(
         Verdict.DEPENDS,
-        "depends on p dividing n: disjoint and complete when it does (n=12, p=4); otherwise "
-        + "; ".join(uneven),
+        "depends on p dividing n: disjoint and complete when it does ("
+        + ", ".join(dict.fromkeys(even))
+        + "); otherwise drop_last=False pads by repeating samples and drop_last=True drops n mod p: "
+        + "; ".join(say(r) for r in uneven if r is not notes_use)
+        + where,
     )
 
 
 def check_set_epoch(device):
     """Shuffling is seeded by seed + epoch: without set_epoch every epoch repeats one order."""
     e0, e0_again, e1 = (shards(100, 2, drop_last=False, epoch=e) for e in (0, 0, 1))
-    assert e0 == e0_again, "the same epoch must give the same order on every call (ranks rely on it)"
-    assert e0 != e1, "set_epoch(1) did not change the order"
-    assert sorted(e1[0] + e1[1]) == list(range(100)), "a reshuffled epoch must still cover the data once"
-    moved = sum(a != b for a, b in zip(e0[0], e1[0]))
     sampler = DistributedSampler(range(100), num_replicas=2, rank=0)
     first, second = list(sampler), list(sampler)  # two "epochs" with no set_epoch between them
-    assert first == second
+    return judge_set_epoch(
+        same_epoch_same_order=e0 == e0_again,
+        moved=sum(a != b for a, b in zip(e0[0], e1[0])),
+        covers=sorted(e1[0] + e1[1]) == list(range(100)),
+        no_set_epoch_repeats=first == second,
+    )
+
+
+def judge_set_epoch(
+    same_epoch_same_order: bool, moved: int, covers: bool, no_set_epoch_repeats: bool
+) -> Finding:
+    """set_epoch(e) reseeds the shuffle (seed + e) alike on every rank: the same epoch gives the
+    same order, another epoch another order that still covers the data once. The notes' loops
+    never call it (context: their every epoch repeats one order)."""
+    holds = same_epoch_same_order and moved > 0 and covers
     return Finding(
-        Verdict.HOLDS,
-        f"set_epoch(1) moves {moved}/50 of rank 0's positions and keeps the "
-        "partition disjoint; without it every epoch yields the identical order",
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"set_epoch(1) moves {moved}/50 of rank 0's positions; same epoch, same order: "
+        f"{same_epoch_same_order}; epoch 1 covers the data once: {covers}; without set_epoch two "
+        f"epochs {'repeat one order' if no_set_epoch_repeats else 'differ'} (the notes never call it)",
+    )
+
+
+def check_notes_loader(device):
+    """000/001 and 004 hand the sampler to a DataLoader; 004 as `sampleer=` with shuffle=False."""
+    from torch.utils.data import DataLoader
+
+    dataset, batch_size = list(range(10)), 2
+    sampler = DistributedSampler(dataset, num_replicas=2, rank=1, shuffle=True, seed=0)
+    try:
+        DataLoader(dataset, batch_size=batch_size, shuffle=False, sampleer=sampler)  # 004 verbatim
+        notes_error = ""
+    except TypeError as exc:
+        notes_error = f"TypeError: {exc}"
+    seen = [int(i) for batch in DataLoader(dataset, batch_size=batch_size, sampler=sampler) for i in batch]
+    try:
+        DataLoader(dataset, batch_size=batch_size, shuffle=True, sampler=sampler)
+        shuffle_error = ""
+    except ValueError as exc:
+        shuffle_error = f"ValueError: {exc}"
+    return judge_notes_loader(seen, list(sampler), notes_error, shuffle_error)
+
+
+def judge_notes_loader(seen: list[int], shard: list[int], notes_error: str, shuffle_error: str) -> Finding:
+    """The technique: DataLoader(sampler=DistributedSampler) yields exactly this rank's shard, in
+    order, with shuffle left False (the sampler shuffles). 004's `sampleer=` keyword is a slip."""
+    errata = ()
+    if notes_error:
+        errata = (
+            Erratum(
+                ErratumKind.TYPO,
+                "DataLoader(dataset,batch_size=batch_size,shuffle=False,sampleer=DistributedSampler(dataset))",
+                f"{notes_error}; the keyword is sampler=",
+            ),
+        )
+    return Finding(
+        Verdict.HOLDS if seen == shard else Verdict.FAILS,
+        f"DataLoader(sampler=DistributedSampler(rank 1 of 2)) yields {seen}, the sampler's shard {shard}; "
+        + (f"shuffle=True beside a sampler raises {shuffle_error[:90]}" if shuffle_error else "")
+        + " (hence the notes' shuffle=False)",
+        errata,
     )
 
 
@@ -134,59 +203,79 @@ def judge_launch_deprecated(warning: str) -> Finding:
 # ---- judging the launched runs (the ranks' JSON, one dict per rank) ---------------------------------
 
 
-def check_setup_facts(facts: dict, world: int) -> None:
-    """One rank's observations of the notes' set-up recipe (`cases.dist_worker.setup_facts`)."""
-    assert facts["initialized"] and not facts["initialized_after_destroy"], (
-        "destroy_process_group left it initialized"
-    )
-    assert facts["seeded_init_identical"], "the same seed on every rank should give identical weights"
-    assert facts["after_ddp_identical"] and facts["after_ddp_equals_rank0"], (
-        "DDP did not broadcast rank 0's weights"
-    )
-    assert facts["subgroup_sum"] == facts["subgroup_expected"], (
-        f"new_group all_reduce: {facts['subgroup_sum']}"
-    )
-    assert facts["reload_equal"], "rank 0's module.state_dict() did not reload into a plain model"
+def setup_problems(facts: dict, world: int) -> list[str]:
+    """What one rank saw (`cases.dist_worker.setup_facts`) that the notes' set-up recipe says should
+    not happen; empty when every step did what they say."""
+    problems = []
+    if not facts["initialized"] or facts["initialized_after_destroy"]:
+        problems.append("destroy_process_group left it initialized (or init never happened)")
+    if not facts["seeded_init_identical"]:
+        problems.append("the same seed on every rank gave different initial weights")
+    if not (facts["after_ddp_identical"] and facts["after_ddp_equals_rank0"]):
+        problems.append("DDP did not broadcast rank 0's weights")
+    if facts["subgroup_sum"] != facts["subgroup_expected"]:
+        problems.append(
+            f"new_group all_reduce summed {facts['subgroup_sum']}, expected {facts['subgroup_expected']}"
+        )
+    if not facts["reload_equal"]:
+        problems.append("rank 0's module.state_dict() did not reload into a plain model")
     keys = facts["ddp_state_dict_keys"]
-    assert all(k.startswith("module.") for k in keys), f"the DDP wrapper's state_dict keys: {keys}"
-    assert not facts["wrapped_state_dict_loads"], "the DDP wrapper's state_dict loaded into a plain model"
-    if world > 1:
-        assert not facts["unseeded_init_identical"], "different seeds gave identical weights"
+    if not all(k.startswith("module.") for k in keys) or facts["wrapped_state_dict_loads"]:
+        problems.append(f"the DDP wrapper's state_dict keys {keys} loaded into a plain model")
+    if world > 1 and facts["unseeded_init_identical"]:
+        problems.append("different seeds gave identical weights (the broadcast check sees nothing)")
+    return [f"rank {facts['rank']}: {p}" for p in problems]
 
 
 def judge_torchrun_env(rows: list[dict], world: int) -> Finding:
-    """torchrun + env:// : the facts on every rank, and the rank's place in the environment."""
+    """torchrun + env:// : the set-up facts on every rank, and the rank's place in the environment."""
     ranks = [r["rank"] for r in rows]
-    assert ranks == list(range(world)), f"rank files for ranks {ranks}, launched {world}"
-    for r in rows:
-        check_setup_facts(r, world)
-        assert r["env"]["LOCAL_RANK"] == str(r["rank"]) and r["env"]["WORLD_SIZE"] == str(world), r["env"]
+    assert ranks == list(range(world)), f"rank files for ranks {ranks}, launched {world}"  # the launch
+    problems = [p for r in rows for p in setup_problems(r, world)]
+    problems += [
+        f"rank {r['rank']}: environment {r['env']}"
+        for r in rows
+        if r["env"]["LOCAL_RANK"] != str(r["rank"]) or r["env"]["WORLD_SIZE"] != str(world)
+    ]
+    if problems:
+        return Finding(Verdict.FAILS, "torchrun + init_process_group(env://): " + "; ".join(problems))
     return Finding(
         Verdict.HOLDS,
         "torchrun + init_process_group(env://): RANK/LOCAL_RANK/WORLD_SIZE from the environment; "
         "common seed → identical weights (and DDP broadcasts rank 0's anyway); new_group sums "
-        f"{rows[1]['subgroup_sum']:g} in the odd group; rank 0 saves module.state_dict() and it "
-        "reloads into a plain model (the wrapper's keys are 'module.*' and fail: "
-        f"{rows[0]['wrapped_state_dict_error'][:80]}); "
-        "destroy_process_group → is_initialized() False",
+        f"{rows[1 % world]['subgroup_sum']:g} in the odd group; rank 0 saves module.state_dict() "
+        "and it reloads into a plain model (the wrapper's keys are 'module.*' and fail: "
+        f"{rows[0].get('wrapped_state_dict_error', '')[:80]}); destroy_process_group → "
+        "is_initialized() False",
     )
 
 
 def judge_spawn(rows: list[dict], slip: dict, world: int) -> Finding:
-    """mp.spawn + tcp:// : the facts on every rank, and what the notes' `args=(world_size)` does."""
-    assert len(rows) == world, f"{len(rows)} rank files, spawned {world}"
-    for r in rows:
-        check_setup_facts(r, world)
+    """mp.spawn + tcp:// : the set-up facts on every rank, and what the notes' line
+    `mp.spawn(main, args=(world_size),nprocs=wold_size)` (004) does: `slip` holds the type of
+    `(world_size)`, whether spawning with it raised, and what the verbatim line raised."""
+    assert len(rows) == world, f"{len(rows)} rank files, spawned {world}"  # the launch
+    problems = [p for r in rows for p in setup_problems(r, world)]
     errata = ()
-    if slip["args_type"] != "tuple" and slip["raised"]:
-        errata = (
+    if slip.get("nprocs_error"):
+        errata += (
             Erratum(
                 ErratumKind.TYPO,
-                "mp.spawn(main, args=(world_size), nprocs=world_size)",
-                f"passes args={slip['args']} ({slip['args_type']}, not a tuple); the spawned process dies "
-                f"with {slip['error']!r}",
+                "mp.spawn(main, args=(world_size),nprocs=wold_size)",
+                f"as written the line raises {slip['nprocs_error']!r} before anything is spawned",
             ),
         )
+    if slip["args_type"] != "tuple" and slip["raised"]:
+        errata += (
+            Erratum(
+                ErratumKind.TYPO,
+                "args=(world_size)",
+                f"passes args={slip['args']} ({slip['args_type']}, not a tuple); the spawned process dies "
+                f"with {slip['error']!r}; args=(world_size,) is the tuple",
+            ),
+        )
+    if problems:
+        return Finding(Verdict.FAILS, "mp.spawn + tcp://: " + "; ".join(problems), errata)
     return Finding(
         Verdict.HOLDS,
         f"mp.spawn with args=(world_size,) and tcp:// init: all {world} ranks set up as the notes describe "
@@ -198,9 +287,8 @@ def judge_spawn(rows: list[dict], slip: dict, world: int) -> Finding:
 def judge_notes_launch(rows: list[dict], output: str, world: int) -> Finding:
     """The notes' `python -m torch.distributed.launch` + `add_argument("--local_rank")`: what the
     ranks' parsers saw (`cases.dist_launch_worker`) and whether launch (its `output`) warned."""
-    assert len(rows) == world, f"{len(rows)} rank files, launched {world}"
-    for r in rows:
-        assert r["fixed_local_rank"] == r["env_local_rank"] == r["rank"], r
+    assert len(rows) == world, f"{len(rows)} rank files, launched {world}"  # the launch
+    lost = [r for r in rows if not (r["fixed_local_rank"] == r["env_local_rank"] == r["rank"])]
     deprecated = "deprecated" in output
     broken = [r for r in rows if not r["notes_parser"]["ok"]]
     if broken:
@@ -225,8 +313,77 @@ def judge_notes_launch(rows: list[dict], output: str, world: int) -> Finding:
                 f"{broken[0]['notes_parser']['error']!r}; LOCAL_RANK from the environment replaces it",
             ),
         )
-    # Every rank found its local rank (asserted above), from the environment as torchrun sets it.
+    if lost:
+        where = ", ".join(
+            f"rank {r['rank']}: argument {r['fixed_local_rank']}, LOCAL_RANK {r['env_local_rank']}"
+            for r in lost
+        )
+        return Finding(
+            Verdict.FAILS, f"the local rank does not name each rank ({where}); " + evidence, errata
+        )
     return Finding(Verdict.HOLDS, "LOCAL_RANK from the environment names each rank; " + evidence, errata)
+
+
+def check_torchrun_omp_threads(device):
+    """Notes 003 quote torch 1.6's launch.py: it sets OMP_NUM_THREADS=1 for every process when
+    nproc_per_node > 1 and the variable is not set. Asked of torchrun here: two launches at once
+    (2 processes and 1), from a parent environment without OMP_NUM_THREADS (the suite's own
+    launches set it to 1, so `env -u` takes it out), each rank reporting its environment."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from harness import launch
+
+    root = Path(tempfile.mkdtemp(prefix="omp-threads-"))
+    try:
+        commands, outs = [], {}
+        for nproc in (2, 1):
+            outs[nproc] = root / f"nproc{nproc}"
+            outs[nproc].mkdir()
+            port = launch.free_port()
+            cmd = launch.torchrun_command(
+                "cases.dist_launch_worker",
+                ["--out", str(outs[nproc])],
+                nproc=nproc,
+                port=port,
+                rdzv_id=f"omp-{port}",
+            )
+            commands.append(["env", "-u", "OMP_NUM_THREADS", *cmd])
+        run = launch.run(commands, out_dir=root, timeout_s=120.0)
+        assert run.ok, f"torchrun launches: {run.describe()}"
+        seen = {
+            nproc: [json.loads(f.read_text())["omp_num_threads"] for f in sorted(out.glob("*.json"))]
+            for nproc, out in outs.items()
+        }
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    assert [len(seen[2]), len(seen[1])] == [2, 1], f"rank files: {seen}"
+    return judge_torchrun_omp(seen[2], seen[1], torch.__version__)
+
+
+def judge_torchrun_omp(two: list[str | None], one: list[str | None], version: str) -> Finding:
+    """What each rank of a 2-process and a 1-process torchrun saw in OMP_NUM_THREADS (None: unset),
+    the parent having none. The variable is the launcher's doing, not the set-up technique's: no
+    verdict; the notes' statement is an erratum only where torchrun no longer does it."""
+    evidence = (
+        f"torch {version}: with OMP_NUM_THREADS unset in the parent, torchrun --nproc-per-node=2 gives "
+        f"its ranks OMP_NUM_THREADS={two}, --nproc-per-node=1 gives {one}"
+    )
+    if all(v == "1" for v in two):
+        return Finding(None, evidence + ": torchrun keeps launch.py's rule (1 thread per process when > 1)")
+    return Finding(
+        None,
+        evidence,
+        (
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "if 'OMP_NUM_THREADS' not in os.environ and args.nproc_per_node > 1: "
+                'current_env["OMP_NUM_THREADS"] = str(1)',
+                f"the installed launcher does not: {evidence}",
+            ),
+        ),
+    )
 
 
 SETUP = Case(
@@ -236,7 +393,10 @@ SETUP = Case(
     "torch.distributed.launch with a --local_rank argument; new_group for sub-groups; seed every rank "
     "alike; save model.module.state_dict() on rank 0 only; destroy_process_group at the end.",
     source="000/001 Multi-GPU, 003 多GPU并行训练, 004 DDP",
-    checks={"launch_deprecated": Check(check_launch_deprecated)},
+    checks={
+        "launch_deprecated": Check(check_launch_deprecated),
+        "torchrun_omp_threads": Check(check_torchrun_omp_threads, devices=("cpu",)),
+    },
     requires=("distributed",),
     verdict=FromFindings(),
 )
@@ -247,7 +407,11 @@ SAMPLER = Case(
     claim="DistributedSampler splits the dataset into disjoint subsets, one per process; "
     "set_epoch changes the shuffle.",
     source="000/001 Multi-GPU, 004 DDP",
-    checks={"partition": Check(check_partition), "set_epoch": Check(check_set_epoch)},
+    checks={
+        "partition": Check(check_partition, devices=("cpu",)),
+        "set_epoch": Check(check_set_epoch, devices=("cpu",)),
+        "notes_loader": Check(check_notes_loader, devices=("cpu",)),
+    },
     requires=("distributed",),
     verdict=FromFindings(),
 )

@@ -1,7 +1,8 @@
 """The notes' `--local_rank` argument parsing, run under `python -m torch.distributed.launch`.
 
-Not a case module (underscore: the `cases` scan skips it). The notes' parser is tried first as
-written; its failure is recorded, then the form torch documents since 2.0 is used.
+Not a case module (a `*_worker`: the `cases` scan skips it). The notes' parser is tried first as
+written; its failure is recorded, then the form torch documents since 2.0 is used. Under torchrun
+(no argument added) the same worker reports what the launcher put in each rank's environment.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ def main() -> None:
         "notes_parser": notes_result,
         "fixed_local_rank": args.local_rank,
         "env_local_rank": env_rank,
+        "local_world_size": os.environ.get("LOCAL_WORLD_SIZE"),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
     }
     (Path(args.out) / f"notes_launch-rank{rank}.json").write_text(json.dumps(result))
 

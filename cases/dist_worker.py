@@ -4,10 +4,11 @@
     python -m cases.dist_worker spawn --out DIR          (starts its own ranks with mp.spawn)
 
 Tasks: ``train`` (DDP / manual gradient averaging / DataParallel against full-batch training),
-``allreduce`` (four algorithms × message sizes), ``setup`` (process-group set-up facts),
-``spawn`` (mp.spawn + tcp:// init, and the notes' ``args=(world_size)`` slip), ``fault`` (a rank
-that raises or hangs). Each rank writes ``DIR/<task>-rank<R>.json``; the pytest side
-(`suite/test_distributed.py`) turns those into checks and benchmark rows.
+``allreduce`` (four algorithms × message sizes), ``equivalence`` (manual averaging and DDP
+against float64 full-batch training), ``setup`` (process-group set-up facts), ``spawn`` (mp.spawn
++ tcp:// init, and the notes' ``args=(world_size)`` slip), ``fault`` (a rank that raises or
+hangs). Each rank writes ``DIR/<task>-rank<R>.json``; the pytest side (`suite/test_distributed.py`,
+and the checks of `cases.parallel` for ``equivalence``) turns those into checks and benchmark rows.
 
 Backend from the device: NCCL with one GPU per process (LOCAL_RANK), gloo on CPU. Timings are
 taken here, inside the ranks, with the device synchronized before each clock read: the pytest
@@ -169,6 +170,75 @@ def task_train(a) -> None:
     dist.destroy_process_group()
 
 
+# ---- equivalence: manual averaging and DDP against float64 full-batch truth --------------------
+
+
+def task_equivalence(a) -> None:
+    """The averaged gradient after one backward and DDP's parameters after `steps` SGD steps, each
+    rank on its shard in fp32, against one process's full-batch training in float64 from the same
+    fp32 weights (widened exactly). The bound and the verdict are `cases.parallel`'s."""
+    rank, world, _, device = _init(a.device)
+    assert a.batch % world == 0, "equal shards: the mean of the shards' means is the full-batch mean"
+    x, y = P.make_batch(a.batch, a.dim, a.dim, a.seed)
+    shard = list(
+        torch.utils.data.DistributedSampler(range(a.batch), num_replicas=world, rank=rank, shuffle=False)
+    )
+    x_local, y_local = x[shard].to(device), y[shard].to(device)
+    base = P.make_mlp(a.dim, a.width, a.dim, a.seed)
+    numels = [p.numel() for p in base.parameters()]
+
+    truth = copy.deepcopy(base).double()
+    nn.functional.mse_loss(truth(x.double()), y.double()).backward()
+    truth_grad = P.flat_grads(truth)
+    truth.zero_grad()
+    losses = [nn.functional.mse_loss(truth(x.double()), y.double()).item()]
+    P.train_full_batch(truth, x.double(), y.double(), a.steps, a.lr)
+    losses.append(nn.functional.mse_loss(truth(x.double()), y.double()).item())
+    truth_params = P.flat_params(truth)
+
+    model = copy.deepcopy(base).to(device)
+    nn.functional.mse_loss(model(x_local), y_local).backward()
+    local = P.flat_grads(model)
+    P.average_gradients(model)
+    averaged = P.flat_grads(model)
+
+    single = P.train_full_batch(copy.deepcopy(base), x, y, a.steps, a.lr)  # fp32, one process
+    ddp_model = copy.deepcopy(base).to(device)
+    ddp = nn.parallel.DistributedDataParallel(
+        ddp_model, device_ids=[device.index] if device.type == "cuda" else None
+    )
+    opt = torch.optim.SGD(ddp.parameters(), lr=a.lr)
+    for _ in range(a.steps):
+        opt.zero_grad()
+        nn.functional.mse_loss(ddp(x_local), y_local).backward()
+        opt.step()
+    final = P.flat_params(ddp_model)
+
+    _write(
+        a.out,
+        "equivalence",
+        rank,
+        {
+            "world_size": world,
+            "backend": dist.get_backend(),
+            "batch": a.batch,
+            "width": a.width,
+            "d": a.dim,
+            "steps": a.steps,
+            "lr": a.lr,
+            "dtype": str(averaged.dtype),
+            "losses_float64": losses,
+            "avg_grad_rel_err": P.tensor_errors(averaged, truth_grad, numels),
+            "summed_rel_err": P.tensor_errors(averaged * world, truth_grad, numels),
+            "local_rel_err": P.tensor_errors(local, truth_grad, numels),
+            "ddp_params_rel_err": P.tensor_errors(final, truth_params, numels),
+            "single_params_rel_err": P.tensor_errors(P.flat_params(single), truth_params, numels),
+            "ddp_params_sha1": _digest(final),
+        },
+    )
+    dist.destroy_process_group()
+
+
 # ---- allreduce ------------------------------------------------------------------------------------
 
 
@@ -310,13 +380,30 @@ def task_spawn(a) -> None:
     mp.spawn(me._spawn_entry, args=(a.world, init_method, a.out, a.device), nprocs=a.world, join=True)
     world_size = a.world
     try:
+        # 004's line verbatim: its arguments are evaluated before spawn is called, so nothing starts.
+        exec(
+            "mp.spawn(main, args=(world_size),nprocs=wold_size)",
+            {"mp": mp, "main": me._notes_main, "world_size": world_size},
+        )
+        nprocs_error = None
+    except NameError as exc:
+        nprocs_error = f"NameError: {exc}"
+    try:
         # The notes' line as written: (world_size) is an int, not a tuple.
         mp.spawn(me._notes_main, args=(world_size), nprocs=1, join=True)
         slip = {"raised": False}
     except mp.ProcessRaisedException as exc:
         slip = {"raised": True, "error": str(exc).strip().splitlines()[-1]}
     _write(
-        a.out, "spawn_slip", 0, {"args": repr((world_size)), "args_type": type((world_size)).__name__, **slip}
+        a.out,
+        "spawn_slip",
+        0,
+        {
+            "args": repr((world_size)),
+            "args_type": type((world_size)).__name__,
+            "nprocs_error": nprocs_error,
+            **slip,
+        },
     )
 
 
@@ -358,6 +445,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--algorithms", default=",".join(P.ALLREDUCE))
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--check-limit", type=int, default=16 << 20)
+    p = sub.add_parser("equivalence", parents=[common])
+    p.add_argument("--dim", type=int, default=32)
+    p.add_argument("--width", type=int, default=64)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--lr", type=float, default=0.1)
     sub.add_parser("setup", parents=[common])
     p = sub.add_parser("spawn", parents=[common])
     p.add_argument("--world", type=int, default=2)
@@ -370,6 +463,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 TASKS = {
     "train": task_train,
     "allreduce": task_allreduce,
+    "equivalence": task_equivalence,
     "setup": task_setup,
     "spawn": task_spawn,
     "fault": task_fault,

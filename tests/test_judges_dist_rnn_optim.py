@@ -26,8 +26,9 @@ def test_rnn_data_vs_detach_judged_on_the_notes_use_only():
 
 
 def test_dist_partition_and_setup_errata():
-    assert dist.judge_partition([]).verdict is Verdict.HOLDS
-    assert dist.judge_partition(["n=10, p=4: 2 repeated"]).verdict is Verdict.DEPENDS
+    assert dist.judge_partition([(12, 4, False, 0, 0, True)]).verdict is Verdict.HOLDS
+    assert dist.judge_partition([(10, 4, False, 2, 0, True)]).verdict is Verdict.DEPENDS
+    assert dist.judge_partition([(10, 4, False, 2, 0, False)]).verdict is Verdict.FAILS
     warned = dist.judge_launch_deprecated("FutureWarning: 'deprecated'")
     assert warned.verdict is None and warned.errata[0].kind is ErratumKind.DEPRECATED_API
     assert dist.judge_launch_deprecated("").errata == ()
