@@ -79,11 +79,20 @@ def _inputs(device, n=257, seed=0):
 
 def check_forward(device):
     x, _ = _inputs(device)
-    for fn in (NotesBinarizedF, BinarizedF):
-        out = Binarized(fn)(x)
-        expected = (x >= 0).to(x.dtype) * 2 - 1  # independent of torch.where
-        assert torch.equal(out, expected), f"{fn.__name__}: forward is not sign with sign(0)=+1"
-    return Finding(Verdict.HOLDS, f"forward == 2·1{{x≥0}}−1 on {x.numel()} values, including x=0 → +1")
+    expected = (x >= 0).to(x.dtype) * 2 - 1  # independent of torch.where
+    wrong = {fn.__name__: int((Binarized(fn)(x) != expected).sum()) for fn in (NotesBinarizedF, BinarizedF)}
+    return judge_forward(wrong, x.numel())
+
+
+def judge_forward(wrong: dict[str, int], n: int) -> Finding:
+    """The technique's forward is sign with sign(0) = +1, as the notes write it: every form
+    (the notes' and the corrected one) must give 2·1{x≥0}−1 on every value, the edges included."""
+    bad = {name: k for name, k in wrong.items() if k}
+    return Finding(
+        Verdict.FAILS if bad else Verdict.HOLDS,
+        f"forward == 2·1{{x≥0}}−1 on {n} values including x=0 → +1"
+        + (f": NOT for {bad} values" if bad else f" ({', '.join(wrong)})"),
+    )
 
 
 def check_ste_backward(device):
@@ -100,20 +109,20 @@ def check_ste_backward(device):
         results[fn.__name__] = (torch.equal(a.grad, mask), (b.grad - upstream * mask).abs().max().item())
     ones_ok, notes_err = results["NotesBinarizedF"]
     fixed_ones, fixed_err = results["BinarizedF"]
-    assert ones_ok, "the notes' STE should be right when the upstream gradient is all ones"
-    return judge_ste_backward(fixed_ones and fixed_err == 0.0, notes_err)
+    return judge_ste_backward(fixed_ones and fixed_err == 0.0, notes_err, ones_ok)
 
 
-def judge_ste_backward(chain_rule_exact: bool, notes_err: float) -> Finding:
+def judge_ste_backward(chain_rule_exact: bool, notes_err: float, notes_exact_for_sum: bool = True) -> Finding:
     """The technique: a straight-through estimator, grad_out·1{|x|≤1}, exact by the chain rule.
     The notes' backward drops grad_out: a wrong formula of the notes where a weighted loss shows it."""
     errata = ()
-    if notes_err > 0:
+    if notes_err > 0 or not notes_exact_for_sum:
         errata = (
             Erratum(
                 ErratumKind.WRONG_SHAPE_OR_FORMULA,
                 "backward: return grad_input = 1{|input| <= 1} (no output_grad factor)",
-                f"right for loss=out.sum() only; off by up to {notes_err:.3g} for loss=(out·w).sum()",
+                ("right for loss=out.sum() only" if notes_exact_for_sum else "wrong even for loss=out.sum()")
+                + f"; off by up to {notes_err:.3g} for loss=(out·w).sum() (w ~ N(0, 1))",
             ),
         )
     return Finding(
@@ -127,38 +136,62 @@ def judge_ste_backward(chain_rule_exact: bool, notes_err: float) -> Finding:
 def check_module_in_network(device):
     """Wrapped in an nn.Module, the Function trains like a layer: gradient reaches the Linear before it."""
     g = torch.Generator().manual_seed(1)
-    net = torch.nn.Sequential(torch.nn.Linear(8, 16), Binarized(), torch.nn.Linear(16, 1)).to(device)
+    with torch.random.fork_rng(devices=[]):  # seeded weights, the global stream left as it was
+        torch.manual_seed(1)
+        net = torch.nn.Sequential(torch.nn.Linear(8, 16), Binarized(), torch.nn.Linear(16, 1)).to(device)
     x = torch.randn(32, 8, generator=g).to(device)
     net(x).square().mean().backward()
     first = net[0].weight.grad
-    assert first is not None and first.abs().sum() > 0, "no gradient reached the layer before Binarized"
-    assert list(dict(net.named_parameters())) == ["0.weight", "0.bias", "2.weight", "2.bias"]
     # The same gradient by hand: the STE mask times the upstream grad, through the first Linear.
     h = net[0](x)
     s = torch.where(h >= 0, 1.0, -1.0).requires_grad_()
     (ds,) = torch.autograd.grad(net[2](s).square().mean(), s)
     by_hand = (ds * (h.abs() <= 1)).T @ x
-    torch.testing.assert_close(first, by_hand, rtol=1e-5, atol=1e-6)
+    # fp32 GEMMs over 32 rows on both sides: the default assert_close bounds for fp32.
+    close = first is not None and torch.allclose(first, by_hand, rtol=1e-5, atol=1e-6)
+    return judge_module_in_network(
+        [n for n, _ in net.named_parameters() if n.startswith("1.")],
+        0.0 if first is None else first.norm().item(),
+        close,
+    )
+
+
+def judge_module_in_network(own_params: list[str], first_grad_norm: float, equals_by_hand: bool) -> Finding:
+    """Wrapped in an nn.Module, the Function is a layer: it adds no parameters, and the gradient
+    reaches the layer before it, equal to the chain rule through the STE written by hand."""
+    ok = not own_params and first_grad_norm > 0 and equals_by_hand
     return Finding(
-        Verdict.HOLDS,
-        f"Binarized() in nn.Sequential adds no parameters; the first Linear's grad (norm "
-        f"{first.norm().item():.3g}) equals the by-hand STE chain rule",
+        Verdict.HOLDS if ok else Verdict.FAILS,
+        f"Binarized() in nn.Sequential adds parameters {own_params or 'none'}; the first Linear's grad "
+        f"(norm {first_grad_norm:.3g}) "
+        + ("equals" if equals_by_hand else "does NOT equal")
+        + " the by-hand STE chain rule",
     )
 
 
 def check_gradcheck(device):
     x = torch.randn(6, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(2)).to(device)
-    smooth = torch.autograd.gradcheck(lambda t: ScaledTanhF.apply(t, 1.7), (x.requires_grad_(),))
-    assert smooth, "gradcheck should pass for a correct smooth custom Function"
+    smooth = torch.autograd.gradcheck(
+        lambda t: ScaledTanhF.apply(t, 1.7), (x.requires_grad_(),), raise_exception=False
+    )
     # gradcheck on the STE: its backward is a surrogate, not sign's derivative (0 almost everywhere).
     # Inputs away from 0 so the numerical derivative is exactly 0.
     y = (x.detach().abs() + 0.1) * x.detach().sign()
     ste = torch.autograd.gradcheck(BinarizedF.apply, (y.clone().requires_grad_(),), raise_exception=False)
-    assert not ste, "gradcheck should reject the STE: its backward is not the true derivative"
+    return judge_gradcheck(smooth, ste)
+
+
+def judge_gradcheck(smooth_passes: bool, ste_passes: bool) -> Finding:
+    """A custom Function's backward is verified by gradcheck where it is a derivative: a smooth
+    Function must pass. The STE's backward is a surrogate by design, so gradcheck rejecting it is
+    expected and decides nothing."""
     return Finding(
-        None,
-        "gradcheck passes for a smooth custom Function (tanh(1.7x), float64) and rejects the STE, whose "
-        "backward is by design not sign's derivative",
+        Verdict.HOLDS if smooth_passes else Verdict.FAILS,
+        "gradcheck "
+        + ("passes" if smooth_passes else "FAILS")
+        + " for a smooth custom Function (tanh(1.7x), float64); it "
+        + ("rejects" if not ste_passes else "accepts")
+        + " the STE, whose backward is by design not sign's derivative",
     )
 
 

@@ -41,18 +41,35 @@ def check_forward_hook(device):
     handle = conv.register_forward_hook(printnorm)
     x = _x((2, 3, 8, 8), device)
     out = conv(x)
-    assert seen["module"] is conv and isinstance(seen["inputs"], tuple) and seen["inputs"][0] is x
-    assert seen["output"] is out and tuple(out.shape) == (2, 5, 6, 6)
+    arguments = (
+        seen.get("module") is conv
+        and isinstance(seen.get("inputs"), tuple)
+        and seen["inputs"][0] is x
+        and seen.get("output") is out
+    )
     # A forward hook that returns a value replaces the output.
     handle.remove()
     handle = conv.register_forward_hook(lambda m, i, o: o * 0 + 7)
-    assert torch.equal(conv(x), torch.full_like(out, 7.0))
+    replaced = torch.equal(conv(x), torch.full_like(out, 7.0))
     handle.remove()
-    assert torch.equal(conv(x), out), "a removed hook should no longer act"
+    removed = torch.equal(conv(x), out)
+    return judge_forward_hook(arguments, tuple(x.shape), tuple(out.shape), replaced, removed)
+
+
+def judge_forward_hook(
+    arguments: bool, in_shape: tuple, out_shape: tuple, replaces: bool, removed: bool
+) -> Finding:
+    """The notes' forward hook: called on forward with (module, (input,), output), input[0] the
+    very tensor passed. Returning a value replaces the output; a removed hook no longer acts."""
+    ok = arguments and replaces and removed
     return Finding(
-        Verdict.HOLDS,
-        "forward hook gets (module, (input,), output) with input[0] the very tensor "
-        "passed (2,3,8,8) and output (2,5,6,6); returning a tensor replaces the output",
+        Verdict.HOLDS if ok else Verdict.FAILS,
+        f"forward hook gets (module, (input,), output): input[0] {in_shape}, output {out_shape}, "
+        + ("the very tensors" if arguments else "NOT the tensors passed and returned")
+        + "; returning a tensor "
+        + ("replaces" if replaces else "does NOT replace")
+        + " the output; a removed hook "
+        + ("no longer acts" if removed else "STILL acts"),
     )
 
 
@@ -80,17 +97,31 @@ def _grads_seen(module, x, register):
 
 
 def check_full_backward_hook(device):
+    observed, warnings_seen = [], []
     for module, shape in ((nn.Conv2d(3, 5, 3), (2, 3, 8, 8)), (TwoOps(), (7, 6))):
         module = module.to(device)
         seen, x_grad, out_grad, warned = _grads_seen(module, _x(shape, device), "register_full_backward_hook")
-        assert not warned, [str(w.message) for w in warned]
-        assert torch.equal(seen["grad_output"][0], out_grad), "grad_output should be dL/d(output)"
-        assert torch.equal(seen["grad_input"][0], x_grad), "grad_input should be dL/d(input)"
-        assert seen["grad_input"][0].shape == shape
+        warnings_seen += [str(w.message) for w in warned]
+        observed.append(
+            (
+                type(module).__name__,
+                torch.equal(seen["grad_input"][0], x_grad),
+                torch.equal(seen["grad_output"][0], out_grad),
+            )
+        )
+    return judge_full_backward_hook(observed, warnings_seen)
+
+
+def judge_full_backward_hook(observed: list[tuple[str, bool, bool]], warned: list[str]) -> Finding:
+    """The technique done right: register_full_backward_hook's grad_input[0] is autograd's dL/dx
+    and grad_output[0] its dL/d(output), exactly, for a one-op and a multi-op module alike."""
+    wrong = [name for name, grad_in, grad_out in observed if not (grad_in and grad_out)]
     return Finding(
-        Verdict.HOLDS,
-        "register_full_backward_hook: grad_input[0] == autograd's dL/dx and "
-        "grad_output[0] == dL/dout exactly, for a conv and for a 3-op module, no warning",
+        Verdict.FAILS if wrong else Verdict.HOLDS,
+        "register_full_backward_hook: grad_input[0] == autograd's dL/dx and grad_output[0] == dL/dout "
+        + (f"NOT for {wrong}" if wrong else "exactly")
+        + f" ({', '.join(name for name, _, _ in observed)}); "
+        + (f"warned: {warned[0][:100]}" if warned else "no warning"),
     )
 
 
@@ -106,22 +137,34 @@ def check_notes_backward_hook(device):
     what = f"shape {tuple(got.shape)} vs dL/dx {tuple(x_grad.shape)}" + (
         "" if wrong_shape else f", off by {off:.3g}"
     )
-    return judge_notes_backward_hook(conv_ok, off, str(warned[0].message.args[0]) if warned else "", what)
+    documented = "deprecated" in (nn.Module.register_backward_hook.__doc__ or "")
+    warning = f"{warned[0].category.__name__}: '{warned[0].message.args[0]}'" if warned else ""
+    return judge_notes_backward_hook(conv_ok, off, warning, what, documented)
 
 
-def judge_notes_backward_hook(one_op_right: bool, multi_op_off: float, warning: str, what: str) -> Finding:
+def judge_notes_backward_hook(
+    one_op_right: bool, multi_op_off: float, warning: str, what: str, documented: bool = False
+) -> Finding:
     """The notes' register_backward_hook on their one-op layer (a conv) sees the true grads: the
     technique as they use it. On a module of several ops it reports the last op's grads, which
     torch deprecates for register_full_backward_hook: a deprecated API of the notes, an erratum."""
     errata = ()
-    if warning or multi_op_off > 0:
+    if warning or documented or multi_op_off > 0:
         errata = (
             Erratum(
                 ErratumKind.DEPRECATED_API,
-                "module.register_backward_hook(hook)",
-                (f"warns '{warning[:60]}…'; " if warning else "")
-                + f"on relu(linear(x))·2 its grad_input[0] is not dL/dx ({what}); "
-                "register_full_backward_hook replaces it",
+                "net.conv2.register_backward_hook(printgrad)",
+                (f"warns {warning[:300]}; " if warning else "")
+                + (
+                    "its docstring: 'deprecated in favor of register_full_backward_hook'; "
+                    if documented
+                    else ""
+                )
+                + (
+                    f"on relu(linear(x))·2 its grad_input[0] is not dL/dx ({what})"
+                    if multi_op_off > 0
+                    else ""
+                ),
             ),
         )
     return Finding(

@@ -47,9 +47,9 @@ def check_yolov5_grouping(device):
     opt.add_param_group({"params": g1, "weight_decay": wd})
     opt.add_param_group({"params": g2})
     ids = [id(p) for group in opt.param_groups for p in group["params"]]
-    assert len(ids) == len(set(ids)) == len(list(net.parameters())), "each parameter in exactly one group"
-    assert [g["weight_decay"] for g in opt.param_groups] == [0, wd, 0]
-    assert all(p.dim() == 1 for p in g0 + g2) and all(p.dim() > 1 for p in g1)
+    each_once = len(ids) == len(set(ids)) == len(list(net.parameters()))
+    decays = [g["weight_decay"] for g in opt.param_groups]
+    kinds_right = all(p.dim() == 1 for p in g0 + g2) and all(p.dim() > 1 for p in g1)
     # One step with zero gradients: only weight decay moves anything. Nesterov SGD, first step:
     # buf = wd·p, update = wd·p + m·buf = (1+m)·wd·p, p ← p − lr·(1+m)·wd·p.
     before = [p.detach().clone() for p in net.parameters()]
@@ -57,16 +57,42 @@ def check_yolov5_grouping(device):
         p.grad = torch.zeros_like(p)
     opt.step()
     decayed = {id(p) for p in g1}
+    decay_right, others_still = True, True
     for p, b in zip(net.parameters(), before):
         if id(p) in decayed:
-            torch.testing.assert_close(p.detach(), b * (1 - lr * (1 + m) * wd), rtol=1e-6, atol=0)
+            # Two roundings (the factor, the product): 1e-6 relative is far above them.
+            decay_right &= torch.allclose(p.detach(), b * (1 - lr * (1 + m) * wd), rtol=1e-6, atol=0)
         else:
-            assert torch.equal(p.detach(), b), "biases and BN weights should not decay"
+            others_still &= torch.equal(p.detach(), b)
+    return judge_yolov5_grouping(
+        (len(g0), len(g1), len(g2)), each_once, decays, [0, wd, 0], kinds_right, decay_right, others_still
+    )
+
+
+def judge_yolov5_grouping(
+    sizes: tuple[int, int, int],
+    each_once: bool,
+    decays: list[float],
+    expected_decays: list[float],
+    kinds_right: bool,
+    decay_right: bool,
+    others_still: bool,
+) -> Finding:
+    """The notes' YOLOv5 grouping: every parameter in exactly one group, weight decay only on
+    conv/linear weights (g1), none on BN weights (g0) and biases (g2); a zero-gradient step moves
+    the decayed weights by exactly the decay and nothing else."""
+    observed = {
+        "each parameter in exactly one group": each_once,
+        f"weight decay per group {decays}": decays == expected_decays,
+        "g0/g2 hold 1-d BN weights and biases, g1 the weights": kinds_right,
+        "a zero-grad step shrinks g1 by exactly 1−lr(1+m)wd": decay_right,
+        "and leaves biases and BN weights bit-identical": others_still,
+    }
+    wrong = [k for k, ok in observed.items() if not ok]
     return Finding(
-        Verdict.HOLDS,
-        f"{len(ids)} parameters, each in exactly one group: {len(g0)} BN weights (no decay), {len(g1)} "
-        f"conv/linear weights (decay {wd}), {len(g2)} biases (no decay); a zero-grad step shrinks only "
-        f"the weights, by exactly 1−lr(1+m)wd",
+        Verdict.FAILS if wrong else Verdict.HOLDS,
+        f"g0/g1/g2 = {sizes[0]}/{sizes[1]}/{sizes[2]} parameters: "
+        + (f"NOT observed: {'; '.join(wrong)}" if wrong else "; ".join(observed)),
     )
 
 
@@ -78,21 +104,31 @@ def check_add_param_group_errors(device):
         dup = None
     except ValueError as e:
         dup = str(e)
-    assert dup and "more than one parameter group" in dup, dup
     try:
         opt.add_param_group({"params": {net[3].weight}})
         as_set = None
     except TypeError as e:
         as_set = str(e)
-    assert as_set and "ordered collections" in as_set, as_set
     opt.add_param_group({"params": net[3].parameters(), "lr": 0.5})
-    assert [g["lr"] for g in opt.param_groups] == [0.1, 0.5]
     opt.add_param_group({"params": net[6].parameters()})
-    assert opt.param_groups[-1]["lr"] == 0.1, "a new group without lr takes the optimizer's default"
+    return judge_add_param_group(dup, as_set, [g["lr"] for g in opt.param_groups], [0.1, 0.5, 0.1])
+
+
+def judge_add_param_group(
+    duplicate: str | None, as_set: str | None, lrs: list[float], expected_lrs: list[float]
+) -> Finding:
+    """The notes' add_param_group source: a parameter already in a group raises ValueError, a set
+    raises TypeError, a new group keeps its own hyper-parameters or takes the optimizer's defaults."""
+    ok = (
+        bool(duplicate and "more than one parameter group" in duplicate)
+        and bool(as_set and "ordered collections" in as_set)
+        and lrs == expected_lrs
+    )
     return Finding(
-        Verdict.HOLDS,
-        f"duplicate → ValueError ('{dup[:40]}…'); a set → TypeError; a new group "
-        "keeps its own lr or takes the defaults",
+        Verdict.HOLDS if ok else Verdict.FAILS,
+        f"duplicate → {('ValueError (' + duplicate[:40] + '…)') if duplicate else 'no error'}; a set → "
+        f"{('TypeError (' + as_set[:40] + '…)') if as_set else 'no error'}; group lrs {lrs} "
+        f"(expected {expected_lrs}: own lr, else the default)",
     )
 
 
@@ -114,12 +150,18 @@ def check_freezing(device):
             opt.step()
 
     # The notes' two forms: only the trainable params, or all params (frozen ones have grad None).
-    for params in (filter(lambda p: p.requires_grad, net.parameters()), net.parameters()):
+    untouched = {}
+    for form, params in (
+        ("filter(requires_grad)", filter(lambda p: p.requires_grad, net.parameters())),
+        ("all parameters", net.parameters()),
+    ):
         opt = torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=1e-2)
         train(opt)
-        for n, p in net.named_parameters():
-            if n in frozen:
-                assert p.grad is None and torch.equal(p.detach(), frozen[n]), f"{n} moved while frozen"
+        untouched[form] = all(
+            p.grad is None and torch.equal(p.detach(), frozen[n])
+            for n, p in net.named_parameters()
+            if n in frozen
+        )
     head_before = head.weight.detach().clone()
     # Unfreeze: the notes' add_param_group for a layer that was not in the filtered optimizer.
     opt = torch.optim.SGD(filter(lambda p: p.requires_grad, net.parameters()), lr=0.1)
@@ -128,10 +170,10 @@ def check_freezing(device):
     opt.add_param_group({"params": net[3].parameters()})
     conv_before = net[3].weight.detach().clone()
     train(opt, 1)
-    assert not torch.equal(net[3].weight.detach(), conv_before) and not torch.equal(
+    unfrozen_moves = not torch.equal(net[3].weight.detach(), conv_before) and not torch.equal(
         head.weight.detach(), head_before
     )
-    # The claim's limit: a param frozen *after* it had a gradient keeps a stale .grad unless
+    # Beyond the notes: a param frozen *after* it had a gradient keeps a stale .grad unless
     # zero_grad sets it to None; with momentum and weight decay step() still moves it.
     net2 = _net(device, seed=3)
     opt = torch.optim.SGD(net2.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-2)
@@ -143,15 +185,37 @@ def check_freezing(device):
     nn.functional.mse_loss(net2(x), y).backward()
     opt.step()
     drift = (net2[0].weight.detach() - snap).abs().max().item()
-    # The claim (asserted above): frozen params, grad None, are bit-identical after steps. Freezing
-    # a param after it trained, with zero_grad(set_to_none=False), is beyond it: reported.
+    return judge_freezing(untouched, len(frozen), unfrozen_moves, drift)
+
+
+def judge_freezing(
+    untouched: dict[str, bool], n_frozen: int, unfrozen_moves: bool, late_drift: float
+) -> Finding:
+    """The notes freeze with requires_grad=False before training: .grad stays None and step()
+    leaves those parameters bit-identical, whether or not they were given to the optimizer; after
+    unfreezing, add_param_group trains them. Freezing a parameter that already trained, with
+    zero_grad(set_to_none=False), is a scenario the notes never show: reported, deciding nothing."""
+    moved = [form for form, ok in untouched.items() if not ok]
+    ok = not moved and unfrozen_moves
     return Finding(
-        Verdict.HOLDS,
-        f"frozen params (grad None) are bit-identical after 3 SGD(momentum, weight_decay) steps, whether or "
-        "not they are in the optimizer; beyond the notes: a param frozen after training, with "
-        f"zero_grad(set_to_none=False), still moves by {drift:.3g} (momentum buffer + decay): 'grad is None' "
-        "is what protects it",
+        Verdict.HOLDS if ok else Verdict.FAILS,
+        f"{n_frozen} params frozen before training (grad None) "
+        + (f"MOVED or got a grad with {moved}" if moved else "are bit-identical")
+        + f" after 3 SGD(momentum, weight_decay) steps ({', '.join(untouched)}); unfrozen and added "
+        "with add_param_group they "
+        + ("train" if unfrozen_moves else "do NOT train")
+        + f"; beyond the notes: a param frozen after training, with zero_grad(set_to_none=False), "
+        f"still moves by {late_drift:.3g} (momentum buffer + decay): 'grad is None' is what protects it",
     )
+
+
+_NOTES_INIT_001 = """
+def init_weight(m):
+    if type(m) == nn.Linear:
+        m.weight.fill_(1.0)
+    elif type(m) == nn.Conv2d:
+        tirch.nn.init.xavier_uniform_(m.weight)
+"""
 
 
 def check_apply_init(device):
@@ -177,19 +241,38 @@ def check_apply_init(device):
         torch.fill((2, 3), 1.0)
         fill_error = None
     except TypeError as e:
-        fill_error = f"TypeError ({str(e).splitlines()[0][:80]})"
+        fill_error = f"TypeError ({str(e).splitlines()[0].split(', but expected')[0]})"
+    # 001's first init function, run (inside no_grad) on a model that has a Conv2d.
+    scope = {"nn": nn}
+    exec(_NOTES_INIT_001, scope)  # noqa: S102 - the notes' text (their tab indent as spaces)
+    try:
+        with torch.no_grad():
+            nn.Sequential(nn.Conv2d(1, 1, 1)).apply(scope["init_weight"])
+        tirch_error = None
+    except NameError as e:
+        tirch_error = str(e)
     return judge_apply_init(
-        ones, visited == ["Linear", "Linear", "Sequential"], message, fill_error, hasattr(net, "appply")
+        ones,
+        visited == ["Linear", "Linear", "Sequential"],
+        message,
+        fill_error,
+        hasattr(net, "appply"),
+        tirch_error,
     )
 
 
 def judge_apply_init(
-    no_grad_init_ok: bool, children_first: bool, raised: str | None, fill_error: str | None, appply: bool
+    no_grad_init_ok: bool,
+    children_first: bool,
+    raised: str | None,
+    fill_error: str | None,
+    appply: bool,
+    tirch_error: str | None = None,
 ) -> Finding:
     """The technique: apply() runs an init function on every submodule, children before the
     parent; in-place writes to parameters belong inside torch.no_grad(). The notes' snippet slips
-    are errata: fill_ on a parameter outside no_grad raises (a snippet that does not run as
-    written), torch.fill is torch.full, net.appply is net.apply."""
+    are errata, each a typo (a snippet that does not run as written): fill_ on a parameter outside
+    no_grad raises, torch.fill is torch.full, net.appply is net.apply, tirch is torch."""
     errata = []
     if raised:
         errata.append(
@@ -201,10 +284,22 @@ def judge_apply_init(
         )
     if fill_error:
         errata.append(
-            Erratum(ErratumKind.TYPO, "torch.fill((2,3), 1.0)", f"{fill_error}: torch.full is meant")
+            Erratum(
+                ErratumKind.TYPO,
+                "torch.fill(size:tuple,value,dtype,device)",
+                f"torch.fill((2,3), 1.0) raises {fill_error}: that signature is torch.full's",
+            )
         )
     if not appply:
         errata.append(Erratum(ErratumKind.TYPO, "net.appply(init_weights)", "no such method: net.apply"))
+    if tirch_error:
+        errata.append(
+            Erratum(
+                ErratumKind.TYPO,
+                "tirch.nn.init.xavier_uniform_(m.weight)",
+                f"NameError on a Conv2d ({tirch_error}): torch.nn.init is meant",
+            )
+        )
     ok = no_grad_init_ok and children_first
     return Finding(
         Verdict.HOLDS if ok else Verdict.FAILS,
