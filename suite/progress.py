@@ -1,5 +1,6 @@
 """The run's plan, progress and time budget: what will run before the first point, one line per
-finished case with the elapsed time and an ETA, and `--time-budget` turned into a cap on each
+finished case (and at least every 30 s) with the elapsed time and an ETA priced from the previous
+run's time per test where pytest's cache holds it, and `--time-budget` turned into a cap on each
 point's timed rounds (checks are never trimmed).
 
 A pytest plugin object on the config (``config.stash[PROGRESS]``), like the recorder.
@@ -16,6 +17,9 @@ import pytest
 PROGRESS = pytest.StashKey["Progress"]()
 OVERHEAD_GUESS_S = 0.3  # per timed point outside its rounds (inputs, oracle, memory pass), until measured
 CHECK_GUESS_S = 0.05
+HISTORY_KEY = "suite/durations"  # pytest's cache: nodeid → seconds of the last run that timed it
+HEARTBEAT_S = 30.0
+LAUNCH_GUESS_S = 8.0  # a torchrun launch of 2 gloo processes on 2 CPU cores, until measured
 COMPILE_GUESS_S = 10.0  # a torch.compile of one point on 2 CPU cores (measured 7-9 s), until measured
 
 
@@ -57,6 +61,12 @@ class Progress:
     planned_by_kind: Counter = field(default_factory=Counter)
     done_by_kind: dict = field(default_factory=dict)  # kind → _Tally
     kind_of: dict = field(default_factory=dict)  # nodeid → kind
+    # The previous run's seconds per test (pytest's cache): the best price of a test is what the
+    # same test cost last time, scaled by how much slower this run goes so far. The by-kind means
+    # stay the fallback: on the first run, and for tests the history lacks.
+    history: dict = field(default_factory=dict)  # nodeid → seconds, from the previous run
+    took: dict = field(default_factory=dict)  # nodeid → seconds, this run
+    last_line_s: float = 0.0  # elapsed seconds at the last progress line
 
     @classmethod
     def from_config(cls, config) -> Progress:
@@ -69,6 +79,10 @@ class Progress:
         self.started = time.perf_counter()
         bench = session.config._benchmarksession
         self.enabled = not bench.disabled
+        cache = getattr(session.config, "cache", None)
+        if cache is not None and self.enabled:
+            saved = cache.get(HISTORY_KEY, {})
+            self.history = saved if isinstance(saved, dict) else {}
         for item in session.items:
             point = dict(item.user_properties).get("point")
             if point is None or item.get_closest_marker("skip") is not None:
@@ -138,37 +152,82 @@ class Progress:
         by_kind = self.done_by_kind.setdefault(self.kind_of.get(report.nodeid, "other"), _Tally())
         by_kind.done += 1
         by_kind.seconds += duration
+        self.took[report.nodeid] = duration
         case = point["case"]
         self.finished_by_case[case] += 1
-        if (
-            self.enabled
-            and self.timed_by_case
-            and self.finished_by_case[case] == self.tests_by_case.get(case)
-        ):
+        if not (self.enabled and self.timed_by_case):
+            return
+        elapsed = time.perf_counter() - self.started
+        if self.finished_by_case[case] == self.tests_by_case.get(case):
             self.cases_done += 1
-            elapsed = time.perf_counter() - self.started
-            eta = self.eta_s(elapsed)
             self._write(
                 [
                     f"[{self.cases_done}/{len(self.tests_by_case)}] {case}: "
-                    f"{self.tests_by_case[case]} tests done; elapsed {_clock(elapsed)}, ETA {_clock(eta)}"
+                    f"{self.tests_by_case[case]} tests done; elapsed {_clock(elapsed)}, "
+                    f"ETA {_clock(self.eta_s(elapsed))}"
                 ]
             )
+            self.last_line_s = elapsed
+        elif elapsed - self.last_line_s >= HEARTBEAT_S:
+            # Cases end late (every case's checks run first, its timed points after), so between
+            # case lines the run says where it is at least this often.
+            done, planned = len(self.took), len(self.kind_of)
+            self._write(
+                [f"[{done}/{planned} tests] elapsed {_clock(elapsed)}, ETA {_clock(self.eta_s(elapsed))}"]
+            )
+            self.last_line_s = elapsed
 
     def eta_s(self, elapsed: float) -> float:
-        """Seconds left: each kind's remaining tests at that kind's mean so far; a kind not begun
-        yet at the mean of everything done (the elapsed time, so the time between tests counts)."""
+        """Seconds left: from the previous run's time per test where it covers most of what is left
+        (`_eta_from_history`), else each kind's remaining tests at that kind's mean so far, a kind
+        not begun yet at its plan price (`guess_s`); both stretched by elapsed over measured, so
+        the time between tests counts."""
         done = sum(t.done for t in self.done_by_kind.values())
         if not done:
             return 0.0
+        from_history = self._eta_from_history(elapsed)
+        if from_history is not None:
+            return from_history
         measured = sum(t.seconds for t in self.done_by_kind.values())
         stretch = elapsed / measured if measured > 0 else 1.0  # collection, fixtures, gc between tests
         left = 0.0
         for kind, planned in self.planned_by_kind.items():
             tally = self.done_by_kind.get(kind, _Tally())
-            mean = tally.seconds / tally.done * stretch if tally.done else elapsed / done
-            left += max(0, planned - tally.done) * mean
+            mean = tally.seconds / tally.done if tally.done else self.guess_s(kind)
+            left += max(0, planned - tally.done) * mean * stretch
         return left
+
+    def guess_s(self, kind: str) -> float:
+        """A kind's price before one of its tests has run: the plan's ceiling for it. The mean of
+        what ran so far was no price at all: the suite runs its checks (milliseconds) first, so at
+        61% of the tests it said 37 s were left of 2.5 min."""
+        if kind == "pair":
+            return 2 * self.max_time_s + OVERHEAD_GUESS_S  # two ways, interleaved, each to the cap
+        if kind.endswith("-timed"):
+            return self.max_time_s + OVERHEAD_GUESS_S
+        return LAUNCH_GUESS_S if kind == "launch" else CHECK_GUESS_S
+
+    def _eta_from_history(self, elapsed: float) -> float | None:
+        """What is left at its previous cost, times this run's pace (elapsed over what the tests
+        done so far cost last time, so a busier machine or pytest's own time between tests count).
+        None where the history prices under 90% of the tests left or none of those done."""
+        if not self.history:
+            return None
+        left = [n for n in self.kind_of if n not in self.took]
+        priced = [n for n in left if _seconds(self.history.get(n)) is not None]
+        before = sum(_seconds(self.history.get(n)) or 0.0 for n in self.took)
+        if not left or len(priced) < 0.9 * len(left) or before <= 0:
+            return 0.0 if not left else None
+        pace = elapsed / before
+        unpriced = len(left) - len(priced)
+        mean = sum(self.history[n] for n in priced) / len(priced) if priced else 0.0
+        return pace * (sum(self.history[n] for n in priced) + unpriced * mean)
+
+    def pytest_sessionfinish(self, session):
+        cache = getattr(session.config, "cache", None)
+        if cache is None or not self.took or not self.enabled:
+            return
+        cache.set(HISTORY_KEY, {**self.history, **{n: round(s, 4) for n, s in self.took.items()}})
 
     def pytest_terminal_summary(self, terminalreporter):
         if self.trimmed:
@@ -185,6 +244,14 @@ class Progress:
         reporter.ensure_newline()
         for line in lines:
             reporter.write_line(line)
+
+
+def _seconds(value) -> float | None:
+    """A price read back from the cache, which a user may have edited: a finite non-negative
+    number, else none."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf"):
+        return float(value)
+    return None
 
 
 def _clock(seconds: float) -> str:

@@ -21,9 +21,12 @@ def test_eta_weighs_the_kinds_left():
     # The per-test mean would have said 9 × 11/101 ≈ 1 s.
 
 
-def test_an_unstarted_kind_costs_the_mean_so_far_and_the_time_between_tests_counts():
-    p = _progress({"check": 10, "launch": 2}, {"check": (10, 1.0)})
-    assert abs(p.eta_s(elapsed=2.0) - 2 * 0.2) < 1e-9
+def test_an_unstarted_kind_costs_its_plan_price_and_the_time_between_tests_counts():
+    # Checks ran first (0.1 s each, elapsed twice that): the pairs left are priced at two ways
+    # timed to the cap, not at a check's 0.1 s.
+    p = _progress({"check": 10, "pair": 2}, {"check": (10, 1.0)})
+    assert abs(p.eta_s(elapsed=2.0) - 2 * p.guess_s("pair") * 2.0) < 1e-9
+    assert p.guess_s("pair") > p.guess_s("variant-timed") > p.guess_s("check")
     q = _progress({"check": 20}, {"check": (10, 1.0)})
     assert abs(q.eta_s(elapsed=2.0) - 10 * 0.2) < 1e-9  # pytest's own time stretches the mean
 
@@ -32,3 +35,30 @@ def test_kinds():
     assert _kind({"kind": "variant"}, True) == "variant-timed"
     assert _kind({"kind": "variant"}, False) == "variant"
     assert _kind({"kind": "check"}, False, "suite/test_distributed.py::test_ddp[x]") == "launch"
+
+
+def _with_history(history: dict, took: dict, kinds: dict) -> Progress:
+    p = Progress(config=None)
+    p.history, p.took, p.kind_of = history, took, kinds
+    for n, kind in kinds.items():
+        p.planned_by_kind[kind] += 1
+    for n, s in took.items():
+        p.done_by_kind.setdefault(kinds[n], _Tally())
+        p.done_by_kind[kinds[n]].done += 1
+        p.done_by_kind[kinds[n]].seconds += s
+    return p
+
+
+def test_eta_prices_each_test_left_at_its_previous_cost_times_this_runs_pace():
+    # Last run: a and b 1 s each, c 9 s. This run a and b took 3 s in all (the machine is 1.5×
+    # slower): c is priced 9 × 1.5, where the mean of the same kind said 1.5.
+    kinds = {"a": "pair", "b": "pair", "c": "pair"}
+    p = _with_history({"a": 1.0, "b": 1.0, "c": 9.0}, {"a": 1.5, "b": 1.5}, kinds)
+    assert abs(p.eta_s(elapsed=3.0) - 13.5) < 1e-9
+
+
+def test_eta_falls_back_to_the_kinds_where_the_history_prices_too_little_or_is_corrupt():
+    kinds = {"a": "pair", "b": "pair", "c": "pair"}
+    p = _with_history({"a": 1.0, "c": "x"}, {"a": 2.0}, kinds)  # b unpriced, c corrupt
+    assert abs(p.eta_s(elapsed=2.0) - 2 * 2.0) < 1e-9
+    assert _with_history({}, {"a": 2.0}, kinds).eta_s(elapsed=2.0) == 4.0
