@@ -1,5 +1,6 @@
 """The measurement helpers against known answers: sleeps of known length, allocations of known size."""
 
+import math
 import time
 
 import pytest
@@ -171,3 +172,25 @@ def test_a_gpu_budget_counts_the_allocator_cache_as_free(monkeypatch):
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda d=None: 60 * gib)
     monkeypatch.setattr(torch.cuda, "memory_allocated", lambda d=None: 12 * gib)
     assert measure.memory_budget("cuda") == int(0.9 * (10 + 48) * gib)
+
+
+@pytest.mark.parametrize("norm, nan", [(None, False), (None, True), (1e-3, False)])
+def test_compare_in_chunks_agrees_with_one_pass(monkeypatch, norm, nan):
+    """Large outputs are compared a chunk at a time (memory): the answer, the worst element and
+    its index are those of a single pass, wherever the chunk boundaries fall."""
+    g = torch.Generator().manual_seed(0)
+    truth = torch.randn(5, 13, generator=g, dtype=torch.float64)
+    got = truth.float().clone()
+    got[3, 11] += 0.5  # flat 50: the 8th chunk of 7 elements, not its first element
+    if nan:
+        got[4, 5] = float("nan")  # flat 57, a later chunk: NaN is always the worst
+    whole = measure.compare(got, truth, rtol=1e-6, atol=1e-6, norm=norm)
+    monkeypatch.setattr(measure, "COMPARE_CHUNK", 7)
+    chunked = measure.compare(got, truth, rtol=1e-6, atol=1e-6, norm=norm)
+    assert not chunked.within and not whole.within
+    assert chunked.worst == whole.worst
+    assert chunked.max_abs == whole.max_abs
+    assert math.isclose(chunked.max_rel, whole.max_rel)
+    if norm is None:
+        assert ("(4, 5)" if nan else "(3, 11)") in chunked.worst, chunked.worst
+    assert measure.compare(truth.float(), truth, rtol=1e-6, atol=0.0, norm=norm).within
