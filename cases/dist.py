@@ -3,9 +3,9 @@
 
 The set-up facts that need several processes (env:// under torchrun, tcp:// under mp.spawn,
 new_group, DDP's initial broadcast, rank-0 save and reload, destroy_process_group, the notes'
-`args=(world_size)` and `--local_rank`) are observed by `cases.dist_worker`, launched by
-`suite/test_distributed.py`, and judged here (`judge_*`, from the ranks' JSON); what one process
-can show is checked here too.
+`args=(world_size)`) are observed by `cases.dist_worker`, and the notes' `--local_rank` by
+`cases.dist_launch_worker`, both launched by `suite/test_distributed.py` and judged here (`judge_*`,
+from the ranks' JSON); what one process can show is checked here too.
 """
 
 from __future__ import annotations

@@ -1,8 +1,15 @@
-"""The notes' `--local_rank` argument parsing, run under `python -m torch.distributed.launch`.
+"""One rank of `dist.setup`'s launcher checks: what the rank was handed on its command line and in
+its environment, written to ``OUT/notes_launch-rank<R>.json``.
 
-Not a case module (a `*_worker`: the `cases` scan skips it). The notes' parser is tried first as
-written; its failure is recorded, then the form torch documents since 2.0 is used. Under torchrun
-(no argument added) the same worker reports what the launcher put in each rank's environment.
+Launched two ways: under `python -m torch.distributed.launch` (`suite/test_distributed.py`'s
+`test_notes_launch_local_rank`, judged by `cases.dist.judge_notes_launch`), which adds
+``--local-rank=R`` to argv, and under torchrun from a parent without OMP_NUM_THREADS
+(`cases.dist.check_torchrun_omp_threads`), which adds no argument. Each rank tries the notes'
+parser (``add_argument("--local_rank")``) as written and records whether it parsed or how it
+exited, then parses with the form torch documents since 2.0 (both spellings), and records
+LOCAL_RANK, LOCAL_WORLD_SIZE and OMP_NUM_THREADS as the launcher set them.
+
+Not a case module (a `*_worker`: the `cases` scan skips it).
 """
 
 from __future__ import annotations

@@ -8,13 +8,17 @@ Tasks: ``train`` (DDP / manual gradient averaging / DataParallel against full-ba
 against float64 full-batch training), ``setup`` (process-group set-up facts), ``spawn`` (mp.spawn
 + tcp:// init, and the notes' ``args=(world_size)`` slip), ``fault`` (a rank that raises or
 hangs). Each rank writes ``DIR/<task>-rank<R>.json``; the pytest side (`suite/test_distributed.py`,
-and the checks of `cases.parallel` for ``equivalence``) turns those into checks and benchmark rows.
+and `cases._lib.launched_training` for ``equivalence``) hands those to the judges of
+`cases.parallel` and `cases.dist`.
 
 Backend from the device: NCCL with one GPU per process (LOCAL_RANK), gloo on CPU. Timings are
 taken here, inside the ranks, with the device synchronized before each clock read: the pytest
 process cannot see a worker's steps.
 
-Importing this module has no side effects (the `cases` package imports every module).
+Importing this module has no side effects (`spawn`'s children import it by name). Not a case
+module (a `*_worker`: the `cases` scan skips it). What the ranks train, the bounds they check and
+the all-reduce algorithms come from `cases._lib` (`data_parallel`, `collectives`): a rank imports
+no case.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from cases import parallel as P
+from cases._lib import collectives
+from cases._lib import data_parallel as DP
 from harness import launch
 
 D_IN = D_OUT = 256
@@ -80,27 +85,27 @@ def _reference(base: nn.Module, x, y, steps: int, lr: float):
     """Full-batch single-device training from the same initial weights, and its first gradient."""
     model = copy.deepcopy(base)
     nn.functional.mse_loss(model(x), y).backward()
-    first_grad = P.flat_grads(model)
+    first_grad = DP.flat_grads(model)
     model.zero_grad()
-    P.train_full_batch(model, x, y, steps, lr)
-    return P.flat_params(model), first_grad
+    DP.train_full_batch(model, x, y, steps, lr)
+    return DP.flat_params(model), first_grad
 
 
 def task_train(a) -> None:
     rank, world, local_rank, device = _init(a.device)
     assert a.batch % world == 0, "the global batch must split evenly for DDP to equal full-batch SGD"
     assert a.warmup >= 1
-    x, y = P.make_batch(a.batch, D_IN, D_OUT, a.seed)
+    x, y = DP.make_batch(a.batch, D_IN, D_OUT, a.seed)
     # DistributedSampler without shuffling: rank r gets samples r, r+p, r+2p, ...
     shard = list(
         torch.utils.data.DistributedSampler(range(a.batch), num_replicas=world, rank=rank, shuffle=False)
     )
     x_local, y_local = x[shard].to(device), y[shard].to(device)
-    base = P.make_mlp(D_IN, a.width, D_OUT, a.seed)
+    base = DP.make_mlp(D_IN, a.width, D_OUT, a.seed)
     steps = a.warmup + a.steps
     ref_params, ref_grad = _reference(base, x, y, steps, a.lr)
     numels = [p.numel() for p in base.parameters()]  # flat_params' order
-    bound = P.train_tolerance(a.batch, a.width)
+    bound = DP.train_tolerance(a.batch, a.width)
     result = {
         "world_size": world,
         "backend": dist.get_backend(),
@@ -139,16 +144,16 @@ def task_train(a) -> None:
             opt.zero_grad()
             nn.functional.mse_loss(net(inputs), targets).backward()
             if mode == "avg_grad":
-                P.average_gradients(model)
+                DP.average_gradients(model)
             if step == 0:  # a warm-up step: the copy is not timed
-                first_grads[mode] = P.flat_grads(model)
+                first_grads[mode] = DP.flat_grads(model)
             opt.step()
             _sync(device)
             if step >= a.warmup:
                 times.append(time.perf_counter() - t0)
-        final = P.flat_params(model)
-        params_err = max(P.tensor_errors(final, ref_params, numels))
-        grad_err = max(P.tensor_errors(first_grads[mode], ref_grad, numels))
+        final = DP.flat_params(model)
+        params_err = max(DP.tensor_errors(final, ref_params, numels))
+        grad_err = max(DP.tensor_errors(first_grads[mode], ref_grad, numels))
         result["modes"][mode] = {
             "step_s": times,
             "params_rel_err": params_err,
@@ -162,7 +167,7 @@ def task_train(a) -> None:
             torch.save(final, Path(a.out) / f"params-{mode}.pt")
     if "ddp" in first_grads and "avg_grad" in first_grads:
         result["avg_grad_vs_ddp"] = {
-            "grad_rel_diff": max(P.tensor_errors(first_grads["avg_grad"], first_grads["ddp"], numels)),
+            "grad_rel_diff": max(DP.tensor_errors(first_grads["avg_grad"], first_grads["ddp"], numels)),
             "tol": bound,
             "bitwise_equal": torch.equal(first_grads["ddp"], first_grads["avg_grad"]),
         }
@@ -176,33 +181,34 @@ def task_train(a) -> None:
 def task_equivalence(a) -> None:
     """The averaged gradient after one backward and DDP's parameters after `steps` SGD steps, each
     rank on its shard in fp32, against one process's full-batch training in float64 from the same
-    fp32 weights (widened exactly). The bound and the verdict are `cases.parallel`'s."""
+    fp32 weights (widened exactly). The bound and the verdict are `cases.parallel`'s (`dp_vs_ddp`,
+    `average_gradient`)."""
     rank, world, _, device = _init(a.device)
     assert a.batch % world == 0, "equal shards: the mean of the shards' means is the full-batch mean"
-    x, y = P.make_batch(a.batch, a.dim, a.dim, a.seed)
+    x, y = DP.make_batch(a.batch, a.dim, a.dim, a.seed)
     shard = list(
         torch.utils.data.DistributedSampler(range(a.batch), num_replicas=world, rank=rank, shuffle=False)
     )
     x_local, y_local = x[shard].to(device), y[shard].to(device)
-    base = P.make_mlp(a.dim, a.width, a.dim, a.seed)
+    base = DP.make_mlp(a.dim, a.width, a.dim, a.seed)
     numels = [p.numel() for p in base.parameters()]
 
     truth = copy.deepcopy(base).double()
     nn.functional.mse_loss(truth(x.double()), y.double()).backward()
-    truth_grad = P.flat_grads(truth)
+    truth_grad = DP.flat_grads(truth)
     truth.zero_grad()
     losses = [nn.functional.mse_loss(truth(x.double()), y.double()).item()]
-    P.train_full_batch(truth, x.double(), y.double(), a.steps, a.lr)
+    DP.train_full_batch(truth, x.double(), y.double(), a.steps, a.lr)
     losses.append(nn.functional.mse_loss(truth(x.double()), y.double()).item())
-    truth_params = P.flat_params(truth)
+    truth_params = DP.flat_params(truth)
 
     model = copy.deepcopy(base).to(device)
     nn.functional.mse_loss(model(x_local), y_local).backward()
-    local = P.flat_grads(model)
-    P.average_gradients(model)
-    averaged = P.flat_grads(model)
+    local = DP.flat_grads(model)
+    DP.average_gradients(model)
+    averaged = DP.flat_grads(model)
 
-    single = P.train_full_batch(copy.deepcopy(base), x, y, a.steps, a.lr)  # fp32, one process
+    single = DP.train_full_batch(copy.deepcopy(base), x, y, a.steps, a.lr)  # fp32, one process
     ddp_model = copy.deepcopy(base).to(device)
     ddp = nn.parallel.DistributedDataParallel(
         ddp_model, device_ids=[device.index] if device.type == "cuda" else None
@@ -212,7 +218,7 @@ def task_equivalence(a) -> None:
         opt.zero_grad()
         nn.functional.mse_loss(ddp(x_local), y_local).backward()
         opt.step()
-    final = P.flat_params(ddp_model)
+    final = DP.flat_params(ddp_model)
 
     _write(
         a.out,
@@ -228,11 +234,11 @@ def task_equivalence(a) -> None:
             "lr": a.lr,
             "dtype": str(averaged.dtype),
             "losses_float64": losses,
-            "avg_grad_rel_err": P.tensor_errors(averaged, truth_grad, numels),
-            "summed_rel_err": P.tensor_errors(averaged * world, truth_grad, numels),
-            "local_rel_err": P.tensor_errors(local, truth_grad, numels),
-            "ddp_params_rel_err": P.tensor_errors(final, truth_params, numels),
-            "single_params_rel_err": P.tensor_errors(P.flat_params(single), truth_params, numels),
+            "avg_grad_rel_err": DP.tensor_errors(averaged, truth_grad, numels),
+            "summed_rel_err": DP.tensor_errors(averaged * world, truth_grad, numels),
+            "local_rel_err": DP.tensor_errors(local, truth_grad, numels),
+            "ddp_params_rel_err": DP.tensor_errors(final, truth_params, numels),
+            "single_params_rel_err": DP.tensor_errors(DP.flat_params(single), truth_params, numels),
             "ddp_params_sha1": _digest(final),
         },
     )
@@ -247,12 +253,12 @@ def task_allreduce(a) -> None:
     rows = []
     for nbytes in (int(s) for s in a.sizes.split(",")):
         numel = nbytes // 4
-        src = P.rank_tensor(numel, rank, a.seed).to(device)
+        src = collectives.rank_tensor(numel, rank, a.seed).to(device)
         check = nbytes <= a.check_limit  # the float64 truth of p ranks' tensors costs 8·p·S
-        truth, bound = P.allreduce_bound(numel, world, a.seed) if check else (None, None)
+        truth, bound = collectives.allreduce_bound(numel, world, a.seed) if check else (None, None)
         reps = a.reps if nbytes <= 1 << 20 else max(3, a.reps // 2)
         for name in a.algorithms.split(","):
-            fn = P.ALLREDUCE[name]
+            fn = collectives.ALLREDUCE[name]
             times, sent, error, within = [], 0, None, None
             for rep in range(reps + 1):  # rep 0 warms up the connections and is the checked one
                 t = src.clone()
@@ -442,7 +448,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=0.1)
     p = sub.add_parser("allreduce", parents=[common])
     p.add_argument("--sizes", default=",".join(str(1 << k) for k in (10, 14, 18, 22, 26)))
-    p.add_argument("--algorithms", default=",".join(P.ALLREDUCE))
+    p.add_argument("--algorithms", default=",".join(collectives.ALLREDUCE))
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--check-limit", type=int, default=16 << 20)
     p = sub.add_parser("equivalence", parents=[common])

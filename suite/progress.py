@@ -198,9 +198,9 @@ class Progress:
         return left
 
     def guess_s(self, kind: str) -> float:
-        """A kind's price before one of its tests has run: the plan's ceiling for it. The mean of
-        what ran so far was no price at all: the suite runs its checks (milliseconds) first, so at
-        61% of the tests it said 37 s were left of 2.5 min."""
+        """A kind's price before one of its tests has run: the plan's ceiling for it. Not the mean of
+        what ran so far: the suite runs its checks (milliseconds) first, so at 61% of one run's tests
+        that mean said 37 s were left of 2.5 min."""
         if kind == "pair":
             return 2 * self.max_time_s + OVERHEAD_GUESS_S  # two ways, interleaved, each to the cap
         if kind.endswith("-timed"):

@@ -1,5 +1,6 @@
 """Distributed cases: launch `cases.dist_worker` with torchrun, hand its per-rank JSON to the
-cases' judges (`cases.parallel`, `cases.dist`), record their findings and benchmark rows.
+cases' judges (`cases.parallel.*`, `cases.dist`; the training runs read by
+`cases._lib.launched_training`), record their findings and benchmark rows.
 
 Timings: the ranks time their own steps (device synchronized before each clock read) and the
 slowest rank's time per step is the step time. pytest-benchmark cannot time a subprocess's steps,
@@ -24,7 +25,9 @@ import pytest
 import torch
 
 from cases import dist as S
-from cases import parallel as P
+from cases._lib.collectives import ALLREDUCE
+from cases._lib.launched_training import TRAIN_SIZES, check_training, train_row
+from cases.parallel import allreduce, average_gradient, dp_vs_ddp
 from harness import launch, record, timing
 from suite import options
 from suite.plan import LaunchPoint
@@ -114,7 +117,7 @@ def record_finding(request, check: str, finding: record.Finding) -> None:
 
 
 def _train_args(profile: str) -> list[str]:
-    return [a for k, v in P.TRAIN_SIZES[profile].items() for a in (f"--{k}", str(v))]
+    return [a for k, v in TRAIN_SIZES[profile].items() for a in (f"--{k}", str(v))]
 
 
 class Runs:
@@ -136,7 +139,7 @@ class Runs:
     def allreduce(self, device: str, world: int) -> launch.Launch:
         key = ("allreduce", device, world)
         if key not in self.done:
-            sizes = ",".join(str(s) for s in P.allreduce_message_sizes(self.profile, device))
+            sizes = ",".join(str(s) for s in allreduce.allreduce_message_sizes(self.profile, device))
             self.done[key] = launch.torchrun(
                 WORKER,
                 ["allreduce", "--device", device, "--sizes", sizes],
@@ -155,13 +158,13 @@ def runs(tmp_path_factory, request):
 def _training(run: launch.Launch, mode: str) -> list[dict]:
     require_ok(run, f"train ({mode})")
     rows = run.results("train")
-    P.check_training(rows, mode)
+    check_training(rows, mode)
     return rows
 
 
 def _allreduce(run: launch.Launch) -> tuple[list[dict], int]:
     require_ok(run, "allreduce")
-    return P.allreduce_table(run.results("allreduce"))
+    return allreduce.allreduce_table(run.results("allreduce"))
 
 
 # ---- parallel.dp_vs_ddp: DDP at each world size ---------------------------------------------------
@@ -171,10 +174,10 @@ def _allreduce(run: launch.Launch) -> tuple[list[dict], int]:
 def test_ddp(launch_point, runs, benchmark, request):
     device, world = launch_point.device, launch_point.world
     rows = _training(runs.train(device, world), "ddp")
-    info, extra, times = P.train_row(rows, "ddp", device)
+    info, extra, times = train_row(rows, "ddp", device)
     if world > 1:
         base = _training(runs.train(device, 1), "ddp")
-        scaling, finding = P.ddp_scaling(rows, times, base)
+        scaling, finding = dp_vs_ddp.ddp_scaling(rows, times, base)
         extra.update(scaling)
         record_finding(request, f"ddp_scaling-w{world}", finding)
     bench(request, benchmark, f"parallel.dp_vs_ddp w{world} {device}", (info, extra, times))
@@ -190,7 +193,7 @@ def test_dataparallel(launch_point, runs, benchmark, tmp_path, request):
         out_dir=tmp_path,
         timeout_s=TIMEOUT_S,
     )
-    info, extra, times = P.train_row(_training(run, "dp"), "dp", "cuda")
+    info, extra, times = train_row(_training(run, "dp"), "dp", "cuda")
     extra["gpus"] = torch.cuda.device_count()
     group = f"parallel.dp_vs_ddp dp {torch.cuda.device_count()}gpu cuda"
     bench(request, benchmark, group, (info, extra, times))
@@ -203,9 +206,9 @@ def test_dataparallel(launch_point, runs, benchmark, tmp_path, request):
 def test_average_gradient(launch_point, runs, benchmark, request):
     device, world = launch_point.device, launch_point.world
     rows = _training(runs.train(device, world), "avg_grad")
-    versus, finding = P.average_gradient_vs_ddp(rows)
+    versus, finding = average_gradient.average_gradient_vs_ddp(rows)
     record_finding(request, f"vs_ddp-w{world}", finding)
-    info, extra, times = P.train_row(rows, "avg_grad", device)
+    info, extra, times = train_row(rows, "avg_grad", device)
     bench(request, benchmark, f"parallel.dp_vs_ddp w{world} {device}", (info, {**extra, **versus}, times))
 
 
@@ -216,18 +219,18 @@ def test_average_gradient(launch_point, runs, benchmark, request):
 def test_allreduce(launch_point, runs, benchmark, request):
     device = launch_point.device
     table, p = _allreduce(runs.allreduce(device, launch_point.world))
-    P.check_allreduce(table, p)
-    row, finding = P.allreduce_cost_model(table, p, device)
+    allreduce.check_allreduce(table, p)
+    row, finding = allreduce.allreduce_cost_model(table, p, device)
     record_finding(request, f"cost_model-w{p}", finding)
     bench(request, benchmark, f"parallel.allreduce model w{p} {device}", row)
 
 
-@launches(lambda devices: [LaunchPoint.on("parallel.allreduce", a, "cpu", 2) for a in P.ALLREDUCE])
+@launches(lambda devices: [LaunchPoint.on("parallel.allreduce", a, "cpu", 2) for a in ALLREDUCE])
 def test_allreduce_sizes(launch_point, runs, benchmark, request):
     """One benchmark row per algorithm per message size at world size 2 on CPU (the sweep the
     reports plot: bus bandwidth vs size, one line per algorithm)."""
     table, p = _allreduce(runs.allreduce("cpu", launch_point.world))
-    row = P.allreduce_sweep_row(table, p, launch_point.name, "cpu")
+    row = allreduce.allreduce_sweep_row(table, p, launch_point.name, "cpu")
     bench(request, benchmark, f"parallel.allreduce w{p} cpu", row)
 
 
@@ -291,7 +294,7 @@ def test_two_nodes(launch_point, runs, request):
     one = runs.train(device, 1)
     _training(one, "ddp")
     a, b = (torch.load(r.out_dir / "params-ddp.pt") for r in (two, one))
-    measured, finding = P.two_nodes_vs_one(rows, a, b, wall)
+    measured, finding = dp_vs_ddp.two_nodes_vs_one(rows, a, b, wall)
     request.node.user_properties.append(("measured", measured))
     record_finding(request, "two_nodes", finding)
 

@@ -54,6 +54,7 @@ print(json.dumps([state, child]))
 """
 
 
+@pytest.mark.integration
 def test_pin_fixes_both_thresholds_and_hands_them_to_children():
     run = subprocess.run([sys.executable, "-c", CHILD], cwd=ROOT, capture_output=True, text=True, timeout=120)
     state, child = json.loads(run.stdout)
@@ -61,6 +62,7 @@ def test_pin_fixes_both_thresholds_and_hands_them_to_children():
     assert "glibc.malloc.mmap_threshold=33554432" in child and "glibc.malloc.trim_threshold=" in child
 
 
+@pytest.mark.integration
 @pytest.mark.timing
 def test_a_large_temporary_costs_the_same_fresh_or_after_other_work_once_pinned():
     """Unpinned, a process pays page faults on every call or not depending on its history

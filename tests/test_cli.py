@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from suite import cli
 from tests import synthetic
 from tests.launcher import PYTEST, ROOT
@@ -19,6 +21,7 @@ def test_console_command_dispatches_to_the_reports(tmp_path, capsys):
     assert cli.main([]) == 2 and "usage: torch-technique-suite" in capsys.readouterr().err
 
 
+@pytest.mark.integration
 def test_a_keyword_that_matches_nothing_names_the_nearest_catalogue_ids():
     run = subprocess.run(
         [*PYTEST, "suite", "-q", "--collect-only", "-k", "lyernorm"], cwd=ROOT, capture_output=True, text=True

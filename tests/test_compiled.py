@@ -229,6 +229,7 @@ def test_a_compiled_twin_is_timed_in_one_mode_only():
     assert any(p.timing == "graph" for p in points if p.variant.role is not Role.COMPILED)
 
 
+@pytest.mark.integration
 def test_a_twin_records_no_metrics_of_its_eager_source(tmp_path):
     """memory.checkpoint's metrics (saved activations by segment count) describe its eager
     variants; its twins record none. (Their names once reached the metrics as keys: the

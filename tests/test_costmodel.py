@@ -45,6 +45,7 @@ def test_the_h100_log_reads_back_per_point_medians():
     )
 
 
+@pytest.mark.integration
 def test_estimate_runs_on_the_plan_of_a_real_selection(tmp_path):
     reference = tmp_path / "points.csv"
     with open(reference, "w", newline="") as f:

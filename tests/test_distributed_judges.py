@@ -7,7 +7,10 @@ import pytest
 import torch
 
 from cases import dist as S
-from cases import parallel as P
+from cases._lib import data_parallel as DP
+from cases._lib import launched_training as LT
+from cases._lib.collectives import ALLREDUCE
+from cases.parallel import allreduce
 
 S_BYTES = 1 << 12
 
@@ -32,7 +35,7 @@ def _allreduce_rows(p: int, ring_sent=None, naive_sent=None, checked=True) -> li
                     "max_abs_err": 0.0,
                     "within_bound": checked,
                 }
-                for a in P.ALLREDUCE
+                for a in ALLREDUCE
             ],
         }
         for rank in range(p)
@@ -41,38 +44,38 @@ def _allreduce_rows(p: int, ring_sent=None, naive_sent=None, checked=True) -> li
 
 @pytest.mark.parametrize("p", [2, 4])
 def test_the_algorithms_traffic_passes(p):
-    table, world = P.allreduce_table(_allreduce_rows(p))
+    table, world = allreduce.allreduce_table(_allreduce_rows(p))
     assert world == p
-    P.check_allreduce(table, p)
+    allreduce.check_allreduce(table, p)
 
 
 def test_a_ring_sending_the_naive_traffic_fails():
-    table, p = P.allreduce_table(_allreduce_rows(4, ring_sent=[3 * S_BYTES] * 4))
+    table, p = allreduce.allreduce_table(_allreduce_rows(4, ring_sent=[3 * S_BYTES] * 4))
     with pytest.raises(AssertionError, match=r"ring at 4096 B over 4 ranks.*2\(p−1\)/p·S = 6144"):
-        P.check_allreduce(table, p)
+        allreduce.check_allreduce(table, p)
 
 
 def test_a_naive_root_sending_less_than_p_minus_1_messages_fails():
-    table, p = P.allreduce_table(_allreduce_rows(4, naive_sent=[2 * S_BYTES] + [S_BYTES] * 3))
+    table, p = allreduce.allreduce_table(_allreduce_rows(4, naive_sent=[2 * S_BYTES] + [S_BYTES] * 3))
     with pytest.raises(AssertionError, match=r"naive at 4096 B over 4 ranks.*\(p−1\)·S = 12288"):
-        P.check_allreduce(table, p)
+        allreduce.check_allreduce(table, p)
 
 
 def test_a_sum_outside_the_bound_and_a_sweep_with_no_truth_fail():
-    table, p = P.allreduce_table(_allreduce_rows(2, checked=False))
+    table, p = allreduce.allreduce_table(_allreduce_rows(2, checked=False))
     with pytest.raises(AssertionError, match="sum outside the fp32 bound"):
-        P.check_allreduce(table, p)
+        allreduce.check_allreduce(table, p)
     with pytest.raises(AssertionError, match="wrong sum"):
-        P.allreduce_sweep_row(table, p, "ring", "cpu")
-    table, p = P.allreduce_table(_allreduce_rows(2, checked=None))
+        allreduce.allreduce_sweep_row(table, p, "ring", "cpu")
+    table, p = allreduce.allreduce_table(_allreduce_rows(2, checked=None))
     with pytest.raises(AssertionError, match="no size was checked"):
-        P.check_allreduce(table, p)
+        allreduce.check_allreduce(table, p)
 
 
 def test_the_slowest_rank_makes_each_step():
     ranks = _allreduce_rows(2)
     ranks[1]["rows"][0]["times_s"] = [5e-3, 1e-3]
-    table, _ = P.allreduce_table(ranks)
+    table, _ = allreduce.allreduce_table(ranks)
     assert table[0]["times_s"] == [5e-3, 2e-3]
 
 
@@ -100,19 +103,19 @@ def _train_rows(world: int) -> list[dict]:
 
 
 def test_training_checks_catch_a_missing_rank_and_diverged_replicas():
-    P.check_training(_train_rows(2), "ddp")
+    LT.check_training(_train_rows(2), "ddp")
     with pytest.raises(AssertionError, match="1 rank files for world size 2"):
-        P.check_training(_train_rows(2)[:1], "ddp")
+        LT.check_training(_train_rows(2)[:1], "ddp")
     rows = _train_rows(2)
     rows[1]["modes"]["ddp"]["params_sha1"] = "other"
     with pytest.raises(AssertionError, match="different parameters"):
-        P.check_training(rows, "ddp")
+        LT.check_training(rows, "ddp")
 
 
 def test_a_training_row_goes_through_the_results_record():
     from harness.record import BenchmarkInfo
 
-    info, extra, times = P.train_row(_train_rows(2), "ddp", "cpu")
+    info, extra, times = LT.train_row(_train_rows(2), "ddp", "cpu")
     data = BenchmarkInfo(**info).to_data()
     assert (data["case"], data["role"], data["size_label"]) == (
         "parallel.dp_vs_ddp",
@@ -164,10 +167,10 @@ def test_sharded_training_is_within_the_bound_and_a_summed_gradient_is_far_outsi
 
     from torch import nn
 
-    size = P.TRAIN_SIZES["quick"]
+    size = LT.TRAIN_SIZES["quick"]
     width, batch, steps, d = size["width"], size["batch"], size["steps"] + 1, 256
-    x, y = P.make_batch(batch, d, d, 0)
-    base = P.make_mlp(d, width, d, 0)
+    x, y = DP.make_batch(batch, d, d, 0)
+    base = DP.make_mlp(d, width, d, 0)
 
     def train(shards: int, reduce) -> torch.Tensor:
         model = copy.deepcopy(base)
@@ -181,13 +184,13 @@ def test_sharded_training_is_within_the_bound_and_a_summed_gradient_is_far_outsi
             for p, *g in zip(model.parameters(), *grads):
                 p.grad = reduce(torch.stack(g))
             opt.step()
-        return P.flat_params(model)
+        return DP.flat_params(model)
 
     numels = [p.numel() for p in base.parameters()]
-    bound = P.train_tolerance(batch, width)
+    bound = DP.train_tolerance(batch, width)
     full = train(1, lambda g: g[0])
-    averaged = max(P.tensor_errors(train(2, lambda g: g.mean(0)), full, numels))
-    summed = max(P.tensor_errors(train(2, lambda g: g.sum(0)), full, numels))
+    averaged = max(DP.tensor_errors(train(2, lambda g: g.mean(0)), full, numels))
+    summed = max(DP.tensor_errors(train(2, lambda g: g.sum(0)), full, numels))
     assert averaged <= bound < summed / 100, (averaged, bound, summed)
 
 

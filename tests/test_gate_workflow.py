@@ -17,6 +17,7 @@ from reports.__main__ import _parser
 WORKFLOW = Path(__file__).resolve().parents[1] / ".github" / "workflows" / "benchmarks.yml"
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(importlib.util.find_spec("yamllint") is None, reason="yamllint not installed")
 def test_yamllint():
     config = (
@@ -32,6 +33,7 @@ def test_yamllint():
 @pytest.mark.skipif(
     importlib.util.find_spec("check_jsonschema") is None, reason="check-jsonschema not installed"
 )
+@pytest.mark.integration
 def test_actions_schema():
     done = subprocess.run(
         [

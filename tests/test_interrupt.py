@@ -66,6 +66,7 @@ def _report_builds(results: Path, out: Path) -> str:
     return (out / "index.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGKILL"])
 def test_interrupted_run_keeps_every_finished_point(sig, tmp_path):
     out = tmp_path / "bench.json"
@@ -115,6 +116,7 @@ def test_interrupted_run_keeps_every_finished_point(sig, tmp_path):
     assert "partial" in html
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("rounds_before", [0, 1])
 def test_point_caught_in_its_rounds_is_left_out(rounds_before, tmp_path):
     """With 0 rounds this is the H100 crash (`min() iterable argument is empty`, empty file)."""

@@ -94,6 +94,7 @@ def alone(tmp_path_factory):
     return doc
 
 
+@pytest.mark.integration
 def test_sticky_error_fails_its_own_test_and_nothing_else(alone, tmp_path):
     run, doc, _ = _run(SELECTION, tmp_path, "planted", plant=[PLANTED])
     assert run.returncode == pytest.ExitCode.TESTS_FAILED, run.stdout[-3000:] + run.stderr[-2000:]
@@ -123,6 +124,7 @@ def test_sticky_error_fails_its_own_test_and_nothing_else(alone, tmp_path):
     assert "run in a fresh worker process" in run.stdout
 
 
+@pytest.mark.integration
 def test_second_sticky_error_in_the_worker_hands_over_again(tmp_path):
     planted = [f"{CASES}::test_planted_here", f"{CASES}::test_planted_again"]
     run, doc, outcomes = _run([CASES], tmp_path, "twice", plant=planted)
@@ -142,6 +144,7 @@ def test_second_sticky_error_in_the_worker_hands_over_again(tmp_path):
     assert [h["after"] for h in doc["suite"]["isolation"]] == planted
 
 
+@pytest.mark.integration
 def test_worker_killed_mid_test_fails_that_test_and_the_rest_still_run(tmp_path):
     marker = tmp_path / "die-once"
     marker.touch()
@@ -166,6 +169,7 @@ def test_worker_killed_mid_test_fails_that_test_and_the_rest_still_run(tmp_path)
     assert doc["suite"]["isolation"][0]["workers"] == 2
 
 
+@pytest.mark.integration
 def test_without_isolation_the_planted_error_takes_every_later_test_down(tmp_path):
     """The simulation behaves like a dead context (the H100's 186 failures after one assert), so
     the tests above would go red if the isolation did not work."""
@@ -179,6 +183,7 @@ def test_without_isolation_the_planted_error_takes_every_later_test_down(tmp_pat
     assert "isolation" not in doc["suite"]
 
 
+@pytest.mark.integration
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")
 def test_real_device_side_assert_is_isolated(tmp_path):
@@ -229,6 +234,7 @@ def test_kernel_assert_text_is_found_in_captured_output():
     assert isolation.kernel_assert_lines(stderr, "") == [isolation.SIMULATED_KERNEL_LINE]
 
 
+@pytest.mark.integration
 def test_interrupt_while_a_worker_runs_keeps_the_points_of_both(tmp_path):
     """SIGINT reaches the first process (the worker has a session of its own); it passes it on
     once, takes in what the worker finished, and writes the one JSON, marked partial."""

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import copy
 
-from cases import conv, dist, parallel
+from cases import conv, dist
+from cases._lib.data_parallel import reduction_tolerance
+from cases.parallel import average_gradient, dp_vs_ddp
 from harness.record import ErratumKind, Verdict
 
 U32 = 2.0**-24
@@ -137,45 +139,53 @@ def test_notes_loader_keyword_slip_is_a_typo_and_the_shard_decides():
 
 
 def test_reduction_bound_separates_rounding_from_a_missing_division():
-    bound = parallel.reduction_tolerance(U32, batch=32, width=64, d=32, world=2)
+    bound = reduction_tolerance(U32, batch=32, width=64, d=32, world=2)
     assert 10 * 2.6 * U32 < bound < 1e-4  # measured 2.6u: inside with room; a sum (off by 1) far out
 
 
 def test_average_gradient_holds_within_the_bound_and_fails_beyond():
-    bound = parallel.reduction_tolerance(U32, 32, 64, 32, 2)
-    assert parallel.judge_average_gradient(1.6e-7, 1.0, 0.48, bound, 2).verdict is Verdict.HOLDS
-    summed = parallel.judge_average_gradient(1.0, 1.0, 0.48, bound, 2)  # ÷ world forgotten
+    bound = reduction_tolerance(U32, 32, 64, 32, 2)
+    assert average_gradient.judge_average_gradient(1.6e-7, 1.0, 0.48, bound, 2).verdict is Verdict.HOLDS
+    summed = average_gradient.judge_average_gradient(1.0, 1.0, 0.48, bound, 2)  # ÷ world forgotten
     assert summed.verdict is Verdict.FAILS
 
 
 def test_all_reduce_multigpu_erratum_follows_hasattr():
-    gone = parallel.judge_all_reduce_multigpu(False, "AttributeError('no all_reduce_multigpu')")
+    gone = average_gradient.judge_all_reduce_multigpu(False, "AttributeError('no all_reduce_multigpu')")
     assert gone.verdict is None and gone.errata[0].kind is ErratumKind.REMOVED_API
-    assert parallel.judge_all_reduce_multigpu(True, "").errata == ()
+    assert average_gradient.judge_all_reduce_multigpu(True, "").errata == ()
 
 
 def test_ddp_full_batch_holds_fails_and_concludes_nothing_on_a_rising_loss():
-    bound = parallel.reduction_tolerance(U32, 32, 64, 32, 2)
+    bound = reduction_tolerance(U32, 32, 64, 32, 2)
     falling = [1.31, 1.19]
-    assert parallel.judge_ddp_full_batch(4.6e-8, 4.6e-8, bound, True, falling, 2, 3).verdict is Verdict.HOLDS
-    assert parallel.judge_ddp_full_batch(1e-3, 4.6e-8, bound, True, falling, 2, 3).verdict is Verdict.FAILS
-    assert parallel.judge_ddp_full_batch(4.6e-8, 4.6e-8, bound, False, falling, 2, 3).verdict is Verdict.FAILS
-    assert parallel.judge_ddp_full_batch(4.6e-8, 4.6e-8, bound, True, [1.0, 9.0], 2, 3).verdict is None
+    assert dp_vs_ddp.judge_ddp_full_batch(4.6e-8, 4.6e-8, bound, True, falling, 2, 3).verdict is Verdict.HOLDS
+    assert dp_vs_ddp.judge_ddp_full_batch(1e-3, 4.6e-8, bound, True, falling, 2, 3).verdict is Verdict.FAILS
+    assert (
+        dp_vs_ddp.judge_ddp_full_batch(4.6e-8, 4.6e-8, bound, False, falling, 2, 3).verdict is Verdict.FAILS
+    )
+    assert dp_vs_ddp.judge_ddp_full_batch(4.6e-8, 4.6e-8, bound, True, [1.0, 9.0], 2, 3).verdict is None
 
 
 def test_ddp_device_ids_list_is_a_removed_api_only_where_two_devices_are_refused():
     refused = "ValueError: device_ids can only be None or contain a single element."
-    f = parallel.judge_ddp_device_ids(refused, [], "", "2.13")
+    f = dp_vs_ddp.judge_ddp_device_ids(refused, [], "", "2.13")
     assert f.verdict is None and [e.kind for e in f.errata] == [ErratumKind.REMOVED_API]
     assert "DDP accepts it" in f.evidence
-    assert parallel.judge_ddp_device_ids("", [0, 1], "", "1.8").errata == ()
+    assert dp_vs_ddp.judge_ddp_device_ids("", [0, 1], "", "1.8").errata == ()
 
 
 def test_manual_averaging_vs_ddp_and_two_nodes_are_computed():
-    assert parallel.judge_average_gradient_vs_ddp(0.0, 2e-6, True, 0.02, 0.018, 2).verdict is Verdict.HOLDS
-    assert parallel.judge_average_gradient_vs_ddp(0.5, 2e-6, False, 0.02, 0.018, 2).verdict is Verdict.FAILS
-    assert parallel.judge_two_nodes(1e-8, 2.5e-6, 7, 9.0).verdict is Verdict.HOLDS
-    assert parallel.judge_two_nodes(1e-2, 2.5e-6, 7, 9.0).verdict is Verdict.FAILS
+    assert (
+        average_gradient.judge_average_gradient_vs_ddp(0.0, 2e-6, True, 0.02, 0.018, 2).verdict
+        is Verdict.HOLDS
+    )
+    assert (
+        average_gradient.judge_average_gradient_vs_ddp(0.5, 2e-6, False, 0.02, 0.018, 2).verdict
+        is Verdict.FAILS
+    )
+    assert dp_vs_ddp.judge_two_nodes(1e-8, 2.5e-6, 7, 9.0).verdict is Verdict.HOLDS
+    assert dp_vs_ddp.judge_two_nodes(1e-2, 2.5e-6, 7, 9.0).verdict is Verdict.FAILS
 
 
 # ---- conv.shapes --------------------------------------------------------------------------------------

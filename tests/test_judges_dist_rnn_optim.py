@@ -3,8 +3,9 @@ from its observation, each erratum appears only where the notes were wrong."""
 
 from __future__ import annotations
 
-from cases import conv, dist, parallel, rnn
+from cases import conv, dist, rnn
 from cases.optim import param_groups
+from cases.parallel import average_gradient
 from harness.record import ErratumKind, Verdict
 
 
@@ -35,9 +36,9 @@ def test_dist_partition_and_setup_errata():
 
 
 def test_all_reduce_multigpu_is_a_removed_api_erratum_deciding_nothing():
-    f = parallel.judge_all_reduce_multigpu(False, "AttributeError('no all_reduce_multigpu')")
+    f = average_gradient.judge_all_reduce_multigpu(False, "AttributeError('no all_reduce_multigpu')")
     assert f.verdict is None and f.errata[0].kind is ErratumKind.REMOVED_API
-    assert parallel.judge_all_reduce_multigpu(True, "").errata == ()
+    assert average_gradient.judge_all_reduce_multigpu(True, "").errata == ()
 
 
 def test_param_groups_init_slips_are_typos_and_apply_decides():

@@ -99,10 +99,10 @@ def test_kd_crossover_follows_the_gains_at_both_ends():
 
 
 def test_manual_dp_verdict_follows_its_error_against_one_device():
-    from cases import parallel
+    from cases.parallel import manual_dp
 
-    assert parallel.judge_manual_dp(1e-7, 7e-7, 2).verdict is Verdict.HOLDS
-    assert parallel.judge_manual_dp(1e-3, 7e-7, 2).verdict is Verdict.FAILS
+    assert manual_dp.judge_manual_dp(1e-7, 7e-7, 2).verdict is Verdict.HOLDS
+    assert manual_dp.judge_manual_dp(1e-3, 7e-7, 2).verdict is Verdict.FAILS
 
 
 def test_onehot_snippet_slips_are_typos_and_the_fixed_scatter_decides():

@@ -84,6 +84,7 @@ COMBINATIONS = {
 }
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", list(COMBINATIONS))
 def test_option_combination_runs_a_real_selection(name):
     args, devices = COMBINATIONS[name]
@@ -101,6 +102,7 @@ def test_option_combination_runs_a_real_selection(name):
         assert "r32" in run.stdout or counts["passed"] >= 2
 
 
+@pytest.mark.integration
 def test_gpu_command_gives_cpu_only_techniques_and_rule_checks_a_run():
     """`-m gpu --benchmark-only`: the rule checks run (their findings are the Tier-3 verdicts) and a
     technique with no CUDA test (data.recordio) runs on the host CPU, so every ID gets a verdict."""
@@ -137,11 +139,13 @@ def test_tox_install_keeps_an_installed_torch_else_pins_the_cpu_wheel(present):
         (["--device", "gpu"], "--device 'gpu': use a comma-separated list of cpu, cuda"),
     ],
 )
+@pytest.mark.integration
 def test_out_of_range_options_stop_with_a_usage_error(args, message):
     run, _ = _pytest(*args, "-k", "onehot.encode", "--benchmark-disable")
     assert run.returncode == 4 and message in run.stderr, run.stderr[-2000:]
 
 
+@pytest.mark.integration
 def test_a_device_named_twice_runs_once():
     run, counts = _pytest("--device", "cpu,cpu", "-k", "onehot.encode and test_check", "--benchmark-disable")
     once, _ = _pytest("--device", "cpu", "-k", "onehot.encode and test_check", "--benchmark-disable")

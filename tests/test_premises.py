@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cases import parallel
 from cases._lib import isolated as _isolated
 from cases.misc import sampling_ops as sampling
+from cases.parallel import dp_vs_ddp
 from cases.precision import tf32
 from cases.spec import Verdict
 from harness import machine, premises, requirements
@@ -240,19 +240,20 @@ def test_high_on_cpu_by_whether_onednn_has_a_tf32_path(monkeypatch, tf32_path):
 # ---- parallel.dp_vs_ddp: the number of GPUs -------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_dataparallel_cpu_question_is_asked_where_no_gpu_is_visible(monkeypatch):
     """This process plays a one-GPU machine (the H100 of issue 16). DataParallel must not be built
     here: it would move the module to cuda:0 (in this CPU torch, that raises)."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    finding = parallel.check_dataparallel_without_gpus(CPU)
+    finding = dp_vs_ddp.check_dataparallel_without_gpus(CPU)
     assert "a fresh process with CUDA_VISIBLE_DEVICES=''" in finding.evidence
     assert "device_ids=[]" in finding.evidence
 
 
 def test_dataparallel_without_gpus_in_this_process(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    finding = parallel.check_dataparallel_without_gpus(CPU)
+    finding = dp_vs_ddp.check_dataparallel_without_gpus(CPU)
     assert "in this process" in finding.evidence and "device_ids=[]" in finding.evidence
 
 
@@ -270,9 +271,9 @@ def _dp(**changes):
 
 
 def test_dataparallel_judgement_for_one_and_several_gpus():
-    assert "over 4 GPUs" in parallel.judge_dataparallel(_dp(), "this process").evidence
+    assert "over 4 GPUs" in dp_vs_ddp.judge_dataparallel(_dp(), "this process").evidence
     one = _dp(gpus=1, device_ids=[0], bitwise_equal=True)
-    assert "with 1 GPU" in parallel.judge_dataparallel(one, "this process").evidence
+    assert "with 1 GPU" in dp_vs_ddp.judge_dataparallel(one, "this process").evidence
     for wrong in (
         _dp(max_abs_err=0.3),
         _dp(device_ids=[0, 1]),
@@ -281,12 +282,13 @@ def test_dataparallel_judgement_for_one_and_several_gpus():
         _dp(gpus=0, device_ids=[0]),
     ):
         with pytest.raises(AssertionError):
-            parallel.judge_dataparallel(wrong, "this process")
+            dp_vs_ddp.judge_dataparallel(wrong, "this process")
 
 
 # ---- misc.sampling_ops: invalid input never reaches a CUDA kernel in this process ------------------
 
 
+@pytest.mark.integration
 def test_invalid_weights_go_to_fresh_processes_where_a_device_assert_is_possible(monkeypatch):
     def never_here(*args):
         raise AssertionError("invalid weights reached torch.multinomial in the test process")
@@ -318,6 +320,7 @@ def test_device_side_assert_evidence(monkeypatch):
         sampling.check_multinomial_shapes(CPU)
 
 
+@pytest.mark.integration
 def test_isolated_call_returns_what_it_raised_and_survives_a_dying_child():
     raised = _isolated.run("math:sqrt", -1.0)
     assert raised.value is None and raised.error["type"] == "ValueError"

@@ -2,6 +2,7 @@
 `torch` and `cases` unimportable, every suite test's outcome in outcomes[], old files still read."""
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -92,6 +93,7 @@ def small_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.integration
 def test_every_suite_test_outcome_is_in_the_results(small_run):
     doc = json.loads((small_run / "bench.json").read_text())
     junit = list(ET.parse(small_run / "junit.xml").getroot().iter("testcase"))
@@ -126,6 +128,7 @@ BLOCKED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.integration
 def test_report_and_gate_need_neither_torch_nor_cases(small_run):
     run = subprocess.run(
         [sys.executable, "-c", BLOCKED, str(small_run)], cwd=ROOT, capture_output=True, text=True, timeout=300
@@ -136,6 +139,7 @@ def test_report_and_gate_need_neither_torch_nor_cases(small_run):
     assert f"(= {ids} IDs)" in page and page.count('<section class="case"') == ids
 
 
+@pytest.mark.integration
 def test_a_file_is_judged_by_the_rule_it_recorded(small_run, tmp_path):
     """Change the recorded rule of distance.pairwise: the verdict follows the file, not the code."""
     from reports import build
@@ -152,7 +156,12 @@ def test_a_file_is_judged_by_the_rule_it_recorded(small_run, tmp_path):
     def verdict(folder):
         page = (folder / "index.html").read_text()
         section = page[page.index('id="distance.pairwise"') :]
-        return section[: section.index("</section>")]
+        section = section[: section.index("</section>")]
+        return re.search(r'class="badge"[^>]*>(holds|fails|depends|not measured)</span>', section).group(1)
 
-    assert ">holds</span>" in verdict(tmp_path / "as_run")
-    assert ">fails</span>" in verdict(tmp_path / "changed")
+    # Quiet, the as-run file says holds and the swapped rule fails. On a busy machine the short
+    # rounds of this run may be too noisy to tell (depends); the swapped rule then reads the same
+    # rounds and must be just as unsure, never a verdict the file does not support.
+    as_run = verdict(tmp_path / "as_run")
+    assert as_run in ("holds", "depends")
+    assert verdict(tmp_path / "changed") == {"holds": "fails", "depends": "depends"}[as_run]

@@ -19,6 +19,8 @@ REAL = Path(__file__).with_name("data") / "distance_cpu_run1.json"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "results" / "browser"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
+pytestmark = pytest.mark.integration
+
 # Runs on window load (after every data-URI image has decoded or failed) and writes its findings
 # into the DOM, which --dump-dom prints. Added to a copy of the page only: the report itself
 # carries no script, and its Content-Security-Policy would block this one.

@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from harness import journal
 from tests.launcher import PYTEST, ROOT
 
@@ -22,6 +24,7 @@ def _run(args, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([*PYTEST, *args], cwd=ROOT, capture_output=True, text=True, timeout=600, **kw)
 
 
+@pytest.mark.integration
 def test_a_run_of_checks_only_writes_its_outcomes_and_findings(tmp_path):
     """pytest-benchmark writes nothing when no point was timed, and left a 0-byte file that also
     destroyed the previous results at that path."""
@@ -36,6 +39,7 @@ def test_a_run_of_checks_only_writes_its_outcomes_and_findings(tmp_path):
     assert not list(tmp_path.glob(".*.tmp")), "the temporary file was renamed into place"
 
 
+@pytest.mark.integration
 def test_the_previous_results_survive_a_run_that_dies(tmp_path):
     results = tmp_path / "bench.json"
     results.write_text('{"previous": true}')
@@ -54,6 +58,7 @@ def test_the_previous_results_survive_a_run_that_dies(tmp_path):
     assert json.loads(results.read_text()) == {"previous": True}
 
 
+@pytest.mark.integration
 def test_a_second_run_into_the_same_path_is_refused_while_the_first_writes(tmp_path):
     results = tmp_path / "bench.json"
     with open(tmp_path / "bench.json.lock", "a+") as held:
@@ -66,6 +71,7 @@ def test_a_second_run_into_the_same_path_is_refused_while_the_first_writes(tmp_p
     assert not results.exists()
 
 
+@pytest.mark.integration
 def test_a_leftover_journal_is_kept_not_truncated(tmp_path):
     results = tmp_path / "bench.json"
     left = journal.path_for(results)
@@ -110,6 +116,7 @@ def test_journal_of_a_run_is_rebuilt_into_results(tmp_path):
     assert Path(path).exists()
 
 
+@pytest.mark.integration
 def test_two_interrupts_leave_a_partial_json_and_no_unfinished_point(tmp_path):
     """Two SIGINTs 0.3 s apart once wrote a JSON marked complete that held a point measured
     halfway, with no outcome."""
@@ -166,6 +173,7 @@ def _marked(marker: str) -> list[tuple[int, str]]:
     return found
 
 
+@pytest.mark.integration
 def test_killing_pytest_during_a_launch_leaves_no_torchrun_or_rank(tmp_path):
     """kill -9 of pytest while two gloo ranks wait in a collective once left torchrun and both
     ranks running (new sessions), holding their ports. The kernel now kills each with its parent."""

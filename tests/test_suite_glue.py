@@ -31,12 +31,14 @@ def _pytest(*args):
         ("--threads=0", "use 1 to"),
     ],
 )
+@pytest.mark.integration
 def test_bad_option_is_a_usage_error_naming_the_valid_values(option, valid):
     run = _pytest("suite", "--collect-only", "-q", option)
     assert run.returncode == 4, run.stdout + run.stderr  # pytest's exit code for usage errors
     assert valid in run.stderr
 
 
+@pytest.mark.integration
 def test_every_suite_node_id_carries_its_catalogue_id():
     run = _pytest("suite", "--collect-only", "-q", "--benchmark-disable", "--device", "cpu,cuda")
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
@@ -68,6 +70,7 @@ def test_out_of_memory_is_skipped_with_the_reason_and_others_raise():
     assert _run_or_skip_on_oom(_Point(), lambda: 3) == 3
 
 
+@pytest.mark.integration
 def test_gpu_only_benchmarks_skip_with_the_reason_on_a_cpu_machine():
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")

@@ -281,6 +281,7 @@ def test_steps(benchmark, request):
 """
 
 
+@pytest.mark.integration
 def test_replay_clock_hands_measured_steps_to_pytest_benchmark_exactly(tmp_path):
     """Through pytest-benchmark's public per-test timer (the `benchmark` marker), each round's time
     is the loaded step to the bit: (0.1 + 0.2) - 0.1 would be 0.20000000000000004."""

@@ -184,8 +184,8 @@ CASE = Case(
     tolerance={FP32: lambda s: Tol(rtol=2 * s["d"] * U[torch.float64])},
     sizes={
         "quick": [{"n": 2048, "q": 128, "d": d} for d in (2, 16, 128)],
-        # Every other dimension of the old 2..256 sweep: the tree runs on the host's CPU, 3 s a call
-        # at d = 256 on the H100 box, and the crossover itself is the `crossover` check's to find.
+        # Every other dimension of the `crossover` check's 2..256 sweep, which finds the crossover
+        # itself; not 256: the tree runs on the host's CPU, 3 s a call at d = 256 on the H100 box.
         "full": [{"n": 2**16, "q": 2048, "d": d} for d in (2, 8, 32, 128)],
     },
     x="d",

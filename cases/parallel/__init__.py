@@ -1,0 +1,12 @@
+"""The `parallel.*` catalogue IDs, one module each: data parallelism (notes 000/001 "Multi-GPU",
+002 "多GPU训练", 004 "DISTRIBUTED DATA PARALLEL").
+
+What runs where: the multi-process parts (DDP training, the all-reduce algorithms over a process
+group) run in `cases.dist_worker` under torchrun, launched by `suite/test_distributed.py`. What the
+ranks run sits in `cases/_lib` (`data_parallel`: the model, data, truth and bounds; `collectives`:
+the all-reduce algorithms and their α–β model), so the worker imports no case. Each module here
+holds one case: its declaration, its in-process checks (run by the generic tests) and the judges
+that turn its launched runs' rank files into findings and benchmark rows (called by
+`suite/test_distributed.py`; `cases/_lib/launched_training` reads the training runs two cases
+share).
+"""

@@ -1,0 +1,222 @@
+"""Ring all-reduce against the master/naive one (notes 002 "allreduce", 004 "Ring all-reduce"):
+bytes sent per rank, time against message size, and the α–β model that says how each scales.
+
+In-process here: d2l's `allreduce` over replicas equals the float64 sum. Launched by
+`suite/test_distributed.py`: the four algorithms of `cases._lib.collectives` over gloo ranks at
+each message size (`allreduce_message_sizes`), read into one table (`allreduce_table`), checked
+(`check_allreduce`) and turned into the cost model's row and finding (`allreduce_cost_model`) and
+one row per algorithm (`allreduce_sweep_row`).
+"""
+
+from __future__ import annotations
+
+from statistics import median
+
+import torch
+
+from cases._lib.collectives import bus_bandwidth, d2l_allreduce, fit_alpha_beta, model_time
+from cases._lib.data_parallel import U32, replica_devices
+from cases.spec import Case, Check, Finding, Verdict
+from harness.rules import FromFindings
+
+ALLREDUCE_ROLES = {"naive": "naive", "master": "naive", "ring": "optimized", "all_reduce": "library"}
+
+
+def check_d2l_allreduce(device):
+    """The notes' d2l `allreduce` over k replicas equals the float64 sum, on every replica."""
+    g = torch.Generator().manual_seed(3)
+    devices = replica_devices(device, 4)
+    data = [torch.randn(1000, generator=g).to(d) for d in devices]
+    bound = 4 * U32 * torch.stack([t.double().cpu().abs() for t in data]).sum(0)
+    truth = torch.stack([t.double().cpu() for t in data]).sum(0)
+    d2l_allreduce(data)
+    errors = [(t.double().cpu() - truth).abs() for t in data]
+    assert all((e <= bound).all() for e in errors), f"max error {max(e.max().item() for e in errors):.3g}"
+    assert all(torch.equal(data[0].cpu(), t.cpu()) for t in data), "replicas differ after the copy back"
+    return Finding(
+        Verdict.HOLDS,
+        f"4 replicas on {sorted({str(d) for d in devices})}: sum within "
+        f"p·u·Σ|x| of float64 (max err {max(e.max().item() for e in errors):.2g}), all replicas equal",
+    )
+
+
+CASE = Case(
+    id="parallel.allreduce",
+    tier=2,
+    claim="Ring all-reduce (reduce-scatter + all-gather) sends 2(p−1)/p·S per rank and scales; "
+    "the master/naive version sends (p−1)·S through one link and does not.",
+    source="002 allreduce, 004 Ring all-reduce",
+    checks={"d2l_allreduce": Check(check_d2l_allreduce)},
+    requires=("distributed",),
+    verdict=FromFindings(),
+    uncompilable={
+        name: "point-to-point sends between processes: the communication pattern is what is "
+        "compared, not a tensor program torch.compile could fuse"
+        for name in ("naive", "master")
+    },
+)
+
+
+# ---- judging the launched runs -----------------------------------------------------------------------
+
+
+def allreduce_message_sizes(profile: str, device: str) -> list[int]:
+    """1 KiB (α-bound: the per-message latency dominates) to 64 MiB (β-bound), every 16× in the
+    quick profile and every 4× in the full one, whose GPU sweep goes on to 256 MiB, where NVLink
+    and PCIe reach their bandwidth. The α–β fit needs both ends."""
+    top = 28 if profile == "full" and device == "cuda" else 26
+    step = 2 if profile == "full" else 4
+    return [1 << k for k in range(10, top + 1, step)]
+
+
+def allreduce_table(ranks: list[dict]) -> tuple[list[dict], int]:
+    """One row per (algorithm, message size): per repetition the slowest rank's time, and what
+    each rank counted and checked."""
+    p = ranks[0]["world_size"]
+    table = []
+    for i, row in enumerate(ranks[0]["rows"]):
+        per_rank = [r["rows"][i] for r in ranks]
+        times = [max(ts) for ts in zip(*(pr["times_s"] for pr in per_rank))]
+        table.append(
+            {
+                **row,
+                "p": p,
+                "times_s": times,
+                "median_s": median(times),
+                "bytes_sent_per_rank": [pr["bytes_sent"] for pr in per_rank],
+                "checked": [pr["within_bound"] for pr in per_rank],
+                "errors": [pr["max_abs_err"] for pr in per_rank],
+            }
+        )
+    return table, p
+
+
+def check_allreduce(table: list[dict], p: int) -> None:
+    """Every checked sum within the fp32 bound p·u·Σ|x| (None: too big for the float64 truth), and
+    the bytes each rank counted against the algorithms' traffic: the ring's 2(p−1)/p·S on every
+    rank, the naive version's (p−1)·S through rank 0 and S from each other rank."""
+    for row in table:
+        assert all(c in (True, None) for c in row["checked"]), (
+            f"{row['algorithm']} at {row['bytes']} B: sum outside the fp32 bound on some rank "
+            f"({row['errors']})"
+        )
+        sent, s = row["bytes_sent_per_rank"], row["bytes"]
+        if row["algorithm"] == "ring":  # exact for sizes divisible by p chunks of 4-byte elements
+            ring = 2 * (p - 1) / p * s
+            assert all(abs(b - ring) <= 8 * p for b in sent), (
+                f"ring at {s} B over {p} ranks: bytes sent {sent}, expected 2(p−1)/p·S = {ring:.0f}"
+            )
+        if row["algorithm"] == "naive":
+            assert sent[0] == (p - 1) * s and all(b == s for b in sent[1:]), (
+                f"naive at {s} B over {p} ranks: bytes sent {sent}, expected (p−1)·S = {(p - 1) * s} "
+                f"from rank 0 and S from each other rank"
+            )
+    checked = any(all(c is True for c in row["checked"]) for row in table)
+    assert checked, "no size was checked against the truth"
+
+
+def allreduce_cost_model(
+    table: list[dict], p: int, device: str
+) -> tuple[tuple[dict, dict, list[float]], Finding]:
+    """The α–β model fitted to the naive, master and ring times, its error, its predictions at
+    larger p, and the measured bus bandwidths. The row's times are the library all-reduce's at the
+    largest size (one row per algorithm and size would need one test each); every point is in its
+    extra keys."""
+    fitted = [r for r in table if r["algorithm"] in ("naive", "master", "ring")]
+    alpha, beta = fit_alpha_beta([(r["algorithm"], p, r["bytes"], r["median_s"]) for r in fitted])
+    points = []
+    for r in table:
+        algbw, busbw = bus_bandwidth(r["bytes"], r["median_s"], p)
+        points.append(
+            {
+                "algorithm": r["algorithm"],
+                "bytes": r["bytes"],
+                "measured_s": r["median_s"],
+                "model_s": model_time(r["algorithm"], p, r["bytes"], alpha, beta),
+                "algbw": algbw,
+                "busbw": busbw,
+                "bytes_sent_rank0": r["bytes_sent_per_rank"][0],
+            }
+        )
+    predictions = [
+        {"algorithm": a, "p": q, "bytes": r["bytes"], "model_s": model_time(a, q, r["bytes"], alpha, beta)}
+        for a in ("naive", "ring")
+        for q in (2, 4, 8, 16, 64)
+        for r in table
+        if r["algorithm"] == a
+    ]
+    rel = [
+        abs(pt["model_s"] - pt["measured_s"]) / pt["measured_s"]
+        for pt in points
+        if pt["algorithm"] != "all_reduce"
+    ]
+    big = max(r["bytes"] for r in table)
+    at = {pt["algorithm"]: pt for pt in points if pt["bytes"] == big}
+    ratio64 = model_time("naive", 64, big, alpha, beta) / model_time("ring", 64, big, alpha, beta)
+    finding = Finding(
+        Verdict.HOLDS,
+        f"every algorithm equals the float64 sum within p·u·Σ|x|; bytes sent per rank counted: ring "
+        f"2(p−1)/p·S, naive rank 0 (p−1)·S. α–β fit at p={p}: α={alpha * 1e6:.1f} µs, "
+        f"1/β={1 / beta / 1e9:.2f} GB/s (median |model−measured|/measured {median(rel):.0%}); "
+        f"at {big >> 20} MiB measured busbw "
+        + ", ".join(f"{a} {pt['busbw'] / 1e9:.2f} GB/s" for a, pt in at.items())
+        + f"; the model predicts naive/ring = {ratio64:.0f}× at p=64 for {big >> 20} MiB",
+    )
+    info = {
+        "case": "parallel.allreduce",
+        "kind": "distributed",
+        "variant": "cost_model",
+        "role": "library",
+        "device": device,
+        "size": {"world_size": p},
+        "size_label": f"w{p}",
+        "x": "bytes",
+        "dtype": "float32",
+    }
+    extra = {
+        "alpha_s": alpha,
+        "beta_s_per_byte": beta,
+        "points": points,
+        "predictions": predictions,
+        "model": "ring: 2(p-1)·α + 2(p-1)/p·S·β; naive/master: 2(p-1)·α + 2(p-1)·S·β",
+    }
+    times = next(r for r in table if r["algorithm"] == "all_reduce" and r["bytes"] == big)["times_s"]
+    return (info, extra, times), finding
+
+
+def allreduce_sweep_row(
+    table: list[dict], p: int, algorithm: str, device: str
+) -> tuple[dict, dict, list[float]]:
+    """One algorithm's row: its largest message's times and bus bandwidth, the whole size sweep in
+    the extra keys (the reports plot bus bandwidth against size, one line per algorithm)."""
+    rows = [r for r in table if r["algorithm"] == algorithm]
+    for r in rows:
+        assert all(c in (True, None) for c in r["checked"]), f"{algorithm} at {r['bytes']} B: wrong sum"
+    largest = rows[-1]
+    algbw, busbw = bus_bandwidth(largest["bytes"], largest["median_s"], p)
+    info = {
+        "case": "parallel.allreduce",
+        "kind": "distributed",
+        "variant": algorithm,
+        "role": ALLREDUCE_ROLES[algorithm],
+        "size": {"bytes": largest["bytes"], "world_size": p},
+        "size_label": f"bytes{largest['bytes']}-w{p}",
+        "x": "bytes",
+        "dtype": "float32",
+        "device": device,
+    }
+    extra = {
+        "bytes_sent": largest["bytes_sent_per_rank"][0],
+        "algbw": algbw,
+        "busbw": busbw,
+        "sweep": [
+            {
+                "bytes": r["bytes"],
+                "median_s": r["median_s"],
+                "times_s": r["times_s"],
+                "busbw": bus_bandwidth(r["bytes"], r["median_s"], p)[1],
+            }
+            for r in rows
+        ],
+    }
+    return info, extra, largest["times_s"]

@@ -1,0 +1,141 @@
+"""Averaging gradients by hand (notes 000/001 "Multi-GPU"): all_reduce each gradient after
+backward, then divide by the world size, against DDP.
+
+In-process here: the notes' `all_reduce_multigpu` call as written (a one-process gloo group) and
+the averaged gradient against the float64 full-batch one (from the shared equivalence launch).
+Launched by `suite/test_distributed.py`: the averaged gradient against DDP's on every rank
+(`average_gradient_vs_ddp`).
+"""
+
+from __future__ import annotations
+
+from statistics import median
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from cases._lib.data_parallel import make_batch, make_mlp, notes_average_gradient
+from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times
+from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
+from harness.rules import FromFindings
+
+# ---- the notes' call, as written ----------------------------------------------------------------------
+
+
+def check_all_reduce_multigpu_removed(device):
+    """The notes' `average_gradient` calls `dist.all_reduce_multigpu`: run it as written, in a
+    one-process gloo group (an in-memory store: no port, no other process)."""
+    model = make_mlp(8, 16, 4, seed=0)
+    x, y = make_batch(4, 8, 4, seed=0)
+    nn.functional.mse_loss(model(x), y).backward()
+    exists = hasattr(dist, "all_reduce_multigpu")
+    own_group = not dist.is_initialized()
+    if own_group:
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        notes_average_gradient(model)
+        error = None
+    except (AttributeError, RuntimeError, ValueError) as exc:
+        error = exc
+    finally:
+        if own_group:
+            dist.destroy_process_group()
+    return judge_all_reduce_multigpu(exists, repr(error) if error is not None else "")
+
+
+def judge_all_reduce_multigpu(exists: bool, error: str) -> Finding:
+    """The API the notes call is their matter: gone from torch, a removed-API erratum. The
+    technique (all_reduce after backward, then ÷ world size) is judged by the launched run
+    against DDP's gradients (average_gradient_vs_ddp)."""
+    if exists and not error:
+        return Finding(None, f"torch {torch.__version__}: the notes' all_reduce_multigpu call runs")
+    return Finding(
+        None,
+        f"torch {torch.__version__}: the notes' average_gradient gives {error}",
+        (
+            Erratum(
+                ErratumKind.REMOVED_API if not exists else ErratumKind.DEPRECATED_API,
+                "dist.all_reduce_multigpu([param.grad.data], op=dist.ReduceOp.SUM)",
+                f"{error}; dist.all_reduce on each gradient (one tensor per process) replaces it",
+            ),
+        ),
+    )
+
+
+# ---- against the float64 full-batch gradient (the shared equivalence launch) ---------------------------
+
+
+def check_average_gradient_full_batch(device):
+    """The notes' average_gradient with dist.all_reduce (one tensor per process), after one
+    backward on each rank's shard, against the float64 full-batch gradient."""
+    rows = equivalence_ranks()
+    return judge_average_gradient(
+        max(max(r["avg_grad_rel_err"]) for r in rows),
+        min(min(r["summed_rel_err"]) for r in rows),
+        min(min(r["local_rel_err"]) for r in rows),
+        equivalence_bound(rows),
+        rows[0]["world_size"],
+    )
+
+
+def judge_average_gradient(error: float, summed: float, local: float, bound: float, world: int) -> Finding:
+    """Holds where every rank's averaged gradient is within the fp32 bound of the float64
+    full-batch gradient (largest error over ranks and parameter tensors)."""
+    return Finding(
+        Verdict.HOLDS if error <= bound else Verdict.FAILS,
+        f"{world} gloo ranks: all_reduce(SUM) then ÷{world} after backward gives the full-batch gradient "
+        f"within {error:.2g} of float64 norm-wise (bound {bound:.2g}); without the ÷ the sum is off by "
+        f"≥ {summed:.2g}, a rank's own shard gradient by ≥ {local:.2g}",
+    )
+
+
+# ---- the case ----------------------------------------------------------------------------------------
+
+CASE = Case(
+    id="parallel.average_gradient",
+    tier=2,
+    claim="Averaging gradients by hand with all_reduce after backward gives DDP's gradients "
+    "(the notes' version uses all_reduce_multigpu).",
+    source="000/001 Multi-GPU",
+    checks={
+        "all_reduce_multigpu_removed": Check(check_all_reduce_multigpu_removed),
+        "averages_to_full_batch": Check(check_average_gradient_full_batch, devices=("cpu",)),
+    },
+    requires=("distributed",),
+    verdict=FromFindings(),
+)
+
+
+# ---- judging the launched runs -----------------------------------------------------------------------
+
+
+def average_gradient_vs_ddp(rows: list[dict]) -> tuple[dict, Finding]:
+    """Manual averaging's first gradient against DDP's on every rank, and the two step times."""
+    bitwise = all(r["avg_grad_vs_ddp"]["bitwise_equal"] for r in rows)
+    worst = max(rows, key=lambda r: r["avg_grad_vs_ddp"]["grad_rel_diff"] / r["avg_grad_vs_ddp"]["tol"])
+    step = median(step_times(rows, "avg_grad"))
+    ddp = median(step_times(rows, "ddp"))
+    return {"bitwise_equal_to_ddp": bitwise}, judge_average_gradient_vs_ddp(
+        worst["avg_grad_vs_ddp"]["grad_rel_diff"],
+        worst["avg_grad_vs_ddp"]["tol"],
+        bitwise,
+        step,
+        ddp,
+        len(rows),
+    )
+
+
+def judge_average_gradient_vs_ddp(
+    diff: float, bound: float, bitwise: bool, step_s: float, ddp_s: float, world: int
+) -> Finding:
+    """Holds where manual averaging's gradient is within the bound of DDP's on every rank (`diff`,
+    `bound`: the rank nearest its bound); the step times are context."""
+    same = "bitwise" if bitwise else f"within {diff:.2g} norm-wise (bound {bound:.2g})"
+    if diff > bound:
+        same = f"off by {diff:.3g} of a tensor's norm (bound {bound:.3g})"
+    return Finding(
+        Verdict.HOLDS if diff <= bound else Verdict.FAILS,
+        f"all_reduce after backward vs DDP's gradients: {same}; step {step_s * 1e3:.1f} ms vs DDP's "
+        f"{ddp_s * 1e3:.1f} ms at world {world}",
+    )

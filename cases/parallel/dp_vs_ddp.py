@@ -1,0 +1,270 @@
+"""DataParallel vs DistributedDataParallel (notes 002 "Multiple GPUs", 004 "GIL / DISTRIBUTED DATA
+PARALLEL"): one process driving every GPU with threads against one process per device with a
+bucketed all-reduce overlapped with backward.
+
+In-process here: what DataParallel does with the GPUs this process sees (or none), DDP against
+float64 full-batch training (from the shared equivalence launch), and the notes'
+`device_ids=list(range(n))`. Launched by `suite/test_distributed.py`: DDP at each world size
+(`ddp_scaling`) and on two simulated nodes (`two_nodes_vs_one`).
+"""
+
+from __future__ import annotations
+
+import copy
+from statistics import median
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from cases._lib import isolated as _isolated
+from cases._lib.data_parallel import U32, make_batch, make_mlp, tensor_errors, train_tolerance
+from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times
+from cases._lib.precision import ieee_fp32
+from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
+from harness import premises
+from harness.rules import FromFindings
+
+# ---- DataParallel with the GPUs this process sees ---------------------------------------------------
+
+
+def _abs_chain(model: nn.Sequential, x: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """(|W_L|…|W_1||x| with the biases' magnitudes, in float64; Σ_l (K_l + 1)·u): a first-order
+    bound on fp32 rounding through Linear layers is their product. ReLU only shrinks magnitudes
+    and passes errors through unamplified, so skipping it in the chain keeps the bound."""
+    h, gamma = x.detach().double().abs().cpu(), 0.0
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            h = h @ layer.weight.detach().double().abs().cpu().T + layer.bias.detach().double().abs().cpu()
+            gamma += (layer.in_features + 1) * U32
+    return h, gamma
+
+
+@ieee_fp32
+def dataparallel_probe(device: str) -> dict:
+    """nn.DataParallel around a small MLP on `device`, with whatever GPUs this process sees: what it
+    did, as plain data (it may run in a fresh process, see `check_dataparallel_without_gpus`)."""
+    dev = torch.device("cuda", 0) if device == "cuda" else torch.device(device)
+    model = make_mlp(8, 16, 4, seed=0).to(dev)
+    x, _ = make_batch(6, 8, 4, seed=0)
+    x = x.to(dev)
+    reference = copy.deepcopy(model)  # the plain module, out of DataParallel's reach
+    wrapped = nn.DataParallel(model)
+    with torch.no_grad():
+        out, plain = wrapped(x), reference(x)
+        truth = copy.deepcopy(reference).cpu().double()(x.cpu().double())
+    chain, gamma = _abs_chain(reference, x)
+    return {
+        "gpus": premises.gpu_count(),
+        "device_ids": list(wrapped.device_ids),
+        "module_device": str(next(wrapped.module.parameters()).device),
+        "output_device": str(out.device),
+        "bitwise_equal": bool(torch.equal(out, plain.to(out.device))),
+        "max_abs_err": (out.cpu().double() - truth).abs().max().item(),
+        "bound": 2 * gamma * chain.max().item(),  # 2×: second-order terms and slack
+    }
+
+
+def judge_dataparallel(result: dict, where: str) -> Finding:
+    """The finding from what `dataparallel_probe` saw: 0 GPUs, the module itself runs; 1, it runs on
+    cuda:0 unreplicated; N, replicas on every GPU, outputs gathered on cuda:0."""
+    n, ids = result["gpus"], result["device_ids"]
+    err, bound = result["max_abs_err"], result["bound"]
+    assert err <= bound, f"DataParallel's output is {err:.3g} off float64, beyond fp32 rounding ({bound:.3g})"
+    if n == 0:
+        assert ids == [], f"no GPU visible, yet DataParallel took device_ids={ids}"
+        assert result["bitwise_equal"], "DataParallel without GPUs changed the module's output"
+        return Finding(
+            None,
+            f"in {where}, with no GPU visible, nn.DataParallel runs the module unchanged "
+            "(device_ids=[], output bitwise equal): no replication, no scatter — DP numbers need "
+            ">= 2 GPUs",
+        )
+    on = (result["module_device"], result["output_device"])
+    assert on == ("cuda:0", "cuda:0"), f"DataParallel with {n} GPU(s): module and output on {on}"
+    if n == 1:
+        assert ids == [0], f"one GPU visible, yet DataParallel took device_ids={ids}"
+        assert result["bitwise_equal"], "DataParallel on one GPU changed the module's output"
+        return Finding(
+            None,
+            "with 1 GPU nn.DataParallel moves the module to cuda:0 and runs it there "
+            "unreplicated (output bitwise equal to the module's) — DP numbers need >= 2 GPUs",
+        )
+    assert ids == list(range(n)), f"DataParallel should take every visible GPU ({n}), took {ids}"
+    return Finding(
+        None,
+        f"DataParallel over {n} GPUs (device_ids={ids}): the batch scattered, replicas run, "
+        f"outputs gathered on cuda:0 within fp32 rounding of float64 ({err:.2g} ≤ {bound:.2g})",
+    )
+
+
+def check_dataparallel_without_gpus(device):
+    """What `nn.DataParallel` does where there is nothing to parallelise over (`cpu`) and with the
+    GPUs present (`cuda`). DataParallel takes every GPU the process sees and moves the module to
+    cuda:0, so on a machine with GPUs the `cpu` question is asked in a fresh process that sees none
+    (CUDA_VISIBLE_DEVICES='')."""
+    gpus = premises.gpu_count()
+    if device.type == "cpu" and gpus > 0:
+        outcome = _isolated.run(
+            "cases.parallel.dp_vs_ddp:dataparallel_probe", "cpu", env={"CUDA_VISIBLE_DEVICES": ""}
+        )
+        assert outcome.error is None, f"the probe raised in the fresh process: {outcome.error}"
+        where = f"a fresh process with CUDA_VISIBLE_DEVICES='' ({gpus} GPU(s) hidden)"
+        return judge_dataparallel(outcome.value, where)
+    return judge_dataparallel(dataparallel_probe(device.type), "this process")
+
+
+# ---- DDP against float64 full-batch training (the shared equivalence launch) ------------------------
+
+
+def check_ddp_full_batch(device):
+    """DDP on 2 gloo ranks, each on its shard, after k SGD steps, against float64 full-batch training
+    in one process from the same weights (the catalogue's check; DataParallel needs >= 2 GPUs)."""
+    rows = equivalence_ranks()
+    r = rows[0]
+    return judge_ddp_full_batch(
+        max(max(x["ddp_params_rel_err"]) for x in rows),
+        max(r["single_params_rel_err"]),
+        equivalence_bound(rows),
+        len({x["ddp_params_sha1"] for x in rows}) == 1,
+        r["losses_float64"],
+        r["world_size"],
+        r["steps"],
+    )
+
+
+def judge_ddp_full_batch(
+    error: float,
+    single: float,
+    bound: float,
+    replicas_equal: bool,
+    losses: list[float],
+    world: int,
+    steps: int,
+) -> Finding:
+    """Holds where DDP's parameters after `steps` steps are within the bound of float64 full-batch
+    training on every rank and identical across ranks. The bound assumes a contracting run (the
+    float64 loss fell); where it rose, no bound applies and nothing is concluded."""
+    where = (
+        f"DDP over {world} gloo processes, {steps} SGD steps on shards: parameters within {error:.2g} of "
+        f"float64 full-batch training norm-wise (bound {bound:.2g}; one fp32 process on the full batch: "
+        f"{single:.2g}); replicas bitwise equal: {replicas_equal}"
+    )
+    if losses[-1] >= losses[0]:
+        return Finding(None, where + f"; the float64 loss rose {losses[0]:.3g} → {losses[-1]:.3g}: no bound")
+    held = error <= bound and replicas_equal
+    return Finding(Verdict.HOLDS if held else Verdict.FAILS, where)
+
+
+# ---- the notes' device_ids -------------------------------------------------------------------------
+
+
+def check_ddp_device_ids(device):
+    """004: `DDP(model, device_ids=list(range(torch.cuda.device_count())))`. Current DDP takes one
+    device per process: asked of the installed DDP with two devices, and with the notes' expression
+    as it evaluates here, in a one-process gloo group (an in-memory store)."""
+    notes_ids = list(range(torch.cuda.device_count()))
+    own_group = not dist.is_initialized()
+    if own_group:
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    outcomes = {}
+    try:
+        for name, ids in (("two", [0, 1]), ("notes", notes_ids)):
+            on_gpu = name == "notes" and notes_ids  # the notes' list names GPUs where there are some
+            module = nn.Linear(4, 2).to("cuda:0" if on_gpu else "cpu")
+            try:
+                nn.parallel.DistributedDataParallel(module, device_ids=ids)
+                outcomes[name] = ""
+            except (ValueError, RuntimeError) as exc:
+                outcomes[name] = f"{type(exc).__name__}: {exc}"
+    finally:
+        if own_group:
+            dist.destroy_process_group()
+    return judge_ddp_device_ids(outcomes["two"], notes_ids, outcomes["notes"], torch.__version__)
+
+
+def judge_ddp_device_ids(two_error: str, notes_ids: list[int], notes_error: str, version: str) -> Finding:
+    """Single-process multi-device DDP (torch <= 1.8) took a list of devices; a current DDP that
+    rejects two of them has removed it: an erratum of the notes' line, deciding nothing (the
+    launched runs judge DDP with one device per process)."""
+    here = f"the notes' list(range(device_count())) is {notes_ids} here: " + (
+        f"DDP raises {notes_error[:120]}" if notes_error else "DDP accepts it"
+    )
+    if not two_error:
+        return Finding(None, f"torch {version}: DDP accepts device_ids=[0, 1]; " + here)
+    return Finding(
+        None,
+        f"torch {version}: DDP(module, device_ids=[0, 1]) raises {two_error[:120]}; " + here,
+        (
+            Erratum(
+                ErratumKind.REMOVED_API,
+                "gpu_id = list(range(torch.cuda.device_count())); model = DDP(model,device_ids=gpu_id)",
+                f"with 2 or more GPUs: {two_error[:160]} (one process per device, device_ids=[local_rank])",
+            ),
+        ),
+    )
+
+
+# ---- the case ----------------------------------------------------------------------------------------
+
+CASE = Case(
+    id="parallel.dp_vs_ddp",
+    tier=1,
+    claim="DistributedDataParallel (one process per device, bucketed all-reduce overlapped with "
+    "backward) scales better than DataParallel (one process, threads, GIL); both train like one device.",
+    source="002 Multiple GPUs, 004 GIL / DISTRIBUTED DATA PARALLEL",
+    checks={
+        "dataparallel_without_gpus": Check(check_dataparallel_without_gpus),
+        "ddp_equals_full_batch": Check(check_ddp_full_batch, devices=("cpu",)),
+        "ddp_device_ids": Check(check_ddp_device_ids, devices=("cpu",)),
+    },
+    requires=("distributed",),
+    verdict=FromFindings(),
+    # Timed in worker processes (suite/test_distributed.py), not as variants the suite could compile.
+    uncompilable={
+        "dp": "a training step across devices: DataParallel's threads and DDP's bucketed all-reduce "
+        "are what is compared, not a tensor program torch.compile could fuse",
+    },
+)
+
+
+# ---- judging the launched runs -----------------------------------------------------------------------
+
+
+def ddp_scaling(rows: list[dict], times: list[float], base: list[dict]) -> tuple[dict, Finding]:
+    """Strong scaling: the same global batch at world N as at 1 (`base`), so the ideal is
+    T_N = T_1 / N and the efficiency T_1 / (N·T_N)."""
+    world = rows[0]["world_size"]
+    t1 = median(step_times(base, "ddp"))
+    efficiency = t1 / (world * median(times))
+    return {"t1_s": t1, "scaling_efficiency": efficiency}, Finding(
+        None,
+        f"DDP over {rows[0]['backend']}, {rows[0]['params'] / 1e6:.1f} M params, global batch "
+        f"{rows[0]['batch']}: step {median(times) * 1e3:.1f} ms at world {world} vs "
+        f"{t1 * 1e3:.1f} ms at 1, scaling efficiency T1/(N·TN) = {efficiency:.2f}",
+    )
+
+
+def two_nodes_vs_one(
+    rows: list[dict], two: torch.Tensor, one: torch.Tensor, wall_s: float
+) -> tuple[dict, Finding]:
+    """Two single-rank nodes (their rank files `rows`, final parameters `two`) against one
+    process on the full batch (`one`)."""
+    worlds = sorted({r["world_size"] for r in rows})
+    assert len(rows) == 2 and worlds == [2], (  # the launch, not the technique
+        f"two nodes × 1 rank: {len(rows)} rank files, world sizes {worlds}"
+    )
+    error = max(tensor_errors(two, one, rows[0]["param_numels"]))
+    bound = train_tolerance(rows[0]["batch"], rows[0]["width"])
+    steps = rows[0]["warmup"] + rows[0]["steps"]
+    return {"wall_s": wall_s, "max_rel_err": error}, judge_two_nodes(error, bound, steps, wall_s)
+
+
+def judge_two_nodes(error: float, bound: float, steps: int, wall_s: float) -> Finding:
+    """Holds where two simulated nodes train to one process's parameters within the bound."""
+    return Finding(
+        Verdict.HOLDS if error <= bound else Verdict.FAILS,
+        f"2 simulated nodes × 1 rank (torchrun --nnodes=2, c10d rendezvous): parameters within "
+        f"{error:.2g} of one process's (norm-wise, per tensor; bound {bound:.2g}) after {steps} steps; "
+        f"wall {wall_s:.1f} s",
+    )
