@@ -10,6 +10,7 @@ see every tensor allocation and free, in order, exactly.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 import os
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
+
+from harness import mutation
 
 
 def synchronize(device: torch.device | str) -> None:
@@ -154,8 +157,9 @@ def _cpu_available_bytes() -> int:
 class Error:
     max_abs: float
     max_rel: float  # max |got - truth| / max |truth|: normwise, defined where truth has zeros
-    within: bool  # every output tensor inside its bound
+    within: bool  # every output tensor inside its bound (and, from `check`, no input changed)
     worst: str  # where the largest excess over the bound sits, for the failure message
+    changed_inputs: tuple[str, ...] = ()  # inputs the call wrote into (harness.mutation), by name
 
 
 # Elements compared at a time: a float64 copy of a chunk of `got`, `truth`, their difference and
@@ -242,6 +246,27 @@ def compare(
 def within_tol(got, truth, tol) -> Error:
     """`compare` with the bound of a `cases.spec.Tol` (anything with rtol, atol, floor, norm)."""
     return compare(got, truth, tol.rtol, tol.atol, floor=tol.floor, norm=tol.norm)
+
+
+def check(got, truth, tol, inputs: tuple, before: dict) -> Error:
+    """A variant's check: its result within `tol` of the truth, and its `inputs` as they were in
+    `before` (`harness.mutation.snapshot`, taken before the call): a variant that writes into its
+    inputs is wrong however close its result, since every later call sees other inputs."""
+    err = within_tol(got, truth, tol)
+    names = tuple(mutation.changed(inputs, before))
+    if not names:
+        return err
+    where = f"changed in place by the call: {', '.join(names)}"
+    return dataclasses.replace(
+        err, within=False, changed_inputs=names, worst=f"{where}; {err.worst}" if err.worst else where
+    )
+
+
+def checked_call(fn: Callable[..., Any], inputs: tuple, truth, tol) -> tuple[Any, Error]:
+    """`fn(*inputs)` run once and checked (`check`)."""
+    before = mutation.snapshot(inputs)
+    got = fn(*inputs)
+    return got, check(got, truth, tol, inputs, before)
 
 
 def _as_tuple(x):

@@ -1,6 +1,7 @@
 """The three generic tests every case gets from its declaration.
 
-* ``test_check``: each variant equals the oracle within the dtype's tolerance.
+* ``test_check``: each variant equals the oracle within the dtype's tolerance and leaves its inputs as
+  they were (harness.mutation); ``test_benchmark`` checks the same again after its timed calls.
 * ``test_benchmark``: each variant timed by pytest-benchmark (device-synchronized), with its peak
   memory, error and cost model in ``extra_info``; an out-of-memory size is recorded and skipped.
 * ``test_rule``: each rule check of the case, with its finding on the notes' claim recorded.
@@ -15,7 +16,7 @@ import pytest
 import torch
 
 from cases.spec import Role, dtype_name, tolerance_at
-from harness import compiled, isolation, measure, record
+from harness import compiled, isolation, measure, mutation, record
 from harness.timing import capture_graph
 from suite import timing
 from suite.plan import compiled_of, oversize_reason, select_points
@@ -26,13 +27,23 @@ def _tolerance(point):
     return tolerance_at(point.tolerance, point.size)
 
 
-def _fail_on_error(point, err: measure.Error) -> None:
-    if not err.within:
+def _fail_on_error(point, err: measure.Error, when: str = "") -> None:
+    """Fail the test where the check failed, saying what broke and, with `when`, at which call."""
+    if err.within:
+        return
+    at = f" {when}" if when else ""
+    if err.changed_inputs:
         pytest.fail(
-            f"{point.id}: outside tolerance {_tolerance(point)} "
-            f"(max abs error {err.max_abs:.3g}, max rel {err.max_rel:.3g}); worst {err.worst}",
+            f"{point.id}: the variant changed its inputs in place{at} ({', '.join(err.changed_inputs)}): "
+            f"later calls, and the variants after it, would run on other inputs than the truth's; "
+            f"worst {err.worst}",
             pytrace=False,
         )
+    pytest.fail(
+        f"{point.id}: outside tolerance {_tolerance(point)}{at} "
+        f"(max abs error {err.max_abs:.3g}, max rel {err.max_rel:.3g}); worst {err.worst}",
+        pytrace=False,
+    )
 
 
 def _run_or_skip_on_oom(point, fn):
@@ -55,7 +66,7 @@ def test_check(variant_point, input_cache):
 
     def run():
         inputs, truth = input_cache.get(point)
-        return measure.within_tol(point.variant.fn(*inputs), truth, _tolerance(point))
+        return measure.checked_call(point.variant.fn, inputs, truth, _tolerance(point))[1]
 
     _fail_on_error(point, _run_or_skip_on_oom(point, run))
 
@@ -101,12 +112,13 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
     def measured_once():
         inputs, truth = input_cache.get(point)
         call = functools.partial(point.variant.fn, *inputs)
+        before = mutation.snapshot(inputs)  # outside the peak: the digest's buffers are not the variant's
         # The first call is also the warm-up (allocator, cuDNN/oneDNN kernel selection).
         out, peak = measure.peak_memory(call, point.device)
-        return call, peak, measure.within_tol(out, truth, _tolerance(point))
+        return call, before, peak, measure.check(out, truth, _tolerance(point), inputs, before)
 
     started = time.perf_counter()
-    call, peak, err = _run_or_skip_on_oom(point, measured_once)
+    call, before, peak, err = _run_or_skip_on_oom(point, measured_once)
     phases["memory_pass"] = time.perf_counter() - started
     benchmark.extra_info.update(peak_bytes=peak, max_abs_err=err.max_abs, max_rel_err=err.max_rel)
     if comparison.metrics is not None and point.variant.role is not Role.COMPILED:
@@ -123,11 +135,19 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
     budget = progress(request.config)
     cap = budget.round_cap_s(point.id)
     started = time.perf_counter()
-    _, info = _run_or_skip_on_oom(
+    last, info = _run_or_skip_on_oom(
         point,
         lambda: timing.run(benchmark, call, point.device, point.timing, request.config, replay, clock, cap),
     )
     phases["timing"] = time.perf_counter() - started
+    # The first call was checked; a variant that goes wrong once warm (a stale cache, a buffer
+    # reused across calls, an input it writes into) shows in the last timed call's output.
+    inputs, truth = input_cache.get(point)
+    warm = measure.check(last, truth, _tolerance(point), inputs, before)
+    del last
+    if not warm.within:
+        benchmark.has_error = True  # pytest-benchmark leaves an errored point's rounds out of its JSON
+    _fail_on_error(point, warm, "after the timed calls")
     if not benchmark.disabled:
         budget.spent_in_rounds(sum(benchmark.stats.stats.data) * benchmark.stats.iterations)
         if cap < budget.max_time_s:

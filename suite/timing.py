@@ -31,9 +31,9 @@ def run(
     clock=None,
     cap_s: float | None = None,
 ) -> tuple[Any, dict]:
-    """Time `call` in `mode` with `benchmark`; return the timed callable's last result and the
-    extra_info the mode adds (mode, rounds plan, launch-overhead fraction, GPU-busy vs wall time,
-    warnings).
+    """Time `call` in `mode` with `benchmark`; return the output of its last timed call (for the
+    check after the rounds; under --benchmark-disable, of its one call) and the extra_info the
+    mode adds (mode, rounds plan, launch-overhead fraction, GPU-busy vs wall time, warnings).
 
     ``warm`` rounds are planned for precision (harness.rounds) within `cap_s` seconds; on CUDA
     `clock` is the point's DeviceClock (the benchmark's timer), so the calls go back to back with
@@ -48,7 +48,9 @@ def run(
             cap = cap_s if cap_s is not None else float(config.getoption("benchmark_max_time", 1.0) or 1.0)
             min_rounds = int(config.getoption("benchmark_min_rounds", 5) or 5)
             plan = pilot_plan(call, clock or time.perf_counter, cuda, cap, min_rounds)
-            result = benchmark.pedantic(_discarding(call), rounds=plan.rounds, iterations=plan.iterations)
+            timed, last = _discarding(call, plan.rounds * plan.iterations)
+            benchmark.pedantic(timed, rounds=plan.rounds, iterations=plan.iterations)
+            result = last.pop()
             info.update(plan.info())
             if cuda:
                 info["timer"] = "cuda_events"
@@ -84,16 +86,25 @@ def run(
     return result, info
 
 
-def _discarding(call):
-    """`call` returning nothing: pedantic keeps a one-iteration round's result alive until the
-    next round returns, so each call's output could not reuse the last one's memory (a 16 MiB
-    output measured 15-30% slower on CPU: fresh pages each call). Each output is freed inside its
-    round, as in pytest-benchmark's calibrated loop and torch.utils.benchmark's Timer."""
+def _discarding(call, calls: int):
+    """`call` returning nothing, and a list that receives the output of its `calls`-th call.
+
+    Pedantic keeps a one-iteration round's result alive until the next round returns, so each
+    call's output could not reuse the last one's memory (a 16 MiB output measured 15-30% slower
+    on CPU: fresh pages each call). Each output is freed inside its round, as in pytest-benchmark's
+    calibrated loop and torch.utils.benchmark's Timer, except the last timed one, kept for the
+    check after the rounds (a variant right on its first call may be wrong once warm)."""
+    last: list = []
+    count = 0
 
     def run():
-        call()
+        nonlocal count
+        out = call()
+        count += 1
+        if count == calls:
+            last.append(out)
 
-    return run
+    return run, last
 
 
 def pilot_plan(call, clock, cuda: bool, cap_s: float, min_rounds: int) -> rounds.Plan:

@@ -1,0 +1,447 @@
+"""Every timed variant's own check rejects wrong answers: negative controls, generated.
+
+For every variant of every comparison of every case (all tiers and roles, in every dtype it runs
+on the CPU) at the quick profile's smallest size, on the CPU, through the suite's own check
+(`VariantPoint`'s inputs, oracle and tolerance at that size, `measure.checked_call`, as
+`test_check` runs it), a stand-in for the variant answers wrongly, and the check must fail:
+
+* ``zeros``: one output replaced by zeros;
+* ``constant``: one output replaced by its own mean, everywhere;
+* ``bias``: one output with every element moved the same way by 2.5× that element's own bound
+  (atol + floor·max|truth| + rtol·|truth|; norm-wise, 2.5·norm·||truth|| spread evenly), and
+  by at least one step of the dtype: just outside the bound, where 10× would be too easy;
+* ``replay``: the variant's result on another seed's inputs (computed once, returned again);
+* ``mutated input``: the right result, returned after one element of one input was moved by one
+  step of its dtype in place: the first argument of each kind (tensor, list, dict, module,
+  dataclass) and the last one, so every branch of the input watch is shown to see it.
+
+A control that cannot apply is counted as not applicable with the reason (zeros where the truth is
+zeros, a constant where the truth is one value, a bias on a truth value, an argument with no tensor
+in it), never skipped unseen. One that is not rejected fails its target's test unless
+`KNOWN_GAPS` names it with the reason. The compiled twins are not targets of their own: a twin has
+its naive variant's inputs, oracle and tolerance, and a control replaces its output, so its check
+is the naive variant's, controlled here.
+
+The last tests show the suite's path catching what the first call cannot: a variant that writes
+into its inputs (`test_check`), and one that is right on its first call and wrong once warm
+(`test_benchmark`'s check of the last timed call).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from cases import all_cases
+from cases.spec import Case, Role, Tol, dtype_name, naive, tolerance_at
+from harness import measure, mutation, requirements
+from suite.plan import InputCache, VariantPoint
+from suite.test_cases import test_benchmark as suite_benchmark
+from suite.test_cases import test_check as suite_check
+
+BIAS_FACTOR = 2.5  # times the variant's own bound: just outside it (the issue asks for 2-3x)
+KINDS = ("zeros", "constant", "bias", "replay", "mutated input")
+REJECTED, GAP, NOT_APPLICABLE = "rejected", "known gap", "not applicable"
+
+# (case, part.variant, dtype, control kind, what) → why the check cannot reject it. Each entry is
+# held to it: a listed control that is rejected after all fails as stale.
+KNOWN_GAPS: dict[tuple[str, str, str, str, str], str] = {}
+
+
+def _targets() -> list[VariantPoint]:
+    points = []
+    for case in all_cases():
+        for part, comparison in case.comparisons().items():
+            size = comparison.sizes_for("quick")[0]
+            for name, variant in comparison.variants.items():
+                for dtype in comparison.dtypes.get("cpu", ()):
+                    if variant.dtypes is None or dtype in variant.dtypes:
+                        points.append(VariantPoint(case, name, size, dtype, "cpu", part=part))
+    return points
+
+
+TARGETS = _targets()
+
+
+def _name(point) -> str:
+    return ".".join(p for p in (point.part, point.variant_name) if p)
+
+
+def _target_id(point) -> str:
+    return f"{point.case.id}-{_name(point)}-{dtype_name(point.dtype)}"
+
+
+@dataclass(frozen=True)
+class Control:
+    kind: str
+    what: str  # which output or input it changed
+    outcome: str  # REJECTED, GAP, NOT_APPLICABLE, or "passed" (a check that let it through)
+    detail: str  # the check's message, or why the control cannot apply
+
+
+def _outputs(result) -> tuple:
+    return tuple(result) if isinstance(result, (tuple, list)) else (result,)
+
+
+def _zeros(out: torch.Tensor, truth: torch.Tensor) -> torch.Tensor | str:
+    if not torch.any(truth != 0):
+        return "the truth is zeros"
+    return torch.zeros_like(out)
+
+
+def _constant(out: torch.Tensor, truth: torch.Tensor) -> torch.Tensor | str:
+    t64 = truth.to(torch.float64)
+    if t64.min() == t64.max():
+        return f"the truth is one value ({t64.numel()} element(s))"
+    mean = out.to(torch.float64).mean()
+    if out.dtype == torch.bool:
+        return torch.full_like(out, bool(mean >= 0.5))
+    if not out.is_floating_point():
+        mean = mean.round()
+    return torch.full_like(out, mean.item())
+
+
+def _step_up(values: torch.Tensor) -> torch.Tensor:
+    """Each value moved to the next one its dtype holds, upwards (integers: by 1)."""
+    if values.is_floating_point():
+        return torch.nextafter(values, torch.full_like(values, math.inf))
+    return values + 1
+
+
+def _bias(out: torch.Tensor, truth: torch.Tensor, tol: Tol) -> torch.Tensor | str:
+    if out.dtype == torch.bool:
+        return "a bias of a truth value means nothing (zeros and constant move it)"
+    if out.is_complex():
+        return "complex output"
+    t64 = truth.to(device=out.device, dtype=torch.float64)
+    if tol.norm is not None:
+        bound = tol.norm * torch.linalg.vector_norm(t64) / math.sqrt(t64.numel())
+        shift = torch.full_like(t64, BIAS_FACTOR * bound.item())
+    else:
+        bound = tol.atol + tol.floor * t64.abs().max() + tol.rtol * t64.abs()
+        shift = BIAS_FACTOR * torch.broadcast_to(torch.as_tensor(bound, dtype=torch.float64), t64.shape)
+    target = out.to(torch.float64) + shift
+    moved = target.to(out.dtype) if out.is_floating_point() else target.ceil().to(out.dtype)
+    # Rounding to the dtype may land short of the shift (or on `out` itself where the bound is
+    # below one step): one step further up puts it at least `shift` away, so at least 1.5 bounds
+    # from the truth, and never on the right answer.
+    short = (moved.to(torch.float64) < target) | (moved == out)
+    moved = torch.where(short, _step_up(moved), moved)
+    if not out.is_floating_point():
+        info = torch.iinfo(out.dtype)
+        top = out.to(torch.float64) + shift.ceil().clamp_min(1) > info.max
+        moved = torch.where(top, out - shift.ceil().clamp_min(1).to(out.dtype), moved)
+    return moved
+
+
+def _mutate_one(value) -> str:
+    """Move one element of the first non-empty tensor reachable from `value` one step up, in
+    place, as a variant that writes into its input would; return its name (`value` is input 0)."""
+    for name, tensor in mutation.tensors((value,)):
+        part = mutation.parts(tensor)[-1]  # a sparse tensor's values
+        if part.numel() == 0:
+            continue
+        index = tuple(int(i) for i in torch.unravel_index(torch.tensor(part.numel() // 2), part.shape))
+        with torch.no_grad():
+            held = part.detach()
+            held[index] = ~held[index] if held.dtype == torch.bool else _step_up(held[index])
+        return name
+    raise ValueError("no non-empty tensor to change")
+
+
+def _arguments_to_mutate(inputs: tuple) -> list[int]:
+    """The first argument of each kind (tensor, list or tuple, dict, module, dataclass, other)
+    and the last one: every branch of the input watch's walk, without one control per parameter
+    of a model handed as dozens of tensors (O(n²) digests)."""
+    kinds: dict[str, int] = {}
+    for j, value in enumerate(inputs):
+        kind = next(
+            (k for k, cls in _ARGUMENT_KINDS if isinstance(value, cls)),
+            "dataclass" if dataclasses.is_dataclass(value) else "other",
+        )
+        kinds.setdefault(kind, j)
+    return sorted({*kinds.values(), len(inputs) - 1} - {-1})
+
+
+_ARGUMENT_KINDS = (
+    ("tensor", torch.Tensor),
+    ("sequence", (tuple, list)),
+    ("dict", dict),
+    ("module", torch.nn.Module),
+)
+
+
+def _verdict(tol, inputs, truth, answer_fn) -> tuple[bool, str]:
+    """Whether the variant's own check rejects `answer_fn` standing in for it, and its message.
+    `inputs`: the arguments it is handed and watched over (harness.mutation)."""
+    try:
+        _, err = measure.checked_call(answer_fn, inputs, truth, tol)
+    except AssertionError as exc:  # a shape or arity the truth does not have: test_check fails too
+        return True, str(exc)
+    return not err.within, err.worst
+
+
+@functools.lru_cache(maxsize=None)
+def controls_of(index: int) -> tuple[Control, ...] | str:
+    """The controls of target `index`, or why it cannot run on this machine."""
+    point = TARGETS[index]
+    reason = requirements.unmet(point.requires, point.device)
+    if reason:
+        return reason
+    tol = tolerance_at(point.tolerance, point.size)
+    inputs = point.make_inputs(0)
+    truth = point.oracle(*inputs)
+    got, clean = measure.checked_call(point.variant.fn, inputs, truth, tol)
+    assert clean.within, f"{point.id} as written fails its own check: {clean.worst}"
+    found = []
+
+    def judge(kind, what, answer, against=truth):
+        if isinstance(answer, str):
+            found.append(Control(kind, what, NOT_APPLICABLE, answer))
+            return
+        # Handed no inputs: a stand-in returning a prepared answer never touches them, and
+        # digesting dozens of parameters per control made a target take 40 s.
+        rejected, message = _verdict(tol, (), against, lambda: answer)
+        found.append(Control(kind, what, REJECTED if rejected else "passed", message))
+
+    gots, truths = _outputs(got), _outputs(truth)
+    for i, (out, t) in enumerate(zip(gots, truths)):
+        out, t = out.detach(), t.detach()
+        what = f"output {i}" if len(gots) > 1 else "output"
+        if out.numel() == 0:
+            for kind in ("zeros", "constant", "bias"):
+                judge(kind, what, "an empty output")
+            continue
+        for kind, wrong in (
+            ("zeros", _zeros(out, t)),
+            ("constant", _constant(out, t)),
+            ("bias", _bias(out, t, tol)),
+        ):
+            # The check bounds each output on its own and the others are the variant's own,
+            # already within: the changed output alone decides (97 outputs, 3 controls each,
+            # compared whole, were 9 s of one target).
+            judge(kind, what, wrong, against=t)
+
+    judge("replay", "seed 1's result", point.variant.fn(*point.make_inputs(1)))
+
+    for j in _arguments_to_mutate(inputs):
+        value = inputs[j]
+        if not any(t.numel() for _, t in mutation.tensors((value,))):
+            found.append(
+                Control("mutated input", f"input {j}", NOT_APPLICABLE, "holds no (non-empty) tensor")
+            )
+            continue
+        changed: list[str] = []
+
+        def writes_into_input(*args, j=j, changed=changed):
+            changed.append(_mutate_one(args[j]).replace("input 0", f"input {j}", 1))
+            return got
+
+        rejected, message = _verdict(tol, inputs, truth, writes_into_input)
+        if rejected and changed[0] not in message:
+            rejected, message = False, f"rejected, but the message does not name {changed[0]}: {message}"
+        found.append(Control("mutated input", changed[0], REJECTED if rejected else "passed", message))
+    return tuple(found)
+
+
+def _gap_key(point, control):
+    return (point.case.id, _name(point), dtype_name(point.dtype), control.kind, control.what)
+
+
+# Every variant of every case, a few calls each: minutes on the CI machine, so out of the unit tier.
+@pytest.mark.integration
+@pytest.mark.parametrize("index", range(len(TARGETS)), ids=[_target_id(p) for p in TARGETS])
+def test_every_control_is_rejected(index):
+    point = TARGETS[index]
+    controls = controls_of(index)
+    if isinstance(controls, str):
+        pytest.skip(controls)
+    passed = [c for c in controls if c.outcome == "passed" and _gap_key(point, c) not in KNOWN_GAPS]
+    assert not passed, f"{point.id}: the check lets through " + "; ".join(
+        f"{c.kind} ({c.what}): {c.detail}" for c in passed
+    )
+    stale = [c for c in controls if c.outcome == REJECTED and _gap_key(point, c) in KNOWN_GAPS]
+    assert not stale, f"{point.id}: rejected after all, drop from KNOWN_GAPS: {stale}"
+
+
+@pytest.mark.integration
+def test_the_tally_of_every_control(record_property):
+    """Runs (or reads) every target's controls, prints rejected / generated per kind (visible with
+    -rA) and records it; every generated control is rejected or a listed known gap."""
+    tally = {kind: collections.Counter() for kind in KINDS}
+    not_run, reasons = [], collections.Counter()
+    for index, point in enumerate(TARGETS):
+        controls = controls_of(index)
+        if isinstance(controls, str):
+            not_run.append(f"{_target_id(point)}: {controls}")
+            continue
+        for c in controls:
+            outcome = GAP if c.outcome == "passed" and _gap_key(point, c) in KNOWN_GAPS else c.outcome
+            tally[c.kind][outcome] += 1
+            if outcome == NOT_APPLICABLE:
+                reasons[f"{c.kind}: {c.detail}"] += 1
+    lines = [f"negative controls: {len(TARGETS)} variant targets ({len(not_run)} not run here)"]
+    for kind in KINDS:
+        t = tally[kind]
+        generated = t[REJECTED] + t[GAP] + t["passed"]
+        lines.append(
+            f"  {kind:14} rejected {t[REJECTED]:4} / generated {generated:4}"
+            f"   known gaps {t[GAP]}   not applicable {t[NOT_APPLICABLE]}"
+        )
+    lines += [f"  not applicable, {reason}: {n}" for reason, n in sorted(reasons.items())]
+    lines += [f"  not run, {line}" for line in not_run]
+    print("\n".join(lines))
+    record_property("negative_controls", {k: dict(v) for k, v in tally.items()})
+    assert all(tally[kind]["passed"] == 0 for kind in KINDS), "\n".join(lines)
+    assert all(tally[kind][REJECTED] > 0 for kind in KINDS), "\n".join(lines)
+
+
+def test_known_gaps_name_real_targets():
+    names = {(p.case.id, _name(p), dtype_name(p.dtype)) for p in TARGETS}
+    assert {key[:3] for key in KNOWN_GAPS} <= names
+
+
+# ---- the controls' own construction ---------------------------------------------------------------
+
+
+def test_a_bias_lands_outside_the_bound_where_rounding_would_swallow_it():
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        out = torch.tensor([1.0, 0.0, -3.0, 1000.0, 0.1]).to(dtype)
+        truth = out.double()  # the answer exactly: only the bias can move it out
+        for tol in (Tol(), Tol(rtol=1e-9), Tol(rtol=2**-8, floor=1e-3), Tol(norm=1e-3)):
+            moved = _bias(out, truth, tol)
+            assert not measure.within_tol(moved, truth, tol).within, (dtype, tol)
+            assert moved.dtype == dtype
+    ints = torch.tensor([0, 5, 2**31 - 1], dtype=torch.int32)  # the largest moves down, not over
+    moved = _bias(ints, ints.double(), Tol())
+    assert moved.tolist() == [1, 6, 2**31 - 2]
+
+
+def test_a_mutated_input_is_found_where_it_sits():
+    module = torch.nn.Linear(3, 2)
+    inputs = (torch.zeros(4), [torch.ones(2), torch.arange(5)], module)
+    before = mutation.snapshot(inputs)
+    assert _mutate_one(inputs[1]) == "input 0[0]"  # named within the argument it was handed
+    assert mutation.changed(inputs, before) == ["input 1[0]"]
+    before = mutation.snapshot(inputs)
+    _mutate_one(inputs[2])
+    assert mutation.changed(inputs, before) == ["input 2.weight"]
+
+
+# ---- the input watch -------------------------------------------------------------------------------
+
+
+def test_the_digest_sees_one_step_a_swap_and_sparse_values_but_not_a_grad():
+    x = torch.randn(1000, dtype=torch.float32)
+    d = mutation.digest(x)
+    x[500] = torch.nextafter(x[500], torch.tensor(math.inf))
+    assert mutation.digest(x) != d
+    d = mutation.digest(x)
+    x[[3, 7]] = x[[7, 3]]
+    assert mutation.digest(x) != d
+    sparse = torch.eye(4).to_sparse()
+    d = mutation.digest(sparse)
+    sparse._values()[0] = 2.0
+    assert mutation.digest(sparse) != d
+    w = torch.ones(3, requires_grad=True)
+    before = mutation.snapshot((w,))
+    w.grad = torch.ones(3)
+    assert mutation.changed((w,), before) == []
+    strided = torch.arange(12.0).reshape(3, 4).t()  # non-contiguous: its storage is read
+    d = mutation.digest(strided)
+    strided[0, 2] += 1
+    assert mutation.digest(strided) != d
+
+
+# ---- the suite's path: what the first call cannot show ------------------------------------------
+
+
+def _synthetic(fn) -> VariantPoint:
+    def make(size, dtype, device, seed):
+        return (torch.randn(size["n"], generator=torch.Generator().manual_seed(seed)).to(dtype),)
+
+    case = Case(
+        id="synthetic.warm",
+        tier=2,
+        claim="",
+        source="",
+        make_inputs=make,
+        variants={"v": naive(fn)},
+        oracle=lambda x: 2 * x.double(),
+        tolerance={torch.float32: Tol(rtol=2**-23)},
+        sizes={"quick": [{"n": 64}]},
+    )
+    return VariantPoint(case, "v", {"n": 64}, torch.float32, "cpu")
+
+
+def _writes_into_its_input(x):
+    out = 2 * x
+    x[0] += 1
+    return out
+
+
+def test_check_fails_a_variant_that_writes_into_its_input():
+    with pytest.raises(pytest.fail.Exception, match=r"changed its inputs in place.*input 0"):
+        suite_check(_synthetic(_writes_into_its_input), InputCache(0))
+
+
+def _wrong_after_first_call():
+    calls = []
+
+    def variant(x):
+        calls.append(None)
+        return 2 * x if len(calls) == 1 else 2 * x + 1e-3
+
+    return variant, calls
+
+
+def test_benchmark_fails_a_variant_wrong_once_warm(benchmark, request):
+    variant, calls = _wrong_after_first_call()
+    with pytest.raises(pytest.fail.Exception, match="outside tolerance.*after the timed calls"):
+        suite_benchmark(_synthetic(variant), InputCache(0), benchmark, lambda device: {}, request)
+    assert len(calls) >= 2, "the first call was right: only a later one can be caught"
+
+
+def test_benchmark_fails_a_variant_that_writes_into_its_input_once_warm(benchmark, request):
+    calls = []
+
+    def variant(x):
+        calls.append(None)
+        return 2 * x if len(calls) == 1 else _writes_into_its_input(x)
+
+    with pytest.raises(pytest.fail.Exception, match=r"in place after the timed calls \(input 0\)"):
+        suite_benchmark(_synthetic(variant), InputCache(0), benchmark, lambda device: {}, request)
+
+
+def test_benchmark_passes_the_same_variant_right_every_call(benchmark, request):
+    suite_benchmark(_synthetic(lambda x: 2 * x), InputCache(0), benchmark, lambda device: {}, request)
+
+
+def test_the_warm_rounds_keep_their_last_output_only():
+    from suite.timing import _discarding
+
+    outputs = iter(range(10))
+    timed, last = _discarding(lambda: next(outputs), 4)
+    assert [timed() for _ in range(6)] == [None] * 6 and last == [3]
+
+
+def test_compiled_twins_share_their_naive_variants_check():
+    from suite.plan import compiled_of, compiled_variants
+
+    for case in all_cases():
+        for part, comparison in case.comparisons().items():
+            for name, twin in compiled_variants(case.id, part).items():
+                assert twin.role is Role.COMPILED
+                source = comparison.variants[compiled_of(comparison, name)]
+                assert twin.fn.fn is source.fn
+                assert (twin.inputs, twin.oracle, twin.tolerance) == (
+                    source.inputs,
+                    source.oracle,
+                    source.tolerance,
+                )
