@@ -17,9 +17,9 @@ import math
 import torch
 
 from cases._lib.inputs import generator
-from cases._lib.timing import best_time
+from cases._lib.timing import judge_faster, timed_claim
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
+from cases.spec import Case, Check, Finding, Tol, library, naive, optimized
 from harness.rules import Faster
 
 FP32 = torch.float32
@@ -145,23 +145,29 @@ def check_notes_returns_python_float(device):
 
 def check_loop_vs_foreach_scaling(device):
     """Time per call against the number of parameter tensors at a fixed total size: the notes'
-    loop grows with P (per-tensor launch + .item()), foreach much less."""
+    loop grows with P (per-tensor launch + .item()), foreach much less. Each P timed in
+    alternating rounds; the claim judged at the largest P by the gain policy (cases._lib.timing)."""
     total = 2**16 if device.type == "cpu" else 2**22
     rows = []
     for p in (4, 64, 1024):
         params, pristine, max_norm = make_params({"p": p, "total": total}, FP32, device, seed=6)
-        med = {
-            name: best_time(lambda fn=fn: fn(params, pristine, max_norm), device)
-            for name, fn in (("loop", notes_loop), ("foreach", torch_foreach))
-        }
-        rows.append((p, med["loop"], med["foreach"]))
-    speedup = rows[-1][1] / rows[-1][2]
-    verdict = Verdict.HOLDS if speedup > 1.1 else Verdict.FAILS if speedup < 0.9 else Verdict.DEPENDS
+        ratio, busy = timed_claim(
+            {
+                "loop": lambda: notes_loop(params, pristine, max_norm),
+                "foreach": lambda: torch_foreach(params, pristine, max_norm),
+            },
+            fast="foreach",
+            slow="loop",
+            device=device,
+            cap_s=0.3,
+        )
+        rows.append((p, ratio))
+    verdict, said = judge_faster(rows[-1][1], busy, f"loop ÷ foreach at P={rows[-1][0]}")
     return Finding(
         verdict,
-        f"{total} elements on {device.type}, loop vs foreach (ms, fastest of 5): "
-        + ", ".join(f"P={p}: {a * 1e3:.2f} vs {b * 1e3:.2f}" for p, a, b in rows)
-        + f"; speedup at P={rows[-1][0]}: {speedup:.1f}x",
+        f"{total} elements on {device.type}, loop ÷ foreach: "
+        + ", ".join(f"P={p}: {r.point:.3g}×" for p, r in rows[:-1])
+        + f"; {said}",
     )
 
 

@@ -17,7 +17,7 @@ from cases._lib.inputs import generator
 from cases._lib.timing import median_time
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
-from harness import measure
+from harness import load, measure
 from harness.rules import FromFindings
 
 FP32 = torch.float32
@@ -127,16 +127,25 @@ def check_crossover(device):
         for d, _, _, _, td, tc, tr in rows
     )
     return judge_crossover(
-        f"{n}×{n} fp32 times {n}×64 on {device.type}", mem_coo, mem_csr, time_coo, time_csr, time_best, table
+        f"{n}×{n} fp32 times {n}×64 on {device.type}",
+        mem_coo,
+        mem_csr,
+        time_coo,
+        time_csr,
+        time_best,
+        table,
+        busy=load.measure(probe_s=0).busy_reason(),
     )
 
 
-def judge_crossover(where, mem_coo, mem_csr, time_coo, time_csr, time_best, table) -> Finding:
+def judge_crossover(where, mem_coo, mem_csr, time_coo, time_csr, time_best, table, busy=None) -> Finding:
     """The notes: sparse storage pays only for very sparse tensors, dense is efficient otherwise.
     Borne out where sparse wins at the grid's lowest density and loses at its highest, in bytes
     and in matmul time (for the better of COO and CSR): a crossover inside the grid, whose
     density the evidence names. A crossover density is 0.0 where sparse never wins on the grid,
-    None where it never loses."""
+    None where it never loses. The time crossover from a machine that was `busy` (the load probe's
+    reason) is reported but decides nothing: beside two CPU burners it was found at 0.2 in one
+    run and not at all in the next."""
 
     def turns(x):
         return x is not None and x > 0.0
@@ -144,7 +153,9 @@ def judge_crossover(where, mem_coo, mem_csr, time_coo, time_csr, time_best, tabl
     fmt = lambda x: "never on this grid" if x == 0.0 else ("above 0.5" if x is None else f"{x:.3g}")  # noqa: E731
     memory_turns = turns(mem_coo) and turns(mem_csr)
     time_turns = turns(time_best)
-    if memory_turns and time_turns:
+    if busy:
+        verdict = Verdict.DEPENDS
+    elif memory_turns and time_turns:
         verdict = Verdict.HOLDS
     elif memory_turns or time_turns:
         verdict = Verdict.DEPENDS
@@ -156,7 +167,9 @@ def judge_crossover(where, mem_coo, mem_csr, time_coo, time_csr, time_best, tabl
         f"non-zero vs 4 dense); matmul-time crossover (sparse slower above) COO {fmt(time_coo)}, "
         f"CSR {fmt(time_csr)}, the better of the two {fmt(time_best)}"
         + (
-            ""
+            f"; the times, taken on a {busy}, decide nothing"
+            if busy
+            else ""
             if verdict is Verdict.HOLDS
             else "; in " + ("time" if memory_turns else "memory") + " no crossover"
         )

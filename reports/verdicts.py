@@ -97,14 +97,18 @@ def _speed_rows(rule, summary: pd.DataFrame, roles: dict) -> pd.DataFrame:
     return summary[summary["fast"].isin(fast) & summary["slow"].isin(slow)]
 
 
+def _flags(row, *prefixes: str) -> str:
+    return "; ".join(q for q in str(getattr(row, "quality", "") or "").split("; ") if q.startswith(prefixes))
+
+
 def _noisy(row) -> str:
     """Why a pair's band is wider than the catalogue's 5%, or "" where it is not."""
-    why = [
-        q
-        for q in str(getattr(row, "quality", "") or "").split("; ")
-        if q.startswith(("machine busy", "noise floor"))
-    ]
-    return "; ".join(why)
+    return _flags(row, "machine busy", "noise floor")
+
+
+def _busy(row) -> str:
+    """The load probe's reason where a pair was timed on a busy machine, or "" where it was quiet."""
+    return _flags(row, "machine busy")
 
 
 def speed_judgement(row, premise: str = "", min_speedup: float = 1.0) -> Judgement:
@@ -123,6 +127,17 @@ def speed_judgement(row, premise: str = "", min_speedup: float = 1.0) -> Judgeme
             DEPENDS,
             f"{where}: the two ways gave bitwise-identical results here, so they ran one computation: "
             f"the claim's premise ({premise}) is absent on this machine",
+        )
+    busy = _busy(row)
+    if busy:
+        # Noise is never a finding, and how busy a shared machine is varies from run to run: three
+        # runs beside two CPU burners gave holds, depends and holds for one pair (the neighbours
+        # took a different share each time), and a slow side can be slowed alone. A pair timed
+        # busy is reported with its numbers and left undecided, so busy runs agree with each
+        # other and contradict no quiet one.
+        return Judgement(
+            DEPENDS,
+            f"{where} ({verdict}), timed on a {busy}: not a finding either way; re-run on a quiet machine",
         )
     if verdict == gain.Gain.FASTER.value:
         if not row.ci_low > min_speedup:
@@ -181,7 +196,9 @@ def not_faster(rule: rules.NotFaster, summary, rows, roles) -> Judgement:
     if picked.empty:
         return Judgement(NOT_MEASURED, f"no timings of {rule.fast} and {rule.slow} together")
     judged = [(speed_judgement(row), row) for row in picked.itertuples()]
-    not_faster_at = [(j, r) for j, r in judged if r.gain in (gain.Gain.SAME.value, gain.Gain.SLOWER.value)]
+    not_faster_at = [
+        (j, r) for j, r in judged if r.gain in (gain.Gain.SAME.value, gain.Gain.SLOWER.value) and not _busy(r)
+    ]
     if not_faster_at:
         j, row = min(not_faster_at, key=lambda jr: jr[1].speedup)
         return Judgement(HOLDS, f"{rule.fast} not faster than {rule.slow}: {j.evidence}")

@@ -96,6 +96,8 @@ def test_kd_crossover_follows_the_gains_at_both_ends():
         kd_vs_brute.judge_crossover(obs(G.UNCLEAR, G.SAME, G.SLOWER), 1, 1, "cpu").verdict is Verdict.DEPENDS
     )
     assert "from D=8" in kd_vs_brute.judge_crossover(obs(G.FASTER, G.SAME, G.SLOWER), 1, 1, "cpu").evidence
+    busy = kd_vs_brute.judge_crossover(obs(G.FASTER, G.SAME, G.SLOWER), 1, 1, "cpu", busy="machine busy (x)")
+    assert busy.verdict is Verdict.DEPENDS and "machine busy (x)" in busy.evidence
 
 
 def test_manual_dp_verdict_follows_its_error_against_one_device():
@@ -161,6 +163,10 @@ def test_sparse_crossover_holds_only_where_it_turns_inside_the_grid():
     assert judge("w", 0.2, 0.33, 0.0, 0.0, 0.0, "").verdict is Verdict.DEPENDS  # time never pays
     assert judge("w", 0.2, 0.33, 0.02, None, None, "").verdict is Verdict.DEPENDS  # CSR always pays
     assert judge("w", 0.0, 0.0, 0.0, 0.0, 0.0, "").verdict is Verdict.FAILS
+    # Timed on a busy machine the time crossover decides nothing, whichever way it came out.
+    for times in ((0.024, 0.22, 0.22), (0.0, 0.0, 0.0)):
+        busy = judge("w", 0.2, 0.33, *times, "", busy="machine busy (x)")
+        assert busy.verdict is Verdict.DEPENDS and "machine busy (x)" in busy.evidence
 
 
 def test_jit_nested_example_judged_on_the_loaded_model_and_the_coverage_claim():
@@ -170,3 +176,22 @@ def test_jit_nested_example_judged_on_the_loaded_model_and_the_coverage_claim():
     assert jit.judge_notes_nested(0.97, True, "RuntimeError", True).verdict is Verdict.FAILS  # other weights
     assert jit.judge_notes_nested(0.0, False, "RuntimeError", True).verdict is Verdict.FAILS
     assert jit.judge_notes_nested(0.0, True, "", True).verdict is Verdict.FAILS  # script covered it
+
+
+def test_a_timed_faster_claim_follows_the_gain_policy_and_the_load():
+    """loss.cross_entropy's and clip.grad_norm's timed checks: an interval above the ±5% band
+    holds, inside it or below it fails, across an edge depends; the same interval on a busy
+    machine depends, naming the load (beside two CPU burners the fastest-of-5 timing said 0.24×)."""
+    from cases._lib.timing import judge_faster
+    from harness.gain import Ratio
+
+    def verdict(lo, hi, busy=None):
+        return judge_faster(Ratio((lo + hi) / 2, lo, hi, 12), busy, "slow ÷ fast")
+
+    assert verdict(1.34, 1.46)[0] is Verdict.HOLDS
+    assert verdict(0.98, 1.03)[0] is Verdict.FAILS  # no measurable difference: not faster
+    assert verdict(0.20, 0.30)[0] is Verdict.FAILS
+    assert verdict(1.02, 1.30)[0] is Verdict.DEPENDS  # crosses 1.05: too noisy to tell
+    busy, said = verdict(1.34, 1.46, busy="machine busy (load average 7.1 on 2 cores)")
+    assert busy is Verdict.DEPENDS and "load average 7.1" in said
+    assert verdict(0.20, 0.30, busy="machine busy")[0] is Verdict.DEPENDS

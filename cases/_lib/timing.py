@@ -1,24 +1,28 @@
 """Small in-check timers for the checks whose finding is a measured comparison.
 
-Why the minimum and not the median: these checks run in CI on shared cores, where another process
-stealing a core (or an OpenMP barrier spinning against it) adds tens of milliseconds to any one
-call. That noise only ever adds time, so the fastest of a few repeats is the best estimate of the
-uncontended cost. The suite's benchmarks (pytest-benchmark) still report medians and spreads.
+`median_time` is for a sweep's trend (the case's benchmarks time its sizes with statistics). A
+check whose finding is "A is faster than B" uses `timed_claim` and `judge_faster`: the fastest
+call of each side taken one side after the other compares two machines when a neighbour comes
+and goes, so the sides are timed in alternating rounds and judged by the suite's gain policy (a
+band of ±5%, an interval, and no verdict from a busy machine).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Mapping
 
 import torch
 
-from harness import timing
+from cases.spec import Verdict
+from harness import gain, interleave, load, timing
 from harness.measure import synchronize, synchronized
 
 
 def best_time(fn: Callable[[], object], device: torch.device, repeats: int = 5) -> float:
-    """Seconds of the fastest of `repeats` device-synchronized calls, after one warm-up call."""
+    """Seconds of the fastest of `repeats` device-synchronized calls, after one warm-up call: for
+    figures given as context, never a verdict (noise only adds time, so the minimum is the best
+    guess of the uncontended cost, but two sides timed apart still see two machines)."""
     fn()
     best = float("inf")
     for _ in range(repeats):
@@ -34,3 +38,36 @@ def median_time(fn: Callable[[], object], device: torch.device) -> float:
     """Median of 3 device-synchronized calls after a warm-up: enough for a sweep's trend (the
     case's benchmarks time its own sizes properly, with statistics)."""
     return timing.wall_median(synchronized(fn, device), reps=3, budget_s=0.0)
+
+
+def timed_claim(
+    calls: Mapping[str, Callable[[], object]], fast: str, slow: str, device: torch.device, cap_s: float = 0.5
+) -> tuple[gain.Ratio, str | None]:
+    """`slow` ÷ `fast` from rounds taken side by side (harness.interleave: both sides see the same
+    machine), its 95% interval, and why the machine was busy while they ran (None when quiet).
+
+    For a rule check whose finding is "A is faster than B": timed one side after the other, a
+    neighbour on the other core decides the answer (the fastest of 5 calls of cross-entropy's two
+    targets gave 1.40× quiet and 0.24× beside two CPU burners)."""
+    paired = interleave.timed_pair(
+        {name: synchronized(fn, device) for name, fn in calls.items()},
+        cap_s=cap_s,
+        min_rounds=2 * gain.MIN_PAIRS,
+    )
+    ratio = gain.paired_ratio(paired.seconds[slow], paired.seconds[fast])
+    return ratio, load.measure(probe_s=0).busy_reason()
+
+
+def judge_faster(ratio: gain.Ratio, busy: str | None, what: str) -> tuple[Verdict, str]:
+    """The suite's gain policy (harness.gain) for "`what` is faster": holds above the ±5% band,
+    fails inside it or below it, depends where the interval crosses an edge of the band. A
+    measurement taken on a busy machine is not a finding either way: depends, with the load."""
+    answer = gain.classify(ratio, gain.DELTA_FLOOR)
+    said = f"{what}: {ratio} ({answer.value})"
+    if busy:
+        return Verdict.DEPENDS, f"{said}; not judged: {busy}"
+    if answer is gain.Gain.FASTER:
+        return Verdict.HOLDS, said
+    if answer is gain.Gain.UNCLEAR:
+        return Verdict.DEPENDS, said
+    return Verdict.FAILS, said

@@ -22,7 +22,7 @@ import torch
 from cases.distance import distances_float64
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
-from harness import gain, interleave, measure
+from harness import gain, interleave, load, measure
 from harness.rules import FromFindings
 
 FP32 = torch.float32
@@ -118,14 +118,15 @@ def check_crossover(device):
             observed.append((d, ratio, gain.classify(ratio, gain.DELTA_FLOOR)))
     finally:
         torch.set_num_threads(previous)
-    return judge_crossover(observed, n, q, device.type)
+    return judge_crossover(observed, n, q, device.type, busy=load.measure(probe_s=0).busy_reason())
 
 
-def judge_crossover(observed: list, n: int, q: int, device: str) -> Finding:
+def judge_crossover(observed: list, n: int, q: int, device: str, busy: str | None = None) -> Finding:
     """(D, brute ÷ tree ratio, its Gain) per dimension, low to high. Holds where the tree is
     faster at the lowest D and brute force at the highest; fails where brute force is faster even
     at the lowest D or the tree even at the highest; a dimension too noisy to tell at either end
-    leaves it depending on the machine's noise."""
+    leaves it depending on the machine's noise, and so does a sweep timed on a `busy` machine (the
+    load probe's reason): how much the neighbours take changes from run to run."""
     low, high = observed[0][2], observed[-1][2]
     table = ", ".join(f"D={d}: {r.point:.3g}× ({g.value})" for d, r, g in observed)
     tree_wins = [d for d, _, g in observed if g is gain.Gain.FASTER]
@@ -138,7 +139,9 @@ def judge_crossover(observed: list, n: int, q: int, device: str) -> Finding:
         ),
         None,
     )
-    if low is gain.Gain.FASTER and high is gain.Gain.SLOWER:
+    if busy:
+        verdict, what = Verdict.DEPENDS, f"timed on a {busy}: not a finding either way"
+    elif low is gain.Gain.FASTER and high is gain.Gain.SLOWER:
         verdict, what = Verdict.HOLDS, f"the tree stops paying from D={turn}"
     elif low is gain.Gain.SLOWER or low is gain.Gain.SAME or high is gain.Gain.FASTER:
         verdict, what = (
