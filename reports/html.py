@@ -219,7 +219,12 @@ def recommendation(rows: pd.DataFrame) -> tuple[str, str, str, str, str] | None:
     )
     ci = f" [{fmt(lo)}, {fmt(hi)}]" if math.isfinite(lo) and math.isfinite(hi) else ""
     gain = f"{fmt(point)}×{ci}"
-    if verdict == "faster":
+    quality = str(row.get("quality", "") or "")
+    if "machine busy" in quality:
+        # The verdict of a pair timed busy is depends (reports.verdicts): no advice either, or the
+        # table would recommend what the technique column leaves undecided.
+        use = f"no advice: {row.fast} vs {row.slow} timed on a busy machine ({fmt(row.speedup)}× here)"
+    elif verdict == "faster":
         use = f"{row.fast} ({fmt(row.speedup)}× faster than {row.slow})"
     elif flip:
         use = f"{row.slow} ({fmt(1 / row.speedup)}× faster than {row.fast})"
@@ -234,7 +239,7 @@ def recommendation(rows: pd.DataFrame) -> tuple[str, str, str, str, str] | None:
         memory = "same" if math.isfinite(ratio) else ""
     else:
         memory = f"{fmt(ratio)}× less" if ratio > 1 else f"{fmt(1 / ratio)}× more"
-    sure = row.get("quality", "") or "paired rounds, quiet machine"
+    sure = quality or "paired rounds, quiet machine"
     # row["dtype"], not row.dtype: a Series' .dtype is its own.
     return use, gain, memory, sure, f"{row['size_label']} {row['dtype']} {row['device']}"
 

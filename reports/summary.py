@@ -145,7 +145,13 @@ def quality(paired: bool, rounds: int, busy: str, delta: float) -> str:
     if not paired:
         flags.append("unpaired: the two sides were timed apart")
     if rounds < gain.MIN_PAIRS:
-        flags.append(f"{rounds} rounds: too few for an interval")
+        # Paired: no interval at all (gain.paired_ratio). Apart: a bootstrap of so few medians
+        # is shown, but it is rough, and the flag must not contradict the interval beside it.
+        flags.append(
+            f"{rounds} rounds: too few for an interval"
+            if paired
+            else f"{rounds} rounds a side: a rough interval"
+        )
     if busy:
         flags.append(busy if busy.startswith("machine busy") else f"machine busy ({busy})")
     if delta > gain.DELTA_FLOOR:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import catalogue, record, rules
+from harness import catalogue, gain, record, rules
 from reports import build, load, summary, verdicts
 from reports.__main__ import main
 from tests import quiet, synthetic
@@ -386,3 +386,13 @@ def test_cost_model_panel_takes_one_setting_and_needs_its_columns():
     assert plots._cost_model_points(pd.DataFrame({"size_label": ["n1"], "extra": [""]})) is None
     bad = pd.DataFrame({"size_label": ["w2"], "extra": [json.dumps({"points": [{"bytes": 1}]})]})
     assert plots._cost_model_points(bad) is None
+
+
+def test_few_rounds_flag_matches_whether_an_interval_is_shown():
+    # Paired: gain.paired_ratio gives no interval under MIN_PAIRS; apart: a rough bootstrap is
+    # shown, and the flag beside it must not say there is none.
+    few = gain.MIN_PAIRS - 1
+    assert "too few for an interval" in summary.quality(True, few, "", 0.05)
+    apart = summary.quality(False, few, "", 0.05)
+    assert "rough interval" in apart and "too few" not in apart
+    assert "rounds" not in summary.quality(True, gain.MIN_PAIRS, "", 0.05)

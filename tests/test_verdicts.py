@@ -184,3 +184,13 @@ def test_what_to_use_names_the_fastest_way_and_its_own_speed_up():
     use, gain, memory, _, _ = recommendation(slower)
     assert use.startswith("data_iter (1.6× faster") and gain.startswith("1.6× [1.54, 1.67]")
     assert memory == "2× less"
+    busy = pd.DataFrame(
+        [
+            {
+                **row("sdpa", "masked_fill", 3.52, 2.52, 4.2, "faster", against="rule"),
+                "quality": "machine busy (x)",
+            }
+        ]
+    )
+    use, _, _, sure, _ = recommendation(busy)
+    assert use.startswith("no advice") and "busy" in use and sure == "machine busy (x)"
