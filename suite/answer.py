@@ -70,9 +70,13 @@ def lines(
         )
         errata = {(e.kind, e.quote): o.case for o in findings for e in o.finding.errata}
         worst = sorted({o.case for o in findings if o.finding.verdict is record.Verdict.FAILS})
+        # A check that only reads the notes or reports a measurement decides no verdict: counted
+        # apart, so the tally adds up to the number of checks.
+        undecided = len(findings) - sum(tally.values())
         out.append(
             f"findings: {len(findings)} checks: "
             + ", ".join(f"{n} {v}" for v, n in tally.most_common())
+            + (f", {undecided} report only (decide no verdict)" if undecided else "")
             + f"; notes' errata: {len(errata)} in {len(set(errata.values()))} techniques"
         )
         if worst:

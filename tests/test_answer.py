@@ -1,0 +1,59 @@
+"""The run's last lines (suite.answer): what each timed claim says at its largest size, whether the
+machine was busy, a findings tally that adds up, and where the results went."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness import record
+from suite import answer
+
+
+def _pair(fast_ms: float, slow_ms: float, size: int, busy: str = "") -> record.PairTiming:
+    # Paired rounds with a small spread (±1%) so the interval is narrow and the answer is the ratio's.
+    wobble = 1 + 0.01 * np.sin(np.arange(12))
+    return record.PairTiming(
+        case="distance.pairwise",
+        fast="matmul",
+        slow="broadcast",
+        size={"n": size},
+        size_label=f"n{size}",
+        dtype="float32",
+        device="cpu",
+        fast_s=tuple(fast_ms * 1e-3 * wobble),
+        slow_s=tuple(slow_ms * 1e-3 * wobble[::-1]),
+        x="n",
+        load={"busy": busy} if busy else {"busy": ""},
+    )
+
+
+def _check(verdict, errata=()) -> record.Outcome:
+    return record.Outcome(
+        case="shape.ops",
+        kind="check",
+        name="view",
+        outcome="passed",
+        finding=record.Finding(verdict, "observed", tuple(errata)),
+    )
+
+
+def test_the_largest_size_answers_and_busy_is_said():
+    small, large = _pair(1, 2, 64), _pair(1, 10, 1024, busy="load average 4 on 2 cores")
+    text = "\n".join(answer.lines([small, large], [], "results/bench.json"))
+    assert "n1024" in text and "n64 " not in text  # one line per claim: its largest size
+    assert "faster (busy)" in text
+    assert "noise: 1/2 pairs were timed on a busy machine" in text
+    assert "python -m reports build results/bench.json" in text
+
+
+def test_findings_tally_adds_up_to_the_number_of_checks():
+    typo = record.Erratum(record.ErratumKind.TYPO, "x.veiw", "no such method")
+    outcomes = [
+        _check(record.Verdict.HOLDS),
+        _check(record.Verdict.HOLDS),
+        _check(record.Verdict.DEPENDS),
+        _check(None, [typo]),  # reads the notes only: no verdict
+    ]
+    text = "\n".join(answer.lines([], outcomes, None))
+    assert "findings: 4 checks: 2 holds, 1 depends, 1 report only" in text
+    assert "notes' errata: 1 in 1 techniques" in text
