@@ -73,17 +73,40 @@ def lines(
         # A check that only reads the notes or reports a measurement decides no verdict: counted
         # apart, so the tally adds up to the number of checks.
         undecided = len(findings) - sum(tally.values())
+        counts = [f"{n} {v}" for v, n in tally.most_common()]
+        counts += [f"{undecided} report only (decide no verdict)"] if undecided else []
         out.append(
-            f"findings: {len(findings)} checks: "
-            + ", ".join(f"{n} {v}" for v, n in tally.most_common())
-            + (f", {undecided} report only (decide no verdict)" if undecided else "")
-            + f"; notes' errata: {len(errata)} in {len(set(errata.values()))} techniques"
+            f"findings: {len(findings)} checks: {', '.join(counts)}; "
+            f"notes' errata: {len(errata)} in {len(set(errata.values()))} techniques"
         )
         if worst:
             out.append("checks that found the technique failing: " + ", ".join(worst))
+    out.extend(scaling_table(outcomes))
     failed = [o for o in outcomes if o.outcome == "failed"]
     if failed:
         out.append(f"errors of the run: {len(failed)} failed tests (listed above), not findings")
     if results_path:
         out.append(f"results: {results_path}; the report: python -m reports build {results_path}")
+    return out
+
+
+def scaling_table(outcomes: list[record.Outcome]) -> list[str]:
+    """DDP's strong scaling per device and world size (parallel.dp_vs_ddp's launched runs): the step
+    at N ranks against one rank on the same global batch, efficiency T1 / (N·TN) (1 is ideal)."""
+    rows = sorted(
+        (o.device, int(o.measured["world_size"]), o.measured)
+        for o in outcomes
+        if o.outcome == "passed" and o.measured and "scaling_efficiency" in o.measured
+    )
+    if not rows:
+        return []
+    out = [
+        "DDP strong scaling, same global batch (efficiency T1/(N·TN); 1 is ideal):",
+        f"  {'device':<7} {'world':>5}  {'step ms':>7}  {'1 rank ms':>9}  {'efficiency':>10}",
+    ]
+    for device, world, m in rows:
+        out.append(
+            f"  {device:<7} {world:>5}  {m['step_s'] * 1e3:>7.1f}  {m['t1_s'] * 1e3:>9.1f}  "
+            f"{m['scaling_efficiency']:>10.2f}"
+        )
     return out

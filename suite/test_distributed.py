@@ -180,6 +180,8 @@ def test_ddp(launch_point, runs, benchmark, request):
         scaling, finding = dp_vs_ddp.ddp_scaling(rows, times, base)
         extra.update(scaling)
         record_finding(request, f"ddp_scaling-w{world}", finding)
+        # The run's last lines and the report tabulate it per world size (suite.answer).
+        request.node.user_properties.append(("measured", scaling))
     bench(request, benchmark, f"parallel.dp_vs_ddp w{world} {device}", (info, extra, times))
 
 

@@ -4,7 +4,9 @@ machine was busy, a findings tally that adds up, and where the results went."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from cases.parallel import dp_vs_ddp
 from harness import record
 from suite import answer
 
@@ -56,4 +58,38 @@ def test_findings_tally_adds_up_to_the_number_of_checks():
     ]
     text = "\n".join(answer.lines([], outcomes, None))
     assert "findings: 4 checks: 2 holds, 1 depends, 1 report only" in text
+    only_notes = "\n".join(answer.lines([], outcomes[3:], None))
+    assert "findings: 1 checks: 1 report only" in only_notes
     assert "notes' errata: 1 in 1 techniques" in text
+
+
+def _rank(world: int, rank: int, steps_s: list[float]) -> dict:
+    return {
+        "world_size": world,
+        "rank": rank,
+        "backend": "gloo",
+        "params": 2e6,
+        "batch": 64,
+        "modes": {"ddp": {"step_s": steps_s}},
+    }
+
+
+def test_ddp_scaling_is_tabulated_per_world_size():
+    # One rank: 40 ms a step; two ranks on the same global batch: 25 ms (slowest rank) → T1/(2·T2) = 0.8.
+    base = [_rank(1, 0, [0.040] * 5)]
+    two = [_rank(2, 0, [0.025] * 5), _rank(2, 1, [0.020] * 5)]
+    times = [0.025] * 5
+    measured, finding = dp_vs_ddp.ddp_scaling(two, times, base)
+    assert measured["scaling_efficiency"] == pytest.approx(0.8)
+    assert "efficiency T1/(N·TN) = 0.80" in finding.evidence
+    outcome = record.Outcome(
+        case="parallel.dp_vs_ddp",
+        kind="check",
+        name="ddp_scaling-w2",
+        device="cpu",
+        outcome="passed",
+        measured=measured,
+    )
+    text = answer.lines([], [outcome], None)
+    (row,) = [line for line in text if line.strip().startswith("cpu")]
+    assert row.split() == ["cpu", "2", "25.0", "40.0", "0.80"]

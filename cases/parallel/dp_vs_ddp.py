@@ -236,11 +236,13 @@ def ddp_scaling(rows: list[dict], times: list[float], base: list[dict]) -> tuple
     T_N = T_1 / N and the efficiency T_1 / (N·T_N)."""
     world = rows[0]["world_size"]
     t1 = median(step_times(base, "ddp"))
-    efficiency = t1 / (world * median(times))
-    return {"t1_s": t1, "scaling_efficiency": efficiency}, Finding(
+    step = median(times)
+    efficiency = t1 / (world * step)
+    measured = {"world_size": world, "step_s": step, "t1_s": t1, "scaling_efficiency": efficiency}
+    return measured, Finding(
         None,
         f"DDP over {rows[0]['backend']}, {rows[0]['params'] / 1e6:.1f} M params, global batch "
-        f"{rows[0]['batch']}: step {median(times) * 1e3:.1f} ms at world {world} vs "
+        f"{rows[0]['batch']}: step {step * 1e3:.1f} ms at world {world} vs "
         f"{t1 * 1e3:.1f} ms at 1, scaling efficiency T1/(N·TN) = {efficiency:.2f}",
     )
 
