@@ -166,8 +166,30 @@ def read_json(path: Path) -> dict:
     return doc
 
 
+def cpu_isa(cpu_detail) -> str:
+    """The vector units a CPU run used: torch's CPU capability (AVX2, AVX512), "+ AMX" where the
+    CPU has AMX tiles. Two CPUs of one model name can differ here (these CI machines do: some have
+    AMX, some only AVX-512), and the premises of precision.tf32 and precision.amp turn on it."""
+    if not isinstance(cpu_detail, dict):
+        return ""
+    features = cpu_detail.get("features") if isinstance(cpu_detail.get("features"), dict) else {}
+    isa = str(cpu_detail.get("capability") or "")
+    if not isa or isa == "DEFAULT":
+        isa = "AVX512" if features.get("avx512f") else ("AVX2" if features.get("avx2") else isa)
+    if features.get("amx_bf16") or features.get("amx_tile"):
+        isa = f"{isa} + AMX" if isa else "AMX"
+    return isa
+
+
 def machine_key(torch_info: dict) -> str:
+    """Runs are pooled, and speed-ups compared by the gate, only within one key. A CPU-only machine
+    is named with its vector units too: the same model name with and without AMX gives different
+    kernels and premises. (A GPU box is named by its GPU; its CPU points are secondary there.)"""
     label = torch_info.get("label") or "unlabelled machine"
+    gpu = torch_info.get("gpu") if isinstance(torch_info.get("gpu"), dict) else {}
+    isa = "" if gpu.get("count") else cpu_isa(torch_info.get("cpu_detail"))
+    if isa:
+        label = f"{label}, {isa}"
     versions = f"torch {torch_info.get('torch_version', '?')}"
     if torch_info.get("cuda_version"):
         versions += f", CUDA {torch_info['cuda_version']}"

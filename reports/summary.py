@@ -169,6 +169,11 @@ def build(rows: pd.DataFrame, cases: dict, pairs: pd.DataFrame | None = None) ->
         key = tuple(group.key[k] for k in PAIR_KEYS[:5])
         for fast, slow, against in group.pairs(case):
             together = paired_data.get((*key, fast, slow))
+            reverse = paired_data.get((*key, slow, fast))
+            if together is None and reverse is not None:
+                # A rule naming the pair the other way round (a file whose rule was changed, a
+                # claim that the naive way wins) reads the same paired rounds, busy flag included.
+                together = {**reverse, "fast": reverse["slow"], "slow": reverse["fast"]}
             if together is not None:
                 ratio = gain.paired_ratio(together["slow"], together["fast"])
                 speedup, lo, hi, rounds = ratio.point, ratio.low, ratio.high, ratio.n

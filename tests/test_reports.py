@@ -117,7 +117,7 @@ def test_machines_are_never_mixed(tmp_path):
     table = pd.read_csv(tmp_path / "out" / "summary.csv")
     rule = table[table["against"] == "rule"]
     assert set(rule["machine"]) == {
-        "Synthetic CPU (2 cores) · torch 2.13.0+cpu",
+        "Synthetic CPU (2 cores), AVX2 · torch 2.13.0+cpu",
         "NVIDIA H200 x1 · torch 2.13.0+cpu, CUDA 12.8",
     }
     for machine, expected in (("Synthetic", 4.0), ("NVIDIA", 40.0)):
@@ -396,3 +396,15 @@ def test_few_rounds_flag_matches_whether_an_interval_is_shown():
     apart = summary.quality(False, few, "", 0.05)
     assert "rough interval" in apart and "too few" not in apart
     assert "rounds" not in summary.quality(True, gain.MIN_PAIRS, "", 0.05)
+
+
+def test_one_cpu_model_with_and_without_amx_is_two_machines():
+    # Both of this project's CI CPUs report "Intel(R) Xeon(R) Processor (2 cores)"; only one has AMX.
+    def info(amx: bool) -> dict:
+        features = {"avx2": True, "avx512f": True, "amx_bf16": amx, "amx_tile": amx}
+        return dict(synthetic.MACHINE, cpu_detail={"capability": "AVX512", "features": features})
+
+    with_amx, without = load.machine_key(info(True)), load.machine_key(info(False))
+    assert with_amx == "Synthetic CPU (2 cores), AVX512 + AMX · torch 2.13.0+cpu"
+    assert without == "Synthetic CPU (2 cores), AVX512 · torch 2.13.0+cpu"
+    assert load.machine_key(dict(synthetic.MACHINE, cpu_detail=None)).startswith("Synthetic CPU (2 cores) ·")

@@ -130,6 +130,19 @@ def test_where_a_gain_turns_with_size_is_said(tmp_path):
     )
 
 
+def test_a_rule_naming_the_pair_the_other_way_reads_the_same_paired_rounds(tmp_path):
+    """A rule claiming the naive way is faster reads the pair timed side by side, reversed: quiet,
+    it fails (4× slower); busy, it depends like the pair itself, never a verdict the rounds cannot
+    support."""
+    reversed_rule = rules.Faster(fast="naive_v", slow="fast_v")
+    summary, quiet = _report(tmp_path, rule=reversed_rule, paired=True)
+    row = summary[summary["against"] == "rule"].iloc[0]
+    assert (row["fast"], row["slow"], str(row["paired"])) == ("naive_v", "fast_v", "True")
+    assert abs(float(row["speedup"]) - 0.25) < 0.05 and quiet["technique_verdict"] == "fails"
+    _, busy = _report(tmp_path, rule=reversed_rule, paired=True, busy="a spinner got 50% of its core")
+    assert busy["technique_verdict"] == "depends"
+
+
 def test_a_file_without_pairs_is_judged_on_rounds_taken_apart_and_says_so(tmp_path):
     summary, judged = _report(tmp_path, paired=False)
     assert "unpaired" in summary.loc[summary["against"] == "rule", "quality"].iloc[0]
