@@ -34,6 +34,12 @@ SLOW_ROUNDS = 3  # rounds of a call too slow for `min_rounds` inside twice its c
 # pedantic's per-round bookkeeping (tens of µs on CPU), and on CUDA the launch gap before the first.
 MIN_ROUND_S = {"cpu": 0.25e-3, "cuda": 0.5e-3}
 Z95 = 1.959964
+# A point's rounds are flagged "spread" (the timing self-check's warning, the reports' noisy column)
+# above this IQR/median: quiet machines give 3-5% here, and torch.utils.benchmark's
+# adaptive_autorange stops at the same 0.1. The flag does not change the verdict: the median's
+# interval does. (The gate's own bar for rounds it cannot judge, reports.gate.MAX_SPREAD, is
+# wider: a flag is cheap, refusing to judge is not.)
+SPREAD_LIMIT = 0.10
 
 
 def median_ci(samples) -> tuple[float, float, float]:

@@ -29,10 +29,12 @@ from typing import Any, Callable
 
 import torch
 
+from harness import rounds
+
 TIMING_MODES = ("warm", "cold_l2", "graph")
 CUDA_ONLY_MODES = ("cold_l2", "graph")
 
-SPREAD_LIMIT = 0.10  # IQR / median
+SPREAD_LIMIT = rounds.SPREAD_LIMIT  # IQR / median
 FIRST_ROUNDS_LIMIT = 2.0  # first rounds' mean / median
 LAUNCH_BOUND_LIMIT = 0.5  # GPU-busy time / wall time below this: host-bound
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness import record
+from harness import record, rounds
 
 
 class ResultsError(Exception):
@@ -99,7 +99,7 @@ PAIR_COLUMNS = [
     "fast_data",
     "slow_data",
 ]
-NOISY_SPREAD = 0.10
+NOISY_SPREAD = rounds.SPREAD_LIMIT
 
 _CEILING_KEY = {"float32": "fp32_flops", "bfloat16": "bf16_flops", "float16": "fp16_flops"}
 
@@ -245,7 +245,10 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
             raise ResultsError(
                 f"{path}: machine_info.torch.ceilings.{device}.{key} {value!r:.30} is not a positive number"
             )
-    flops_ceiling = _num(ceilings.get(_CEILING_KEY.get(dtype, ""), None))
+    # The ceiling the run itself chose (harness.ceilings.gemm_key: TF32 where it was in force on
+    # CUDA); files written before it was recorded fall back to the dtype's own ceiling.
+    ceiling_key = extra.get("ceiling_key") or _CEILING_KEY.get(dtype, "")
+    flops_ceiling = _num(ceilings.get(str(ceiling_key), None))
     copy_ceiling = _num(ceilings.get("copy_bytes_per_s"))
     rate = flops / median if median > 0 else math.nan
     bandwidth = moved / median if median > 0 else math.nan

@@ -363,6 +363,13 @@ def test_roofline_fractions_when_ceilings_are_recorded(tmp_path):
     assert np.allclose(results["bandwidth_fraction"], results["bytes"] / results["median_s"] / 5e10)
     assert any(p.name.startswith("roofline--") for p in (tmp_path / "out" / "plots").iterdir())
     assert 'alt="roofline on ' in page
+    # The ceiling a run chose for a point (TF32 where it was in force) is the one its fraction uses.
+    for bench in doc["benchmarks"]:
+        bench["extra_info"]["ceiling_key"] = "tf32_flops"
+    machine["ceilings"]["cpu"]["tf32_flops"] = 8e12
+    build.build([write(tmp_path / "r.json", doc)], tmp_path / "out")
+    results = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert np.allclose(results["flops_fraction"], results["flops"] / results["median_s"] / 8e12)
 
 
 def test_cost_model_panel_takes_one_setting_and_needs_its_columns():
