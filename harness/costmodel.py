@@ -1,5 +1,5 @@
 """How long a timed point takes, from the time of one call: the calls the suite makes around and
-inside its rounds (suite/timing.py's pilot and rounds policy, harness/rounds.py's plan, the
+inside its rounds (harness/rounds.py: the pilot and the plan, the
 peak-memory pass, the CUDA host-vs-device probe) times the call, plus the host's cost per round.
 
 Used to estimate a run before it is made (`python -m suite.estimate`), e.g. the full GPU profile

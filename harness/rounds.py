@@ -21,6 +21,7 @@ bimodal timing distributions get an honest width. Plain Python, no torch.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 TARGET = 0.02  # half-width of the median's 95% CI, relative to the median
@@ -112,12 +113,43 @@ def round_count(needed: int, round_s: float, *, cap_s: float, min_rounds: int) -
     return max(floor, min(needed, fits, MAX_ROUNDS)), needed > max(fits, floor)
 
 
+PILOT_SHARE = 0.2  # of the point's cap the pilot may spend
+PILOT_MIN = 3  # rounds: the fewest that give a spread
+
+
+def _slow(call_s: float, cap_s: float) -> bool:
+    """A call whose three runs exceed the pilot's share of the cap gets no pilot."""
+    return PILOT_MIN * call_s > PILOT_SHARE * cap_s
+
+
+def pilot_plan(call, clock, min_round_s: float, cap_s: float, min_rounds: int) -> Plan:
+    """The rounds a point needs, from a pilot: one call sizes a round (iterations_for), then rounds
+    until PILOT_SAMPLES, or PILOT_MIN once PILOT_SHARE of the cap is spent. The pilot also warms
+    the point; its samples are not kept. ``clock``: seconds (the device's clock on CUDA)."""
+    t0 = clock()
+    call()
+    call_s = clock() - t0
+    if _slow(call_s, cap_s):
+        return plan([call_s] * PILOT_MIN, 1, cap_s=cap_s, min_rounds=min_rounds)
+    iterations = iterations_for(call_s, min_round_s)
+    # The budget is wall time: the device's clock reads only what the rounds enqueued.
+    samples, started = [], time.perf_counter()
+    while len(samples) < PILOT_SAMPLES and (
+        len(samples) < PILOT_MIN or time.perf_counter() - started < PILOT_SHARE * cap_s
+    ):
+        t0 = clock()
+        for _ in range(iterations):
+            call()
+        samples.append(clock() - t0)
+    return plan(samples, iterations, cap_s=cap_s, min_rounds=min_rounds)
+
+
 def pilot_samples(call_s: float, round_s: float, cap_s: float) -> int:
-    """How many rounds suite.timing.pilot_plan's pilot takes: none for a call whose three runs
-    exceed 20% of the cap; else rounds until 10, or 3 once 20% of the cap is spent."""
-    if 3 * call_s > 0.2 * cap_s:
+    """How many rounds pilot_plan's pilot takes, for the cost model: none for a slow call; else
+    rounds until PILOT_SAMPLES, or PILOT_MIN once PILOT_SHARE of the cap is spent."""
+    if _slow(call_s, cap_s):
         return 0
-    return min(PILOT_SAMPLES, max(3, math.ceil(0.2 * cap_s / round_s)))
+    return min(PILOT_SAMPLES, max(PILOT_MIN, math.ceil(PILOT_SHARE * cap_s / round_s)))
 
 
 def probe_reps(median_s: float) -> int:

@@ -47,7 +47,8 @@ def run(
         else:
             cap = cap_s if cap_s is not None else float(config.getoption("benchmark_max_time", 1.0) or 1.0)
             min_rounds = int(config.getoption("benchmark_min_rounds", 5) or 5)
-            plan = pilot_plan(call, clock or time.perf_counter, cuda, cap, min_rounds)
+            round_s = rounds.MIN_ROUND_S["cuda" if cuda else "cpu"]
+            plan = rounds.pilot_plan(call, clock or time.perf_counter, round_s, cap, min_rounds)
             timed, last = _discarding(call, plan.rounds * plan.iterations)
             benchmark.pedantic(timed, rounds=plan.rounds, iterations=plan.iterations)
             result = last.pop()
@@ -105,26 +106,6 @@ def _discarding(call, calls: int):
             last.append(out)
 
     return run, last
-
-
-def pilot_plan(call, clock, cuda: bool, cap_s: float, min_rounds: int) -> rounds.Plan:
-    """A few rounds (≤ 20% of the cap, at least 3) to size the rounds and plan their number. The
-    pilot also warms the point; its samples are not kept."""
-    t0 = clock()
-    call()
-    call_s = clock() - t0
-    iterations = rounds.iterations_for(call_s, rounds.MIN_ROUND_S["cuda" if cuda else "cpu"])
-    if 3 * call_s > 0.2 * cap_s:  # a slow call: no pilot (rounds.pilot_samples, the cost model's)
-        return rounds.plan([call_s] * 3, 1, cap_s=cap_s, min_rounds=min_rounds)
-    samples, started = [], time.perf_counter()
-    while len(samples) < rounds.PILOT_SAMPLES and (
-        len(samples) < 3 or time.perf_counter() - started < 0.2 * cap_s
-    ):
-        t0 = clock()
-        for _ in range(iterations):
-            call()
-        samples.append(clock() - t0)
-    return rounds.plan(samples, iterations, cap_s=cap_s, min_rounds=min_rounds)
 
 
 def _load_and_cores() -> tuple[float | None, int | None]:

@@ -61,3 +61,30 @@ def test_iterations_make_a_round_long_enough():
     assert rounds.iterations_for(20e-6, 0.5e-3) == 25
     assert rounds.iterations_for(5e-3, 0.5e-3) == 1
     assert statistics.median([rounds.iterations_for(1e-12, 1.0)]) == 10_000
+
+
+class _CountingClock:
+    """A clock that a call advances by a fixed time: what the pilot sees of a call of known cost."""
+
+    def __init__(self, call_s: float):
+        self.now, self.calls, self.call_s = 0.0, 0, call_s
+
+    def __call__(self) -> float:
+        return self.now
+
+    def call(self) -> None:
+        self.calls += 1
+        self.now += self.call_s
+
+
+def test_the_pilot_takes_the_rounds_the_cost_model_prices():
+    # The policy is written once (rounds.pilot_plan) and priced by rounds.pilot_samples: a fast call
+    # gets its pilot rounds, a call too slow for the cap's pilot share none, and the plan the same.
+    for call_s, cap_s in ((1e-3, 1.0), (0.5, 1.0)):
+        clock = _CountingClock(call_s)
+        plan = rounds.pilot_plan(clock.call, clock, rounds.MIN_ROUND_S["cpu"], cap_s, min_rounds=5)
+        iterations = rounds.iterations_for(call_s, rounds.MIN_ROUND_S["cpu"])
+        expected = rounds.pilot_samples(call_s, call_s * iterations, cap_s)
+        pilot_calls = clock.calls - 1  # the first call sizes a round
+        assert pilot_calls == (expected * iterations if expected else 0), (call_s, clock.calls, expected)
+        assert plan.rounds >= 3
