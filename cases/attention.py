@@ -23,7 +23,7 @@ import torch.nn.functional as F
 
 from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
+from cases.spec import Case, Check, Finding, InputFamily, Tol, Verdict, library, naive
 from harness.rules import FromFindings
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
@@ -243,6 +243,59 @@ def judge_fill_value(dtypes: list[str], raised: list[str], lines: list[str]) -> 
     return Finding(verdict, head + ": " + "; ".join(lines))
 
 
+VARIANTS = {
+    # fp16 cannot hold -1e9: the notes' code raises there (see `fill_value`).
+    "masked_fill": naive(
+        masked_fill_attention,
+        dtypes=(FP32, BF16),
+        peak_bytes=lambda s, b: 3 * s["b"] * s["h"] * s["s"] ** 2 * b + s["b"] * s["s"] ** 2,
+    ),
+    "sdpa": library(
+        sdpa,
+        peak_bytes=lambda s, b: 2 * s["b"] * s["s"] ** 2 * b + 8 * s["b"] * s["h"] * s["s"] * s["d"] * b,
+    ),
+    **(
+        {"sdpa_math": library(sdpa_math, peak_bytes=lambda s, b: 4 * s["b"] * s["h"] * s["s"] ** 2 * b)}
+        if "math" in _backends()
+        else {}
+    ),
+}
+
+
+def _lengths_one(q, k, v, mask, lengths):
+    # Every sequence of length 1: each query sees key 0 alone (a softmax over one key), and the
+    # rows past the length are the padded rows the masks must still give a finite answer.
+    ones = torch.ones_like(lengths)
+    return q, k, v, combined_mask(ones, q.shape[2], q.device), ones
+
+
+def _equal_keys(q, k, v, mask, lengths):
+    # Every key the same: scores tie along each row, softmax is uniform over the allowed keys.
+    return q, k[:, :, :1].expand_as(k).contiguous(), v, mask, lengths
+
+
+def _larger_scores(q, k, v, mask, lengths):
+    # Queries ×2⁴ (exact): scores of std 16 instead of 1, up to ≈ 80.
+    return q * 2.0**4, k, v, mask, lengths
+
+
+INPUT_FAMILIES = {
+    "lengths_one": InputFamily(_lengths_one),
+    "equal_keys": InputFamily(_equal_keys),
+    "larger_scores": InputFamily(
+        _larger_scores,
+        fails=dict.fromkeys(
+            VARIANTS,
+            "exp(s − max) is off by u·|s − max| relative, ≤ 4u where the bound was derived (scores "
+            "of std 1) and ≈ 80u here: measured 2.5e-6 of the outputs' scale (1.9e-6 math) against "
+            "the bound's 2u·√S = 9.5e-7 in every kernel, the library's fused ones included: fp32 "
+            "softmax's own loss, not the masked form's",
+        ),
+    ),
+    "one_position": InputFamily(resize=lambda s: {**s, "s": 1}),  # S = 1: one query, one key
+}
+
+
 ATTENTION = Case(
     id="attention.masked",
     tier=2,
@@ -251,23 +304,7 @@ ATTENTION = Case(
     "the better way, is timed beside it as context).",
     source="004 NLP中的两种mask",
     make_inputs=make_attention,
-    variants={
-        # fp16 cannot hold -1e9: the notes' code raises there (see `fill_value`).
-        "masked_fill": naive(
-            masked_fill_attention,
-            dtypes=(FP32, BF16),
-            peak_bytes=lambda s, b: 3 * s["b"] * s["h"] * s["s"] ** 2 * b + s["b"] * s["s"] ** 2,
-        ),
-        "sdpa": library(
-            sdpa,
-            peak_bytes=lambda s, b: 2 * s["b"] * s["s"] ** 2 * b + 8 * s["b"] * s["h"] * s["s"] * s["d"] * b,
-        ),
-        **(
-            {"sdpa_math": library(sdpa_math, peak_bytes=lambda s, b: 4 * s["b"] * s["h"] * s["s"] ** 2 * b)}
-            if "math" in _backends()
-            else {}
-        ),
-    },
+    variants=VARIANTS,
     oracle=attention_float64,
     # Outputs are convex combinations of S N(0,1) values, O(1) but near zero where they
     # cancel: a weighted sum over S keys loses ~u·√S of the values' size whatever the output is,
@@ -292,6 +329,7 @@ ATTENTION = Case(
         "sdpa_backend": Check(check_sdpa_backend),
     },
     metrics=sdpa_metrics,
+    input_families=INPUT_FAMILIES,
     # The notes teach the masks and the masked_fill attention; SDPA is the catalogue's better way,
     # timed and reported as context, deciding nothing.
     verdict=FromFindings(),

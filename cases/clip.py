@@ -19,7 +19,7 @@ import torch
 from cases._lib.inputs import generator
 from cases._lib.timing import judge_faster, timed_claim
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Finding, Tol, library, naive, optimized
+from cases.spec import Case, Check, Finding, InputFamily, Tol, library, naive, optimized
 from harness.rules import Faster
 
 FP32 = torch.float32
@@ -171,6 +171,42 @@ def check_loop_vs_foreach_scaling(device):
     )
 
 
+def _scaled_gradients(power):
+    def transform(params, pristine, max_norm):
+        # A power of two scales exactly; max_norm with them, so the clipping still happens.
+        pristine = [g * 2.0**power for g in pristine]
+        for w, g in zip(params, pristine):
+            w.grad = g.clone()
+        return params, pristine, max_norm * 2.0**power
+
+    return transform
+
+
+def _zero_gradients(params, pristine, max_norm):
+    # A total norm of 0: nothing to clip (coef = max_norm / (0 + 1e-6) > 1), every gradient 0.
+    pristine = [torch.zeros_like(g) for g in pristine]
+    for w, g in zip(params, pristine):
+        w.grad = g.clone()
+    return params, pristine, max_norm
+
+
+_OVERFLOWS = (
+    "Σg² overflows fp32 (each g² ≈ 2¹²⁰, 2¹⁶ of them) though the norm itself, ≈ 3e20 ≈ 2⁶⁸, is "
+    "2⁶⁰ times below fp32's largest: every variant, torch's vector_norm and _foreach_norm "
+    "included, returns an infinite norm (measured: inf against 2.96e20), and coef = max_norm / inf "
+    "= 0 zeroes every gradient without an error (error_if_nonfinite=False is the default)"
+)
+INPUT_FAMILIES = {
+    "zero_gradients": InputFamily(_zero_gradients),
+    "gradients_near_sqrt_fp32_max": InputFamily(
+        _scaled_gradients(60), fails=dict.fromkeys(("notes_loop", "foreach", "per_tensor"), _OVERFLOWS)
+    ),
+    # ×2⁻⁶⁰: squares ≈ 2⁻¹²⁰, still normal in fp32 (down to 2⁻¹²⁶): relative rounding as ever.
+    "tiny_gradients": InputFamily(_scaled_gradients(-60)),
+    "one_parameter": InputFamily(resize=lambda s: {**s, "p": 1}),  # one tensor: no sum of norms
+}
+
+
 CASE = Case(
     id="clip.grad_norm",
     tier=2,
@@ -201,6 +237,7 @@ CASE = Case(
         "notes_returns_python_float": Check(check_notes_returns_python_float),
         "loop_vs_foreach_scaling": Check(check_loop_vs_foreach_scaling),
     },
+    input_families=INPUT_FAMILIES,
     verdict=Faster("foreach", "notes_loop"),
     # Read every gradient for the norm, read + write it to scale, plus the restoring copy.
     bytes_moved=lambda s, b: 4 * s["total"] * b,

@@ -28,10 +28,22 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cases._lib.inputs import generator
+from cases._lib.inputs import generator, strided
 from cases._lib.precision import ieee_fp32
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Tol, Verdict, library, naive, optimized
+from cases.spec import (
+    Case,
+    Check,
+    Erratum,
+    ErratumKind,
+    Finding,
+    InputFamily,
+    Tol,
+    Verdict,
+    library,
+    naive,
+    optimized,
+)
 from harness import measure
 from harness.rules import AllOf, Faster, FromFindings
 
@@ -50,6 +62,25 @@ TOLERANCE = {
     FP16: Tol(rtol=2 * U[FP16], floor=4 * U[FP16]),
 }
 DTYPES = {"cpu": (FP32,), "cuda": (FP32, BF16, FP16)}
+
+
+def _input_as(layout):
+    """A family whose image (the first input) is stored otherwise, the rest as drawn."""
+
+    def transform(x, *rest):
+        return (layout(x), *rest)
+
+    return transform
+
+
+# The hand-built forms and the library kernels on inputs other than NCHW-contiguous: a
+# channels_last image (oneDNN and cuDNN take another path), one in no format (every second
+# element of a buffer), and a batch of one image (a size-1 batch dimension).
+INPUT_FAMILIES = {
+    "channels_last_input": InputFamily(_input_as(lambda x: x.contiguous(memory_format=torch.channels_last))),
+    "strided_input": InputFamily(_input_as(strided)),
+    "batch_of_one": InputFamily(resize=lambda s: {**s, "b": 1}),
+}
 
 
 def _randn(shape, g, dtype, device, scale=1.0):
@@ -262,6 +293,7 @@ IM2COL = Case(
     oracle=im2col_float64,
     tolerance=TOLERANCE,
     dtypes=DTYPES,
+    input_families=INPUT_FAMILIES,
     sizes={
         "quick": [{"h": h, "b": 4, "c": 16, "o": 32, "k": 3} for h in (16, 32, 64)],
         "full": [{"h": h, "b": 32, "c": 64, "o": 128, "k": 3} for h in (32, 64, 128, 256, 512)],
@@ -436,6 +468,7 @@ TRANSPOSED = Case(
     oracle=transposed_float64,
     tolerance=TOLERANCE,
     dtypes=DTYPES,
+    input_families=INPUT_FAMILIES,
     sizes={
         "quick": [
             {"h": h, "b": 4, "c": 16, "o": 16, "k": 4, "s": 2, "p": 1, "op": 1, "d": 1} for h in (8, 16, 32)
@@ -580,6 +613,7 @@ DILATED = Case(
     oracle=dilated_float64,
     tolerance=TOLERANCE,
     dtypes=DTYPES,
+    input_families=INPUT_FAMILIES,
     sizes={
         "quick": [{"d": d, "h": 32, "b": 4, "c": 16, "o": 16, "k": 3} for d in (1, 2, 4)],
         "full": [{"d": d, "h": 128, "b": 32, "c": 64, "o": 64, "k": 3} for d in (1, 2, 4, 8)],

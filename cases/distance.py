@@ -14,7 +14,19 @@ import torch
 
 from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Tol, Verdict, library, naive, optimized
+from cases.spec import (
+    Case,
+    Check,
+    Erratum,
+    ErratumKind,
+    Finding,
+    InputFamily,
+    Tol,
+    Verdict,
+    library,
+    naive,
+    optimized,
+)
 from harness.rules import AllOf, Faster, Lighter
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
@@ -92,6 +104,60 @@ def distances_float64(x, y, rows_per_block: int = 64):
 
 def _nm(size, itemsize):
     return size["n"] * size["m"] * itemsize
+
+
+# ---- edge inputs: every variant checked on them too (tests/test_seeds_and_edges.py) ------------
+
+
+def clustered(x, y):
+    """Every pair a near-duplicate: all points within 1e-3·N(0,1) per coordinate of one point x₀,
+    so distances ≈ 2·1e-6·D ≈ 5e-4 beside norms |x|² ≈ D = 256. Drawn from the maker's own
+    points (x₀ = x[0]; the offsets are x and y scaled), rounded to their dtype as the maker's are."""
+    dtype, x, y = x.dtype, x.float(), y.float()
+    return (x[0] + 1e-3 * x).to(dtype), (x[0] + 1e-3 * y).to(dtype)
+
+
+def clustered_unit(x, y):
+    """Unit vectors within ~1e-3 of each other: 2 - 2x·y ≈ 2e-6, the unit-norm shortcut's
+    cancellation (its norms are the constant 2)."""
+    near = clustered(x, y)
+    return tuple(torch.nn.functional.normalize(t.float(), dim=1).to(t.dtype) for t in near)
+
+
+def zero_and_repeated_rows(x, y):
+    """0/1 descriptors where every other row is all zeros and y repeats x's rows: distances of
+    exactly 0 (ties) and |x|² = 0 terms."""
+    x = x.clone()
+    x[::2] = 0
+    return x, x[torch.arange(y.shape[0], device=x.device) % x.shape[0]]
+
+
+_CANCELS = (
+    "the expansion subtracts |x|² + |y|² ≈ 512 down to distances ≈ 5e-4: error ~u·√D·512 ≈ 5e-4, "
+    "the size of the distances themselves (measured: 0.65 of the largest), where the bound at the "
+    "truth's own scale is ~2e-9 (`cancellation` bounds it by |x|², and clamp_min(0) avoids the NaN, "
+    "not the loss)"
+)
+INPUT_FAMILIES = {
+    "near_duplicates": InputFamily(
+        clustered,
+        variants=("broadcast", "matmul", "cdist_mm", "cdist_direct"),
+        fails={
+            "matmul": _CANCELS,
+            "cdist_mm": "cdist's use_mm_for_euclid_dist is the same expansion: " + _CANCELS,
+        },
+    ),
+    "near_duplicate_unit_vectors": InputFamily(
+        clustered_unit,
+        variants=("unit_norm",),
+        fails={
+            "unit_norm": "2 - 2x·y cancels to distances ≈ 2e-6 from terms of 2: error ~u·√D·2 ≈ 2e-6 "
+            "(measured: 0.7 of the largest distance) against a bound of ~5e-12 at the truth's scale"
+        },
+    ),
+    "zero_and_repeated_rows": InputFamily(zero_and_repeated_rows, variants=("binary",)),
+    "one_query_point": InputFamily(resize=lambda s: {**s, "m": 1}),
+}
 
 
 # ---- checks beyond "every variant equals the oracle" -----------------------------------------
@@ -254,6 +320,7 @@ CASE = Case(
         "notes_binary_snippet": Check(check_notes_binary_snippet),
         "notes_orientation": Check(check_notes_orientation),
     },
+    input_families=INPUT_FAMILIES,
     verdict=AllOf((Faster("matmul", "broadcast"), Lighter("matmul", "broadcast"))),
     flops=lambda s: 2 * s["n"] * s["m"] * s["d"],
     bytes_moved=lambda s, b: (s["n"] * s["d"] + s["m"] * s["d"] + s["n"] * s["m"]) * b,

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
+from cases.spec import Case, Check, Finding, InputFamily, Tol, Verdict, library, naive
 from harness.rules import FromFindings
 
 FP32 = torch.float32
@@ -131,6 +131,42 @@ def judge_relation(rel: float, ratio_err: float, fp32_gap: float, d: int) -> Fin
     )
 
 
+def _constant_rows(x, w, b):
+    # Every row one value (its first): σ = 0, so the output is b exactly, whatever ε.
+    return x[:, :1].expand_as(x).contiguous(), w, b
+
+
+def _offset(x, w, b):
+    # μ ≈ 2¹⁰ + 3 with σ = 2 (+2¹⁰ is exact at these magnitudes): |μ|/σ ≈ 500, where the bound's
+    # derivation assumes |x| ≤ 6σ.
+    return x + 2.0**10, w, b
+
+
+INPUT_FAMILIES = {
+    "constant_rows": InputFamily(
+        _constant_rows,
+        fails={
+            "manual": "mean() of D equal fp32 values is off by a few u·|x| (the sum rounds), so "
+            "x − μ is that residue instead of 0 and rsqrt(0 + ε) multiplies it by 1/√ε ≈ 316: "
+            "measured 3.6e-4 from b, where F.layer_norm returns b to the bound (its Welford mean "
+            "of equal values is exact); the bound, 16u of the outputs' scale (here |b| ≤ 0.26), "
+            "assumes σ ≫ √ε",
+        },
+    ),
+    "large_mean": InputFamily(
+        _offset,
+        fails={
+            name: "μ itself rounds to u·|μ| in fp32 and x − μ inherits it: u·|μ|/σ ≈ 500u of one "
+            "output unit, in both variants (measured 3.2e-5 manual, 3.7e-5 fused, of the outputs' "
+            "scale, against ~2e-6): fp32 LayerNorm's documented loss for |μ| ≫ σ, not the manual "
+            "form's"
+            for name in ("manual", "layer_norm")
+        },
+    ),
+    "one_feature": InputFamily(resize=lambda s: {**s, "d": 1}),  # σ = 0 with nothing to round: b
+}
+
+
 CASE = Case(
     id="layernorm.manual",
     tier=2,
@@ -155,6 +191,7 @@ CASE = Case(
     },
     x="d",
     checks={"exact_relation": Check(check_exact_relation)},
+    input_families=INPUT_FAMILIES,
     verdict=FromFindings(),
     bytes_moved=lambda s, b: 2 * s["rows"] * s["d"] * b,  # the minimum: read x once, write y once
 )

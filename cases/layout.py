@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from cases._lib.inputs import generator
+from cases._lib.inputs import generator, strided
 from cases._lib.precision import ieee_fp32
 from cases._lib.properties import run_property, smallest
 from cases.spec import (
@@ -34,6 +34,7 @@ from cases.spec import (
     Erratum,
     ErratumKind,
     Finding,
+    InputFamily,
     Tol,
     Verdict,
     library,
@@ -620,6 +621,10 @@ def make_pair_colmajor(size, dtype, device, seed):
     return x.t().contiguous().t(), w
 
 
+def _strided_pair(x, w):
+    return strided(x), strided(w)
+
+
 def _op_part(op, flops, bytes_moved, tolerance) -> Comparison:
     def contiguous_first(x, w):
         return op(x.contiguous(), w)
@@ -637,6 +642,11 @@ def _op_part(op, flops, bytes_moved, tolerance) -> Comparison:
         oracle=in_float64,
         tolerance={FP32: tolerance},
         sizes={"quick": [{"n": 256}, {"n": 1024}], "full": [{"n": n} for n in (1024, 4096, 16384)]},
+        input_families={
+            # Neither row- nor column-major: the op's generic strided path, and .contiguous()'s copy.
+            "strided": InputFamily(_strided_pair),
+            "one_by_one": InputFamily(resize=lambda s: {"n": 1}),  # every stride legal, a 1×1 result
+        },
         flops=flops,
         bytes_moved=bytes_moved,
     )
@@ -719,6 +729,18 @@ CONV = Comparison(
     },
     flops=lambda s: 2 * s["b"] * 2 * s["c"] * s["hw"] ** 2 * s["c"] * 9,
     x="c",
+    input_families={
+        # The formats mixed: a channels_last input with an NCHW weight, and the reverse; then an
+        # input in no format at all (every second element of a buffer).
+        "channels_last_input_nchw_weight": InputFamily(
+            lambda x, w, b: (x.contiguous(memory_format=torch.channels_last), w.contiguous(), b)
+        ),
+        "nchw_input_channels_last_weight": InputFamily(
+            lambda x, w, b: (x.contiguous(), w.contiguous(memory_format=torch.channels_last), b)
+        ),
+        "strided_input": InputFamily(lambda x, w, b: (strided(x), w, b)),
+        "batch_of_one_1x1_image": InputFamily(resize=lambda s: {**s, "b": 1, "hw": 1}),
+    },
 )
 
 
@@ -764,6 +786,12 @@ CASE = Case(
         "timed_inputs_have_their_layouts": Check(check_timed_inputs_have_their_layouts),
     },
     parts={**OPS, "conv3x3": CONV},
+    input_families={
+        # A source that is neither row- nor column-major, and a single row (a (1, m) column-major
+        # view is row-major too: contiguous() need not copy, and must still be right).
+        "strided": InputFamily(lambda x: (strided(x),)),
+        "one_row": InputFamily(resize=lambda s: {**s, "n": 1}),
+    },
     verdict=FromFindings(),
     bytes_moved=lambda s, b: 2 * s["n"] * s["m"] * b,  # read once, write once
 )

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from cases._lib.inputs import generator
 from cases._lib.timing import judge_faster, timed_claim
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Finding, Tol, library, naive, optimized
+from cases.spec import Case, Check, Finding, InputFamily, Tol, library, naive, optimized
 from harness.rules import Faster
 
 FP32, BF16 = torch.float32, torch.bfloat16
@@ -66,6 +66,19 @@ def ce_float64(logits, target, probs):
     loss = (lse - x[torch.arange(n, device=x.device), target]).mean()
     grad = (torch.exp(x - lse[:, None]) - F.one_hot(target, x.shape[1]).double()) / n
     return loss, grad
+
+
+# ---- edge inputs: every variant checked on them too (tests/test_seeds_and_edges.py) ------------
+
+INPUT_FAMILIES = {
+    # Every logit equal (1.5): softmax ties at exactly 1/C everywhere, loss = log C.
+    "equal_logits": InputFamily(lambda logits, target, probs: (torch.full_like(logits, 1.5), target, probs)),
+    # Logits ×2¹⁰ ≈ 3000·N(0,1): exp overflows fp32 past 88, so only a max-subtracted log-sum-exp
+    # is finite; the bounds hold as they are (softmax is 0 or 1 to within the floor but for the
+    # few logits near the max, whose |x_i − lse| stays small).
+    "large_logits": InputFamily(lambda logits, target, probs: (logits * 2.0**10, target, probs)),
+    "one_sample": InputFamily(resize=lambda s: {**s, "n": 1}),  # a batch of one: the mean is one term
+}
 
 
 # ---- checks --------------------------------------------------------------------------------------
@@ -205,6 +218,7 @@ CASE = Case(
         "k_dim": Check(check_k_dim),
         "indices_faster": Check(check_indices_faster),
     },
+    input_families=INPUT_FAMILIES,
     verdict=Faster("indices", "probabilities"),
     # Forward + backward: log-sum-exp and softmax over N·C, read twice; probabilities read N·C more.
     bytes_moved=lambda s, b: 3 * s["n"] * s["c"] * b,

@@ -13,7 +13,19 @@ from hypothesis import strategies as st
 
 from cases._lib.inputs import generator
 from cases._lib.properties import run_property
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Tol, Verdict, library, naive, optimized
+from cases.spec import (
+    Case,
+    Check,
+    Erratum,
+    ErratumKind,
+    Finding,
+    InputFamily,
+    Tol,
+    Verdict,
+    library,
+    naive,
+    optimized,
+)
 from harness.rules import FromFindings
 
 FP32 = torch.float32
@@ -168,6 +180,24 @@ def judge_notes_snippet(slips: list[tuple[str, str]], fixed_equals_one_hot: bool
     )
 
 
+def _all_zero(label, c):
+    # Every label 0: the output's first column all ones, and scatter_'s index all the same.
+    return torch.zeros_like(label), c
+
+
+def _all_last(label, c):
+    # Every label the last class C - 1 (ties on the edge of the range eye(C) is indexed with).
+    return torch.full_like(label, c - 1), c
+
+
+INPUT_FAMILIES = {
+    "all_labels_zero": InputFamily(_all_zero),
+    "all_labels_last_class": InputFamily(_all_last),
+    "empty_batch": InputFamily(resize=lambda s: {**s, "b": 0}),  # a (0, C) result
+    "one_class": InputFamily(resize=lambda s: {**s, "c": 1}),  # every label 0, a (B, 1) result
+}
+
+
 def _bytes(s, b):
     return s["b"] * s["c"] * b
 
@@ -196,6 +226,7 @@ CASE = Case(
         "scatter_formula": Check(check_scatter_formula),
         "notes_snippet": Check(check_notes_snippet),
     },
+    input_families=INPUT_FAMILIES,
     verdict=FromFindings(),
     bytes_moved=lambda s, b: _bytes(s, 4) + s["b"] * 8,
     metrics=lambda name, inputs, device: {

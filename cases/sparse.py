@@ -16,7 +16,7 @@ import torch
 from cases._lib.inputs import generator
 from cases._lib.timing import median_time
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Finding, Tol, Verdict, naive, optimized
+from cases.spec import Case, Check, Finding, InputFamily, Tol, Verdict, naive, optimized
 from harness import load, measure
 from harness.rules import FromFindings
 
@@ -40,6 +40,22 @@ def make_coo(size, dtype, device, seed):
 def make_csr(size, dtype, device, seed):
     a, b = make_dense(size, dtype, device, seed)
     return a.to_sparse_csr(), b
+
+
+def _as_zeros(a, b):
+    """The same matrix with no non-zero at all (nnz = 0), in the layout it came in."""
+    zeros = torch.zeros(a.shape, dtype=a.dtype, device=a.device)
+    if a.layout == torch.sparse_coo:
+        zeros = zeros.to_sparse().coalesce()
+    elif a.layout == torch.sparse_csr:
+        zeros = zeros.to_sparse_csr()
+    return zeros, b
+
+
+INPUT_FAMILIES = {
+    "all_zero_matrix": InputFamily(_as_zeros),  # empty values and indices: a zero product
+    "one_column": InputFamily(resize=lambda s: {**s, "m": 1}),  # a sparse matrix times a vector
+}
 
 
 def dense_mm(a, b):
@@ -213,6 +229,7 @@ CASE = Case(
     },
     x="density_permille",
     checks={"coo_layout": Check(check_coo_layout), "crossover": Check(check_crossover)},
+    input_families=INPUT_FAMILIES,
     verdict=FromFindings(),
     metrics=_metrics,
     flops=lambda s: 2 * s["n"] * s["k"] * s["m"],

@@ -146,6 +146,38 @@ def library(fn, **kw) -> Variant:
 
 
 @dataclass(frozen=True)
+class InputFamily:
+    """A family of edge-case inputs a comparison's variants must also be right on: near-duplicate
+    points, ties, values near the dtype's limits, strided or channels_last layouts, an empty or
+    size-1 dimension. One seed times; the families (and a few more seeds) only check.
+
+    The family's inputs are the variant's own, drawn by its own maker (the comparison's, or the
+    variant's ``inputs``) at ``resize(size)`` and then handed to ``transform(*inputs) -> tuple``:
+    so one family serves variants whose inputs differ (a column-major and a row-major matrix made
+    strided alike). The bound is the variant's own, at the resized size: a family that needs a
+    wider one shows a real loss of precision, which ``fails`` declares instead of a wider bound.
+
+    ``variants``: the variant names it applies to (None: all). ``fails``: variant → why its own
+    check rejects this family, measured and documented (the check must keep rejecting it: a
+    listed variant that passes is a stale entry, and the error against the bound is printed).
+    """
+
+    transform: Callable[..., tuple] = lambda *inputs: inputs
+    resize: Callable[[Size], Size] | None = None
+    variants: tuple[str, ...] | None = None
+    fails: Mapping[str, str] = field(default_factory=dict)
+
+    def applies_to(self, variant_name: str) -> bool:
+        return self.variants is None or variant_name in self.variants
+
+    def make(self, input_maker: Callable[..., tuple], size: Size, dtype, device, seed: int) -> tuple:
+        return tuple(self.transform(*input_maker(self.size_of(size), dtype, device, seed)))
+
+    def size_of(self, size: Size) -> Size:
+        return self.resize(size) if self.resize else size
+
+
+@dataclass(frozen=True)
 class Check:
     """A rule/behaviour check: ``fn(device)`` raises AssertionError or returns a `Finding`."""
 
@@ -185,6 +217,9 @@ class Comparison:
     # Naive variants torch.compile is not applied to, with why (file I/O, a DataLoader: nothing
     # for Inductor to compile); every other naive variant of a timed pair gets a compiled twin.
     uncompilable: Mapping[str, str] = field(default_factory=dict)
+    # Edge-case inputs the variants are checked on besides the seeded random ones (`InputFamily`);
+    # none by default. Checked by tests/test_seeds_and_edges.py, never timed.
+    input_families: Mapping[str, InputFamily] = field(default_factory=dict)
 
     def _validate(self, where: str) -> None:
         if not self.variants:
@@ -198,6 +233,11 @@ class Comparison:
             missing = [d for d in dtypes if d not in self.tolerance]
             if missing:
                 raise ValueError(f"{where}: no tolerance for {missing}")
+        for name, family in self.input_families.items():
+            applies = set(self.variants) if family.variants is None else set(family.variants)
+            unknown = (applies | set(family.fails)) - (applies & set(self.variants))
+            if unknown:
+                raise ValueError(f"{where}: input family {name!r} names {sorted(unknown)}, not its variants")
 
     def sizes_for(self, profile: str) -> Sequence[Size]:
         return self.sizes.get(profile, ())

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import torch
 
-from harness import mutation
+from harness import allocator, mutation
 
 
 def synchronize(device: torch.device | str) -> None:
@@ -262,10 +262,46 @@ def check(got, truth, tol, inputs: tuple, before: dict) -> Error:
     )
 
 
+# The largest block `poison_recycled` fills: larger host blocks are mapped fresh (zeros) by glibc,
+# and a fill per output of more than this would cost a check more than the call it checks.
+POISON_MAX_BYTES = 32 * 2**20
+
+
+def poison_recycled(truth) -> None:
+    """Overwrite the freed memory a variant's new output is most likely to be handed next.
+
+    A variant that returns `torch.empty(...)` without writing it returns whatever its allocator
+    hands back. Right after another variant computed the answer on the same inputs and freed it,
+    that is the answer itself: KernelBench's stale-buffer case, which the suite reaches too (the
+    variants of a comparison share their inputs, and test_check runs them one after another). So
+    before the call: a block of each output's size in every itemsize (1, 2, 4, 8 bytes) is asked
+    for, filled with 0xFF bytes (NaN in every float dtype, -1 in every integer one) and freed: the
+    same request in the same allocator state is handed the block the variant would have been.
+    Best effort on its own (the caching allocator's and glibc's choices are theirs); on the host
+    `allocator.perturbed` fills every block handed out during the call as well, except the few
+    glibc hands back through its tcache (≤ 1 KiB; measured 1 in 240), which this covers.
+    """
+    for t in _as_tuple(truth):
+        if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+            continue
+        for itemsize in (1, 2, 4, 8):
+            if 0 < t.numel() * itemsize <= POISON_MAX_BYTES:
+                torch.empty(t.numel() * itemsize, dtype=torch.uint8, device=t.device).fill_(0xFF)
+
+
+def fresh_call(fn: Callable[..., Any], truth) -> Any:
+    """`fn()` on memory that holds nothing stale: the freed blocks its outputs are likely to be
+    handed poisoned (`poison_recycled`), and every host block handed out during the call filled
+    with a pattern (`allocator.perturbed`)."""
+    poison_recycled(truth)
+    with allocator.perturbed():
+        return fn()
+
+
 def checked_call(fn: Callable[..., Any], inputs: tuple, truth, tol) -> tuple[Any, Error]:
-    """`fn(*inputs)` run once and checked (`check`)."""
+    """`fn(*inputs)` run once, on memory holding nothing stale (`fresh_call`), and checked (`check`)."""
     before = mutation.snapshot(inputs)
-    got = fn(*inputs)
+    got = fresh_call(lambda: fn(*inputs), truth)
     return got, check(got, truth, tol, inputs, before)
 
 

@@ -113,8 +113,9 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
         inputs, truth = input_cache.get(point)
         call = functools.partial(point.variant.fn, *inputs)
         before = mutation.snapshot(inputs)  # outside the peak: the digest's buffers are not the variant's
-        # The first call is also the warm-up (allocator, cuDNN/oneDNN kernel selection).
-        out, peak = measure.peak_memory(call, point.device)
+        # The first call is also the warm-up (allocator, cuDNN/oneDNN kernel selection); on memory
+        # that holds no answer another variant left (measure.fresh_call).
+        out, peak = measure.fresh_call(lambda: measure.peak_memory(call, point.device), truth)
         return call, before, peak, measure.check(out, truth, _tolerance(point), inputs, before)
 
     started = time.perf_counter()

@@ -1,5 +1,6 @@
 """harness.allocator: the host allocator's thresholds are pinned, passed to worker processes, and
-a large temporary then costs the same in a fresh process as after other work."""
+a large temporary then costs the same in a fresh process as after other work; inside `perturbed`
+memory handed out uninitialised never holds what was freed (the stale-buffer negative control)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
+from harness import allocator
 from tests import quiet
 from tests.launcher import ROOT
 
@@ -73,3 +76,15 @@ def test_a_large_temporary_costs_the_same_fresh_or_after_other_work_once_pinned(
         max(fresh, after) / min(fresh, after) < 1.3,
         f"pinned: fresh process {fresh * 1e3:.2f} ms vs after other work {after * 1e3:.2f} ms a call",
     )
+
+
+def test_perturbed_hands_out_a_pattern_never_the_freed_answer():
+    # Past glibc's tcache (≤ 1 KiB, which can skip the fill: harness.measure.poison_recycled's
+    # part): a small-bin, a large-bin and a 4 MiB block.
+    for n in (512, 16384, 2**20):
+        right = torch.randn(n)
+        del right  # freed: the next block of this size is likely the same memory, answer and all
+        with allocator.perturbed() as on:
+            out = torch.empty(n)
+        assert on
+        assert bool((out.view(torch.uint8) == 0xFE).all()), n  # -1.7e38 in every element

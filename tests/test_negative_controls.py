@@ -13,7 +13,15 @@ on the CPU) at the quick profile's smallest size, on the CPU, through the suite'
 * ``replay``: the variant's result on another seed's inputs (computed once, returned again);
 * ``mutated input``: the right result, returned after one element of one input was moved by one
   step of its dtype in place: the first argument of each kind (tensor, list, dict, module,
-  dataclass) and the last one, so every branch of the input watch is shown to see it.
+  dataclass) and the last one, so every branch of the input watch is shown to see it;
+* ``stale buffer``: KernelBench's case. The variant computes the right answer on the same inputs
+  (as the variant checked before it does in test_check, the comparison's inputs being shared),
+  the answer is freed, and the stand-in returns ``torch.empty_strided`` of each output's shape,
+  strides and dtype, never written: uninitialised memory that glibc's heap (or CUDA's caching
+  allocator) hands back from the block just freed, the right answer in it. Nothing here forces
+  the reuse: the tally counts how often the allocator really handed the freed block back (the
+  realistic case, not a contrived one), and the check must reject every one, which it does
+  because `measure.poison_recycled` overwrites that block before the call.
 
 A control that cannot apply is counted as not applicable with the reason (zeros where the truth is
 zeros, a constant where the truth is one value, a bias on a truth value, an argument with no tensor
@@ -44,37 +52,20 @@ from harness import measure, mutation, requirements
 from suite.plan import InputCache, VariantPoint
 from suite.test_cases import test_benchmark as suite_benchmark
 from suite.test_cases import test_check as suite_check
+from tests.targets import name_of, target_id, variant_targets
 
 BIAS_FACTOR = 2.5  # times the variant's own bound: just outside it (the issue asks for 2-3x)
-KINDS = ("zeros", "constant", "bias", "replay", "mutated input")
+KINDS = ("zeros", "constant", "bias", "replay", "mutated input", "stale buffer")
 REJECTED, GAP, NOT_APPLICABLE = "rejected", "known gap", "not applicable"
+HANDED_BACK = "the freed block handed back"  # a stale buffer given the right answer's own memory
 
 # (case, part.variant, dtype, control kind, what) → why the check cannot reject it. Each entry is
 # held to it: a listed control that is rejected after all fails as stale.
 KNOWN_GAPS: dict[tuple[str, str, str, str, str], str] = {}
 
 
-def _targets() -> list[VariantPoint]:
-    points = []
-    for case in all_cases():
-        for part, comparison in case.comparisons().items():
-            size = comparison.sizes_for("quick")[0]
-            for name, variant in comparison.variants.items():
-                for dtype in comparison.dtypes.get("cpu", ()):
-                    if variant.dtypes is None or dtype in variant.dtypes:
-                        points.append(VariantPoint(case, name, size, dtype, "cpu", part=part))
-    return points
-
-
-TARGETS = _targets()
-
-
-def _name(point) -> str:
-    return ".".join(p for p in (point.part, point.variant_name) if p)
-
-
-def _target_id(point) -> str:
-    return f"{point.case.id}-{_name(point)}-{dtype_name(point.dtype)}"
+TARGETS = variant_targets()
+_name, _target_id = name_of, target_id
 
 
 @dataclass(frozen=True)
@@ -138,6 +129,32 @@ def _bias(out: torch.Tensor, truth: torch.Tensor, tol: Tol) -> torch.Tensor | st
         top = out.to(torch.float64) + shift.ceil().clamp_min(1) > info.max
         moved = torch.where(top, out - shift.ceil().clamp_min(1).to(out.dtype), moved)
     return moved
+
+
+class _StaleBuffer:
+    """Returns uninitialised outputs shaped like `right`'s, after `right` is freed; records for
+    each whether the allocator handed back the block the right answer was freed from."""
+
+    def __init__(self, specs):
+        self.specs, self.handed_back = specs, []
+
+    def __call__(self):
+        outs = []
+        for shape, stride, dtype, device, freed_at in self.specs:
+            out = torch.empty_strided(shape, stride, dtype=dtype, device=device)
+            self.handed_back.append(out.data_ptr() == freed_at)
+            outs.append(out)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _stale_buffer(right) -> _StaleBuffer | str:
+    """`right` (the variant's own answer, whose only reference this is) freed, and a stand-in
+    handed uninitialised memory of its outputs' shapes: what the allocator reuses first."""
+    outs = _outputs(right)
+    if any(not isinstance(o, torch.Tensor) or o.layout != torch.strided for o in outs):
+        return "an output that is not a dense tensor (its memory is not one block to reuse)"
+    specs = [(o.shape, o.stride(), o.dtype, o.device, o.data_ptr()) for o in outs]
+    return _StaleBuffer(specs)  # the last references to `right` go with this frame: freed
 
 
 def _mutate_one(value) -> str:
@@ -230,6 +247,14 @@ def controls_of(index: int) -> tuple[Control, ...] | str:
 
     judge("replay", "seed 1's result", point.variant.fn(*point.make_inputs(1)))
 
+    stale = _stale_buffer(point.variant.fn(*inputs))
+    if isinstance(stale, str):
+        found.append(Control("stale buffer", "every output", NOT_APPLICABLE, stale))
+    else:
+        rejected, message = _verdict(tol, (), truth, stale)
+        what = HANDED_BACK if all(stale.handed_back) else "another block"
+        found.append(Control("stale buffer", what, REJECTED if rejected else "passed", message or what))
+
     for j in _arguments_to_mutate(inputs):
         value = inputs[j]
         if not any(t.numel() for _, t in mutation.tensors((value,))):
@@ -294,6 +319,12 @@ def test_the_tally_of_every_control(record_property):
             f"  {kind:14} rejected {t[REJECTED]:4} / generated {generated:4}"
             f"   known gaps {t[GAP]}   not applicable {t[NOT_APPLICABLE]}"
         )
+    stale = [c for i in range(len(TARGETS)) if not isinstance(controls_of(i), str) for c in controls_of(i)]
+    stale = [c for c in stale if c.kind == "stale buffer" and c.outcome != NOT_APPLICABLE]
+    lines.append(
+        f"  stale buffer: the allocator handed the freed answer's block back to "
+        f"{sum(c.what == HANDED_BACK for c in stale)} of {len(stale)} stand-ins"
+    )
     lines += [f"  not applicable, {reason}: {n}" for reason, n in sorted(reasons.items())]
     lines += [f"  not run, {line}" for line in not_run]
     print("\n".join(lines))

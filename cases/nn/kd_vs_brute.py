@@ -21,7 +21,7 @@ import torch
 
 from cases.distance import distances_float64
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
+from cases.spec import Case, Check, Finding, InputFamily, Tol, Verdict, library, naive, optimized
 from harness import gain, interleave, load, measure
 from harness.rules import FromFindings
 
@@ -55,6 +55,17 @@ def _neighbour_distances(data, queries, idx) -> torch.Tensor:
     # Recomputed in float64 from the indices: Q·k·D work, negligible next to the search.
     d64 = data.double()[idx]
     return ((queries.double()[:, None, :] - d64) ** 2).sum(-1)
+
+
+def _duplicates_and_queries_on_points(data, queries, tree):
+    """Every point twice (ties between the two copies at every distance), and every query on a
+    point (a nearest distance of exactly 0); the tree rebuilt over the new points."""
+    data = data[torch.arange(data.shape[0], device=data.device) // 2]
+    queries = data[: queries.shape[0]].clone()
+    return data, queries, _tree(data.cpu().numpy()) if tree is not None else None
+
+
+INPUT_FAMILIES = {"duplicates_and_queries_on_points": InputFamily(_duplicates_and_queries_on_points)}
 
 
 def brute(data, queries, tree):
@@ -193,6 +204,7 @@ CASE = Case(
     },
     x="d",
     checks={"crossover": Check(check_crossover, requires=("module:scipy",))},
+    input_families=INPUT_FAMILIES,
     # The claim is about where the tree stops paying, decided by `crossover`'s sweep, not a
     # speedup at one size.
     verdict=FromFindings(),

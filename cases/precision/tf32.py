@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from cases._lib.inputs import generator
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Tol, Verdict, naive, optimized
+from cases.spec import Case, Check, Erratum, ErratumKind, Finding, InputFamily, Tol, Verdict, naive, optimized
 from harness import precision_flags as flags
 from harness import premises
 from harness.rules import AllOf, Faster
@@ -228,6 +228,21 @@ def check_cpu_high_is_noop(device):
 IEEE_FP32 = {FP32: lambda s: Tol(rtol=8 * U_FP32, floor=2 * U_FP32 * (9 * max(s["n"] // 8, 8)) ** 0.5)}
 
 
+def _scaled(power):
+    def transform(a, b):
+        # A power of two scales exactly: the same mantissas, every product's exponent moved by 2·power.
+        return a * 2.0**power, b * 2.0**power
+
+    return transform
+
+
+# Both operands scaled by 2⁶⁰: outputs ≈ 2¹²⁰ (fp32's largest is ≈ 2¹²⁸), so a kernel that
+# overflows an intermediate (a partial sum, a bf16/TF32 split of an operand) shows. By 2⁻⁵⁶:
+# products ≈ 2⁻¹¹⁶, still 10 binades above fp32's smallest normal (2⁻¹²⁶), so rounding stays
+# relative and the bounds, relative to the truth's own scale, hold unchanged.
+INPUT_FAMILIES = {"near_fp32_max": InputFamily(_scaled(60)), "tiny": InputFamily(_scaled(-56))}
+
+
 REDUCED_KERNEL = (
     "a reduced-precision fp32 kernel under the flag (TF32 tensor cores; oneDNN's AMX/AVX-512 bf16)"
 )
@@ -254,6 +269,7 @@ CASE = Case(
     # outputs (measured: 0.7u of max|truth|, bf16 on AMX): 4u_bf16 at the outputs' scale and 2u
     # relative. The IEEE variants are held to IEEE_FP32; the *_error checks assert both bounds per K.
     tolerance={FP32: Tol(rtol=2 * 2.0**-8, floor=4 * 2.0**-8)},
+    input_families=INPUT_FAMILIES,
     dtypes={"cpu": (FP32,), "cuda": (FP32,)},
     sizes={
         "quick": [{"n": 256}, {"n": 512}],

@@ -1,0 +1,210 @@
+"""Every timed variant is right on more than one input: three more seeds, and its edge cases.
+
+`test_check` and the timings use one seed (0). Here every variant of every comparison of every
+case (the targets of the negative controls: quick profile's smallest size, on the CPU, every CPU
+dtype) goes through the suite's own check (`VariantPoint`'s oracle and tolerance,
+`measure.checked_call`, as `test_check` runs it) on:
+
+* seeds 1, 2 and 3: a variant right on one draw by luck (a tie broken the oracle's way, a bound
+  met by one sample's scale) is checked on three more;
+* each input family its comparison declares for it (`cases.spec.InputFamily`): near-duplicate
+  points, zeros and ties, values near the dtype's limits, strided and channels_last layouts, an
+  empty or size-1 dimension, held to the variant's own bound at the family's size.
+
+A family's ``fails`` lists the variants whose own check rejects it for a documented reason (the
+matmul expansion's cancellation on near-duplicates): each must still be rejected (a listed
+variant that passes is stale), and its error against the bound is printed in the tally, never
+hidden behind a wider bound. Anything else that fails names the variant, seed or family.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from cases.spec import Case, InputFamily, Tol, naive, tolerance_at
+from harness import measure, requirements
+from suite.plan import VariantPoint
+from tests.targets import target_id, variant_targets
+
+SEEDS = (1, 2, 3)  # beyond seed 0, which test_check and the timings use
+PASSED, FAILED, FINDING, STALE = "passed", "failed", "expected finding", "stale finding"
+
+TARGETS = variant_targets()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    what: str  # "seed 2" or "near_duplicates"
+    outcome: str  # PASSED, FAILED, FINDING (failed as declared), STALE (declared, but passed)
+    detail: str  # the check's worst element against its bound, and the declared reason
+
+
+def families_of(point: VariantPoint) -> dict[str, InputFamily]:
+    families = point.comparison.input_families
+    return {name: f for name, f in families.items() if f.applies_to(point.variant_name)}
+
+
+def _check(point: VariantPoint, inputs: tuple, size) -> measure.Error:
+    truth = point.oracle(*inputs)
+    _, err = measure.checked_call(point.variant.fn, inputs, truth, tolerance_at(point.tolerance, size))
+    return err
+
+
+def outcomes(point: VariantPoint) -> tuple[Outcome, ...]:
+    """The point's check on each extra seed and each of its families."""
+    found = []
+    for seed in SEEDS:
+        err = _check(point, point.make_inputs(seed), point.size)
+        found.append(Outcome(f"seed {seed}", PASSED if err.within else FAILED, err.worst))
+    for name, family in families_of(point).items():
+        inputs = family.make(point.input_maker, point.size, point.dtype, torch.device(point.device), 0)
+        err = _check(point, inputs, family.size_of(point.size))
+        reason = family.fails.get(point.variant_name)
+        if reason is None:
+            found.append(Outcome(name, PASSED if err.within else FAILED, err.worst))
+        elif err.within:
+            found.append(Outcome(name, STALE, f"passes; drop it from {name}.fails ({reason})"))
+        else:
+            found.append(Outcome(name, FINDING, f"{err.worst} (max rel {err.max_rel:.3g}); {reason}"))
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=None)
+def outcomes_of(index: int) -> tuple[Outcome, ...] | str:
+    """The outcomes of target `index`, or why it cannot run on this machine."""
+    point = TARGETS[index]
+    return requirements.unmet(point.requires, point.device) or outcomes(point)
+
+
+def _wrong(outcomes_) -> list[str]:
+    return [f"{o.what}: {o.outcome}: {o.detail}" for o in outcomes_ if o.outcome in (FAILED, STALE)]
+
+
+# Every variant of every case, four checks and more each: out of the unit tier, as the controls.
+@pytest.mark.integration
+@pytest.mark.parametrize("index", range(len(TARGETS)), ids=[target_id(p) for p in TARGETS])
+def test_every_seed_and_family_passes(index):
+    found = outcomes_of(index)
+    if isinstance(found, str):
+        pytest.skip(found)
+    wrong = _wrong(found)
+    assert not wrong, f"{target_id(TARGETS[index])}: " + "; ".join(wrong)
+
+
+@pytest.mark.integration
+def test_the_tally_of_seeds_and_families(record_property):
+    """Runs (or reads) every target's checks, prints checked / passed per seed and family (visible
+    with -rA) and the expected findings with their error against the bound, and records it."""
+    tally = collections.defaultdict(collections.Counter)
+    findings, not_run, wrong = [], [], []
+    for index, point in enumerate(TARGETS):
+        found = outcomes_of(index)
+        if isinstance(found, str):
+            not_run.append(f"{target_id(point)}: {found}")
+            continue
+        for o in found:
+            tally["seeds" if o.what.startswith("seed") else o.what][o.outcome] += 1
+            if o.outcome == FINDING:
+                findings.append(f"{target_id(point)} on {o.what}: {o.detail}")
+        wrong += [f"{target_id(point)} {line}" for line in _wrong(found)]
+    run = len(TARGETS) - len(not_run)
+    checked = sum(sum(t.values()) for t in tally.values())
+    lines = [
+        f"seeds and families: {run} variant targets run ({len(not_run)} not run here), "
+        f"{checked} checks, {sum(t[PASSED] for t in tally.values())} passed, "
+        f"{sum(t[FINDING] for t in tally.values())} expected findings"
+    ]
+    for what, t in sorted(tally.items(), key=lambda kv: (kv[0] != "seeds", kv[0])):
+        lines.append(
+            f"  {what:28} passed {t[PASSED]:4} / checked {sum(t.values()):4}   expected findings {t[FINDING]}"
+        )
+    lines += [f"  finding: {line}" for line in findings]
+    lines += [f"  not run, {line}" for line in not_run]
+    lines += [f"  WRONG: {line}" for line in wrong]
+    print("\n".join(lines))
+    record_property("seeds_and_families", {k: dict(v) for k, v in tally.items()})
+    assert not wrong, "\n".join(lines)
+    assert tally["seeds"][PASSED] >= len(SEEDS) * run, "\n".join(lines)
+    assert len(tally) > 1, "no case declares an input family"
+
+
+# ---- the check itself can fail: a variant wrong only on one seed, or only on one family ---------
+
+
+def _synthetic(fn, families=None, fails=None) -> VariantPoint:
+    def make(size, dtype, device, seed):
+        return (torch.randn(size["n"], generator=torch.Generator().manual_seed(seed)).to(dtype),)
+
+    case = Case(
+        id="synthetic.edges",
+        tier=2,
+        claim="",
+        source="",
+        make_inputs=make,
+        variants={"v": naive(fn)},
+        oracle=lambda x: 2 * x.double(),
+        tolerance={torch.float32: Tol(rtol=2**-24)},  # 2·x is exact in fp32: one rounding at most
+        sizes={"quick": [{"n": 64}]},
+        input_families=families or {},
+    )
+    return VariantPoint(case, "v", {"n": 64}, torch.float32, "cpu")
+
+
+def _by_what(point) -> dict[str, Outcome]:
+    return {o.what: o for o in outcomes(point)}
+
+
+def test_a_variant_wrong_on_one_seed_fails_that_seed_only():
+    seed_2 = torch.randn(64, generator=torch.Generator().manual_seed(2))
+
+    def variant(x):
+        return 2 * x + 1e-3 if torch.equal(x, seed_2) else 2 * x
+
+    found = _by_what(_synthetic(variant))
+    assert found["seed 2"].outcome == FAILED and "output 0" in found["seed 2"].detail
+    assert [found[f"seed {s}"].outcome for s in (1, 3)] == [PASSED, PASSED]
+
+
+def _strided(x):
+    return (torch.stack((x, x), 1)[:, 0],)  # the same values every second element
+
+
+def test_a_variant_wrong_on_strided_input_fails_that_family():
+    def variant(x):
+        return 2 * x if x.is_contiguous() else 2 * x.flip(0)
+
+    families = {"strided": InputFamily(_strided), "size_one": InputFamily(resize=lambda s: {"n": 1})}
+    found = _by_what(_synthetic(variant, families))
+    assert found["strided"].outcome == FAILED
+    assert found["size_one"].outcome == PASSED  # a flip of one element is the element
+    assert all(found[f"seed {s}"].outcome == PASSED for s in SEEDS)
+
+
+def test_a_declared_failure_must_keep_failing():
+    def variant(x):
+        return 2 * x if x.is_contiguous() else 2 * x + 1
+
+    wrong = InputFamily(_strided, fails={"v": "documented: strided input is off by one"})
+    assert _by_what(_synthetic(variant, {"strided": wrong}))["strided"].outcome == FINDING
+    assert _by_what(_synthetic(lambda x: 2 * x, {"strided": wrong}))["strided"].outcome == STALE
+
+
+def test_a_family_is_drawn_by_the_variants_own_maker_at_its_size():
+    def maker(size, dtype, device, seed):
+        return (torch.ones(size["n"], size["m"], dtype=dtype),)
+
+    family = InputFamily(lambda x: (x.t(),), resize=lambda s: {**s, "m": 1})
+    (x,) = family.make(maker, {"n": 3, "m": 5}, torch.float16, "cpu", 0)
+    assert x.shape == (1, 3) and x.dtype == torch.float16 and x.stride() == (1, 1)
+
+
+def test_a_family_names_only_variants_of_its_comparison():
+    with pytest.raises(ValueError, match="input family 'f'"):
+        _synthetic(lambda x: 2 * x, {"f": InputFamily(fails={"nope": "no such variant"})})
+    with pytest.raises(ValueError, match="input family 'f'"):
+        _synthetic(lambda x: 2 * x, {"f": InputFamily(variants=("v",), fails={"w": "not in variants"})})
