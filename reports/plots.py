@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from harness import gain  # noqa: E402
 
@@ -207,31 +207,39 @@ def overview_plot(summary: pd.DataFrame, title: str) -> bytes:
     ax.axvspan(
         1 / (1 + band), 1 + band, color="grey", alpha=0.15, label=f"±{band:.0%}: no measurable difference"
     )
+    # A pair timed on a busy machine decides nothing (reports.verdicts): drawn hollow, so its
+    # number is not read as a finding.
+    quality = last["quality"].fillna("").astype(str) if "quality" in last else pd.Series([""] * len(last))
+    busy = quality.str.contains("machine busy").to_numpy()
     for name, color in _GAIN_COLORS.items():
-        pick = (gains == name).to_numpy()
-        if pick.any():
-            ax.errorbar(
-                speed[pick],
-                y[pick],
-                xerr=[lo[pick], hi[pick]],
-                fmt="o",
-                ms=4,
-                capsize=3,
-                color=color,
-                label=name,
-            )
+        for hollow in (False, True):
+            pick = (gains == name).to_numpy() & (busy == hollow)
+            if pick.any():
+                ax.errorbar(
+                    speed[pick],
+                    y[pick],
+                    xerr=[lo[pick], hi[pick]],
+                    fmt="o",
+                    ms=4,
+                    capsize=3,
+                    color=color,
+                    mfc="none" if hollow else color,
+                    label=f"{name}, timed on a busy machine: not a finding" if hollow else name,
+                )
     rest = ~gains.isin(list(_GAIN_COLORS)).to_numpy()
     if rest.any():
         ax.errorbar(speed[rest], y[rest], xerr=[lo[rest], hi[rest]], fmt="o", ms=4, capsize=3, color="C0")
     ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
-    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_yticks(y, labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(_PLAIN)
     ax.set_xlabel("speedup (slow ÷ fast, median of paired rounds), 95% CI")
     ax.grid(alpha=0.3, axis="x")
     ax.legend(loc="lower right", fontsize=7)
-    ax.set_title(textwrap.fill(title, 90), fontsize=10)
+    # Over the whole figure, not the axes: the labels take the left half, and an axes title that
+    # long was cut at the right edge.
+    fig.suptitle(textwrap.fill(title, 150), fontsize=10)
     return _png(fig)
 
 
@@ -256,12 +264,14 @@ def roofline_plot(rows: pd.DataFrame, title: str) -> bytes | None:
     if usable.empty:
         return None
     entries = (
-        usable.groupby(["device", "dtype"]).ngroups + usable.groupby(["variant", "device", "dtype"]).ngroups
+        usable.groupby(["device", "dtype"]).ngroups
+        + usable.groupby(["case", "variant", "device", "dtype"]).ngroups
     )
     columns = 1 + entries // 28  # a column of the legend holds ~28 entries at 6 pt beside a 4.5 in plot
     fig = Figure(figsize=(7 + 2.2 * columns, 4.5), dpi=DPI, layout="constrained")
     ax = fig.subplots()
     intensity = usable["flops"] / usable["bytes"]
+    styles = iter([(f"C{i % 10}", "osD^vPX*"[(i // 10) % 8]) for i in range(10_000)])
     for (device, dtype), part in usable.groupby(["device", "dtype"], sort=False):
         peak, bw = part["flops_ceiling"].iloc[0], part["copy_ceiling"].iloc[0]
         grid = np.logspace(
@@ -274,12 +284,22 @@ def roofline_plot(rows: pd.DataFrame, title: str) -> bytes | None:
             linewidth=1,
             label=f"ceiling {device} {dtype}",
         )
-        for variant, pts in part.groupby("variant", sort=False):
+        for (case, variant), pts in part.groupby(["case", "variant"], sort=False):
+            # Ten colours × eight markers: no two of up to 80 entries look alike.
+            style = next(styles)
             ax.scatter(
-                pts["flops"] / pts["bytes"], pts["gflops_per_s"], s=12, label=f"{variant} ({device} {dtype})"
+                pts["flops"] / pts["bytes"],
+                pts["gflops_per_s"],
+                s=14,
+                color=style[0],
+                marker=style[1],
+                label=f"{case}: {variant} ({device} {dtype})",
             )
     ax.set_xscale("log")
     ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(_PLAIN)  # labels are never parsed as mathtext (text.parse_math off)
+        axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("arithmetic intensity (flop / byte of the cost model)")
     ax.set_ylabel("achieved GFLOP/s")
     # Beside the axes, never over them: with dozens of variants an inside legend hides the points.
