@@ -5,35 +5,72 @@ one, default optimized over naive) measured *within* each run. A machine that is
 today (another job, a cooler CPU) slows both variants and leaves the speedup alone, so the gate is
 portable between runners of one kind, where absolute times are not.
 
-The statistic: the ratio r = current speedup / baseline speedup with a percentile-bootstrap
-interval, resampling the per-round times of all four samples (naive and optimized, baseline and
-current). A pair *regresses* only when the one-sided 95% upper confidence bound of r (the top of
-the two-sided 90% interval) lies below ``1 - tolerance``: with 95% confidence it lost more than
-the tolerance. The question is one-sided (a speedup that grew is never a failure). That is
-"dropped by more than the tolerance" and
-"statistically significant" in one test. Why not Mann–Whitney U on per-round ratios: rounds of
-two variants are not paired (there is no per-round ratio to form), and a rank test answers "is
-there any shift", not "is the shift larger than the tolerance"; on these machines a real shift of
-a few percent between runs is normal (medians drift 4–8%) and must not fail the build.
+Each run gives one number per pair, its log speed-up y: the median of its paired rounds' log
+ratios where it timed the pair side by side (``pairs``, schema 3: the ratios cancel what the two
+sides of a round shared), else the log of the ratio of the two variants' medians. The unit of
+replication is the run (the process), not the round: on a 2-core AMD EPYC box (torch 2.13.0+cpu)
+quiet runs of one unchanged commit put a pair's speed-up 10-40% apart (onehot.encode c1000,
+broadcast.outer, layout.contiguous, sparse.storage at 1‰; distance.pairwise n512 bimodal, ~9×
+apart), while each run's own rounds pinned its median to a few percent. An interval made of
+rounds alone (a bootstrap of them) called 3 of 4 A/A comparisons of those runs a regression.
 
-Paired rounds: where both runs timed the pair side by side (``pairs``, schema 3), each run's
-speedup is the median of its paired rounds' ratios, and r compares those medians (a bootstrap of
-the log ratios of both runs). The ratios cancel what the two sides of a round shared, so runs
-pooled from two processes, whose absolute times differ, are not bimodal as a ratio: the pooled
-baseline the README recommends is judged, where its pooled raw times were always "unstable".
+The model, per pair: y of a run = the pair's true log speed-up + between-run noise (variance σ²)
++ the run's within-run error (variance w², the median's, π/2·(IQR/1.349)²/n from its rounds).
 
-Unstable samples: a sample whose IQR exceeds 25% of its median (quiet machines: 3-5%; for paired
-rounds the IQR of the log ratios) was not measuring the code alone (descheduled, throttled:
-bimodal rounds). It is not judged on those rounds: it is listed with the suspects, and judged on
-the re-measurements (``--recheck``) whose rounds are stable. If none is, the gate could not judge
-it, and says so with its own exit status (3) rather than passing it; ``--allow-unjudged`` passes
-it (exit 0) for a user who accepts that.
+- σ² is estimated from the pair's own runs, baseline and current side each about its own mean
+  (df = k − 1 + m − 1), and shrunk toward the machine's σ0² (empirical Bayes, limma's moderated
+  t): σ² = (df·s² + d0·σ0²) / (df + d0), tested with t on df + d0 degrees of freedom. σ0 and d0
+  are fitted to the s² of every pair the baseline holds in two or more runs (machine_prior: the
+  moments of log s², Smyth 2004), so d0 is measured, not chosen: it is small where the pairs'
+  noise differs a lot (three runs on this box: d0 ≈ 0.7-0.85, pairs 1% to 60% apart), so a quiet
+  pair is not judged by the noisy ones' σ nor a noisy one by the quiet ones', and large where
+  they share one σ, so that a pair seen in 2 runs (1 df) is not trusted on its own. d0 never
+  exceeds the degrees of freedom it was fitted from; with fewer than MIN_PAIRS such pairs their
+  pooled s² stands in, with its df.
+- A baseline of one run has no between-run information at all: σ0 is then PRIOR_SIGMA (measured,
+  see there) on PRIOR_DF degrees of freedom, named on every line judged with it; never 0.
+- Each run adds max(σ², w²) to the variance of its side's mean: a run whose own rounds were
+  noisier than the machine's between-run noise counts as that noisy.
+- A run the load probe saw busy, or whose rounds taken apart were unstable (IQR over 25% of the
+  median; quiet machines: 3-5%) or too few, is not judged on where a side has another run.
 
-Re-measuring: a pair that regresses can be measured again in the same job (``--recheck FILE``, the
-workflow re-runs only the suspects, twice). The pair fails only if it regresses in the current run
-*and in every recheck*; requiring all of k independent tests to fire makes the false-alarm rate
-the product of their rates (≤ α^k), never larger, while a real regression, which persists, still
-fires each time (power^k; ≥ 0.95² ≈ 0.90 at worst for a 25% slowdown here, in practice ~1).
+The test: d = mean y of the current runs (the current file's and each --recheck that holds the
+pair; one that lacks it does not count for it) − mean y of the baseline's runs, se² = Σ_b
+max(σ², w²)/k² + Σ_c max(σ², w²)/m² (σ²·(1/k + 1/m) where the rounds are tight). A pair
+*regresses* when the one-sided 95% upper bound d + t·se lies below log(1 − tolerance): with 95%
+confidence it lost more than the tolerance. The question is one-sided (a speedup that grew is
+never a failure). Why a t test on run-level numbers and not a bootstrap of rounds or a rank test:
+the rounds of one process share its code layout, page placement and neighbours, so resampling
+them measures only the within-run part; with 1-3 runs a side there is nothing else to resample,
+and a rank test of so few cannot reach 95%. A t with a shrunk variance is the standard answer for
+few replicates of many features.
+
+The tolerance a pair is judged at: tested at the bare tolerance, a pair whose noise dwarfs it
+fails an unchanged run at nearly 5%, and a suite of ~80 such pairs would fail most unchanged
+runs. So, as the gate did with the spread of its baseline's runs, each pair's tolerance is
+widened to what its noise lets the gate see: 1 − exp(−se_model), se_model = σ·√(1/k + 1/m), the
+SD of d between unchanged runs. An unchanged pair then fails only when d < −(1 + t)·se_model: ≤
+P(T_df < −1 − t), about 1% at 6 df and 0.4% at many. The widened tolerance and the σ behind it
+are named on the line; it stops at MAX_TOLERANCE (a 2× drop), where the pair is judged at the cap
+and the line says so.
+
+Where the interval straddles the tolerance, the drop is not significant: ``ok (drop not
+significant)``. If the current runs' own rounds were what made the interval wide (their share of
+se² over NOISY_MEASUREMENT² × σ²/m), the run could not tell and says so (``unstable``: re-measure)
+rather than pass a measurement that could not have seen the drop.
+
+Could not judge (exit 3): a drop beyond the tolerance (significant or not) that rests only on
+runs the load probe saw busy, a side with no run of stable, enough rounds, or a noisy measurement
+as above: ``unstable`` with no --recheck of the pair, ``could not judge`` with some;
+``--allow-unjudged`` passes it for a user who accepts that. Busy runs decide nothing: the
+neighbours' share changes from run to run (on this box, loaded runs put one pair's speed-up 500×
+apart), which no model of quiet runs covers.
+
+Rechecks: --recheck files re-measure the suspects in new processes. They join the current side,
+so m grows and the between-run term of se shrinks by √(1/k + 1/m); a real regression persists in
+every one, noise averages out. Why pooled and not "every recheck must confirm": that rule's
+false-alarm rate is the product of per-run rates, small only where each per-run test already
+counts the between-run noise, which one run alone cannot estimate; pooled, one model covers all.
 
 Memory: peak bytes are counted (allocator statistics, replayed allocation events), not sampled,
 so the memory saving (slow peak / fast peak) fails when it shrank by more than the tolerance,
@@ -46,8 +83,7 @@ case judged by its findings that times the library against the notes' way is gat
 Exit status: 0 all holds; 1 a correctness check failed in the current run, a pair regressed, a
 memory saving shrank, or a case present in the baseline vanished, and nothing else; 2 bad input
 (missing or corrupt file, an impossible time, several machines on one side, no case in common,
-an unwritable --suspects); 3 could not judge: a pair whose rounds were unstable in the current run
-and in every recheck (``--allow-unjudged`` makes that 0).
+an unwritable --suspects); 3 could not judge (see above; ``--allow-unjudged`` makes that 0).
 """
 
 from __future__ import annotations
@@ -58,6 +94,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy.special import digamma, polygamma
+from scipy.stats import t as student_t
 
 from reports import load, stats, summary
 
@@ -76,11 +114,31 @@ OK, REGRESSED, NOISY, NEW, VANISHED, INCOMPARABLE, FAILED, MEMORY, SLOWER, UNSTA
     "unstable",
 )
 # A sample whose IQR exceeds this fraction of its median (quiet machines: 3-5%) comes from a
-# machine that was not measuring the code (bimodal rounds: descheduled, throttled); the bootstrap
-# of a median from a handful of such rounds is not trustworthy, so the pair is not judged.
+# machine that was not measuring the code (bimodal rounds: descheduled, throttled); the median of
+# a handful of such rounds is not trustworthy, so that run is not judged on.
 MAX_SPREAD = 0.25
 LEVEL = 0.90  # two-sided; its upper end is the one-sided 95% bound the gate tests
 FAILING = {REGRESSED, VANISHED, FAILED, MEMORY, SLOWER}
+# The machine's prior is fitted from at least this many pairs seen in two or more baseline runs
+# (the spread of their log s² is what says how alike the pairs are); d0 at most D0_MAX (the pairs
+# share one σ: each pair's own s² then barely counts).
+MIN_PAIRS = 10
+D0_MAX = 50.0
+# σ0 and its degrees of freedom where the baseline holds one run, so no between-run information.
+# Measured: 3 runs (q5-q7) of commit c3a327f, full suite, on a 2-core Intel Xeon (AVX-512, no AMX), torch
+# 2.13.0+cpu, 2026-11-25, beside other jobs (the load probe saw 214 of 243 pairs busy): per pair,
+# the SD of the run's log speed-up over the 3 runs had quartiles 2.7% / 19.6% / 57% (82 pairs);
+# quiet runs of an earlier session put pairs 10-40% apart. σ0 = 20%, the median pair, and worth
+# 4 df, more than the fitted d0 (0.7-0.85): a pair in the noisiest quarter can still fail against
+# one run, which is why a baseline is recorded from two or more.
+PRIOR_SIGMA = 0.20
+PRIOR_DF = 4.0
+# A widened tolerance stops here: a pair noisier than that is judged at the cap and says so.
+MAX_TOLERANCE = 0.5
+# The current runs' share of se² over this many times² what the between-run model gives them
+# (σ²/m): their own rounds, not the machine, widened the interval; a re-measurement can narrow it.
+NOISY_MEASUREMENT = 1.5
+PAIR_KEYS = ["case", "size_label", "dtype", "device", "fast", "slow"]
 
 
 @dataclass
@@ -126,114 +184,175 @@ def _pairs(group, known) -> list[tuple[str, str]]:
     ]
 
 
-def _paired_logs(results: load.Results) -> dict:
-    """(case, size, dtype, device, fast, slow) → log(slow/fast) of every paired round, runs pooled."""
-    pairs = results.pairs
-    if pairs is None or pairs.empty:
-        return {}
-    out = {}
-    keys = ["case", "size_label", "dtype", "device", "fast", "slow"]
-    for key, part in pairs.groupby(keys, sort=False):
-        out[key] = np.concatenate(
-            [np.log(s) - np.log(f) for f, s in zip(part["fast_data"], part["slow_data"])]
-        )
-    return out
+def _spread(sample: np.ndarray) -> float:
+    q1, median, q3 = np.quantile(sample, [0.25, 0.5, 0.75])
+    return float((q3 - q1) / median) if median > 0 else math.inf
 
 
-def _between_runs(results: load.Results) -> dict:
-    """(case, size, dtype, device, fast, slow) → how far apart the runs of a pooled baseline put
-    the pair's paired speed-up: max ÷ min of the runs' medians − 1 (0 for one run). A pair whose
-    unchanged runs differ by more than the tolerance (a page-fault-bound temporary, bimodal
-    between processes) cannot be told from a regression within that tolerance."""
-    pairs = results.pairs
-    if pairs is None or pairs.empty or "run" not in pairs:
-        return {}
-    out = {}
-    keys = ["case", "size_label", "dtype", "device", "fast", "slow"]
-    for key, part in pairs.groupby(keys, sort=False):
-        medians = [
-            float(
-                np.median(
-                    np.concatenate([np.log(s) - np.log(f) for f, s in zip(g["fast_data"], g["slow_data"])])
+def _median_var(logs: np.ndarray) -> float:
+    """Variance of the median of these log times or log ratios: π/2·σ²/n for a normal σ, σ taken
+    from the IQR (÷ 1.349) so that a few outlying rounds do not set it."""
+    q1, q3 = np.quantile(logs, [0.25, 0.75])
+    return math.pi / 2 * ((q3 - q1) / 1.349) ** 2 / logs.size
+
+
+@dataclass(frozen=True)
+class RunSpeedup:
+    """One run's view of one pair."""
+
+    run: str
+    log: float  # the run's log speed-up: median of paired log ratios, else log of the medians' ratio
+    var: float  # its within-run variance (the medians' error from the rounds)
+    rounds: int
+    spread: float  # IQR/median of rounds taken apart (the worse side); NaN where paired
+    busy: str  # why the load probe found the machine busy while the pair was timed ('' quiet)
+
+    def unusable(self) -> str:
+        """Why this run's number is not to be judged on, '' when it is."""
+        if self.rounds < stats.MIN_ROUNDS:
+            return f"too few rounds ({self.rounds})"
+        if self.spread > MAX_SPREAD:
+            return f"rounds unstable (IQR/median {self.spread:.0%} > {MAX_SPREAD:.0%})"
+        return ""
+
+
+class Runs:
+    """Every run's log speed-up of every pair in one results set: paired rounds where the run
+    timed the pair side by side, else its two variants' rounds taken apart."""
+
+    def __init__(self, results: load.Results):
+        self.paired: dict[tuple, dict[str, tuple[list, str]]] = {}
+        pairs = results.pairs
+        if pairs is not None and not pairs.empty:
+            for (*key, run), part in pairs.groupby(PAIR_KEYS + ["run"], sort=False):
+                logs = [np.log(s) - np.log(f) for f, s in zip(part["fast_data"], part["slow_data"])]
+                busy = next((str(b) for b in part["busy"] if isinstance(b, str) and b), "")
+                self.paired.setdefault(tuple(key), {})[run] = (logs, busy)
+        self.rows: dict[tuple, dict[str, np.ndarray]] = {}
+        if not results.rows.empty:
+            keys = ["case", "size_label", "dtype", "device", "variant", "run"]
+            for (*key, run), part in results.rows.groupby(keys, sort=False):
+                self.rows.setdefault(tuple(key), {})[run] = np.concatenate(list(part["data"]))
+
+    def of(self, key: tuple, fast: str, slow: str) -> list[RunSpeedup]:
+        paired = self.paired.get((*key, fast, slow), {})
+        fast_rows, slow_rows = self.rows.get((*key, fast), {}), self.rows.get((*key, slow), {})
+        out = []
+        for run in dict.fromkeys([*paired, *fast_rows]):
+            if run in paired:
+                logs, busy = paired[run]
+                logs = np.concatenate(logs)
+                out.append(
+                    RunSpeedup(run, float(np.median(logs)), _median_var(logs), logs.size, math.nan, busy)
                 )
-            )
-            for _, g in part.groupby("run", sort=False)
-        ]
-        out[key] = float(np.exp(max(medians) - min(medians)) - 1) if len(medians) > 1 else 0.0
-    return out
+            elif run in slow_rows:
+                f, s = fast_rows[run], slow_rows[run]
+                out.append(
+                    RunSpeedup(
+                        run,
+                        float(np.log(np.median(s)) - np.log(np.median(f))),
+                        _median_var(np.log(s)) + _median_var(np.log(f)),
+                        min(f.size, s.size),
+                        max(_spread(f), _spread(s)),
+                        "",
+                    )
+                )
+        return out
 
 
-def _busy(results: load.Results) -> dict:
-    """(case, size, dtype, device, fast, slow) → why the machine was busy while the pair was timed
-    ('' where it was quiet), from the load probe each pair records."""
-    pairs = results.pairs
-    if pairs is None or pairs.empty or "busy" not in pairs:
-        return {}
-    keys = ["case", "size_label", "dtype", "device", "fast", "slow"]
-    return {
-        key: next((str(b) for b in part["busy"] if isinstance(b, str) and b), "")
-        for key, part in pairs.groupby(keys, sort=False)
-    }
+def _ss(ys: list[float]) -> float:
+    return float(np.sum((np.asarray(ys) - np.mean(ys)) ** 2)) if len(ys) > 1 else 0.0
 
 
-class Sample:
-    """One run's view of a pair: its speedup, how stable its rounds were, and the bootstrap draws
-    the gate's interval is made from (paired log ratios where the run timed the pair side by side,
-    else the two variants' rounds taken apart)."""
-
-    def __init__(self, group, fast, slow, logs=None):
-        self.logs = logs
-        self.group, self.fast, self.slow = group, fast, slow
-        if logs is not None:
-            self.speedup = float(np.exp(np.median(logs)))
-            q1, q3 = np.quantile(logs, [0.25, 0.75])
-            self.spread = float(q3 - q1)
-        else:
-            self.speedup = float(np.median(group.data[slow]) / np.median(group.data[fast]))
-            self.spread = max(_spread(group.data[v]) for v in (fast, slow))
-
-    def log_draws(self, rng, boot):
-        if self.logs is not None:
-            return np.log(stats.boot_medians(np.exp(self.logs), rng, boot))
-        return np.log(stats.boot_medians(self.group.data[self.slow], rng, boot)) - np.log(
-            stats.boot_medians(self.group.data[self.fast], rng, boot)
-        )
-
-    def rounds(self) -> int:
-        return (
-            self.logs.size
-            if self.logs is not None
-            else min(self.group.data[v].size for v in (self.fast, self.slow))
-        )
+def _judged_on(runs: list[RunSpeedup]) -> list[RunSpeedup]:
+    """The runs a side is judged on: those with stable, enough rounds, and of those the ones the
+    load probe saw quiet where there is any (a busy run's speed-up says how much the neighbours
+    took, which changes from run to run)."""
+    stable = [r for r in runs if not r.unusable()]
+    return [r for r in stable if not r.busy] or stable
 
 
-def _sample(results_groups, results_logs, key, fast, slow):
-    group = results_groups.get(key)
-    if group is None or fast not in group.data or slow not in group.data:
+def _inverse_trigamma(x: float) -> float:
+    """y with ψ'(y) = x (Newton's method from Smyth 2004, appendix: monotone, converges fast)."""
+    y = 0.5 + 1 / x if x < 1e6 else 1 / math.sqrt(x)
+    for _ in range(50):
+        step = polygamma(1, y) * (1 - polygamma(1, y) / x) / polygamma(2, y)
+        y += step
+        if -step / y < 1e-8:
+            break
+    return float(y)
+
+
+def machine_prior(per_pair: list[list[RunSpeedup]]) -> tuple[float, float] | None:
+    """(σ0, d0): the machine's between-run SD of a run's log speed-up and how many degrees of
+    freedom it is worth to one pair, fitted to the s² of every pair seen in two or more runs as a
+    scaled inverse-χ² prior (Smyth 2004, limma's fitFDist: the moments of log s²). d0 is small
+    where the pairs' noise differs a lot (3 runs here: d0 ≈ 0.7-0.85, pairs from 1% to 60% apart),
+    so a quiet pair is not judged by the noisy ones' σ; large where they share one σ. A pair's s²
+    is floored at its runs' within-run variance (two runs can agree by chance; no run is known
+    better than its rounds tell). Below MIN_PAIRS such pairs, their pooled s² with its df; None
+    where no pair has two runs."""
+    e, trigammas, dfs = [], [], []
+    for runs in per_pair:
+        used = _judged_on(runs)
+        if len(used) >= 2:
+            df = len(used) - 1
+            s2 = max(_ss([r.log for r in used]) / df, float(np.mean([r.var for r in used])), 1e-12)
+            e.append(math.log(s2) - digamma(df / 2) + math.log(df / 2))
+            dfs.append(df)
+            trigammas.append(polygamma(1, df / 2))
+    if not e:
         return None
-    return Sample(group, fast, slow, results_logs.get((*key, fast, slow)))
+    if len(e) < MIN_PAIRS:  # too few to tell how alike the pairs are: one pooled s², its df
+        ss = sum(_ss([r.log for r in _judged_on(runs)]) for runs in per_pair if len(_judged_on(runs)) >= 2)
+        df = sum(len(_judged_on(runs)) - 1 for runs in per_pair if len(_judged_on(runs)) >= 2)
+        return math.sqrt(max(ss / df, 1e-12)), float(df)
+    excess = float(np.var(e, ddof=1) - np.mean(trigammas))
+    # Never worth more than the degrees of freedom it was estimated from.
+    d0 = min(2 * _inverse_trigamma(excess) if excess > 0 else math.inf, D0_MAX, sum(dfs))
+    return math.sqrt(math.exp(np.mean(e) + digamma(d0 / 2) - math.log(d0 / 2))), d0
+
+
+@dataclass
+class Judged:
+    verdict: str
+    d: float  # mean current log speed-up − mean baseline's
+    lo: float  # 90% two-sided interval of d
+    hi: float
+    tol: float  # the tolerance it was judged at
+    sigma: float  # the pair's between-run SD (log)
+    noisy_measurement: bool
+
+
+def judge(base: list[RunSpeedup], cur: list[RunSpeedup], tol: float, sigma0: float, d0: float) -> Judged:
+    """The t test of the module docstring on usable runs of both sides."""
+    yb, yc = [r.log for r in base], [r.log for r in cur]
+    k, m = len(yb), len(yc)
+    df_pair = k - 1 + m - 1
+    sigma2 = (_ss(yb) + _ss(yc) + d0 * sigma0**2) / (df_pair + d0)
+    df = df_pair + d0
+    se_model = math.sqrt(sigma2 * (1 / k + 1 / m))
+    cur_var = sum(max(sigma2, r.var) for r in cur) / m**2
+    se = math.sqrt(sum(max(sigma2, r.var) for r in base) / k**2 + cur_var)
+    t = float(student_t.ppf(1 - (1 - LEVEL) / 2, df))
+    d = float(np.mean(yc) - np.mean(yb))
+    lo, hi = d - t * se, d + t * se
+    # A case's own tolerance stands even above the cap; the cap bounds only the widening.
+    pair_tol = max(tol, min(1 - math.exp(-se_model), MAX_TOLERANCE))
+    edge = math.log(1 - pair_tol)
+    if hi < edge:
+        verdict = REGRESSED
+    elif lo >= edge:
+        verdict = OK
+    else:
+        verdict = NOISY
+    noisy = cur_var > NOISY_MEASUREMENT**2 * sigma2 / m
+    return Judged(verdict, d, lo, hi, pair_tol, math.sqrt(sigma2), noisy)
 
 
 def _tol(case_id, known, default) -> float:
     case = known.get(case_id)
     return case.gate_tolerance if case is not None and case.gate_tolerance is not None else default
-
-
-def _regressed(base: Sample, cur: Sample, tol, seed, boot: int = 2000) -> tuple[float, float, float, bool]:
-    """current speedup ÷ baseline speedup with its 90% bootstrap interval; regressed when the
-    interval's top (the one-sided 95% bound) lies below 1 - tol."""
-    r = cur.speedup / base.speedup
-    if min(base.rounds(), cur.rounds()) < stats.MIN_ROUNDS:
-        return r, math.nan, math.nan, False
-    rng = np.random.default_rng(seed)
-    draws = np.exp(cur.log_draws(rng, boot) - base.log_draws(rng, boot))
-    lo, hi = stats.interval(draws, LEVEL)
-    return r, lo, hi, hi < 1 - tol
-
-
-def _spread(sample: np.ndarray) -> float:
-    q1, median, q3 = np.quantile(sample, [0.25, 0.5, 0.75])
-    return float((q3 - q1) / median) if median > 0 else math.inf
 
 
 PAGE = 4096
@@ -246,56 +365,51 @@ def _memory_ratio(group, slow: str, fast: str) -> float:
     return (group.peak[slow] + PAGE) / (group.peak[fast] + PAGE)
 
 
-def _unstable(sample: Sample) -> bool:
-    """Rounds taken apart whose spread says they were not measuring the code alone: their
-    bootstrap interval is not to be trusted either way. Paired rounds are judged by their own
-    interval, which their spread already widens."""
-    return sample.logs is None and sample.spread > MAX_SPREAD
-
-
-def _judge_pair(base: Sample, cur: Sample, again: list, tol: float, seed: int) -> tuple[str, str, str]:
-    """(verdict, note, interval) of one pair. A pair passes only where the interval of current ÷
-    baseline shows the drop is smaller than the tolerance; it regresses where the interval's top
-    is below 1 - tol in the run and in every recheck; where the interval straddles 1 - tol (or the
-    rounds were unstable) the run could not tell, and the stable rechecks decide. If none can,
-    it is `could not judge`: never passed on a measurement that could not have seen the regression."""
-
-    def interval(sample):
-        r, lo, hi, bad = _regressed(base, sample, tol, seed)
-        ci = f"[{lo - 1:+.1%}, {hi - 1:+.1%}]" if not math.isnan(lo) else "too few rounds"
-        if _unstable(base) or _unstable(sample) or math.isnan(lo):
-            return "unknown", ci
-        if bad:
-            return "regressed", ci
-        return ("ok" if lo >= 1 - tol else "unknown"), ci
-
-    said, ci = interval(cur)
-    if said == "regressed":
-        confirmed = [interval(s)[0] == "regressed" for s in again]
-        if all(confirmed):
-            return (
-                REGRESSED,
-                f"CI below -{tol:.0%}" + (f"; confirmed by {len(again)} recheck(s)" if again else ""),
-                ci,
-            )
-        return NOISY, f"not confirmed by {confirmed.count(False)} of {len(again)} recheck(s)", ci
-    if said == "ok":
-        return OK, "", ci
-    # The current run could not tell: the rechecks that can decide.
-    decided = [interval(s) for s in again]
-    told = [d for d, _ in decided if d != "unknown"]
-    if told and all(d == "regressed" for d in told):
-        return REGRESSED, f"current run could not tell; {len(told)} recheck(s) show the drop", ci
-    if told and all(d == "ok" for d in told):
-        return OK, f"current run could not tell; {len(told)} recheck(s) show no drop beyond -{tol:.0%}", ci
-    why = (
-        "rounds unstable (IQR/median > 25%)"
-        if _unstable(base) or _unstable(cur)
-        else (f"the interval {ci} straddles -{tol:.0%}")
-    )
-    if not again:
-        return UNSTABLE, f"{why}: re-measure (--recheck)", ci
-    return UNJUDGED, f"{why}, and no recheck decided it ({len(again)} given)", ci
+def _judge_pair(
+    base_runs: list[RunSpeedup],
+    cur_runs: list[RunSpeedup],
+    rechecked: bool,
+    tol: float,
+    prior: tuple[float, float],
+    assumed: bool,
+) -> tuple[str, str, Judged | None]:
+    """(verdict, note, the test) of one pair. The current side is judged on its usable, quiet
+    runs; a drop beyond the tolerance that rests only on busy runs, or a side with no usable run
+    at all, is not judged: `unstable` (re-measure) with no recheck of the pair, `could not judge`
+    with some."""
+    not_judged = UNJUDGED if rechecked else UNSTABLE
+    ask = ", and no recheck decided it" if rechecked else ": re-measure (--recheck)"
+    base = _judged_on(base_runs)
+    if not base:
+        return not_judged, f"baseline {base_runs[0].unusable()}{ask}", None
+    cur = _judged_on(cur_runs)
+    if not cur:
+        return not_judged, f"{cur_runs[0].unusable()}{ask}", None
+    judged = judge(base, cur, tol, *prior)
+    notes = []
+    if judged.tol > tol:
+        notes.append(
+            f"tolerance {judged.tol:.0%}: this pair's runs vary by σ {judged.sigma:.1%}"
+            + (" (the widest judged)" if judged.tol >= MAX_TOLERANCE else "")
+        )
+    if assumed:
+        notes.append(f"between-run σ0 {prior[0]:.0%} assumed: the baseline holds one run")
+    if base[0].busy:
+        notes.append("the baseline timed it only on a busy machine")
+    if len(cur) > 1:
+        notes.append(f"{len(cur)} current runs")
+    if cur[0].busy:
+        # A drop measured on a busy machine is re-measured, never failed: the neighbours' share is
+        # not the code's. No drop beyond the tolerance, not even an insignificant one, passes.
+        if judged.verdict == REGRESSED or judged.d < math.log(1 - judged.tol):
+            return not_judged, "; ".join([f"timed on a busy machine ({cur[0].busy}){ask}", *notes]), judged
+        notes.append("timed on a busy machine")
+    if judged.verdict == NOISY and judged.noisy_measurement:
+        why = f"the interval straddles -{judged.tol:.0%} on this run's noisy rounds"
+        return not_judged, "; ".join([why + ask, *notes]), judged
+    if judged.verdict == REGRESSED:
+        notes.insert(0, f"CI below -{judged.tol:.0%}")
+    return judged.verdict, "; ".join(notes), judged
 
 
 def compare(
@@ -327,9 +441,16 @@ def compare(
             )
         )
     base_groups, cur_groups = _groups(baseline), _groups(current)
-    base_logs, cur_logs = _paired_logs(baseline), _paired_logs(current)
-    base_spread, cur_busy = _between_runs(baseline), _busy(current)
-    recheck_sides = [(_groups(rc), _paired_logs(rc)) for rc in rechecks]
+    base_runs, cur_runs = Runs(baseline), Runs(current)
+    recheck_runs = [Runs(rc) for rc in rechecks]
+    gated = [
+        (key, group, fast, slow) for key, group in base_groups.items() for fast, slow in _pairs(group, known)
+    ]
+    # The machine's between-run noise, from every pair the baseline holds in two or more runs.
+    prior = machine_prior([base_runs.of(key, fast, slow) for key, _, fast, slow in gated])
+    assumed = prior is None
+    if assumed:
+        prior = (PRIOR_SIGMA, PRIOR_DF)
     comparable = base_machine == cur_machine
     cur_cases = _cases(current)
     for key, base_group in base_groups.items():
@@ -337,11 +458,14 @@ def compare(
         tol = _tol(case_id, known, tolerance)
         for fast, slow in _pairs(base_group, known):
             line = Line(case_id, size, f"{dtype} {device}", f"{fast} ÷ {slow}")
-            base = _sample(base_groups, base_logs, key, fast, slow)
-            line.baseline = base.speedup
-            cur = _sample(cur_groups, cur_logs, key, fast, slow)
+            base = base_runs.of(key, fast, slow)
+            cur = cur_runs.of(key, fast, slow)
             lines.append(line)
-            if cur is None:
+            if not base:  # each side timed in some run, never both in one: no speed-up to compare
+                line.verdict, line.note = UNJUDGED, "the baseline never timed both sides in one run"
+                continue
+            line.baseline = math.exp(np.mean([r.log for r in base]))
+            if not cur:
                 line.verdict = VANISHED
                 line.note = (
                     "case missing from the current run"
@@ -349,7 +473,7 @@ def compare(
                     else "this size/pair missing from the current run"
                 )
                 continue
-            line.current = cur.speedup
+            line.current = math.exp(np.mean([r.log for r in cur]))
             line.change = line.current / line.baseline - 1
             if not comparable:
                 line.verdict, line.note = (
@@ -357,34 +481,28 @@ def compare(
                     f"baseline on {base_machine}, current on {cur_machine}",
                 )
                 continue
-            again = [s for g, logs in recheck_sides if (s := _sample(g, logs, key, fast, slow)) is not None]
-            # The baseline's own runs set the floor of what an unchanged run can drop.
-            spread = base_spread.get((*key, fast, slow), 0.0)
-            pair_tol = min(max(tol, 1 - 1 / (1 + spread)), 0.95)
-            verdict, note, ci = _judge_pair(base, cur, again, pair_tol, seed=len(lines))
-            busy = cur_busy.get((*key, fast, slow), "")
-            if busy and verdict in (REGRESSED, NOISY) and not again:
-                # Noise is never a finding: a drop measured on a busy machine is re-measured.
-                verdict, note = UNSTABLE, f"timed on a busy machine ({busy}): re-measure (--recheck)"
-            if pair_tol > tol:
-                note = (note + "; " if note else "") + (
-                    f"tolerance {pair_tol:.0%}: the baseline's runs differ by {spread:.0%} on this pair"
-                )
-            line.verdict, line.note, line.ci = verdict, note, ci
+            # A recheck that did not re-measure this pair says nothing about it.
+            again = [r for rc in recheck_runs for r in rc.of(key, fast, slow)]
+            verdict, note, judged = _judge_pair(base, cur + again, bool(again), tol, prior, assumed)
+            if judged is not None:
+                line.current = line.baseline * math.exp(judged.d)
+                line.change = math.exp(judged.d) - 1
+                line.ci = f"[{math.exp(judged.lo) - 1:+.1%}, {math.exp(judged.hi) - 1:+.1%}]"
+            line.verdict, line.note = verdict, note
             base_mem, cur_mem = (
                 _memory_ratio(base_group, slow, fast),
-                _memory_ratio(cur_groups[key], slow, fast),
+                _memory_ratio(cur_groups[key], slow, fast) if key in cur_groups else math.nan,
             )
-            if line.verdict == OK and base_mem > 1 and cur_mem < base_mem * (1 - tol):
+            if line.verdict in (OK, NOISY) and base_mem > 1 and cur_mem < base_mem * (1 - tol):
                 line.verdict = MEMORY
                 line.note = f"memory ratio {base_mem:.3g}× → {cur_mem:.3g}×"
         if absolute and comparable and key in cur_groups:
-            cur = cur_groups[key]
+            cur_group = cur_groups[key]
             for variant in base_group.data:
-                if variant not in cur.data:
+                if variant not in cur_group.data:
                     continue
                 r, lo, hi = stats.ratio_of_medians(
-                    cur.data[variant], base_group.data[variant], seed=len(lines)
+                    cur_group.data[variant], base_group.data[variant], seed=len(lines)
                 )
                 if not math.isnan(lo) and lo > 1 + tol:
                     lines.append(
@@ -394,7 +512,7 @@ def compare(
                             f"{dtype} {device}",
                             f"{variant} (absolute)",
                             float(np.median(base_group.data[variant])),
-                            float(np.median(cur.data[variant])),
+                            float(np.median(cur_group.data[variant])),
                             r - 1,
                             f"[{lo - 1:+.1%}, {hi - 1:+.1%}]",
                             SLOWER,
@@ -404,7 +522,8 @@ def compare(
     for key, cur_group in cur_groups.items():
         if key not in base_groups:
             for fast, slow in _pairs(cur_group, known):
-                value = _sample(cur_groups, cur_logs, key, fast, slow).speedup
+                runs = cur_runs.of(key, fast, slow)
+                value = math.exp(np.mean([r.log for r in runs])) if runs else math.nan
                 lines.append(
                     Line(key[0], key[1], f"{key[2]} {key[3]}", f"{fast} ÷ {slow}", current=value, verdict=NEW)
                 )
@@ -430,12 +549,16 @@ def _f(value, spec=".3g") -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
 
-SINGLE_RUN_NOTE = (
-    "Note: the baseline holds a single run. Some timings are bimodal between processes (measured here: "
-    "a page-fault-bound variant at 10 ms in some runs and 34-36 ms in others), so a one-run baseline can "
-    "make an unchanged pair look regressed; record baselines from two or more runs (a folder: runs are "
-    "pooled)."
-)
+def single_run_note(tolerance: float) -> str:
+    se = PRIOR_SIGMA * math.sqrt(2)  # one run a side
+    edge = math.log(1 - min(max(tolerance, 1 - math.exp(-se)), MAX_TOLERANCE))
+    fails = math.exp(-(edge - float(student_t.ppf(1 - (1 - LEVEL) / 2, PRIOR_DF)) * se))
+    return (
+        "Note: the baseline holds a single run, so it says nothing of how far this machine's runs of "
+        f"unchanged code differ; a between-run σ of {PRIOR_SIGMA:.0%} (of the log speed-up) is assumed "
+        f"for every pair, and against one run only a speed-up that fell about {fails:.1f}× or more "
+        "fails. Record baselines from two or more runs (a folder: runs are pooled)."
+    )
 
 
 def markdown(
@@ -451,11 +574,13 @@ def markdown(
     head = [
         f"### Regression gate: {status}",
         "",
-        f"Within-run speedups (slow median ÷ fast median), current ÷ baseline, with a 90% bootstrap "
-        f"interval of the change; a pair fails when the interval's top (its one-sided 95% bound) lies "
-        f"below -{tolerance:.0%} (or the case's own tolerance).",
+        "Within-run speedups (each run's median of paired ratios, else slow median ÷ fast median), "
+        "current runs ÷ baseline runs, with a 90% interval of the change that counts the runs' own "
+        f"between-run noise (t test, module reports.gate); a pair fails when the interval's top (its "
+        f"one-sided 95% bound) lies below -{tolerance:.0%} (or the case's own tolerance, or the wider "
+        "one the pair's noise allows, named in the note).",
         "",
-        *([SINGLE_RUN_NOTE, ""] if baseline_runs < 2 else []),
+        *([single_run_note(tolerance), ""] if baseline_runs < 2 else []),
         "| case | size | dtype device | pair | baseline speedup | current speedup | change | 90% CI | "
         "verdict | note |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -471,8 +596,8 @@ def markdown(
 
 
 def suspects(lines: list[Line]) -> str:
-    """A pytest ``-k`` expression selecting the regressed and unstable case × size points (node IDs
-    hold both), for re-measuring just those; empty when nothing regressed."""
+    """A pytest ``-k`` expression selecting the regressed and unjudged case × size points (node IDs
+    hold both), for re-measuring just those; empty when there is none."""
     points = sorted(
         {(line.case, line.size) for line in lines if line.verdict in (REGRESSED, UNSTABLE, UNJUDGED)}
     )

@@ -33,6 +33,15 @@ def run_gate(capsys, *args) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
+def pooled(tmp_path, name, docs) -> Path:
+    """A baseline folder of several runs (the README's recommended baseline)."""
+    folder = tmp_path / name
+    folder.mkdir()
+    for i, doc in enumerate(docs):
+        write(folder / f"run{i}.json", doc)
+    return folder
+
+
 # ---- exit codes -----------------------------------------------------------------------------------
 
 
@@ -46,7 +55,7 @@ def test_same_file_passes(tmp_path, capsys):
 
 
 def test_injected_slowdown_fails(tmp_path, capsys):
-    b = write(tmp_path / "b.json", synthetic.result(seed=1))
+    b = pooled(tmp_path, "b", [synthetic.result(seed=1), synthetic.result(seed=3)])
     c = write(tmp_path / "c.json", synthetic.result(seed=2, slow={"fast_v": 1.5}))
     code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
     assert code == 1
@@ -54,10 +63,11 @@ def test_injected_slowdown_fails(tmp_path, capsys):
 
 
 def test_a_noisy_drop_is_neither_a_regression_nor_a_pass(tmp_path, capsys):
-    """15% slower but measured with 30% noise in 5 rounds: the interval straddles the tolerance,
-    so the run cannot tell; it is listed for re-measurement and the gate says it could not judge
-    (a pass here once let a real 1.6× slowdown through on a busy machine)."""
-    b = write(tmp_path / "b.json", synthetic.result(seed=1, sizes=(256,)))
+    """15% slower but measured with 30% noise in 5 rounds against a baseline whose runs agree:
+    the interval straddles the tolerance because of this run's rounds, so the run cannot tell; it
+    is listed for re-measurement and the gate says it could not judge (a pass here once let a real
+    1.6× slowdown through on a busy machine)."""
+    b = pooled(tmp_path, "b", [synthetic.result(seed=s, sizes=(256,)) for s in (1, 2)])
     c = write(
         tmp_path / "c.json",
         synthetic.result(seed=5, sizes=(256,), sigma=0.15, n_rounds=5, slow={"fast_v": 1.15}),
@@ -154,14 +164,16 @@ def test_case_tolerance_overrides_the_default(tmp_path):
         gate_tolerance: float
         verdict: object = None
 
-    b = load.load([write(tmp_path / "b.json", synthetic.result(seed=1))])
+    b = load.load([pooled(tmp_path, "b", [synthetic.result(seed=1), synthetic.result(seed=3)])])
     c = load.load([write(tmp_path / "c.json", synthetic.result(seed=2, slow={"fast_v": 1.3}))])
     assert gate.exit_code(gate.compare(b, c, tolerance=0.10)) == 1
     assert gate.exit_code(gate.compare(b, c, tolerance=0.10, known={"distance.pairwise": Noisy(0.5)})) == 0
 
 
-def test_recheck_must_confirm_a_regression(tmp_path, capsys):
-    b = write(tmp_path / "b.json", synthetic.result(seed=1))
+def test_rechecks_join_the_current_side(tmp_path, capsys):
+    """Rechecks are more runs of the current code: a drop that one of two rechecks does not show
+    averages out (the runs now disagree, which widens σ), one that persists in the recheck fails."""
+    b = pooled(tmp_path, "b", [synthetic.result(seed=s) for s in (1, 5)])
     c = write(tmp_path / "c.json", synthetic.result(seed=2, slow={"fast_v": 1.5}))
     fine = write(tmp_path / "fine.json", synthetic.result(seed=3))
     slow = write(tmp_path / "slow.json", synthetic.result(seed=4, slow={"fast_v": 1.5}))
@@ -173,9 +185,9 @@ def test_recheck_must_confirm_a_regression(tmp_path, capsys):
         == "(distance.pairwise and n128) or (distance.pairwise and n256) or (distance.pairwise and n512)"
     )
     code, out, _ = run_gate(capsys, "--baseline", b, "--current", c, "--recheck", fine, "--recheck", slow)
-    assert code == 0 and "not confirmed by 1 of 2 recheck(s)" in out
+    assert code == 0 and "3 current runs" in out and "**regressed**" not in out
     code, out, _ = run_gate(capsys, "--baseline", b, "--current", c, "--recheck", slow)
-    assert code == 1 and "confirmed by 1 recheck(s)" in out
+    assert code == 1 and "2 current runs" in out and "**regressed**" in out
 
 
 def test_step_summary_is_appended(tmp_path, capsys, monkeypatch):
@@ -292,16 +304,25 @@ def test_a_a_on_the_two_real_runs_is_not_judged_when_unstable(capsys):
     assert code == 3 and "| unstable |" in out and "COULD NOT JUDGE" in out
 
 
+def _two_runs(results: load.Results, rng) -> load.Results:
+    """Two resamples of one run, named as two runs: a pooled baseline whose between-run noise is
+    the resampling's alone."""
+    a, b = _resampled(results, rng), _resampled(results, rng)
+    b.rows["run"] = b.rows["run"] + ".again"
+    return load.Results(pd.concat([a.rows, b.rows], ignore_index=True), a.outcomes, results.runs)
+
+
 @pytest.mark.parametrize("slowdown", [1.10, 1.25, 1.50])
 def test_detection_on_real_rounds(slowdown):
-    """The same real pairs, the optimized sample's rounds slowed in the current run: the share of
-    pairs flagged, over 20 comparisons (reported; the gate's power on real noisy data)."""
+    """The same real pairs, the optimized sample's rounds slowed in the current run, against a
+    baseline of two resamples: the share of pairs flagged, over 20 comparisons (reported; the
+    gate's power on real noisy data)."""
     rng = np.random.default_rng(1)
     runs = [_real_pairs(load.load([p])) for p in REAL_ALL]
     flagged = judged = 0
     for run in runs:
         for _ in range(10):
-            lines = gate.compare(_resampled(run, rng), _resampled(run, rng, {"optimized": slowdown}))
+            lines = gate.compare(_two_runs(run, rng), _resampled(run, rng, {"optimized": slowdown}))
             judged += sum(line.verdict != gate.UNSTABLE for line in lines)
             flagged += sum(line.verdict == gate.REGRESSED for line in lines)
     print(
@@ -323,22 +344,27 @@ def _drifted(seed: int, rng, slowdown: float) -> dict:
 
 
 @pytest.mark.parametrize(
-    "slowdown, at_least, at_most", [(1.0, 0.0, 0.01), (1.10, 0.0, 1.0), (1.25, 0.95, 1.0), (1.50, 0.99, 1.0)]
+    "slowdown, at_least, at_most", [(1.0, 0.0, 0.01), (1.10, 0.0, 1.0), (1.25, 0.75, 1.0), (1.50, 0.99, 1.0)]
 )
 def test_detection_of_injected_slowdowns(tmp_path, slowdown, at_least, at_most):
-    """The optimized variant's rounds slowed by 10/25/50% in the current run, 200 trials each.
-    A 10% slowdown is a 9.1% drop of the speedup, inside the 10% tolerance: not a regression by
-    design, so only its rate is reported."""
+    """The optimized variant's rounds slowed by 10/25/50% in the current run, against a baseline
+    of three drifted runs, 100 trials each. A 10% slowdown is a 9.1% drop of the speedup, inside
+    the 10% tolerance: not a regression by design, so only its rate is reported. A 25% slowdown
+    (a 20% drop) is caught in about 4 of 5 trials: the 2% per-variant drift between runs is real
+    noise the gate now counts (measured 82%; an interval of rounds alone claimed 95% by ignoring
+    it, and raised false alarms on real runs for the same reason)."""
     rng = np.random.default_rng(int(slowdown * 100))
     codes = []
-    for trial in range(200):
-        base = load.load([write(tmp_path / "b.json", _drifted(2 * trial, rng, 1.0))])
-        cur = load.load([write(tmp_path / "c.json", _drifted(2 * trial + 1, rng, slowdown))])
+    for trial in range(100):
+        base = load.load(
+            [write(tmp_path / f"b{i}.json", _drifted(4 * trial + i, rng, 1.0)) for i in range(3)]
+        )
+        cur = load.load([write(tmp_path / "c.json", _drifted(4 * trial + 3, rng, slowdown))])
         codes.append(gate.exit_code(gate.compare(base, cur)))
-    rate, passed = codes.count(1) / 200, codes.count(0) / 200
-    print(f"slowdown {slowdown - 1:.0%}: detected in {rate:.1%}, passed in {passed:.1%} of 200 trials")
+    rate, passed = codes.count(1) / 100, codes.count(0) / 100
+    print(f"slowdown {slowdown - 1:.0%}: detected in {rate:.1%}, passed in {passed:.1%} of 100 trials")
     assert at_least <= rate <= at_most
-    if slowdown >= 1.25:  # beyond the tolerance: detected, or at worst left unjudged, never passed
+    if slowdown >= 1.5:  # far beyond the tolerance: never passed
         assert passed == 0
 
 
@@ -357,21 +383,13 @@ def test_a_single_run_baseline_is_warned_about_and_a_pooled_one_is_not(tmp_path,
 # Fail closed (issue: the gate passed what it could not judge) ---------------------------------
 
 
-def _pooled(tmp_path, name, docs) -> Path:
-    folder = tmp_path / name
-    folder.mkdir()
-    for i, doc in enumerate(docs):
-        write(folder / f"run{i}.json", doc)
-    return folder
-
-
 def test_a_planted_slowdown_fails_against_a_pooled_paired_baseline(tmp_path, capsys):
     """Two baseline runs from processes whose absolute speed differs 1.6× (the bimodality the
     README warns of): pooled raw times are bimodal and were never judged ("unstable"); paired
     ratios are not, so a 30% slowdown of the fast variant fails, and an unchanged run passes."""
     fast_run = synthetic.result(seed=1, paired=True, n_rounds=60)
     slow_run = synthetic.result(seed=2, paired=True, n_rounds=60, slow={"naive_v": 1.6, "fast_v": 1.6})
-    base = _pooled(tmp_path, "base", [fast_run, slow_run])
+    base = pooled(tmp_path, "base", [fast_run, slow_run])
     regressed = write(
         tmp_path / "c.json", synthetic.result(seed=3, paired=True, n_rounds=60, slow={"fast_v": 1.3})
     )
@@ -382,7 +400,7 @@ def test_a_planted_slowdown_fails_against_a_pooled_paired_baseline(tmp_path, cap
 
 
 def test_an_unstable_pair_with_no_stable_recheck_is_not_passed(tmp_path, capsys):
-    base = write(tmp_path / "b.json", synthetic.result(seed=1))
+    base = pooled(tmp_path, "b", [synthetic.result(seed=s) for s in (1, 5)])
     noisy = synthetic.result(seed=2, sigma=0.6, n_rounds=40, slow={"fast_v": 1.3})
     cur = write(tmp_path / "c.json", noisy)
     code, out, _ = run_gate(capsys, "--baseline", base, "--current", cur)
@@ -414,7 +432,7 @@ def test_a_case_judged_by_its_findings_is_gated_on_the_pair_it_times(tmp_path, c
     variants = (("manual", "naive", 4.0), ("layer_norm", "library", 1.0))
     info = {"layernorm.manual": record.CaseInfo("layernorm.manual", 2, rule=rules.FromFindings()).to_data()}
     kw = dict(cases=("layernorm.manual",), variants=variants, cases_info=info, schema_version=3, paired=True)
-    base = write(tmp_path / "b.json", synthetic.result(seed=1, **kw))
+    base = pooled(tmp_path, "b", [synthetic.result(seed=s, **kw) for s in (1, 3)])
     cur = write(tmp_path / "c.json", synthetic.result(seed=2, slow={"layer_norm": 2.0}, **kw))
     code, out, _ = run_gate(capsys, "--baseline", base, "--current", cur)
     assert code == 1 and "layer_norm ÷ manual" in out
@@ -432,23 +450,24 @@ def test_an_unwritable_suspects_file_is_bad_input_not_a_regression(tmp_path, cap
 def test_a_pair_whose_unchanged_baseline_runs_differ_gets_that_tolerance(tmp_path, capsys):
     """A pooled baseline whose two unchanged runs put a pair's speed-up 40% apart (a temporary
     page-faulted in one process and not in the other): an unchanged current run at the low end
-    passes, with the widened tolerance named; a drop beyond the runs' own spread still fails."""
+    passes, with the widened tolerance and the σ behind it named; a drop far beyond the runs' own
+    spread still fails."""
     high = synthetic.result(seed=1, paired=True, n_rounds=60)
     low = synthetic.result(seed=2, paired=True, n_rounds=60, slow={"fast_v": 1.4})
-    base = _pooled(tmp_path, "base", [high, low])
+    base = pooled(tmp_path, "base", [high, low])
     same_as_low = write(
         tmp_path / "c.json", synthetic.result(seed=3, paired=True, n_rounds=60, slow={"fast_v": 1.4})
     )
     code, out, _ = run_gate(capsys, "--baseline", base, "--current", same_as_low)
-    assert code == 0 and "the baseline's runs differ by 40%" in out
+    assert code == 0 and "this pair's runs vary by σ" in out, out
     far = write(
-        tmp_path / "far.json", synthetic.result(seed=4, paired=True, n_rounds=60, slow={"fast_v": 3.0})
+        tmp_path / "far.json", synthetic.result(seed=4, paired=True, n_rounds=60, slow={"fast_v": 6.0})
     )
     assert run_gate(capsys, "--baseline", base, "--current", far)[0] == 1
 
 
 def test_a_drop_timed_on_a_busy_machine_is_re_measured_not_failed(tmp_path, capsys):
-    base = _pooled(tmp_path, "base", [synthetic.result(seed=s, paired=True, n_rounds=60) for s in (1, 2)])
+    base = pooled(tmp_path, "base", [synthetic.result(seed=s, paired=True, n_rounds=60) for s in (1, 2)])
     busy = write(
         tmp_path / "busy.json",
         synthetic.result(
@@ -461,3 +480,94 @@ def test_a_drop_timed_on_a_busy_machine_is_re_measured_not_failed(tmp_path, caps
         tmp_path / "quiet.json", synthetic.result(seed=5, paired=True, n_rounds=60, slow={"fast_v": 1.5})
     )
     assert run_gate(capsys, "--baseline", base, "--current", busy, "--recheck", quiet)[0] == 1
+
+
+# Between-run noise (issue 25: the gate failed open / raised false alarms) -----------------------
+
+
+def noisy_run(seed: int, rng, between: float = 0.15, slow: dict | None = None) -> dict:
+    """One process's paired run: rounds within it tight (2%), and each pair's speed-up moved by
+    its own factor exp(N(0, between)) for this process (a temporary page-faulted or not, another
+    code layout: what quiet runs of one commit showed here, 10-40% apart), applied to the fast
+    variant's rounds, paired and not."""
+    doc = synthetic.result(seed=seed, paired=True, n_rounds=30, sigma=0.02, slow=slow)
+    factor = {}
+    for pair in doc["pairs"]:
+        f = factor[pair["fast"], pair["size_label"]] = float(np.exp(rng.normal(0.0, between)))
+        pair["fast_s"] = [x * f for x in pair["fast_s"]]
+    for bench in doc["benchmarks"]:
+        info = bench["extra_info"]
+        f = factor.get((info["variant"], info["size_label"]), 1.0)
+        bench["stats"] = synthetic._stats(np.asarray(bench["stats"]["data"]) * f)
+    return doc
+
+
+def _a_a(tmp_path, trials: int, slow: dict | None = None, baseline_runs: int = 2) -> list[int]:
+    rng = np.random.default_rng(25)
+    codes = []
+    for trial in range(trials):
+        seeds = range(10 * trial, 10 * trial + baseline_runs)
+        base = load.load([write(tmp_path / f"b{i}.json", noisy_run(s, rng)) for i, s in enumerate(seeds)])
+        cur = load.load([write(tmp_path / "c.json", noisy_run(10 * trial + 9, rng, slow=slow))])
+        codes.append(gate.exit_code(gate.compare(base, cur)))
+    return codes
+
+
+def test_a_a_with_between_run_noise_does_not_fail(tmp_path):
+    """Unchanged code, 15% log-SD between runs on every pair and tight rounds within each: a
+    pooled two-run baseline against a third run. The interval made of rounds alone called this a
+    regression in 23 of these 60 trials, and so does this gate with its between-run term dropped
+    (39 of 60); the between-run model must not, in 95% of them or more (measured: 1 of 60)."""
+    codes = _a_a(tmp_path, 60)
+    print(f"A/A, 15% between runs: exit codes {sorted(set(codes))}, 1 in {codes.count(1)} of 60")
+    assert codes.count(1) <= 3 and codes.count(0) >= 57
+
+
+def test_a_planted_2x_slowdown_with_between_run_noise_fails(tmp_path):
+    """The same noise, the fast variant 2× slower in the current run, against three baseline runs:
+    a regression (exit 1) in 37 of 40 trials (the rest pass: a 2× drop is 4.6 between-run SDs of
+    one run, and each pair's mean has 3 + 1 runs)."""
+    codes = _a_a(tmp_path, 40, slow={"fast_v": 2.0}, baseline_runs=3)
+    print(f"2× slower, 15% between runs: exit 1 in {codes.count(1)} of 40")
+    assert codes.count(1) >= 35
+
+
+def test_a_single_run_baseline_assumes_the_prior_and_says_so(tmp_path, capsys):
+    """One baseline run holds no between-run information: σ0 is the documented prior, named on
+    each line and in the note, so an unchanged run passes and a 1.3× drop that a one-run baseline
+    cannot tell from this machine's noise is not called a regression; a 4× one is."""
+    base = write(tmp_path / "b.json", synthetic.result(seed=1, paired=True))
+    same = write(tmp_path / "c.json", synthetic.result(seed=2, paired=True))
+    code, out, _ = run_gate(capsys, "--baseline", base, "--current", same)
+    assert code == 0, out
+    assumed = f"between-run σ0 {gate.PRIOR_SIGMA:.0%} assumed: the baseline holds one run"
+    assert out.count(assumed) == 3 and "baseline holds a single run" in out
+    drop = write(tmp_path / "d.json", synthetic.result(seed=3, paired=True, slow={"fast_v": 1.3}))
+    code, out, _ = run_gate(capsys, "--baseline", base, "--current", drop)
+    assert code == 0 and "**regressed**" not in out
+    big = write(tmp_path / "e.json", synthetic.result(seed=4, paired=True, slow={"fast_v": 4.0}))
+    code, out, _ = run_gate(capsys, "--baseline", base, "--current", big)
+    assert code == 1 and out.count("**regressed**") == 3
+
+
+def test_a_recheck_lacking_a_pair_does_not_count_for_it(tmp_path):
+    """A recheck re-measures only the suspects it was asked for: it counts as a current run of
+    the pairs it holds (n128 here) and for no other (n256, n512 are judged on the current run
+    alone, exactly as without it)."""
+    base = load.load([pooled(tmp_path, "b", [synthetic.result(seed=s, paired=True) for s in (1, 2, 3)])])
+    cur = load.load([write(tmp_path / "c.json", synthetic.result(seed=4, paired=True, slow={"fast_v": 1.5}))])
+    recheck = load.load([write(tmp_path / "r.json", synthetic.result(seed=5, paired=True, sizes=(128,)))])
+    alone = {(line.size, line.pair): line for line in gate.compare(base, cur)}
+    both = {(line.size, line.pair): line for line in gate.compare(base, cur, rechecks=(recheck,))}
+    for size in ("n256", "n512"):
+        line = both[size, "fast_v ÷ naive_v"]
+        assert line.verdict == gate.REGRESSED and "current runs" not in line.note
+        assert (line.change, line.ci) == (
+            alone[size, "fast_v ÷ naive_v"].change,
+            alone[size, "fast_v ÷ naive_v"].ci,
+        )
+    rechecked = both["n128", "fast_v ÷ naive_v"]
+    assert "2 current runs" in rechecked.note
+    assert (
+        rechecked.change > alone["n128", "fast_v ÷ naive_v"].change
+    )  # the unchanged recheck halves the drop
