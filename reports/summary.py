@@ -60,6 +60,7 @@ class Group:
         self.roles: dict[str, str] = {}
         self.data: dict[str, np.ndarray] = {}
         self.peak: dict[str, float] = {}
+        self.runs: set = set()  # the runs its rows came from
 
     def pairs(self, case) -> list[tuple[str, str, str]]:
         """(fast, slow, against) for the rule's pairs, then each fast variant over the library."""
@@ -88,7 +89,9 @@ def groups(rows: pd.DataFrame) -> list[Group]:
     """One `Group` per key; pandas finds the row indices of each (key, variant) in one pass."""
     if rows.empty:
         return []
-    cols = {c: rows[c].to_numpy() for c in ("tier", "part", "x_name", "x", "role", "peak_bytes", "data")}
+    cols = {
+        c: rows[c].to_numpy() for c in ("tier", "part", "x_name", "x", "role", "peak_bytes", "data", "run")
+    }
     out: dict[tuple, Group] = {}
     for (*key, variant), idx in rows.groupby(KEYS + ["variant"], sort=False).indices.items():
         key = tuple(key)
@@ -105,6 +108,7 @@ def groups(rows: pd.DataFrame) -> list[Group]:
                 }
             )
         group.roles[variant] = cols["role"][idx[0]]
+        group.runs.update(cols["run"][idx])
         group.data[variant] = (
             np.concatenate(list(cols["data"][idx])) if len(idx) > 1 else cols["data"][idx[0]]
         )
@@ -139,6 +143,17 @@ def pooled_pairs(pairs: pd.DataFrame | None) -> dict[tuple, dict]:
     return out
 
 
+def _busy_runs(pairs: pd.DataFrame | None) -> dict:
+    """run → how busy its load probe found the machine, where it found it busy for any pair."""
+    if pairs is None or pairs.empty or "run" not in pairs:
+        return {}
+    flagged = pairs[pairs["busy"].fillna("").astype(str) != ""]
+    return {
+        run: f"machine busy during this run: {len(part)} of {int((pairs['run'] == run).sum())} probed pairs"
+        for run, part in flagged.groupby("run", sort=False)
+    }
+
+
 def quality(paired: bool, rounds: int, busy: str, delta: float) -> str:
     """The flags a number carries to wherever it is shown: why it may not be what it seems."""
     flags = []
@@ -163,6 +178,7 @@ def build(rows: pd.DataFrame, cases: dict, pairs: pd.DataFrame | None = None) ->
     """``cases``: machine → case ID → declaration (harness.record.CaseInfo), as each run recorded;
     ``pairs``: the pairs timed side by side (reports.load.Results.pairs)."""
     paired_data = pooled_pairs(pairs)
+    busy_runs = _busy_runs(pairs)
     out = []
     for group in groups(rows):
         case = cases.get(group.key["machine"], {}).get(group.key["case"])
@@ -185,7 +201,12 @@ def build(rows: pd.DataFrame, cases: dict, pairs: pd.DataFrame | None = None) ->
             else:
                 speedup, lo, hi = stats.ratio_of_medians(group.data[slow], group.data[fast])
                 rounds = min(group.data[slow].size, group.data[fast].size)
-                band, busy, identical = gain.delta(None), "", None
+                # Timed apart (launched ranks, no load probe of their own): as busy as the run's
+                # probed pairs found the machine while it ran.
+                busy = "; ".join(
+                    dict.fromkeys(busy_runs[r] for r in sorted(group.runs, key=str) if r in busy_runs)
+                )
+                band, identical = gain.delta(None), None
             fp, sp = group.peak[fast], group.peak[slow]
             out.append(
                 {

@@ -207,3 +207,15 @@ def test_what_to_use_names_the_fastest_way_and_its_own_speed_up():
     )
     use, _, _, sure, _ = recommendation(busy)
     assert use.startswith("no advice") and "busy" in use and sure == "machine busy (x)"
+
+
+def test_a_pair_timed_apart_is_as_busy_as_the_run_its_probed_pairs_saw(tmp_path):
+    """The library row is timed apart (no probe of its own): flagged busy when the run's probed pair
+    was, and not when the run was quiet."""
+    quiet, _ = _report(tmp_path, paired=True, variants=synthetic.VARIANTS)
+    busy, _ = _report(
+        tmp_path, paired=True, variants=synthetic.VARIANTS, busy="a spinner got 50% of its core"
+    )
+    apart = lambda table: table.loc[table["against"] == "library", "quality"].iloc[0]  # noqa: E731
+    assert "unpaired" in apart(quiet) and "busy" not in apart(quiet)
+    assert "machine busy during this run" in apart(busy) and "probed pairs" in apart(busy)
