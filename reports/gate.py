@@ -537,10 +537,13 @@ def compare(
 
 def exit_code(lines: list[Line], allow_unjudged: bool = False) -> int:
     """1 for a regression or a failed check, and nothing else; 3 where a pair could not be judged:
-    unstable with no recheck given, or in every recheck (unless the user accepts that); else 0."""
+    unstable with no recheck given, or in every recheck, or measured on another machine than the
+    baseline (unless the user accepts that); else 0."""
     if any(line.verdict in FAILING for line in lines):
         return 1
-    if not allow_unjudged and any(line.verdict in (UNJUDGED, UNSTABLE) for line in lines):
+    # A baseline from another machine judges nothing here: never a pass (it was one, and the
+    # shipped AMX reference "passed" a run without AMX).
+    if not allow_unjudged and any(line.verdict in (UNJUDGED, UNSTABLE, INCOMPARABLE) for line in lines):
         return EXIT_UNJUDGED
     return 0
 
