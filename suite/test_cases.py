@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from cases.spec import Role, dtype_name, tolerance_at
-from harness import compiled, isolation, measure, mutation, record
+from harness import compiled, isolation, measure, mutation, precision_flags, record
 from harness.timing import capture_graph
 from suite import timing
 from suite.plan import compiled_of, oversize_reason, select_points
@@ -39,9 +39,15 @@ def _fail_on_error(point, err: measure.Error, when: str = "") -> None:
             f"worst {err.worst}",
             pytrace=False,
         )
+    # The precision flags in force when it failed: an error of reduced-precision size in an fp32
+    # variant (seen once in nine runs: cdist_mm at 6e-4 of its truth) points at a flag left set.
+    flags = ", ".join(
+        f"{k}={v}" for k, v in precision_flags.snapshot().items() if v != precision_flags.ABSENT
+    )
     pytest.fail(
         f"{point.id}: outside tolerance {_tolerance(point)}{at} "
-        f"(max abs error {err.max_abs:.3g}, max rel {err.max_rel:.3g}); worst {err.worst}",
+        f"(max abs error {err.max_abs:.3g}, max rel {err.max_rel:.3g}); worst {err.worst}; "
+        f"precision flags: {flags}",
         pytrace=False,
     )
 

@@ -434,9 +434,11 @@ def _wrong_after_first_call():
 
 def test_benchmark_fails_a_variant_wrong_once_warm(benchmark, request):
     variant, calls = _wrong_after_first_call()
-    with pytest.raises(pytest.fail.Exception, match="outside tolerance.*after the timed calls"):
+    with pytest.raises(pytest.fail.Exception, match="outside tolerance.*after the timed calls") as failed:
         suite_benchmark(_synthetic(variant), InputCache(0), benchmark, lambda device: {}, request)
     assert len(calls) >= 2, "the first call was right: only a later one can be caught"
+    # The failure names the precision flags in force: a reduced-precision flag left set would show.
+    assert "precision flags: float32_matmul_precision=highest" in str(failed.value)
 
 
 def test_benchmark_fails_a_variant_that_writes_into_its_input_once_warm(benchmark, request):
