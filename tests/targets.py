@@ -5,8 +5,10 @@ and the seeds and edge inputs (`test_seeds_and_edges.py`) run over the same list
 
 from __future__ import annotations
 
+import torch
+
 from cases import all_cases
-from cases.spec import dtype_name
+from cases.spec import Case, Tol, dtype_name, naive
 from suite.plan import VariantPoint
 
 
@@ -29,3 +31,25 @@ def name_of(point) -> str:
 
 def target_id(point) -> str:
     return f"{point.case.id}-{name_of(point)}-{dtype_name(point.dtype)}"
+
+
+def doubling_point(fn, case_id: str, families=None) -> VariantPoint:
+    """A one-variant case whose truth is 2·x (n = 64, fp32, CPU), for a stand-in `fn` that doubles
+    its input right or wrongly: the suite's own check path fed a variant a test controls."""
+
+    def make(size, dtype, device, seed):
+        return (torch.randn(size["n"], generator=torch.Generator().manual_seed(seed)).to(dtype),)
+
+    case = Case(
+        id=case_id,
+        tier=2,
+        claim="",
+        source="",
+        make_inputs=make,
+        variants={"v": naive(fn)},
+        oracle=lambda x: 2 * x.double(),
+        tolerance={torch.float32: Tol(rtol=2**-24)},  # 2·x is exact in fp32: one rounding at most
+        sizes={"quick": [{"n": 64}]},
+        input_families=families or {},
+    )
+    return VariantPoint(case, "v", {"n": 64}, torch.float32, "cpu")

@@ -47,12 +47,12 @@ import pytest
 import torch
 
 from cases import all_cases
-from cases.spec import Case, Role, Tol, dtype_name, naive, tolerance_at
+from cases.spec import Role, Tol, dtype_name, tolerance_at
 from harness import measure, mutation, requirements
 from suite.plan import InputCache, VariantPoint
 from suite.test_cases import test_benchmark as suite_benchmark
 from suite.test_cases import test_check as suite_check
-from tests.targets import name_of, target_id, variant_targets
+from tests.targets import doubling_point, name_of, target_id, variant_targets
 
 BIAS_FACTOR = 2.5  # times the variant's own bound: just outside it (the issue asks for 2-3x)
 KINDS = ("zeros", "constant", "bias", "replay", "mutated input", "stale buffer")
@@ -394,21 +394,7 @@ def test_the_digest_sees_one_step_a_swap_and_sparse_values_but_not_a_grad():
 
 
 def _synthetic(fn) -> VariantPoint:
-    def make(size, dtype, device, seed):
-        return (torch.randn(size["n"], generator=torch.Generator().manual_seed(seed)).to(dtype),)
-
-    case = Case(
-        id="synthetic.warm",
-        tier=2,
-        claim="",
-        source="",
-        make_inputs=make,
-        variants={"v": naive(fn)},
-        oracle=lambda x: 2 * x.double(),
-        tolerance={torch.float32: Tol(rtol=2**-23)},
-        sizes={"quick": [{"n": 64}]},
-    )
-    return VariantPoint(case, "v", {"n": 64}, torch.float32, "cpu")
+    return doubling_point(fn, "synthetic.warm")
 
 
 def _writes_into_its_input(x):

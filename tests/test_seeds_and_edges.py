@@ -26,10 +26,10 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from cases.spec import Case, InputFamily, Tol, naive, tolerance_at
+from cases.spec import InputFamily, tolerance_at
 from harness import measure, requirements
 from suite.plan import VariantPoint
-from tests.targets import target_id, variant_targets
+from tests.targets import doubling_point, target_id, variant_targets
 
 SEEDS = (1, 2, 3)  # beyond seed 0, which test_check and the timings use
 PASSED, FAILED, FINDING, STALE = "passed", "failed", "expected finding", "stale finding"
@@ -136,23 +136,8 @@ def test_the_tally_of_seeds_and_families(record_property):
 # ---- the check itself can fail: a variant wrong only on one seed, or only on one family ---------
 
 
-def _synthetic(fn, families=None, fails=None) -> VariantPoint:
-    def make(size, dtype, device, seed):
-        return (torch.randn(size["n"], generator=torch.Generator().manual_seed(seed)).to(dtype),)
-
-    case = Case(
-        id="synthetic.edges",
-        tier=2,
-        claim="",
-        source="",
-        make_inputs=make,
-        variants={"v": naive(fn)},
-        oracle=lambda x: 2 * x.double(),
-        tolerance={torch.float32: Tol(rtol=2**-24)},  # 2·x is exact in fp32: one rounding at most
-        sizes={"quick": [{"n": 64}]},
-        input_families=families or {},
-    )
-    return VariantPoint(case, "v", {"n": 64}, torch.float32, "cpu")
+def _synthetic(fn, families=None) -> VariantPoint:
+    return doubling_point(fn, "synthetic.edges", families)
 
 
 def _by_what(point) -> dict[str, Outcome]:
