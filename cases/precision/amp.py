@@ -262,12 +262,16 @@ def check_clip_after_unscale(device):
     torch.nn.utils.clip_grad_norm_(x, 1.0)
     torch.nn.utils.clip_grad_norm_(z, 1.0)
     clipped = x.grad.tolist()
+    # coef = 1/(√2 + 1e-6) sits 1e-6/√2 = 7.1e-7 below 1/√2, and its sqrt, sum and quotient round
+    # once each (3u = 1.8e-7): 8.9e-7 ≤ 1e-6 (the unscaled grads are exactly 1).
     assert all(math.isclose(g, 2**-0.5, rel_tol=1e-6) for g in clipped), (
         f"clipped grads {clipped}, expected 1/√2"
     )
     scaler.step(opt)
     expected = [1 - 1e-3 * 2**-0.5, 2 - 1e-3 * 2**-0.5]
-    assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(x.tolist(), expected)), (
+    # x − lr·g rounds once to x's fp32 ulp (u relative) and lr·g once more (u of 7e-4): 2u relative,
+    # 3e-4 of the 7.1e-4 step; the grad's 8.9e-7 above adds 0.01u.
+    assert all(math.isclose(a, b, rel_tol=2 * U[FP32]) for a, b in zip(x.tolist(), expected)), (
         f"x after step {x.tolist()}"
     )
 
@@ -276,6 +280,8 @@ def check_clip_after_unscale(device):
     torch.nn.utils.clip_grad_norm_(wx, 1.0)  # the scaled grads: norm 65536·√2 → clipped to 1
     wscaler.step(wopt)
     moved_wrong = (1 - wx[0]).item()
+    # The right step is 7.1e-4, the scaled one 2¹⁶ times less, 1.1e-8 (below x = 1's half ulp, 3e-8:
+    # x stays 1): a thousandth of the right step lies between the two.
     assert moved_wrong < 1e-3 * 2**-0.5 / 1000, f"clip before unscale_ moved x by {moved_wrong}"
     return Finding(
         Verdict.HOLDS,
@@ -302,6 +308,8 @@ def check_fp16_needs_scaler(device):
         scaler.unscale_(opt)
         results[enabled] = w.grad.abs().max().item()
     truth = 8 * 1e-4 * 1e-5
+    # fp16 roundings of x and of dh = 2¹⁶·1e-5, the 8-term fp16 product with its rounding (≤ 9u₁₆): ≤ 11u₁₆
+    # = 5.4e-3 (the unscale by 2⁻¹⁶ is exact); 1e-2 = 20u₁₆. Underflow gives 0, below truth/2.
     assert results[True] == results[True] and math.isclose(results[True], truth, rel_tol=1e-2), (
         f"scaled fp16 grad {results[True]:.3g}, expected {truth:.3g}"
     )
