@@ -215,9 +215,13 @@ def check_fill_value(device):
             lines.append(f"{dtype}: masked_fill(-1e9) raises ({exc})")
             continue
         scores = (args[0] @ args[1].transpose(-2, -1)).masked_fill(args[3] == 0, -1e9).softmax(-1)
+        # exp(−1e9 − max) underflows to 0 in every dtype: exactly 0.
         assert scores[..., :3, :][~mask[..., :3, :].to(device)].max().item() == 0.0, "masked weight not 0"
         uniform = args[2].double().mean(-2)[..., 0, :]
-        assert torch.allclose(naive_out[..., 3, :].double(), uniform, atol=1e-2), (
+        # Four equal scores: weights exactly 1/4, products 0.25·v exact; the 3 additions in the dtype
+        # are within γ₃·Σ|0.25·v| < 4u·mean|v| of the mean, elementwise.
+        bound = 4 * U[dtype] * args[2].double().abs().mean(-2)[..., 0, :]
+        assert ((naive_out[..., 3, :].double() - uniform).abs() <= bound).all(), (
             "fully masked row is not the mean of V"
         )
         fused = sdpa(*args)[..., 3, :]

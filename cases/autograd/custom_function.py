@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch.autograd import Function
 
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import UNIT_ROUNDOFF, Case, Check, Erratum, ErratumKind, Finding, Verdict
 
 
 class NotesBinarizedF(Function):
@@ -146,9 +146,12 @@ def check_module_in_network(device):
     h = net[0](x)
     s = torch.where(h >= 0, 1.0, -1.0).requires_grad_()
     (ds,) = torch.autograd.grad(net[2](s).square().mean(), s)
-    by_hand = (ds * (h.abs() <= 1)).T @ x
-    # fp32 GEMMs over 32 rows on both sides: the default assert_close bounds for fp32.
-    close = first is not None and torch.allclose(first, by_hand, rtol=1e-5, atol=1e-6)
+    upstream = ds * (h.abs() <= 1)
+    by_hand = upstream.T @ x
+    # The same upstream gradient through an fp32 GEMM over 32 rows on each side: Higham's γ₃₂·|δ|ᵀ|x|
+    # each, elementwise, so twice that apart.
+    bound = 2 * 32 * UNIT_ROUNDOFF[torch.float32] * (upstream.abs().T @ x.abs())
+    close = first is not None and bool(((first - by_hand).abs() <= bound).all())
     return judge_module_in_network(
         [n for n, _ in net.named_parameters() if n.startswith("1.")],
         0.0 if first is None else first.norm().item(),

@@ -7,7 +7,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import UNIT_ROUNDOFF, Case, Check, Erratum, ErratumKind, Finding, Verdict
+
+U32 = UNIT_ROUNDOFF[torch.float32]
 
 
 def _net(device, seed=0):
@@ -60,8 +62,10 @@ def check_yolov5_grouping(device):
     decay_right, others_still = True, True
     for p, b in zip(net.parameters(), before):
         if id(p) in decayed:
-            # Two roundings (the factor, the product): 1e-6 relative is far above them.
-            decay_right &= torch.allclose(p.detach(), b * (1 - lr * (1 + m) * wd), rtol=1e-6, atol=0)
+            # The step moves p by lr·(1+m)·wd = 9.5e-6 of itself. SGD's fp32 p − lr·d rounds once to p's
+            # ulp (u; d's own roundings are u of the step), the truth fl(b·fl(factor)) twice: ≤ 3u apart,
+            # ×2 margin: 6u is 4% of the step, so a decay 10% off fails.
+            decay_right &= torch.allclose(p.detach(), b * (1 - lr * (1 + m) * wd), rtol=6 * U32, atol=0)
         else:
             others_still &= torch.equal(p.detach(), b)
     return judge_yolov5_grouping(
