@@ -97,9 +97,12 @@ def check_label_smoothing(device):
     as_probs = F.cross_entropy(x, (1 - eps) * onehot + eps / c)
     logp = F.log_softmax(x, 1)
     truth = -((1 - eps) * logp.gather(1, y[:, None]).squeeze(1) + eps / c * logp.sum(1)).mean()
+    # float64 throughout (these checks' inputs are float64): means of 64 rows of C = 10 log-probabilities
+    # of O(1), ≲ 74u₆₄ = 8e-15 relative apart; 1e-12 is float64 slack and 10⁹ below a wrong formula.
     torch.testing.assert_close(smooth, truth, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(as_probs, truth, rtol=1e-12, atol=1e-12)
     plain = F.cross_entropy(x, y)
+    # ε = 0.1 moves this loss by 0.015 (5.136 → 5.121): 15× above 1e-3, 10¹⁰ above float64 slack.
     assert abs(plain - smooth) > 1e-3, "label smoothing changed nothing"
     return Finding(
         None,
@@ -117,9 +120,10 @@ def check_ignore_index(device):
     got = F.cross_entropy(x, y)
     truth = F.cross_entropy(x[keep], y[keep])
     per_row = F.cross_entropy(x, y, reduction="none")
-    torch.testing.assert_close(got, truth, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got, truth, rtol=1e-12, atol=1e-12)  # float64: as in check_label_smoothing
     assert (per_row[~keep] == 0).all(), "ignored rows should contribute exactly 0"
     wrong = per_row.sum() / len(y)
+    # ÷N instead of ÷(3N/4) scales the loss (5.49) by 3/4: 1.4 off, far above 1e-3.
     assert abs(wrong - got) > 1e-3, "dividing by N should differ from dividing by the kept count"
     return Finding(
         None,
@@ -136,6 +140,7 @@ def check_weight_mean_differs(device):
     by_index = F.cross_entropy(x, y, weight=w)
     by_probs = F.cross_entropy(x, onehot, weight=w)
     nll = -F.log_softmax(x, 1).gather(1, y[:, None]).squeeze(1) * w[y]
+    # float64: as in check_label_smoothing; the normalisers differ (Σw[y] = 1.56·N): 5.18 vs 8.09.
     torch.testing.assert_close(by_index, nll.sum() / w[y].sum(), rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(by_probs, nll.sum() / len(y), rtol=1e-12, atol=1e-12)
     assert abs(by_index - by_probs) > 1e-3
@@ -154,7 +159,7 @@ def check_k_dim(device):
     got = F.cross_entropy(x, y, reduction="none")
     assert got.shape == (4, 6, 7)
     flat = F.cross_entropy(x.permute(0, 2, 3, 1).reshape(-1, 5), y.reshape(-1), reduction="none")
-    torch.testing.assert_close(got.reshape(-1), flat, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got.reshape(-1), flat, rtol=1e-12, atol=1e-12)  # float64, as above
     probs = F.one_hot(y, 5).permute(0, 3, 1, 2).double()  # probabilities carry C at dim 1 too
     torch.testing.assert_close(F.cross_entropy(x, probs), got.mean(), rtol=1e-12, atol=1e-12)
     return Finding(

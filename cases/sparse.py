@@ -130,7 +130,10 @@ def check_crossover(device):
         rows.append(
             (d, storage_bytes(dense[0]), storage_bytes(coo[0]), storage_bytes(csr[0]), t_dense, t_coo, t_csr)
         )
-    # Bytes are linear in nnz: the crossover from the two measured points around it.
+    # Bytes are linear in nnz: the crossover from the two measured points around it. COO's r = 20·nnz/4n²
+    # is a power law, exact in log-log: 4/20 = 0.2 up to nnz's binomial noise (0.4/n); CSR's 12 bytes
+    # plus the row pointer's 8(n+1): 0.332 at n = 512. Each interval excludes the next index layout
+    # (COO at 16 or 24 bytes per nnz: 0.25, 0.167; CSR at 8 or 16: 0.5, 0.25).
     mem_coo = _crossover(densities, [r[2] / r[1] for r in rows])
     mem_csr = _crossover(densities, [r[3] / r[1] for r in rows])
     assert mem_coo is not None and 0.15 < mem_coo < 0.25, f"COO memory crossover {mem_coo} (20 bytes per nnz)"

@@ -190,7 +190,7 @@ def check_collate_semantics(device):
     batch = next(iter(DataLoader(TensorDataset(x, y), batch_size=4)))
     assert isinstance(batch, list) and len(batch) == 2, type(batch)
     assert batch[0].shape == (4, 3, 4, 4) and batch[1].shape == (4,) and batch[1].dtype == torch.int64
-    torch.testing.assert_close(batch[0], x[:4], rtol=0, atol=0)
+    torch.testing.assert_close(batch[0], x[:4], rtol=0, atol=0)  # collation stacks copies: exact
     seen = []
     next(
         iter(
@@ -257,7 +257,7 @@ def check_pin_memory(device):
         assert b.is_pinned(), "pin_memory=True produced a pageable batch"
         got.append(b.to(device, non_blocking=True))
     torch.cuda.synchronize(device)
-    torch.testing.assert_close(torch.cat(got).cpu(), x, rtol=0, atol=0)
+    torch.testing.assert_close(torch.cat(got).cpu(), x, rtol=0, atol=0)  # copies: exact
     return Finding(None, "pin_memory=True: every batch pinned; non_blocking copies to the GPU exact")
 
 

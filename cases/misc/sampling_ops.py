@@ -85,6 +85,7 @@ def check_multinomial_shapes(device):
     )
     p = w.cpu().double() / w.sum().item()
     z = ((counts - n * p) / (n * p * (1 - p)).sqrt()).abs().max().item()
+    # 6σ on each of 4 binomial counts: a false alarm once in 10⁸ runs; a probability off by 0.01 is ≥ 9σ.
     assert z < 6, f"with-replacement frequencies off by {z:.1f} standard deviations"
     return Finding(
         Verdict.HOLDS,

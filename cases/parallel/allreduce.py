@@ -103,6 +103,7 @@ def check_allreduce(table: list[dict], p: int) -> None:
         sent, s = row["bytes_sent_per_rank"], row["bytes"]
         if row["algorithm"] == "ring":  # exact for sizes divisible by p chunks of 4-byte elements
             ring = 2 * (p - 1) / p * s
+            # Otherwise each of the 2(p−1) messages is off by ≤ one 4-byte element: ≤ 8(p−1) < 8p bytes.
             assert all(abs(b - ring) <= 8 * p for b in sent), (
                 f"ring at {s} B over {p} ranks: bytes sent {sent}, expected 2(p−1)/p·S = {ring:.0f}"
             )
