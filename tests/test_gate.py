@@ -74,7 +74,7 @@ def test_a_noisy_drop_is_neither_a_regression_nor_a_pass(tmp_path, capsys):
     )
     code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
     assert code == 3, out
-    assert "straddles -10%" in out and "| unstable |" in out
+    assert "a drop beyond -10% that these runs cannot confirm" in out and "| unstable |" in out
 
 
 def test_failed_check_fails_even_when_faster(tmp_path, capsys):
@@ -173,7 +173,8 @@ def test_case_tolerance_overrides_the_default(tmp_path):
 
 def test_rechecks_join_the_current_side(tmp_path, capsys):
     """Rechecks are more runs of the current code: a drop that one of two rechecks does not show
-    averages out (the runs now disagree, which widens σ), one that persists in the recheck fails."""
+    averages out (the runs now disagree, which widens σ and the pair's tolerance with it), one
+    that persists in the recheck fails."""
     b = pooled(tmp_path, "b", [synthetic.result(seed=s) for s in (1, 5)])
     c = write(tmp_path / "c.json", synthetic.result(seed=2, slow={"fast_v": 1.5}))
     fine = write(tmp_path / "fine.json", synthetic.result(seed=3))
@@ -345,15 +346,16 @@ def _drifted(seed: int, rng, slowdown: float) -> dict:
 
 
 @pytest.mark.parametrize(
-    "slowdown, at_least, at_most", [(1.0, 0.0, 0.01), (1.10, 0.0, 1.0), (1.25, 0.75, 1.0), (1.50, 0.99, 1.0)]
+    "slowdown, at_least, at_most", [(1.0, 0.0, 0.01), (1.10, 0.0, 1.0), (1.25, 0.55, 1.0), (1.50, 0.95, 1.0)]
 )
 def test_detection_of_injected_slowdowns(tmp_path, slowdown, at_least, at_most):
     """The optimized variant's rounds slowed by 10/25/50% in the current run, against a baseline
     of three drifted runs, 100 trials each. A 10% slowdown is a 9.1% drop of the speedup, inside
     the 10% tolerance: not a regression by design, so only its rate is reported. A 25% slowdown
-    (a 20% drop) is caught in about 4 of 5 trials: the 2% per-variant drift between runs is real
-    noise the gate now counts (measured 82%; an interval of rounds alone claimed 95% by ignoring
-    it, and raised false alarms on real runs for the same reason)."""
+    (a 20% drop) is caught in 61 of 100 trials and passed in 14: the 2% per-variant drift between
+    runs is real noise the gate counts, and it judges each pair at 4 SDs of that noise (WIDEN; an
+    interval of rounds alone claimed 95% by ignoring it, and raised false alarms on real runs for
+    the same reason). A 50% slowdown: caught in 98, never passed."""
     rng = np.random.default_rng(int(slowdown * 100))
     codes = []
     for trial in range(100):
@@ -450,9 +452,10 @@ def test_an_unwritable_suspects_file_is_bad_input_not_a_regression(tmp_path, cap
 
 def test_a_pair_whose_unchanged_baseline_runs_differ_gets_that_tolerance(tmp_path, capsys):
     """A pooled baseline whose two unchanged runs put a pair's speed-up 40% apart (a temporary
-    page-faulted in one process and not in the other): an unchanged current run at the low end
-    passes, with the widened tolerance and the σ behind it named; a drop far beyond the runs' own
-    spread still fails."""
+    page-faulted in one process and not in the other): an unchanged current run at the low end is
+    not failed; the pair is judged at the widest tolerance, named with the σ behind it, and since
+    its noise is wider still, its 17% drop from the baseline's mean is re-measured, not passed; a
+    drop far beyond the runs' own spread still fails."""
     high = synthetic.result(seed=1, paired=True, n_rounds=60)
     low = synthetic.result(seed=2, paired=True, n_rounds=60, slow={"fast_v": 1.4})
     base = pooled(tmp_path, "base", [high, low])
@@ -460,7 +463,8 @@ def test_a_pair_whose_unchanged_baseline_runs_differ_gets_that_tolerance(tmp_pat
         tmp_path / "c.json", synthetic.result(seed=3, paired=True, n_rounds=60, slow={"fast_v": 1.4})
     )
     code, out, _ = run_gate(capsys, "--baseline", base, "--current", same_as_low)
-    assert code == 0 and "this pair's runs vary by σ" in out, out
+    assert code == 3 and "this pair's runs vary by σ" in out and "too noisy to bound" in out, out
+    assert "**regressed**" not in out
     far = write(
         tmp_path / "far.json", synthetic.result(seed=4, paired=True, n_rounds=60, slow={"fast_v": 6.0})
     )
@@ -503,40 +507,67 @@ def noisy_run(seed: int, rng, between: float = 0.15, slow: dict | None = None) -
     return doc
 
 
-def _a_a(tmp_path, trials: int, slow: dict | None = None, baseline_runs: int = 2) -> list[int]:
+def _a_a(
+    tmp_path, trials: int, slow: dict | None = None, baseline_runs: int = 2, rechecks: int = 0
+) -> list[int]:
+    """Exit codes of `trials` gates of a fresh current run against fresh baseline runs; with
+    `rechecks`, as the CI workflow does (.github/workflows/benchmarks.yml): on exit 1 or 3 the
+    current code is run that many times more (a planted slowdown persists in each) and the gate
+    decides on all of them."""
     rng = np.random.default_rng(25)
     codes = []
     for trial in range(trials):
         seeds = range(10 * trial, 10 * trial + baseline_runs)
         base = load.load([write(tmp_path / f"b{i}.json", noisy_run(s, rng)) for i, s in enumerate(seeds)])
         cur = load.load([write(tmp_path / "c.json", noisy_run(10 * trial + 9, rng, slow=slow))])
-        codes.append(gate.exit_code(gate.compare(base, cur)))
+        code = gate.exit_code(gate.compare(base, cur))
+        if code in (1, 3) and rechecks:
+            again = tuple(
+                load.load([write(tmp_path / f"r{i}.json", noisy_run(10 * trial + 5 + i, rng, slow=slow))])
+                for i in range(rechecks)
+            )
+            code = gate.exit_code(gate.compare(base, cur, rechecks=again))
+        codes.append(code)
     return codes
 
 
 def test_a_a_with_between_run_noise_does_not_fail(tmp_path):
     """Unchanged code, 15% log-SD between runs on every pair and tight rounds within each: a
-    pooled two-run baseline against a third run. The interval made of rounds alone called this a
-    regression in 23 of these 60 trials, and so does this gate with its between-run term dropped
-    (39 of 60); the between-run model must not, in 95% of them or more (measured: 1 of 60)."""
-    codes = _a_a(tmp_path, 60)
-    print(f"A/A, 15% between runs: exit codes {sorted(set(codes))}, 1 in {codes.count(1)} of 60")
-    assert codes.count(1) <= 3 and codes.count(0) >= 57
+    pooled two-run baseline against a third run, then two rechecks where the gate asks for them.
+    The interval made of rounds alone called this a regression in 23 of these 60 trials; this
+    gate never does. With 2 baseline runs a 15% pair's noise is wider than the widest tolerance
+    it judges at, so a drift past -10% is re-measured rather than passed (exit 3 in 19 of 60); the
+    rechecks bring the pair's tolerance under the cap and pass it (measured: 53 of 60 pass, the
+    rest still re-measure, none fails)."""
+    first = _a_a(tmp_path, 60)
+    codes = _a_a(tmp_path, 60, rechecks=2)
+    print(
+        f"A/A, 15% between runs: first gate {first.count(0)} passed, {first.count(3)} re-measured, "
+        f"{first.count(1)} failed of 60; after two rechecks {codes.count(0)} passed, {codes.count(1)} failed"
+    )
+    assert first.count(1) == 0 and codes.count(1) == 0 and codes.count(0) >= 50
 
 
 def test_a_planted_2x_slowdown_with_between_run_noise_fails(tmp_path):
-    """The same noise, the fast variant 2× slower in the current run, against three baseline runs:
-    a regression (exit 1) in 37 of 40 trials (the rest pass: a 2× drop is 4.6 between-run SDs of
-    one run, and each pair's mean has 3 + 1 runs)."""
-    codes = _a_a(tmp_path, 40, slow={"fast_v": 2.0}, baseline_runs=3)
-    print(f"2× slower, 15% between runs: exit 1 in {codes.count(1)} of 40")
-    assert codes.count(1) >= 35
+    """The same noise, the fast variant 2× slower in the current run and its rechecks, against
+    three baseline runs: never passed, first gate or after the rechecks (a 2× drop is 4.6
+    between-run SDs of one run; a pair this noisy is judged at the widest tolerance, a 2× drop,
+    so one run alone mostly re-measures it rather than fail or pass it). Measured: exit 1 in 12
+    and 3 in 28 at the first gate, exit 1 in 27 and 3 in 13 after the rechecks."""
+    first = _a_a(tmp_path, 40, slow={"fast_v": 2.0}, baseline_runs=3)
+    codes = _a_a(tmp_path, 40, slow={"fast_v": 2.0}, baseline_runs=3, rechecks=2)
+    print(
+        f"2× slower, 15% between runs: first gate exit 1 in {first.count(1)}, 3 in {first.count(3)} "
+        f"of 40; after two rechecks exit 1 in {codes.count(1)}"
+    )
+    assert first.count(0) == 0 and codes.count(0) == 0 and codes.count(1) >= 25
 
 
 def test_a_single_run_baseline_assumes_the_prior_and_says_so(tmp_path, capsys):
     """One baseline run holds no between-run information: σ0 is the documented prior, named on
-    each line and in the note, so an unchanged run passes and a 1.3× drop that a one-run baseline
-    cannot tell from this machine's noise is not called a regression; a 4× one is."""
+    each line and in the note, so an unchanged run passes; a 1.3× drop that a one-run baseline
+    cannot tell from this machine's noise is neither called a regression nor passed (could not
+    judge: it lies beyond the bare tolerance); a 4× one is a regression."""
     base = write(tmp_path / "b.json", synthetic.result(seed=1, paired=True))
     same = write(tmp_path / "c.json", synthetic.result(seed=2, paired=True))
     code, out, _ = run_gate(capsys, "--baseline", base, "--current", same)
@@ -545,7 +576,8 @@ def test_a_single_run_baseline_assumes_the_prior_and_says_so(tmp_path, capsys):
     assert out.count(assumed) == 3 and "baseline holds a single run" in out
     drop = write(tmp_path / "d.json", synthetic.result(seed=3, paired=True, slow={"fast_v": 1.3}))
     code, out, _ = run_gate(capsys, "--baseline", base, "--current", drop)
-    assert code == 0 and "**regressed**" not in out
+    assert code == 3 and "**regressed**" not in out, out
+    assert out.count("a drop beyond -10% that one baseline run cannot confirm") == 3
     big = write(tmp_path / "e.json", synthetic.result(seed=4, paired=True, slow={"fast_v": 4.0}))
     code, out, _ = run_gate(capsys, "--baseline", base, "--current", big)
     assert code == 1 and out.count("**regressed**") == 3
@@ -572,3 +604,36 @@ def test_a_recheck_lacking_a_pair_does_not_count_for_it(tmp_path):
     assert (
         rechecked.change > alone["n128", "fast_v ÷ naive_v"].change
     )  # the unchanged recheck halves the drop
+
+
+def test_paired_ratios_from_a_mixture_of_regimes_are_not_judged(tmp_path, capsys):
+    """A run whose paired rounds alternate between two regimes (half the fast variant's rounds 4×
+    slower: nn.kd_vs_brute's kd-tree threads against the GEMM's spinning OpenMP pool did this in
+    2 of 6 quiet runs) has a median that says which regime won, not a speed-up: that run is not
+    judged on (could not judge), where the same run with its rounds in one regime passes."""
+    base = pooled(tmp_path, "b", [synthetic.result(seed=s, paired=True) for s in (1, 2, 3)])
+    steady = synthetic.result(seed=4, paired=True)
+    mixed = json.loads(json.dumps(steady))
+    for pair in mixed["pairs"]:
+        pair["fast_s"] = [x * (4.0 if i % 2 else 1.0) for i, x in enumerate(pair["fast_s"])]
+    code, out, _ = run_gate(capsys, "--baseline", base, "--current", write(tmp_path / "s.json", steady))
+    assert code == 0, out
+    code, out, _ = run_gate(capsys, "--baseline", base, "--current", write(tmp_path / "m.json", mixed))
+    assert code == 3 and out.count("paired ratios unstable") == 3 and "**regressed**" not in out, out
+
+
+def test_the_machine_prior_of_two_run_baselines_keeps_pairs_apart():
+    """80 pairs whose between-run SDs span 1% to 30% (quiet runs here: 0.6% to 23%), each seen in
+    two runs (1 df): the fitted prior must say the pairs differ (small d0), so a noisy pair is
+    judged on its own runs' spread. Flooring each pair's s² at its rounds' variance cut the lower
+    tail of χ²₁ that the fit matches, read the pairs as sharing one σ, put d0 at its cap and σ0
+    at the quiet pairs' ~1%, and failed unchanged runs of a pair 14% apart."""
+    rng = np.random.default_rng(7)
+    sigmas = np.exp(rng.uniform(np.log(0.01), np.log(0.30), 80))
+    per_pair = [
+        [gate.RunSpeedup(f"r{i}", float(rng.normal(0, s)), (s / 3) ** 2, 30, 0.05, "") for i in range(2)]
+        for s in sigmas
+    ]
+    sigma0, d0 = gate.machine_prior(per_pair)
+    print(f"two runs a pair, SDs 1-30%: sigma0 {sigma0:.1%}, d0 {d0:.2f}")
+    assert d0 < 3 and 0.01 < sigma0 < 0.30
