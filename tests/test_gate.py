@@ -64,9 +64,9 @@ def test_injected_slowdown_fails(tmp_path, capsys):
 
 def test_a_noisy_drop_is_neither_a_regression_nor_a_pass(tmp_path, capsys):
     """15% slower but measured with 30% noise in 5 rounds against a baseline whose runs agree:
-    the interval straddles the tolerance because of this run's rounds, so the run cannot tell; it
-    is listed for re-measurement and the gate says it could not judge (a pass here once let a real
-    1.6× slowdown through on a busy machine)."""
+    the drop lies beyond the tolerance but the interval, wide from this run's rounds, cannot
+    confirm it; it is listed for re-measurement and the gate says it could not judge (a pass here
+    once let a real 1.6× slowdown through on a busy machine)."""
     b = pooled(tmp_path, "b", [synthetic.result(seed=s, sizes=(256,)) for s in (1, 2)])
     c = write(
         tmp_path / "c.json",
