@@ -1,7 +1,7 @@
 """pytest hooks for the whole repository: options, machine info and the run's record.
 
 Kept thin on purpose; what a case is lives in `cases/`, how to measure in `harness/`, the results
-contract in `harness/record.py`, the points of a run in `suite/plan.py` (parametrised by
+contract in `harness/record.py`, the points of a run in `plan/__init__.py` (parametrised by
 `suite/conftest.py`) and the run's record (outcomes, findings, markers from requirements) in
 `suite/recorder.py`.
 """

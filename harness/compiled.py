@@ -92,3 +92,10 @@ def short_reason(exc: BaseException) -> str:
     """One line of a compile failure: the exception's class and the first line of its message."""
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {first}"[:300]
+
+
+def compiled_cases(scope: str, profile: str) -> tuple[str, ...] | None:
+    """The cases whose pairs get compiled variants under `--compiled scope`: None for every case."""
+    if scope == "auto":
+        scope = "all" if profile == "full" else "representative"
+    return {"all": None, "representative": QUICK_CASES, "none": ()}[scope]

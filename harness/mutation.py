@@ -2,7 +2,7 @@
 before the call and compared after it.
 
 Why it matters: the suite computes a comparison's inputs and float64 truth once and hands the same
-tensors to every variant and every timed call (suite.plan.InputCache). A variant that writes into
+tensors to every variant and every timed call (plan.InputCache). A variant that writes into
 its inputs makes every later call, and every variant after it, run on other data than the truth
 was computed from, and a timed loop over changing data measures something else.
 

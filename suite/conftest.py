@@ -1,4 +1,4 @@
-"""Parametrisation of the suite's tests from the plan (`suite/plan.py`), and the session's
+"""Parametrisation of the suite's tests from the plan (`plan/__init__.py`), and the session's
 fixtures: the input cache and the machine's ceilings. Hooks and fixtures only."""
 
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+import plan
 from harness import ceilings, noise
-from suite import options, plan
+from suite import options
 from suite.recorder import recorder
 
 

@@ -184,7 +184,7 @@ def _cost_scaled(point, reference) -> float | None:
 
 
 def _too_big(point, memory_gib: float) -> bool:
-    """As suite.plan.oversize_reason on a device of `memory_gib` (90% of it usable)."""
+    """As plan.oversize_reason on a device of `memory_gib` (90% of it usable)."""
     if point.variant.peak_bytes is None:
         return False
     itemsize = _itemsize(point)
@@ -196,7 +196,7 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
     {id: measured compile s} (a results JSON's), else `args.compile_s`/`args.autotune_s` each."""
     compiles = compiles or {}
     from harness.timing import TIMING_MODES
-    from suite.plan import compiled_of, variant_points, with_timing_modes
+    from plan import compiled_of, variant_points, with_timing_modes
 
     devices = ("cpu", "cuda")
     points = {
@@ -220,7 +220,7 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
         if test == "test_benchmark" and param in points:
             point = points[param]
             if point.device == "cuda" and _too_big(point, args.memory_gib):
-                totals.skipped += 1  # skipped before it is tried (suite.plan.oversize_reason)
+                totals.skipped += 1  # skipped before it is tried (plan.oversize_reason)
                 continue
             compiled = point.variant.role.value == "compiled"
             if compiled and point.comparison.uncompilable.get(

@@ -6,7 +6,6 @@ import os
 
 import pytest
 
-from harness import compiled
 from harness.timing import TIMING_MODES
 
 DEVICES = ("cpu", "cuda")
@@ -85,13 +84,6 @@ def devices(config) -> tuple[str, ...]:
 
         return ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
     return tuple(dict.fromkeys(d.strip() for d in text.split(",") if d.strip()))
-
-
-def compiled_cases(scope: str, profile: str) -> tuple[str, ...] | None:
-    """The cases whose pairs get compiled variants under `--compiled scope`: None for every case."""
-    if scope == "auto":
-        scope = "all" if profile == "full" else "representative"
-    return {"all": None, "representative": compiled.QUICK_CASES, "none": ()}[scope]
 
 
 def timing_modes(config) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ NOT_A_BENCHMARK = "Skipping non-benchmark"  # the reason pytest-benchmark's --be
 
 def point_of(item):
     """The point an item was parametrised with (a VariantPoint, CheckPoint or LaunchPoint of
-    suite/plan.py: any parameter with `requires` and `describe()`), or None."""
+    plan/__init__.py: any parameter with `requires` and `describe()`), or None."""
     params = getattr(getattr(item, "callspec", None), "params", {})
     # an empty parametrisation gives NOTSET, which has neither
     return next((p for p in params.values() if hasattr(p, "requires") and hasattr(p, "describe")), None)

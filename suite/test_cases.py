@@ -18,8 +18,8 @@ import torch
 from cases.spec import Role, dtype_name, tolerance_at
 from harness import compiled, isolation, measure, mutation, precision_flags, record
 from harness.timing import capture_graph
+from plan import compiled_of, oversize_reason, select_points
 from suite import timing
-from suite.plan import compiled_of, oversize_reason, select_points
 from suite.progress import progress
 
 

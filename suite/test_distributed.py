@@ -8,7 +8,7 @@ so each benchmark item carries a `harness.timing.ReplayClock` as its timer (put 
 recorder, from the point's timing ``replay``), and `replay` runs one pedantic round per measured
 step against it: `benchmarks[].stats.data` holds the per-step times like any other row.
 
-Each test takes a `LaunchPoint` (suite/plan.py), so its markers and skip come from its
+Each test takes a `LaunchPoint` (plan/__init__.py), so its markers and skip come from its
 requirements in the recorder, like every other suite test's. World sizes: ``SUITE_WORLD_SIZES``
 (e.g. "1,2,4"), else 1 and 2, plus 4 marked slow on CPU, and 1..N on N GPUs. Launches are cached
 for the session, so a run is shared by the tests that read it.
@@ -29,8 +29,8 @@ from cases._lib.collectives import ALLREDUCE
 from cases._lib.launched_training import TRAIN_SIZES, check_training, train_row
 from cases.parallel import allreduce, average_gradient, dp_vs_ddp
 from harness import launch, record, timing
+from plan import LaunchPoint
 from suite import options
-from suite.plan import LaunchPoint
 
 WORKER = "cases.dist_worker"
 TIMEOUT_S = 180.0

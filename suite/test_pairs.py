@@ -1,5 +1,5 @@
 """``test_pair``: two ways of computing one thing timed side by side, the speed-up a verdict is
-read from (suite/plan.py's `PairPoint`; harness.interleave, harness.gain).
+read from (plan/__init__.py's `PairPoint`; harness.interleave, harness.gain).
 
 Each side is also timed alone by ``test_benchmark`` (pytest-benchmark's JSON, ``--benchmark-compare``
 and the plots keep their per-variant figures); the pair's rounds go into the results file's
@@ -15,7 +15,7 @@ import torch
 
 from cases.spec import dtype_name, tolerance_at
 from harness import interleave, load, measure, record, rounds
-from suite.plan import oversize_reason
+from plan import oversize_reason
 from suite.progress import progress
 
 # Paired rounds a pair always gets, however precise its pilot looked: a pilot of a few rounds says

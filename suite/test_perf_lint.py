@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from cases.spec import Role
-from suite.plan import oversize_reason, select_points
+from plan import oversize_reason, select_points
 
 CASES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cases")
 

@@ -9,7 +9,7 @@ import torch
 
 from cases import all_cases
 from cases.spec import Case, Tol, dtype_name, naive
-from suite.plan import VariantPoint
+from plan import VariantPoint
 
 
 def variant_targets() -> list[VariantPoint]:

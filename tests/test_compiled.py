@@ -10,8 +10,8 @@ import torch
 from cases import all_cases
 from cases.spec import Role
 from harness import compiled, record
+from plan import compiled_variants, variant_points
 from reports import verdicts
-from suite.plan import compiled_variants, variant_points
 
 
 def test_every_timed_pair_has_a_compiled_variant_or_a_reason_in_the_full_profile():
@@ -221,7 +221,7 @@ def test_a_training_step_compiles_the_part_a_user_would():
 
 def test_a_compiled_twin_is_timed_in_one_mode_only():
     from harness.timing import TIMING_MODES
-    from suite.plan import with_timing_modes
+    from plan import with_timing_modes
 
     points = with_timing_modes(variant_points("full", ("cuda",)), TIMING_MODES)
     compiled_modes = {(p.id.split("-cuda")[0], p.timing) for p in points if p.variant.role is Role.COMPILED}

@@ -79,8 +79,8 @@ def test_estimate_runs_on_the_plan_of_a_real_selection(tmp_path):
 
 
 def test_a_point_too_big_for_the_device_costs_nothing():
+    from plan import variant_points
     from suite.estimate import _too_big
-    from suite.plan import variant_points
 
     points = {p.id: p for p in variant_points("full", ("cuda",), "none")}
     huge = points["distance.pairwise-broadcast-n32768-m32768-d256-float32-cuda"]  # a 1 TiB intermediate

@@ -18,7 +18,7 @@ from cases import all_cases
 from cases._lib.precision import ieee_fp32
 from cases.spec import tolerance_at
 from harness import precision_flags as flags
-from suite.plan import VariantPoint
+from plan import VariantPoint
 from tests.test_mutations import EXEMPT
 
 FP32 = torch.float32

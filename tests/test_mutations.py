@@ -19,7 +19,7 @@ import torch
 from cases import all_cases
 from cases.spec import PROFILES, Role, Tol, tolerance_at
 from harness import measure, requirements
-from suite.plan import VariantPoint
+from plan import VariantPoint
 
 BIAS = 1e-4
 FP32 = torch.float32

@@ -49,7 +49,7 @@ import torch
 from cases import all_cases
 from cases.spec import Role, Tol, dtype_name, tolerance_at
 from harness import measure, mutation, requirements
-from suite.plan import InputCache, VariantPoint
+from plan import InputCache, VariantPoint
 from suite.test_cases import test_benchmark as suite_benchmark
 from suite.test_cases import test_check as suite_check
 from tests.targets import doubling_point, name_of, target_id, variant_targets
@@ -451,7 +451,7 @@ def test_the_warm_rounds_keep_their_last_output_only():
 
 
 def test_compiled_twins_share_their_naive_variants_check():
-    from suite.plan import compiled_of, compiled_variants
+    from plan import compiled_of, compiled_variants
 
     for case in all_cases():
         for part, comparison in case.comparisons().items():

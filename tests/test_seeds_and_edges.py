@@ -28,7 +28,7 @@ import torch
 
 from cases.spec import InputFamily, tolerance_at
 from harness import measure, requirements
-from suite.plan import VariantPoint
+from plan import VariantPoint
 from tests.targets import doubling_point, target_id, variant_targets
 
 SEEDS = (1, 2, 3)  # beyond seed 0, which test_check and the timings use

@@ -87,7 +87,7 @@ def test_gpu_only_benchmarks_skip_with_the_reason_on_a_cpu_machine():
 
 def test_a_slow_check_gets_the_slow_marker():
     from cases.spec import Case, Check
-    from suite.plan import CheckPoint
+    from plan import CheckPoint
     from suite.recorder import Recorder
 
     case = Case(
@@ -113,7 +113,7 @@ def test_a_slow_check_gets_the_slow_marker():
 
 def test_variant_oracle_and_tolerance_override_the_case_and_inputs_are_shared():
     from cases.spec import Case, Tol, naive, optimized
-    from suite.plan import InputCache, VariantPoint
+    from plan import InputCache, VariantPoint
 
     made, truths = [], []
 
@@ -158,8 +158,8 @@ def test_variant_oracle_and_tolerance_override_the_case_and_inputs_are_shared():
 def test_the_size_check_reads_the_budget_after_the_last_group_is_released(monkeypatch):
     """The size check frees the previous group's inputs and truths before it reads the device's
     free memory: on an H100 a size that fit was skipped while the last group's 64 GiB were held."""
-    from suite import plan
-    from suite.plan import InputCache, VariantPoint
+    import plan
+    from plan import InputCache, VariantPoint
 
     case = next(c for c in all_cases() if c.id == "distance.pairwise")
     small, big = ({"n": n, "m": n, "d": 8} for n in (4, 8))
@@ -178,7 +178,7 @@ def test_the_size_check_reads_the_budget_after_the_last_group_is_released(monkey
 
 def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements():
     from harness import timing
-    from suite.plan import LaunchPoint
+    from plan import LaunchPoint
     from suite.recorder import Recorder
 
     class Item:

@@ -203,7 +203,7 @@ def test_a_failed_capture_leaves_the_default_stream_current(monkeypatch):
 
 
 def test_timing_modes_multiply_cuda_points_only_and_keep_warm_ids():
-    from suite.plan import variant_points, with_timing_modes
+    from plan import variant_points, with_timing_modes
 
     points = variant_points("quick", ("cpu", "cuda"))
     expanded = with_timing_modes(points, timing.TIMING_MODES)

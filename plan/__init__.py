@@ -21,7 +21,6 @@ import torch
 from cases import all_cases, get_case
 from cases.spec import Case, Check, Comparison, Role, Size, Variant, dtype_name, size_label
 from harness import compiled, measure, record, rules
-from suite import options
 
 
 @dataclass(frozen=True, eq=False)
@@ -284,9 +283,9 @@ def compiled_of(comparison: Comparison, name: str) -> str:
 
 def variant_points(profile: str, devices, compile_scope: str = "auto", capacity=None) -> list[VariantPoint]:
     """Every (variant, size, dtype, device) of every comparison, with the compiled twins where
-    `compile_scope` puts them (suite.options.compiled_cases). `capacity`: {device: bytes} for
+    `compile_scope` puts them (harness.compiled.compiled_cases). `capacity`: {device: bytes} for
     placing the twins (default: this machine's, harness.measure.memory_capacity)."""
-    compiled_cases = options.compiled_cases(compile_scope, profile)
+    compiled_cases = compiled.compiled_cases(compile_scope, profile)
     if capacity is None:
         capacity = {d: measure.memory_capacity(d) for d in devices}
     points = []
