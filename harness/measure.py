@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import torch
 
-from harness import allocator, mutation
+from harness import allocator, mutation, signals
 
 
 def synchronize(device: torch.device | str) -> None:
@@ -60,7 +60,7 @@ def peak_memory(fn: Callable[[], Any], device: torch.device | str) -> tuple[Any,
 def _cpu_peak(fn):
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with signals.held(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         result = fn()
     # kineto_results holds the raw allocation events (+bytes on malloc, -bytes on free);
     # the aggregated prof.events() folds allocations into their ops and loses the order.

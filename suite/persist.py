@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import os
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from harness import journal as journals
+from harness import signals
 from harness.journal import WORKER_JOURNAL_ENV
 
 PERSIST = pytest.StashKey["Persist"]()
@@ -292,7 +292,7 @@ class Persist:
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: before pytest-benchmark writes, after it wrote
     def pytest_sessionfinish(self, session):
         self._leave_out_unfinished()
-        with _signals_held() as held:
+        with signals.held(redeliver=False) as held:
             try:
                 return (yield)
             finally:
@@ -382,26 +382,3 @@ def _points_in(path: Path | None) -> int:
         return len(json.loads(path.read_text(encoding="utf-8"))["benchmarks"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return -1  # missing, empty, truncated: the journal has to stay
-
-
-@contextlib.contextmanager
-def _signals_held():
-    """SIGINT and SIGTERM recorded instead of raised while the results are written: a second
-    Ctrl-C or a `timeout` that fires at the end would otherwise cut the one write short. A third
-    signal still interrupts, so a finish that hangs can be stopped."""
-    held: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield held
-        return
-
-    def hold(signum, frame):
-        held.append(signum)
-        if len(held) >= 3:
-            raise KeyboardInterrupt
-
-    before = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield held
-    finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import journal
+from harness import journal, signals
 from harness.isolation import PLANT_ENV
 from tests.launcher import INTERRUPTIBLE_PYTEST, ROOT
 
@@ -143,14 +143,40 @@ def test_point_caught_in_its_rounds_is_left_out(rounds_before, tmp_path):
 
 
 def test_second_signal_while_the_results_are_written_waits():
-    from suite import persist
-
     before = signal.getsignal(signal.SIGINT)
-    with persist._signals_held() as held:
+    with signals.held(redeliver=False) as held:
         os.kill(os.getpid(), signal.SIGINT)
         os.kill(os.getpid(), signal.SIGTERM)
     assert held == [signal.SIGINT, signal.SIGTERM]
     assert signal.getsignal(signal.SIGINT) == before
+
+
+class _Stopped(Exception):
+    pass
+
+
+def test_signal_in_a_profiler_session_lands_after_it():
+    """A SIGTERM inside a held step (a profiler session) is raised once the step is over, not
+    in it: the step finishes, then the run's own handler acts."""
+
+    def stop(signum, frame):
+        raise _Stopped(signum)
+
+    before = signal.signal(signal.SIGTERM, stop)
+    finished = False
+    try:
+        with pytest.raises(_Stopped):
+            with signals.held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                os.kill(os.getpid(), signal.SIGTERM)
+                finished = True
+        assert finished, "the held step was cut short"
+        with pytest.raises(ValueError):  # the block's own error is the one that propagates
+            with signals.held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                raise ValueError
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def test_journal_reader_ignores_a_line_cut_by_a_crash(tmp_path):
