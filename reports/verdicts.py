@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from harness import gain, rules
+from harness import catalogue, gain, record, rules
 from harness.record import Verdict
 
 HOLDS, FAILS, DEPENDS, NOT_MEASURED = (v.value for v in Verdict)
@@ -430,3 +430,125 @@ def compile_findings(summary: pd.DataFrame) -> list[str]:
             )
         lines.append(f"{verdict}: {where}; {versus}")
     return lines
+
+
+# ---- the judging stage: every machine × catalogue ID, and verdicts.csv ----------------------------
+
+
+def catalogue_of(results) -> list[record.CaseInfo]:
+    """Every catalogue ID the runs recorded, in catalogue order; files written before the results
+    recorded their cases (schema 1) fall back on the catalogue shipped beside the reports."""
+    recorded = results.cases_of()
+    if recorded:
+        return sorted(recorded.values(), key=lambda c: (c.tier or 9, c.id))
+    return [
+        record.CaseInfo(id=e.id, tier=e.tier, technique=e.technique, source=e.source)
+        for e in catalogue.load()
+    ]
+
+
+VERDICT_COLUMNS = [
+    "machine",
+    "case",
+    "tier",
+    "technique_verdict",
+    "technique_evidence",
+    "notes_verdict",
+    "errata_count",
+    "errata",
+    "failed_tests",
+]
+
+
+def judge_all(results, table: pd.DataFrame, entries) -> dict[tuple[str, str], Judgement]:
+    """The judging stage: one `Judgement` per machine × catalogue ID that machine's runs mention,
+    from the rule each run recorded (not today's code), the summary and the outcomes."""
+    rows, outcomes, runs = results.rows, results.outcomes, results.runs
+    known = {c.id: c for c in entries if c.declared}
+    ids = [e.id for e in entries]
+    seen = list(dict.fromkeys(list(rows["case"]) + list(outcomes["case"])))
+    rows_by = {k: g for k, g in rows.groupby(["machine", "case"], sort=False)}
+    sum_by = {k: g for k, g in table.groupby(["machine", "case"], sort=False)}
+    out_by = {k: g for k, g in outcomes.groupby(["machine", "case"], sort=False)}
+    empty_rows, empty_sum, empty_out = rows.iloc[:0], table.iloc[:0], outcomes.iloc[:0]
+    # A machine's runs written before errata had their own place (schema < 3) are judged as then.
+    modern = runs.groupby("machine")["schema_version"].min().ge(3).to_dict() if not runs.empty else {}
+    judged = {}
+    for machine in dict.fromkeys(runs["machine"]):
+        for case_id in ids + [c for c in seen if c not in ids]:
+            key = (machine, case_id)
+            if key not in rows_by and key not in out_by:
+                continue
+            as_measured = results.cases_of(machine).get(case_id, known.get(case_id))
+            judgement = judge(
+                as_measured,
+                rows_by.get(key, empty_rows),
+                sum_by.get(key, empty_sum),
+                out_by.get(key, empty_out),
+                findings_count=modern.get(machine, True),
+            )
+            if case_id not in ids:
+                judgement = Judgement(
+                    judgement.verdict,
+                    "unknown case: " + judgement.evidence,
+                    judgement.errors,
+                    judgement.errata,
+                )
+            judged[key] = judgement
+    return judged
+
+
+def absent_reason(info, measured: tuple) -> str:
+    """Why a machine has no result for an ID: the devices it runs on, where none was measured."""
+    if info is not None and not info.declared:
+        return "no case yet"
+    devices = tuple(getattr(info, "devices", ()) or ())
+    if devices and measured and not set(devices) & set(measured):
+        return f"runs only on {', '.join(devices)}; this machine measured {', '.join(measured)}"
+    return "not in these results"
+
+
+def devices_measured(results) -> dict:
+    """machine → the device types (cpu, cuda) its rows and its run (not skipped) outcomes name."""
+    seen: dict = {}
+    outcomes = results.outcomes
+    if not outcomes.empty and "outcome" in outcomes:
+        outcomes = outcomes[outcomes["outcome"] != "skipped"]
+    for frame in (results.rows, outcomes):
+        if frame.empty or "device" not in frame:
+            continue
+        for machine, device in zip(frame["machine"], frame["device"]):
+            kind = str(device).split(":")[0]
+            if kind and kind != "nan":
+                seen.setdefault(machine, {})[kind] = None
+    return {m: tuple(d) for m, d in seen.items()}
+
+
+def verdicts_table(judged: dict, entries, measured: dict | None = None) -> pd.DataFrame:
+    """verdicts.csv: one row per machine × ID, the technique's verdict beside the notes' (an ID a
+    machine did not measure is listed as `not measured` with why, so every machine lists every
+    ID). ``measured``: machine → the device types its runs measured."""
+    tiers = {e.id: e.tier for e in entries}
+    infos = {e.id: e for e in entries}
+    measured = measured or {}
+    machines = list(dict.fromkeys(m for m, _ in judged))
+    out = []
+    for machine in machines:
+        for case_id in list(tiers) + [c for m, c in judged if m == machine and c not in tiers]:
+            j = judged.get((machine, case_id)) or Judgement(
+                NOT_MEASURED, absent_reason(infos.get(case_id), measured.get(machine, ()))
+            )
+            out.append(
+                {
+                    "machine": machine,
+                    "case": case_id,
+                    "tier": tiers.get(case_id),
+                    "technique_verdict": j.verdict,
+                    "technique_evidence": j.evidence,
+                    "notes_verdict": j.notes_verdict,
+                    "errata_count": len(j.errata),
+                    "errata": " | ".join(f"{e.kind.value}: {e.quote} — {e.evidence}" for e in j.errata),
+                    "failed_tests": len(j.errors),
+                }
+            )
+    return pd.DataFrame(out, columns=VERDICT_COLUMNS)

@@ -49,7 +49,7 @@ def test_build_writes_every_file(tmp_path, capsys):
     assert list(table.columns) == summary.SUMMARY_COLUMNS + ["technique_verdict", "notes_verdict"]
     assert set(table["technique_verdict"]) == {"holds"} and set(table["notes_verdict"]) == {"correct"}
     judged = pd.read_csv(out / "verdicts.csv")
-    assert list(judged.columns) == build.VERDICT_COLUMNS
+    assert list(judged.columns) == verdicts.VERDICT_COLUMNS
     assert len(judged) == len(catalogue.load()), "every catalogue ID gets a row per machine"
     assert judged.set_index("case").loc["distance.pairwise", "technique_verdict"] == "holds"
     assert (table["ci_low"] <= table["speedup"]).all() and (table["speedup"] <= table["ci_high"]).all()

@@ -151,13 +151,13 @@ def test_a_file_without_pairs_is_judged_on_rounds_taken_apart_and_says_so(tmp_pa
 
 def test_an_id_absent_from_a_machine_says_why():
     from harness.record import CaseInfo
-    from reports.build import _absent_reason
+    from reports.verdicts import absent_reason
 
     cuda_only = CaseInfo(id="misc.memory_stats", tier=3, devices=("cuda",))
-    assert _absent_reason(cuda_only, ("cpu",)) == "runs only on cuda; this machine measured cpu"
-    assert _absent_reason(cuda_only, ("cpu", "cuda")) == "not in these results"
-    assert _absent_reason(CaseInfo(id="x", tier=3), ("cpu",)) == "not in these results"  # older file
-    assert _absent_reason(CaseInfo(id="x", tier=3, declared=False), ("cpu",)) == "no case yet"
+    assert absent_reason(cuda_only, ("cpu",)) == "runs only on cuda; this machine measured cpu"
+    assert absent_reason(cuda_only, ("cpu", "cuda")) == "not in these results"
+    assert absent_reason(CaseInfo(id="x", tier=3), ("cpu",)) == "not in these results"  # older file
+    assert absent_reason(CaseInfo(id="x", tier=3, declared=False), ("cpu",)) == "no case yet"
 
 
 def test_what_to_use_names_the_fastest_way_and_its_own_speed_up():
