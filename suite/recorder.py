@@ -12,7 +12,7 @@ import pytest
 
 from cases import all_cases
 from harness import catalogue, record, requirements, rules, timing
-from suite import answer
+from reports import answer
 
 RECORDER = pytest.StashKey["Recorder"]()
 NOT_A_BENCHMARK = "Skipping non-benchmark"  # the reason pytest-benchmark's --benchmark-only gives
@@ -206,10 +206,13 @@ class Recorder:
 
     # terminal ------------------------------------------------------------------------------------
     def pytest_sessionstart(self, session):
-        answer.quiet_tables(session.config)
+        # pytest-benchmark's tables off unless asked for (its --benchmark-quiet, minus its logger)
+        bs = getattr(session.config, "_benchmarksession", None)
+        if bs is not None and not session.config.getoption("--benchmark-tables") and not bs.verbose:
+            bs.quiet = True  # display() then prints no table; its logger is left as it was
 
     def pytest_terminal_summary(self, terminalreporter):
-        """The run's answer on one screen (suite/answer.py): gains, noise, findings, where the
+        """The run's answer on one screen (reports/answer.py): gains, noise, findings, where the
         results went; failed tests are counted apart: they are errors, not findings."""
         persist = self.config.pluginmanager.get_plugin("suite-persist")
         path = getattr(persist, "final_path", None)

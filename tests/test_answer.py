@@ -1,4 +1,4 @@
-"""The run's last lines (suite.answer): what each timed claim says at its largest size, whether the
+"""The run's last lines (reports.answer): what each timed claim says at its largest size, whether the
 machine was busy, a findings tally that adds up, and where the results went."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from cases.parallel import dp_vs_ddp
 from harness import record
-from suite import answer
+from reports import answer
 
 
 def _pair(fast_ms: float, slow_ms: float, size: int, busy: str = "") -> record.PairTiming:

@@ -1,11 +1,12 @@
-"""What a run ends with in the terminal: the answer, on one screen.
+"""What a run ends with in the terminal: the answer, on one screen, from its recorded pairs and
+outcomes (the suite prints it; a results file holds the same records).
 
 Per technique that compares two ways, the pair its rule names at the largest size measured, with
 its paired speed-up, interval and what the interval says against the band (harness.gain); how
 many pairs the machine was busy for, and what to do about it; the findings counted by verdict and
-the notes' errata; where the results went. pytest-benchmark's own per-test tables (hundreds of
-lines, up to 554 columns wide on the quick profile) are off unless ``--benchmark-tables``; the
-full picture is the report (`python -m reports build`).
+the notes' errata; DDP's strong scaling; where the results went. pytest-benchmark's own per-test
+tables (hundreds of lines, up to 554 columns wide on the quick profile) are off unless
+``--benchmark-tables``; the full picture is the report (`python -m reports build`).
 """
 
 from __future__ import annotations
@@ -13,15 +14,6 @@ from __future__ import annotations
 import collections
 
 from harness import gain, record
-
-TABLES = "--benchmark-tables"
-
-
-def quiet_tables(config) -> None:
-    """pytest-benchmark's tables off unless asked for (its --benchmark-quiet, minus its logger)."""
-    session = getattr(config, "_benchmarksession", None)
-    if session is not None and not config.getoption(TABLES) and not session.verbose:
-        session.quiet = True  # display() then prints no table; its logger is left as it was
 
 
 def _largest(pairs: list[record.PairTiming]) -> list[record.PairTiming]:
