@@ -12,7 +12,6 @@ fields), and the float64 oracle's cost relative to the variants it checks.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from harness import rounds
@@ -42,23 +41,14 @@ def timed_point(
     call_s: float, spread: float, *, device: str, cap_s: float = 1.0, min_rounds: int = 5
 ) -> PointEstimate:
     """One warm point with calls of `call_s` seconds and relative spread `spread` (σ/median of one
-    call):
-    the warm-up call, the pilot (rounds.pilot_samples), the rounds the plan asks for to reach ±2%
-    on the median (rounds.round_count), the memory pass, and on CUDA the host-vs-device probe
-    (rounds.probe_reps): the same functions the suite's timing uses."""
+    call): the call that sizes a round, the pilot and the rounds the plan asks for to reach ±2% on
+    the median (rounds.expected_plan: the policy the suite's timing runs), the memory pass, and on
+    CUDA the host-vs-device probe (rounds.probe_reps)."""
     call_s = max(call_s, 1e-7)
-    iterations = rounds.iterations_for(call_s, rounds.MIN_ROUND_S[device])
-    round_s = iterations * call_s
-    pilot_rounds = rounds.pilot_samples(call_s, round_s, cap_s)
-    if pilot_rounds < 6:  # too few for an interval: the plan asks for all the cap holds
-        needed = rounds.MAX_ROUNDS
-    else:
-        # A round times `iterations` calls back to back: independent calls average, σ/√k. The
-        # pilot's median interval: ~1.25·1.96·σ_round/√n (harness/rounds.py).
-        width = 1.25 * rounds.Z95 * spread / math.sqrt(iterations) / math.sqrt(pilot_rounds)
-        needed = math.ceil(pilot_rounds * (width / rounds.TARGET) ** 2)
-    n_rounds, _ = rounds.round_count(needed, round_s, cap_s=cap_s, min_rounds=min_rounds)
+    pilot_rounds, plan = rounds.expected_plan(
+        call_s, spread, min_round_s=rounds.MIN_ROUND_S[device], cap_s=cap_s, min_rounds=min_rounds
+    )
     probe = rounds.probe_reps(call_s) if device == "cuda" else 0
-    calls = 1 + pilot_rounds * iterations + n_rounds * iterations + 1 + probe
-    seconds = calls * call_s + (pilot_rounds + n_rounds) * HOST_S_PER_ROUND
-    return PointEstimate(calls, n_rounds, iterations, seconds)
+    calls = 1 + (pilot_rounds + plan.rounds) * plan.iterations + 1 + probe
+    seconds = calls * call_s + (pilot_rounds + plan.rounds) * HOST_S_PER_ROUND
+    return PointEstimate(calls, plan.rounds, plan.iterations, seconds)

@@ -99,7 +99,7 @@ def timed_pair(
     a, b = (seconds[name] for name in calls)
     logs = [math.log(x / y) for x, y in zip(a, b) if x > 0 and y > 0]
     width = _halfwidth(logs) if len(logs) >= 6 else math.inf
-    needed = rounds.MAX_ROUNDS if math.isinf(width) else math.ceil(len(logs) * (width / target) ** 2)
+    needed = rounds.rounds_needed(len(logs), width, target)
     total, capped = rounds.round_count(max(needed, pilot), per_round, cap_s=cap_s, min_rounds=min_rounds)
     # `min_rounds` is a floor even for slow calls (round_count would cut those to 3): a paired
     # interval needs that many rounds, and a pair without one cannot be judged at all.

@@ -97,12 +97,34 @@ def plan(pilot_round_s, iterations: int, *, cap_s: float, min_rounds: int, targe
     samples = list(pilot_round_s)
     round_s = sorted(samples)[len(samples) // 2]
     width = relative_halfwidth(samples) if len(samples) >= 6 else math.inf
-    if math.isinf(width):
-        needed = MAX_ROUNDS
-    else:
-        needed = math.ceil(len(samples) * (width / target) ** 2)
-    rounds, capped = round_count(needed, round_s, cap_s=cap_s, min_rounds=min_rounds)
+    return _plan_from(
+        len(samples), width, round_s, iterations, cap_s=cap_s, min_rounds=min_rounds, target=target
+    )
+
+
+def _plan_from(
+    n_pilot: int,
+    width: float,
+    round_s: float,
+    iterations: int,
+    *,
+    cap_s: float,
+    min_rounds: int,
+    target: float,
+) -> Plan:
+    rounds, capped = round_count(
+        rounds_needed(n_pilot, width, target), round_s, cap_s=cap_s, min_rounds=min_rounds
+    )
     return Plan(iterations, rounds, round_s, width, capped=capped, cap_s=cap_s)
+
+
+def rounds_needed(n_pilot: int, halfwidth: float, target: float = TARGET) -> int:
+    """Rounds for a median's interval of relative half-width `halfwidth` after `n_pilot` rounds to
+    reach ±`target`: the half-width shrinks as 1/√n, so n = n_pilot · (halfwidth / target)²; as many
+    as the cap allows (MAX_ROUNDS) where the pilot gave no interval (an infinite width)."""
+    if math.isinf(halfwidth):
+        return MAX_ROUNDS
+    return math.ceil(n_pilot * (halfwidth / target) ** 2)
 
 
 def round_count(needed: int, round_s: float, *, cap_s: float, min_rounds: int) -> tuple[int, bool]:
@@ -150,6 +172,41 @@ def pilot_samples(call_s: float, round_s: float, cap_s: float) -> int:
     if _slow(call_s, cap_s):
         return 0
     return min(PILOT_SAMPLES, max(PILOT_MIN, math.ceil(PILOT_SHARE * cap_s / round_s)))
+
+
+def expected_halfwidth(spread: float, iterations: int, n_rounds: int) -> float:
+    """The relative half-width `median_ci` would give `n_rounds` rounds of `iterations` calls back
+    to back, for calls whose relative spread (σ/median of one call) is `spread`: a round averages
+    its calls (σ/√k), and the median of n rounds has ~1.25× the mean's standard error, so
+    ~1.25·1.96·σ_round/√n. Infinite under 6 rounds, as `plan` takes it (no interval)."""
+    if n_rounds < 6:
+        return math.inf
+    return 1.25 * Z95 * spread / math.sqrt(iterations) / math.sqrt(n_rounds)
+
+
+def expected_plan(
+    call_s: float, spread: float, *, min_round_s: float, cap_s: float, min_rounds: int
+) -> tuple[int, Plan]:
+    """(pilot rounds, plan): what `pilot_plan` makes of a call of `call_s` seconds whose calls
+    spread by `spread` (σ/median), without running it. The cost model (harness.costmodel) prices
+    a point from this, so the estimate follows the policy the run uses."""
+    if _slow(call_s, cap_s):
+        return 0, _plan_from(0, math.inf, call_s, 1, cap_s=cap_s, min_rounds=min_rounds, target=TARGET)
+    iterations = iterations_for(call_s, min_round_s)
+    round_s = iterations * call_s
+    n_pilot = pilot_samples(call_s, round_s, cap_s)
+    width = expected_halfwidth(spread, iterations, n_pilot)
+    return n_pilot, _plan_from(
+        n_pilot, width, round_s, iterations, cap_s=cap_s, min_rounds=min_rounds, target=TARGET
+    )
+
+
+def fixed_time_rounds(call_s: float, max_time_s: float, min_rounds: int) -> int:
+    """Rounds of one call each for a point whose untimed setup needs pedantic mode (a cold-L2
+    point's flush before every round), which does not calibrate: as many as pytest-benchmark would
+    run in ``--benchmark-max-time`` (`max_time_s`), at least ``--benchmark-min-rounds``, at most
+    10 000."""
+    return max(min_rounds, min(10_000, math.ceil(max_time_s / max(call_s, 1e-7))))
 
 
 def probe_reps(median_s: float) -> int:

@@ -78,13 +78,17 @@ class _CountingClock:
 
 
 def test_the_pilot_takes_the_rounds_the_cost_model_prices():
-    # The policy is written once (rounds.pilot_plan) and priced by rounds.pilot_samples: a fast call
-    # gets its pilot rounds, a call too slow for the cap's pilot share none, and the plan the same.
-    for call_s, cap_s in ((1e-3, 1.0), (0.5, 1.0)):
+    # The policy is written once (rounds.pilot_plan) and priced by rounds.expected_plan: a fast call
+    # gets its pilot rounds, a call too slow for the cap's pilot share (or a cap trimmed to nothing
+    # by --time-budget) none, and the plan the same rounds of the same calls.
+    for call_s, cap_s in ((1e-3, 1.0), (0.5, 1.0), (50e-6, 0.0)):
         clock = _CountingClock(call_s)
         plan = rounds.pilot_plan(clock.call, clock, rounds.MIN_ROUND_S["cpu"], cap_s, min_rounds=5)
-        iterations = rounds.iterations_for(call_s, rounds.MIN_ROUND_S["cpu"])
-        expected = rounds.pilot_samples(call_s, call_s * iterations, cap_s)
+        # A counting clock has no spread: the pilot's rounds are all alike.
+        expected_pilot, expected = rounds.expected_plan(
+            call_s, 0.0, min_round_s=rounds.MIN_ROUND_S["cpu"], cap_s=cap_s, min_rounds=5
+        )
         pilot_calls = clock.calls - 1  # the first call sizes a round
-        assert pilot_calls == (expected * iterations if expected else 0), (call_s, clock.calls, expected)
+        assert pilot_calls == expected_pilot * plan.iterations, (call_s, clock.calls, expected_pilot)
+        assert (plan.iterations, plan.rounds) == (expected.iterations, expected.rounds), (call_s, cap_s)
         assert plan.rounds >= 3
