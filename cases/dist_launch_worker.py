@@ -1,9 +1,9 @@
 """One rank of `dist.setup`'s launcher checks: what the rank was handed on its command line and in
 its environment, written to ``OUT/notes_launch-rank<R>.json``.
 
-Launched two ways: under `python -m torch.distributed.launch` (`suite/test_distributed.py`'s
-`test_notes_launch_local_rank`, judged by `cases.dist.judge_notes_launch`), which adds
-``--local-rank=R`` to argv, and under torchrun from a parent without OMP_NUM_THREADS
+Launched two ways. Under the notes' `python -m torch.distributed.launch`
+(`cases._lib.dist_launches.Runs.notes_launch`, judged by `cases.dist.launched_notes_launch`),
+which adds ``--local-rank=R`` to argv. Under torchrun from a parent without OMP_NUM_THREADS
 (`cases.dist.check_torchrun_omp_threads`), which adds no argument. Each rank tries the notes'
 parser (``add_argument("--local_rank")``) as written and records whether it parsed or how it
 exited, then parses with the form torch documents since 2.0 (both spellings), and records
