@@ -4,8 +4,9 @@
 The set-up facts that need several processes (env:// under torchrun, tcp:// under mp.spawn,
 new_group, DDP's initial broadcast, rank-0 save and reload, destroy_process_group, the notes'
 `args=(world_size)`) are observed by `cases.dist_worker`, and the notes' `--local_rank` by
-`cases.dist_launch_worker`, both launched by `suite/test_distributed.py` and judged here (`judge_*`,
-from the ranks' JSON); what one process can show is checked here too.
+`cases.dist_launch_worker`, both launched through `cases._lib.dist_launches` (`launched_*`, for
+`suite/test_distributed.py`) and judged here (`judge_*`, from the ranks' JSON); what one process
+can show is checked here too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import warnings
 import torch
 from torch.utils.data import DistributedSampler
 
+from cases._lib.dist_launches import Judgement, Runs
 from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
 from harness.rules import FromFindings
 
@@ -322,6 +324,24 @@ def judge_notes_launch(rows: list[dict], output: str, world: int) -> Finding:
             Verdict.FAILS, f"the local rank does not name each rank ({where}); " + evidence, errata
         )
     return Finding(Verdict.HOLDS, "LOCAL_RANK from the environment names each rank; " + evidence, errata)
+
+
+def launched_torchrun_env(runs: Runs, device: str, world: int, out_dir) -> Judgement:
+    run = runs.setup(device, world, out_dir).require_ok("setup")
+    return Judgement("torchrun_env", judge_torchrun_env(run.results("setup"), world))
+
+
+def launched_spawn(runs: Runs, device: str, world: int, out_dir) -> Judgement:
+    run = runs.spawn(device, world, out_dir).require_ok("mp.spawn")
+    return Judgement(
+        "spawn_args_int", judge_spawn(run.results("spawn-"), run.results("spawn_slip")[0], world)
+    )
+
+
+def launched_notes_launch(runs: Runs, world: int, out_dir) -> Judgement:
+    """The notes' `python -m torch.distributed.launch` + `parser.add_argument("--local_rank")`."""
+    run = runs.notes_launch(world, out_dir).require_ok("torch.distributed.launch")
+    return Judgement("notes_local_rank", judge_notes_launch(run.results("notes_launch"), run.output, world))
 
 
 def check_torchrun_omp_threads(device):

@@ -7,9 +7,9 @@ Tasks: ``train`` (DDP / manual gradient averaging / DataParallel against full-ba
 ``allreduce`` (four algorithms × message sizes), ``equivalence`` (manual averaging and DDP
 against float64 full-batch training), ``setup`` (process-group set-up facts), ``spawn`` (mp.spawn
 + tcp:// init, and the notes' ``args=(world_size)`` slip), ``fault`` (a rank that raises or
-hangs). Each rank writes ``DIR/<task>-rank<R>.json``; the pytest side (`suite/test_distributed.py`,
-and `cases._lib.launched_training` for ``equivalence``) hands those to the judges of
-`cases.parallel` and `cases.dist`.
+hangs). Each rank writes ``DIR/<task>-rank<R>.json``. `cases._lib.dist_launches` launches it (and
+`cases._lib.launched_training` for ``equivalence``); the judges of `cases.parallel` and
+`cases.dist` read those files.
 
 Backend from the device: NCCL with one GPU per process (LOCAL_RANK), gloo on CPU. Timings are
 taken here, inside the ranks, with the device synchronized before each clock read: the pytest

@@ -14,7 +14,9 @@ runs here any more, so each launched process asks the kernel to kill it when its
 rank, which calls it first thing, when torchrun dies. Their ports go with them.
 
 All output goes to files, not pipes (a full pipe would block a chatty rank), and is kept in the
-result whether the launch succeeded or not; ``--tee 3`` prefixes every line with its rank.
+result whether the launch succeeded or not; ``--tee 3`` prefixes every line with its rank. A
+launch that failed, or left a process behind, raises `LaunchFailed` with every rank's output where
+its files are read (`Launch.require_ok`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,24 @@ from pathlib import Path
 
 GRACE_S = 5.0  # between SIGTERM to torchrun and SIGKILL to whatever is left
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+class LaunchFailed(Exception):
+    """A launch exited non-zero, timed out or left processes behind: its message holds every
+    rank's output, so the reader sees why without rerunning it."""
+
+
+def world_sizes(device: str) -> list[int]:
+    """The world sizes to launch on `device`: ``SUITE_WORLD_SIZES`` (e.g. "1,2,4") when set, else
+    1..N on N GPUs (1 where none is visible) and 1, 2 and 4 gloo processes on CPU."""
+    env = os.environ.get("SUITE_WORLD_SIZES")
+    if env:
+        return [int(w) for w in env.split(",") if w.strip()]
+    if device == "cuda":
+        from harness.premises import gpu_count
+
+        return list(range(1, max(gpu_count(), 1) + 1))
+    return [1, 2, 4]
 
 
 def die_with_parent() -> bool:
@@ -178,6 +198,15 @@ class Launch:
         state = "timed out" if self.timed_out else f"exit codes {self.returncodes}"
         return f"{state} after {self.wall_s:.1f} s (port {self.port}); output:\n{self.output[-12000:]}"
 
+    def require_ok(self, what: str) -> Launch:
+        """This launch, when it succeeded and left nothing behind; else `LaunchFailed`."""
+        if not self.ok:
+            raise LaunchFailed(f"{what}: {self.describe()}")
+        left = self.survivors()
+        if left:
+            raise LaunchFailed(f"{what}: processes left behind: {left}")
+        return self
+
 
 def run(
     commands: list[list[str]],
@@ -296,6 +325,25 @@ def torchrun(
         for n in range(nnodes)
     ]
     return run(commands, out_dir=out_dir, timeout_s=timeout_s, port=chosen, env=env)
+
+
+def legacy_launch(module: str, args: list[str], *, nproc: int, out_dir: Path, timeout_s: float) -> Launch:
+    """Run `module` under ``python -m torch.distributed.launch`` (deprecated since torch 2.0, the
+    launcher the notes use: it hands each rank ``--local-rank=R`` on its command line)."""
+    port = free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.launch",
+        f"--nproc-per-node={nproc}",
+        f"--master-port={port}",
+        "-m",
+        module,
+        *args,
+        "--out",
+        str(out_dir),
+    ]
+    return run([cmd], out_dir=out_dir, timeout_s=timeout_s, port=port)
 
 
 def python_module(

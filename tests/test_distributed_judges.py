@@ -225,3 +225,60 @@ def test_spawn_and_launch_slips_are_errata_the_launched_ranks_decide():
     fine = [{**r, "notes_parser": {"ok": True}} for r in ranks]
     assert S.judge_notes_launch(fine, "", 2).errata == ()
     assert S.judge_notes_launch([{**ranks[0], "env_local_rank": 1}, ranks[1]], "", 2).verdict.value == "fails"
+
+
+# ---- from a launch to a judgement (`launched_*`), on rank files written by hand -------------------
+
+
+def _launch(out_dir, rows: list[dict], returncodes=(0,), prefix="train"):
+    """A finished launch whose ranks wrote `rows` (nothing was started: no process to track)."""
+    import json
+
+    from harness.launch import Launch
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for r in rows:
+        (out_dir / f"{prefix}-rank{r['rank']}.json").write_text(json.dumps(r))
+    return Launch([["torchrun"]], list(returncodes), False, 1.0, out_dir, ["rank 1: boom"], 29500)
+
+
+class _Runs:
+    """`cases._lib.dist_launches.Runs`' training launches, read from hand-written rank files."""
+
+    def __init__(self, root, returncodes=(0,)):
+        self.root, self.returncodes = root, returncodes
+
+    def train(self, device, world, nnodes=1):
+        rows = _train_rows(world)
+        for r in rows:
+            r["modes"]["ddp"]["step_s"] = [0.04 / world, 0.04 / world]
+        return _launch(self.root / f"w{world}", rows, self.returncodes)
+
+
+def test_ddp_beyond_one_rank_is_judged_against_the_one_rank_run(tmp_path):
+    from cases.parallel import dp_vs_ddp
+
+    judged = dp_vs_ddp.launched_ddp(_Runs(tmp_path), "cpu", 2)
+    assert judged.check == "ddp_scaling-w2" and judged.group == "parallel.dp_vs_ddp w2 cpu"
+    assert judged.measured["scaling_efficiency"] == pytest.approx(1.0)
+    info, extra, times = judged.row
+    assert extra["scaling_efficiency"] == judged.measured["scaling_efficiency"] and times == [0.02, 0.02]
+    alone = dp_vs_ddp.launched_ddp(_Runs(tmp_path), "cpu", 1)
+    assert alone.finding is None and alone.measured is None and alone.row[0]["variant"] == "ddp"
+
+
+def test_a_failed_launch_is_reported_with_its_output_before_anything_is_judged(tmp_path):
+    from cases.parallel import dp_vs_ddp
+    from harness.launch import LaunchFailed
+
+    with pytest.raises(LaunchFailed, match=r"(?s)train \(ddp\): exit codes \[1\].*rank 1: boom"):
+        dp_vs_ddp.launched_ddp(_Runs(tmp_path, returncodes=(1,)), "cpu", 2)
+
+
+def test_world_sizes_come_from_the_environment_else_the_hardware(monkeypatch):
+    from harness.launch import world_sizes
+
+    monkeypatch.delenv("SUITE_WORLD_SIZES", raising=False)
+    assert world_sizes("cpu") == [1, 2, 4]
+    monkeypatch.setenv("SUITE_WORLD_SIZES", "2, 8")
+    assert world_sizes("cpu") == world_sizes("cuda") == [2, 8]

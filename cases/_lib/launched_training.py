@@ -1,9 +1,10 @@
 """The launched training runs of `parallel.dp_vs_ddp` and `parallel.average_gradient`, read on the
 judging side: the sizes the suite launches, the equivalence launch both cases' checks share, and
-what every training mode's rank files must show before its step times count.
+what every training mode's rank files must show before its step times count (`trained`).
 
 `cases.dist_worker` writes one JSON per rank (one dict per rank, in rank order); a wrong launch is
-an AssertionError with its message, never a verdict. A benchmark row is (the
+an AssertionError with its message (`harness.launch.LaunchFailed` where it did not finish), never a
+verdict. A benchmark row is (the
 `harness.record.BenchmarkInfo` fields, its extra keys, the per-step seconds pytest-benchmark
 replays).
 """
@@ -86,6 +87,15 @@ def check_training(rows: list[dict], mode: str) -> None:
         )
     digests = {r["modes"][mode]["params_sha1"] for r in rows}
     assert len(digests) == 1, f"{mode}: ranks ended with different parameters"
+
+
+def trained(run, mode: str) -> list[dict]:
+    """The rank files of a finished `train` launch (a `harness.launch.Launch`) whose `mode` trained
+    to full-batch SGD's parameters (`check_training`)."""
+    run.require_ok(f"train ({mode})")
+    rows = run.results("train")
+    check_training(rows, mode)
+    return rows
 
 
 def train_row(rows: list[dict], mode: str, device: str) -> tuple[dict, dict, list[float]]:

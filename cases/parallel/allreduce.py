@@ -1,11 +1,12 @@
 """Ring all-reduce against the master/naive one (notes 002 "allreduce", 004 "Ring all-reduce"):
 bytes sent per rank, time against message size, and the α–β model that says how each scales.
 
-In-process here: d2l's `allreduce` over replicas equals the float64 sum. Launched by
-`suite/test_distributed.py`: the four algorithms of `cases._lib.collectives` over gloo ranks at
-each message size (`allreduce_message_sizes`), read into one table (`allreduce_table`), checked
-(`check_allreduce`) and turned into the cost model's row and finding (`allreduce_cost_model`) and
-one row per algorithm (`allreduce_sweep_row`).
+In-process here: d2l's `allreduce` over replicas equals the float64 sum. Launched
+(`cases._lib.dist_launches`, for `suite/test_distributed.py`): the four algorithms of
+`cases._lib.collectives` over gloo ranks at each message size, read into one table
+(`allreduce_table`), checked (`check_allreduce`) and turned into the cost model's row and finding
+(`launched_cost_model`, `allreduce_cost_model`) and one row per algorithm (`launched_sweep`,
+`allreduce_sweep_row`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import torch
 
 from cases._lib.collectives import bus_bandwidth, d2l_allreduce, fit_alpha_beta, model_time
 from cases._lib.data_parallel import U32, replica_devices
+from cases._lib.dist_launches import Judgement, Runs
 from cases.spec import Case, Check, Finding, Verdict
 from harness.rules import FromFindings
 
@@ -59,15 +61,6 @@ CASE = Case(
 
 
 # ---- judging the launched runs -----------------------------------------------------------------------
-
-
-def allreduce_message_sizes(profile: str, device: str) -> list[int]:
-    """1 KiB (α-bound: the per-message latency dominates) to 64 MiB (β-bound), every 16× in the
-    quick profile and every 4× in the full one, whose GPU sweep goes on to 256 MiB, where NVLink
-    and PCIe reach their bandwidth. The α–β fit needs both ends."""
-    top = 28 if profile == "full" and device == "cuda" else 26
-    step = 2 if profile == "full" else 4
-    return [1 << k for k in range(10, top + 1, step)]
 
 
 def allreduce_table(ranks: list[dict]) -> tuple[list[dict], int]:
@@ -222,3 +215,25 @@ def allreduce_sweep_row(
         ],
     }
     return info, extra, largest["times_s"]
+
+
+def launched_table(run) -> tuple[list[dict], int]:
+    """`allreduce_table` of a finished `allreduce` launch (a `harness.launch.Launch`)."""
+    run.require_ok("allreduce")
+    return allreduce_table(run.results("allreduce"))
+
+
+def launched_cost_model(runs: Runs, device: str, world: int) -> Judgement:
+    table, p = launched_table(runs.allreduce(device, world))
+    check_allreduce(table, p)
+    row, finding = allreduce_cost_model(table, p, device)
+    return Judgement(f"cost_model-w{p}", finding, f"parallel.allreduce model w{p} {device}", row)
+
+
+def launched_sweep(runs: Runs, algorithm: str, world: int) -> Judgement:
+    """One algorithm's row per message size on CPU (the sweep the reports plot: bus bandwidth vs
+    size, one line per algorithm)."""
+    table, p = launched_table(runs.allreduce("cpu", world))
+    return Judgement(
+        group=f"parallel.allreduce w{p} cpu", row=allreduce_sweep_row(table, p, algorithm, "cpu")
+    )

@@ -3,8 +3,8 @@ backward, then divide by the world size, against DDP.
 
 In-process here: the notes' `all_reduce_multigpu` call as written (a one-process gloo group) and
 the averaged gradient against the float64 full-batch one (from the shared equivalence launch).
-Launched by `suite/test_distributed.py`: the averaged gradient against DDP's on every rank
-(`average_gradient_vs_ddp`).
+Launched (`cases._lib.dist_launches`, for `suite/test_distributed.py`): the averaged gradient
+against DDP's on every rank (`launched_average_gradient`, `average_gradient_vs_ddp`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import torch.distributed as dist
 from torch import nn
 
 from cases._lib.data_parallel import make_batch, make_mlp, notes_average_gradient
-from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times
+from cases._lib.dist_launches import Judgement, Runs
+from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times, train_row, trained
 from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
 from harness.rules import FromFindings
 
@@ -139,3 +140,12 @@ def judge_average_gradient_vs_ddp(
         f"all_reduce after backward vs DDP's gradients: {same}; step {step_s * 1e3:.1f} ms vs DDP's "
         f"{ddp_s * 1e3:.1f} ms at world {world}",
     )
+
+
+def launched_average_gradient(runs: Runs, device: str, world: int) -> Judgement:
+    """Manual averaging's row at `world` ranks (grouped with DDP's), and its gradient against DDP's."""
+    rows = trained(runs.train(device, world), "avg_grad")
+    versus, finding = average_gradient_vs_ddp(rows)
+    info, extra, times = train_row(rows, "avg_grad", device)
+    group = f"parallel.dp_vs_ddp w{world} {device}"
+    return Judgement(f"vs_ddp-w{world}", finding, group, (info, {**extra, **versus}, times))

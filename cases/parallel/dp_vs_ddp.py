@@ -4,13 +4,15 @@ bucketed all-reduce overlapped with backward.
 
 In-process here: what DataParallel does with the GPUs this process sees (or none), DDP against
 float64 full-batch training (from the shared equivalence launch), and the notes'
-`device_ids=list(range(n))`. Launched by `suite/test_distributed.py`: DDP at each world size
-(`ddp_scaling`) and on two simulated nodes (`two_nodes_vs_one`).
+`device_ids=list(range(n))`. Launched (`cases._lib.dist_launches`, for `suite/test_distributed.py`):
+DDP at each world size (`launched_ddp`, its scaling `ddp_scaling`), DataParallel on every GPU
+(`launched_dataparallel`) and DDP on two simulated nodes (`launched_two_nodes`, `two_nodes_vs_one`).
 """
 
 from __future__ import annotations
 
 import copy
+import time
 from statistics import median
 
 import torch
@@ -19,7 +21,8 @@ from torch import nn
 
 from cases._lib import isolated as _isolated
 from cases._lib.data_parallel import U32, make_batch, make_mlp, tensor_errors, train_tolerance
-from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times
+from cases._lib.dist_launches import Judgement, Runs
+from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times, train_row, trained
 from cases._lib.precision import ieee_fp32
 from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
 from harness import premises
@@ -270,3 +273,38 @@ def judge_two_nodes(error: float, bound: float, steps: int, wall_s: float) -> Fi
         f"{error:.2g} of one process's (norm-wise, per tensor; bound {bound:.2g}) after {steps} steps; "
         f"wall {wall_s:.1f} s",
     )
+
+
+def launched_ddp(runs: Runs, device: str, world: int) -> Judgement:
+    """DDP's row at `world` ranks and, beyond one, its scaling against the world-1 run."""
+    rows = trained(runs.train(device, world), "ddp")
+    info, extra, times = train_row(rows, "ddp", device)
+    group = f"parallel.dp_vs_ddp w{world} {device}"
+    if world == 1:
+        return Judgement(group=group, row=(info, extra, times))
+    scaling, finding = ddp_scaling(rows, times, trained(runs.train(device, 1), "ddp"))
+    # The run's last lines and the report tabulate it per world size (reports.answer).
+    return Judgement(f"ddp_scaling-w{world}", finding, group, (info, {**extra, **scaling}, times), scaling)
+
+
+def launched_dataparallel(runs: Runs, out_dir) -> Judgement:
+    """nn.DataParallel: one process driving every GPU on the full batch (the DDP rows' baseline)."""
+    info, extra, times = train_row(trained(runs.dataparallel(out_dir), "dp"), "dp", "cuda")
+    gpus = torch.cuda.device_count()
+    return Judgement(
+        group=f"parallel.dp_vs_ddp dp {gpus}gpu cuda", row=(info, {**extra, "gpus": gpus}, times)
+    )
+
+
+def launched_two_nodes(runs: Runs, device: str) -> Judgement:
+    """Two torchrun launches (--nnodes=2, one rank each, c10d rendezvous on 127.0.0.1) train with
+    DDP to the same parameters as one process on the full batch."""
+    start = time.perf_counter()
+    two = runs.train(device, 2, nnodes=2)
+    wall = time.perf_counter() - start
+    rows = trained(two, "ddp")
+    one = runs.train(device, 1)
+    trained(one, "ddp")
+    a, b = (torch.load(r.out_dir / "params-ddp.pt") for r in (two, one))
+    measured, finding = two_nodes_vs_one(rows, a, b, wall)
+    return Judgement("two_nodes", finding, measured=measured)
