@@ -83,6 +83,35 @@ def roofline(
     return out
 
 
+def roofline_info(
+    device: str, dtype: torch.dtype, flops, bytes_moved, median_s: float, device_ceilings
+) -> dict:
+    """A timed point's achieved FLOP/s and B/s and its roofline fraction against this machine's
+    measured `device_ceilings` (`measured(device)[0]`), with the key of the GEMM ceiling used."""
+    if not device_ceilings:
+        return {}
+    key = gemm_key(device, dtype)
+    info = {"ceiling_key": key}
+    info.update(
+        roofline(
+            flops, bytes_moved, median_s, device_ceilings.get(key), device_ceilings.get("copy_bytes_per_s")
+        )
+    )
+    return info
+
+
+def above_ceiling_warning(info: dict) -> list[str]:
+    """A point faster than the machine's ceiling means the ceiling is wrong (measured while the
+    machine was busy) or the cost model overcounts: either way the fraction cannot be used."""
+    fraction = info.get("roofline_fraction")
+    if fraction is not None and fraction > 1.05:
+        return [
+            f"above ceiling: {fraction:.2f}x the measured {info.get('ceiling_key')} roofline; the "
+            f"ceiling was measured under load or the cost model overcounts"
+        ]
+    return []
+
+
 def gemm_key(device: str, dtype: torch.dtype) -> str | None:
     """Which ceiling bounds a GEMM of `dtype` on `device` now (fp32 on CUDA: TF32 if allowed)."""
     kind = torch.device(device).type

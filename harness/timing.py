@@ -1,4 +1,5 @@
-"""GPU timing modes and the timer's self-checks. Plain functions; the pytest glue is in suite/.
+"""How a point's call is timed in each mode, and the timer's self-checks. Plain functions: the
+fixture they drive is pytest-benchmark's, handed in by the pytest glue in suite/.
 
 Timing modes (what "the time of a call" means on a GPU):
 
@@ -13,9 +14,10 @@ Timing modes (what "the time of a call" means on a GPU):
   1 - graph / eager: the share of a call's time the GPU spends waiting for the CPU.
 
 Self-checks (``timer_warnings``) flag a point whose numbers should not be trusted as they are:
-spread over 10% (IQR/median), first rounds much slower than the median (compilation, autotuning,
-allocator growth left in the timed region), and a CUDA time that is mostly host overhead (the GPU
-busy for a small part of the wall time: the number measures Python and the launch, not the kernel).
+spread over `harness.rounds.SPREAD_LIMIT` (IQR/median), first rounds much slower than the median
+(compilation, autotuning, allocator growth left in the timed region), and a CUDA time that is
+mostly host overhead (the GPU busy for a small part of the wall time: the number measures Python
+and the launch, not the kernel).
 
 Timers handed to pytest-benchmark (``pytest.mark.benchmark(timer=...)``): ``DeviceClock`` reads
 the GPU's clock; ``ReplayClock`` reads back times measured in other processes (a launch's ranks).
@@ -29,12 +31,12 @@ from typing import Any, Callable
 
 import torch
 
-from harness import rounds
+from harness import load, measure, rounds
+from harness.rounds import SPREAD_LIMIT
 
 TIMING_MODES = ("warm", "cold_l2", "graph")
 CUDA_ONLY_MODES = ("cold_l2", "graph")
 
-SPREAD_LIMIT = rounds.SPREAD_LIMIT  # IQR / median
 FIRST_ROUNDS_LIMIT = 2.0  # first rounds' mean / median
 LAUNCH_BOUND_LIMIT = 0.5  # GPU-busy time / wall time below this: host-bound
 
@@ -263,3 +265,103 @@ def timer_warnings(
                 f"({busy:.0%}); the time is host overhead (Python, launch, sync), not the kernels"
             )
     return out
+
+
+def timed_rounds(
+    benchmark,
+    call: Callable[[], Any],
+    device: str,
+    mode: str,
+    *,
+    max_time_s: float,
+    min_rounds: int,
+    cap_s: float | None = None,
+    replay=None,
+    clock=None,
+) -> tuple[Any, dict]:
+    """Time `call` in `mode` with `benchmark` (pytest-benchmark's fixture, so its JSON, calibration
+    and comparisons keep working); return the output of its last timed call (for the check after
+    the rounds; under --benchmark-disable, of its one call) and the extra_info the mode adds (mode,
+    rounds plan, launch-overhead fraction, GPU-busy vs wall time, warnings).
+
+    ``warm`` rounds are planned for precision (harness.rounds) within `cap_s` seconds (default
+    `max_time_s`, ``--benchmark-max-time``); ``cold_l2`` rounds fill `max_time_s`. On CUDA `clock`
+    is the point's DeviceClock (the benchmark's timer), so the calls go back to back with no
+    barrier inside a round and the figure is device time. `replay`: a CUDA-graph capture of `call`
+    already made (and checked) by the caller, for ``graph``.
+    """
+    info: dict = {"timing_mode": mode}
+    cuda = torch.device(device).type == "cuda"
+    if mode == "warm":
+        if benchmark.disabled:
+            result = benchmark(call)
+        else:
+            cap = cap_s if cap_s is not None else max_time_s
+            round_s = rounds.MIN_ROUND_S["cuda" if cuda else "cpu"]
+            plan = rounds.pilot_plan(call, clock or time.perf_counter, round_s, cap, min_rounds)
+            timed, last = keep_last_output(call, plan.rounds * plan.iterations)
+            benchmark.pedantic(timed, rounds=plan.rounds, iterations=plan.iterations)
+            result = last.pop()
+            info.update(plan.info())
+            if cuda:
+                info["timer"] = "cuda_events"
+                # The host's view beside the device's: one synchronized call, wall and events.
+                info.update(_busy_vs_wall(call, device, benchmark.stats.stats.median))
+    elif mode == "cold_l2":
+        flush = L2Flush(device)
+        timed = measure.synchronized(call, device)
+        flush()
+        estimate = wall_median(timed, reps=3, budget_s=0.5)
+        n_rounds = rounds.fixed_time_rounds(estimate, max_time_s, min_rounds)
+        # The flush is pedantic's `setup`: it runs before every round and is not timed.
+        result = benchmark.pedantic(timed, setup=flush, rounds=n_rounds, warmup_rounds=1, iterations=1)
+        info["l2_flush_bytes"] = flush.buffer.nbytes
+        del flush
+    elif mode == "graph":
+        if replay is None:
+            replay, _ = capture_graph(call, device)
+        result = benchmark(replay)
+        graph_s = benchmark.stats.stats.median if not benchmark.disabled else wall_median(replay, 3)
+        eager_s = wall_median(measure.synchronized(call, device), reps=10, budget_s=1.0)
+        info.update(eager_seconds=eager_s, launch_overhead_fraction=max(0.0, 1.0 - graph_s / eager_s))
+    else:
+        raise ValueError(f"unknown timing mode {mode!r}; use one of {TIMING_MODES}")
+    if not benchmark.disabled:
+        imprecise = rounds.precision_warning(list(benchmark.stats.stats.data)) if mode == "warm" else None
+        machine = load.measure(probe_s=0)
+        info["warnings"] = ([imprecise] if imprecise else []) + timer_warnings(
+            list(benchmark.stats.stats.data),
+            info.get("device_seconds"),
+            info.get("wall_seconds"),
+            machine.loadavg_1m,
+            machine.cores,
+        )
+    return result, info
+
+
+def keep_last_output(call: Callable[[], Any], calls: int) -> tuple[Callable[[], None], list]:
+    """`call` returning nothing, and a list that receives the output of its `calls`-th call.
+
+    Pedantic keeps a one-iteration round's result alive until the next round returns, so each
+    call's output could not reuse the last one's memory (a 16 MiB output measured 15-30% slower
+    on CPU: fresh pages each call). Each output is freed inside its round, as in pytest-benchmark's
+    calibrated loop and torch.utils.benchmark's Timer, except the last timed one, kept for the
+    check after the rounds (a variant right on its first call may be wrong once warm)."""
+    last: list = []
+    count = 0
+
+    def run():
+        nonlocal count
+        out = call()
+        count += 1
+        if count == calls:
+            last.append(out)
+
+    return run, last
+
+
+def _busy_vs_wall(call, device, median_s: float) -> dict:
+    # No warm-up: the benchmark has just run the same call.
+    reps = rounds.probe_reps(median_s)
+    device_s, wall_s = device_and_wall_seconds(call, device, reps, warmup=False)
+    return {"device_seconds": device_s, "wall_seconds": wall_s}

@@ -443,10 +443,10 @@ def test_benchmark_passes_the_same_variant_right_every_call(benchmark, request):
 
 
 def test_the_warm_rounds_keep_their_last_output_only():
-    from suite.timing import _discarding
+    from harness.timing import keep_last_output
 
     outputs = iter(range(10))
-    timed, last = _discarding(lambda: next(outputs), 4)
+    timed, last = keep_last_output(lambda: next(outputs), 4)
     assert [timed() for _ in range(6)] == [None] * 6 and last == [3]
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from cases import all_cases
-from suite.test_cases import _run_or_skip_on_oom
+from harness.variant_benchmark import NotMeasured, not_measured_on_oom
 from tests.launcher import PYTEST
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,11 +63,11 @@ def test_out_of_memory_is_skipped_with_the_reason_and_others_raise():
     def oom():
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 16.00 GiB")
 
-    with pytest.raises(pytest.skip.Exception, match="out of memory at x.y-v-n1-float32-cpu"):
-        _run_or_skip_on_oom(_Point(), oom)
+    with pytest.raises(NotMeasured, match="out of memory at x.y-v-n1-float32-cpu"):
+        not_measured_on_oom(_Point(), oom)
     with pytest.raises(ValueError):
-        _run_or_skip_on_oom(_Point(), lambda: (_ for _ in ()).throw(ValueError("a real bug")))
-    assert _run_or_skip_on_oom(_Point(), lambda: 3) == 3
+        not_measured_on_oom(_Point(), lambda: (_ for _ in ()).throw(ValueError("a real bug")))
+    assert not_measured_on_oom(_Point(), lambda: 3) == 3
 
 
 @pytest.mark.integration

@@ -228,7 +228,7 @@ def test_a_busy_machine_is_flagged_even_when_rounds_are_steady():
 
 
 def test_a_point_above_its_ceiling_is_flagged():
-    from suite.timing import above_ceiling_warning
+    from harness.ceilings import above_ceiling_warning
 
     (warning,) = above_ceiling_warning({"roofline_fraction": 1.26, "ceiling_key": "fp32_flops"})
     assert "1.26x" in warning and "fp32_flops" in warning

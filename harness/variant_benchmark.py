@@ -1,0 +1,232 @@
+"""One variant at one point, checked and measured: what ``test_check`` and ``test_benchmark`` do.
+
+`check` runs the variant once against the oracle. `run` measures it through pytest-benchmark's
+fixture, in this order, each step for a reason:
+
+1. the inputs and the float64 truth (the input cache), then a compiled twin's compile, timed
+   apart from the steady state that follows;
+2. one call on memory that holds no answer another variant left (`measure.fresh_call`): the
+   warm-up, the peak-memory pass and the check, which must pass before any timing is recorded
+   (the timings of a wrong answer are not results);
+3. the case's own metrics, and for the ``graph`` mode a capture whose replay is checked too;
+4. the timed rounds in the point's mode (`harness.timing.timed_rounds`) within the point's cap;
+5. the last timed call's output checked again: a variant that goes wrong once warm (a stale cache,
+   a buffer reused across calls, an input it writes into) shows only there;
+6. the roofline fraction against the machine's ceilings, flagged where it is above them.
+
+Where a point cannot be measured here (out of memory, a compile or a capture that fails) it
+raises `NotMeasured` with the reason; a wrong answer raises `WrongAnswer` saying what broke. The
+pytest glue turns them into a skip and a failure. Plain Python: no pytest, no cases, no plan.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from harness import ceilings, compiled, isolation, measure, mutation, precision_flags, timing
+
+
+class NotMeasured(Exception):
+    """The point cannot be measured on this machine; the message is the reason, recorded."""
+
+
+class WrongAnswer(Exception):
+    """The variant's answer is wrong (outside its tolerance, or its inputs changed); the message
+    says what broke, where and with which precision flags in force."""
+
+
+@dataclass(frozen=True)
+class VariantAtPoint:
+    """What the harness needs of one variant at one point (the plan's VariantPoint resolved)."""
+
+    id: str  # the point's ID, named in every reason and failure
+    fn: Callable[..., Any]
+    device: str
+    dtype: torch.dtype
+    tolerance: Any  # a cases.spec.Tol at this size: rtol, atol, floor, norm
+    inputs: Callable[[], tuple[tuple, Any]]  # (inputs, truth), shared by the point's variants
+    mode: str = "warm"  # harness.timing.TIMING_MODES
+    compiles: str | None = None  # a compiled twin: the naive variant it compiles
+    not_compilable: str | None = None  # why the case says torch.compile cannot take that variant
+    metrics: Callable[[tuple, torch.device], dict] | None = None  # the case's own, of the inputs
+    flops: float | None = None  # the cost model at this size, for the roofline
+    bytes_moved: float | None = None
+
+
+def wrong_answer(variant: VariantAtPoint, err: measure.Error, when: str = "") -> str | None:
+    """What broke, where the check failed and, with `when`, at which call; None when within."""
+    if err.within:
+        return None
+    at = f" {when}" if when else ""
+    if err.changed_inputs:
+        return (
+            f"{variant.id}: the variant changed its inputs in place{at} ({', '.join(err.changed_inputs)}): "
+            f"later calls, and the variants after it, would run on other inputs than the truth's; "
+            f"worst {err.worst}"
+        )
+    # The precision flags in force when it failed: an error of reduced-precision size in an fp32
+    # variant (seen once in nine runs: cdist_mm at 6e-4 of its truth) points at a flag left set.
+    flags = ", ".join(
+        f"{k}={v}" for k, v in precision_flags.snapshot().items() if v != precision_flags.ABSENT
+    )
+    return (
+        f"{variant.id}: outside tolerance {variant.tolerance}{at} "
+        f"(max abs error {err.max_abs:.3g}, max rel {err.max_rel:.3g}); worst {err.worst}; "
+        f"precision flags: {flags}"
+    )
+
+
+def _raise_if_wrong(variant: VariantAtPoint, err: measure.Error, when: str = "") -> None:
+    message = wrong_answer(variant, err, when)
+    if message is not None:
+        raise WrongAnswer(message)
+
+
+def not_measured_on_oom(variant: VariantAtPoint, fn: Callable[[], Any]) -> Any:
+    """`fn()`, or NotMeasured when it runs out of memory (the run goes on); other errors raise."""
+    try:
+        return fn()
+    except Exception as exc:
+        if not measure.is_out_of_memory(exc):
+            raise
+    measure.free_memory(variant.device)  # outside the except block: the traceback holds tensors
+    raise NotMeasured(f"out of memory at {variant.id}")
+
+
+def check(variant: VariantAtPoint) -> None:
+    """One call against the truth, on memory that holds nothing stale, its inputs watched."""
+
+    def run():
+        inputs, truth = variant.inputs()
+        return measure.checked_call(variant.fn, inputs, truth, variant.tolerance)[1]
+
+    _raise_if_wrong(variant, not_measured_on_oom(variant, run))
+
+
+def run(benchmark, variant: VariantAtPoint, *, budget, min_rounds: int, clock=None, device_ceilings) -> None:
+    """Measure `variant` with `benchmark` (pytest-benchmark's fixture, its group and the point's
+    record.BenchmarkInfo already in its extra_info), adding to extra_info where the point's time
+    went (``phase_s``), its peak memory and error, the timing mode's figures and the roofline.
+
+    `budget`: the run's time budget (harness.progress.Progress: ``round_cap_s(point_id)``,
+    ``max_time_s``, ``spent_in_rounds(seconds)``), asked for the cap just before the rounds;
+    `min_rounds`: ``--benchmark-min-rounds``; `clock`: a CUDA warm point's DeviceClock;
+    `device_ceilings`: the machine's measured ceilings for the device ({} for none)."""
+    # Where a point's time goes (the full GPU profile's budget is mostly outside the rounds):
+    # inputs and the float64 oracle, a compile, the checked peak-memory pass, pilot and rounds.
+    phases = benchmark.extra_info["phase_s"] = {}
+    started = time.perf_counter()
+    not_measured_on_oom(variant, variant.inputs)
+    phases["inputs_oracle"] = time.perf_counter() - started
+    if variant.compiles is not None:
+        benchmark.extra_info.update(_compile_first(variant))
+        phases["compile"] = benchmark.extra_info["compile_s"]
+
+    def measured_once():
+        inputs, truth = variant.inputs()
+        call = functools.partial(variant.fn, *inputs)
+        before = mutation.snapshot(inputs)  # outside the peak: the digest's buffers are not the variant's
+        # The first call is also the warm-up (allocator, cuDNN/oneDNN kernel selection); on memory
+        # that holds no answer another variant left (measure.fresh_call).
+        out, peak = measure.fresh_call(lambda: measure.peak_memory(call, variant.device), truth)
+        return call, before, peak, measure.check(out, truth, variant.tolerance, inputs, before)
+
+    started = time.perf_counter()
+    call, before, peak, err = not_measured_on_oom(variant, measured_once)
+    phases["memory_pass"] = time.perf_counter() - started
+    benchmark.extra_info.update(peak_bytes=peak, max_abs_err=err.max_abs, max_rel_err=err.max_rel)
+    if variant.metrics is not None:
+        inputs, _ = variant.inputs()
+        benchmark.extra_info.update(variant.metrics(inputs, torch.device(variant.device)))
+    _raise_if_wrong(variant, err)  # timings of a wrong answer are not recorded as results
+    replay = _checked_graph_replay(variant, call) if variant.mode == "graph" else None
+    cap = budget.round_cap_s(variant.id)
+    started = time.perf_counter()
+    last, info = not_measured_on_oom(
+        variant,
+        lambda: timing.timed_rounds(
+            benchmark,
+            call,
+            variant.device,
+            variant.mode,
+            max_time_s=budget.max_time_s,
+            min_rounds=min_rounds,
+            cap_s=cap,
+            replay=replay,
+            clock=clock,
+        ),
+    )
+    phases["timing"] = time.perf_counter() - started
+    # The first call was checked; a variant that goes wrong once warm (a stale cache, a buffer
+    # reused across calls, an input it writes into) shows in the last timed call's output.
+    inputs, truth = variant.inputs()
+    warm = measure.check(last, truth, variant.tolerance, inputs, before)
+    del last
+    if not warm.within:
+        benchmark.has_error = True  # pytest-benchmark leaves an errored point's rounds out of its JSON
+    _raise_if_wrong(variant, warm, "after the timed calls")
+    if not benchmark.disabled:
+        budget.spent_in_rounds(sum(benchmark.stats.stats.data) * benchmark.stats.iterations)
+        if cap < budget.max_time_s:
+            info["round_cap_trimmed_s"] = cap
+    benchmark.extra_info.update(info)
+    if not benchmark.disabled:
+        extra = benchmark.extra_info
+        extra.update(
+            ceilings.roofline_info(
+                variant.device,
+                variant.dtype,
+                variant.flops,
+                variant.bytes_moved,
+                benchmark.stats.stats.median,
+                device_ceilings,
+            )
+        )
+        extra["warnings"] = extra.get("warnings", []) + ceilings.above_ceiling_warning(extra)
+
+
+def _compile_first(variant: VariantAtPoint) -> dict:
+    """Compile the naive variant for this point, timed apart from the steady state that follows;
+    a variant torch.compile cannot take is not measured, with the reason (recorded in outcomes[])."""
+    reason = variant.not_compilable
+    if reason:
+        raise NotMeasured(f"not compiled: {reason}")
+    inputs, _ = variant.inputs()
+    try:
+        _, seconds, breaks = variant.fn.compile_and_time(*inputs)
+    except Exception as exc:  # Inductor's failure is a finding about the compiler, recorded per variant
+        if measure.is_out_of_memory(exc) or isolation.cuda_context_error() is not None:
+            raise  # a dead CUDA context is this test's failure (suite/isolation.py), not a skip
+        reason = compiled.short_reason(exc)
+    if reason:
+        measure.free_memory(variant.device)  # outside the except block: the traceback holds tensors
+        raise NotMeasured(f"torch.compile failed: {reason}")
+    return {
+        "compiles": variant.compiles,
+        "compile_mode": variant.fn.mode,
+        "compile_s": seconds,
+        "graph_breaks": breaks,
+    }
+
+
+def _checked_graph_replay(variant: VariantAtPoint, call):
+    """The variant captured in a CUDA graph, its replay checked against the truth (a replay that
+    differs would time the wrong computation); one that cannot be captured is not measured."""
+    reason = None
+    try:
+        replay, _ = timing.capture_graph(call, variant.device)
+    except RuntimeError as exc:
+        if isolation.cuda_context_error() is not None:
+            raise  # a dead CUDA context is this test's failure (suite/isolation.py), not a skip
+        reason = f"not capturable in a CUDA graph: {str(exc).splitlines()[0][:300]}"
+    if reason:
+        measure.free_memory(variant.device)  # outside the except block: the traceback holds tensors
+        raise NotMeasured(reason)
+    _, truth = variant.inputs()
+    _raise_if_wrong(variant, measure.within_tol(replay(), truth, variant.tolerance))
+    return replay
