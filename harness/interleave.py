@@ -21,6 +21,13 @@ from typing import Callable, Mapping
 
 from harness import rounds
 
+# Paired rounds a pair always gets, however precise its pilot looked: a pilot of a few rounds says
+# how precise the median is within this run, not how much it moves between runs, and the gate
+# compares runs by bootstrapping each run's rounds. At 6 rounds (the fewest an interval needs)
+# two unchanged quick runs on the CI machine could not be told apart from a 10% drop (exit 3);
+# the slowest quick-profile pairs (~0.2 s a round) spend ~4 s on 20.
+MIN_PAIRED_ROUNDS = 20
+
 
 @dataclass(frozen=True)
 class PairedRounds:

@@ -18,22 +18,6 @@ from harness import interleave, load, measure, record, rounds
 from plan import oversize_reason
 from suite.progress import progress
 
-# Paired rounds a pair always gets, however precise its pilot looked: a pilot of a few rounds says
-# how precise the median is within this run, not how much it moves between runs, and the gate
-# compares runs by bootstrapping each run's rounds. At 6 rounds (the fewest an interval needs)
-# two unchanged quick runs on the CI machine could not be told apart from a 10% drop (exit 3);
-# the slowest quick-profile pairs (~0.2 s a round) spend ~4 s on 20.
-MIN_PAIRED_ROUNDS = 20
-
-
-def _identical(a, b) -> bool:
-    """Bitwise-equal outputs (tensors, or tuples of them): two sides that may be one computation."""
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b):
-        return all(_identical(x, y) for x, y in zip(a, b))
-    return False
-
 
 def test_pair(pair_point, input_cache, noise_floor, record_property, request):
     # Not pytest-benchmark's fixture (it times one callable); its options still rule: the pair is
@@ -55,14 +39,16 @@ def test_pair(pair_point, input_cache, noise_floor, record_property, request):
             pytest.skip(f"{side.variant_name} {what} here; not timed")
         outputs[side.variant_name] = out
         calls[side.variant_name] = measure.synchronized(call, point.device)
-    identical = _identical(outputs[point.fast], outputs[point.slow])
+    identical = measure.bitwise_identical(outputs[point.fast], outputs[point.slow])
     del outputs
     device_kind = torch.device(point.device).type
     paired = interleave.timed_pair(
         calls,
         # The whole pair gets one point's cap (--benchmark-max-time, trimmed by --time-budget).
         cap_s=progress(request.config).round_cap_s(point.id),
-        min_rounds=max(MIN_PAIRED_ROUNDS, int(request.config.getoption("benchmark_min_rounds", 5) or 5)),
+        min_rounds=max(
+            interleave.MIN_PAIRED_ROUNDS, int(request.config.getoption("benchmark_min_rounds", 5) or 5)
+        ),
         min_round_s=rounds.MIN_ROUND_S.get(device_kind, rounds.MIN_ROUND_S["cpu"]),
     )
     timing = record.PairTiming(
