@@ -54,7 +54,8 @@ def launches(points):
             try:
                 return test(*args, **kwargs)
             except launch.LaunchFailed as failed:
-                pytest.fail(str(failed), pytrace=False)
+                message = str(failed)
+            pytest.fail(message, pytrace=False)  # outside the handler: no chained traceback
 
         run.launch_points = points
         return run
