@@ -15,7 +15,7 @@ import torch
 
 from harness import allocator, machine
 from suite import options
-from suite.progress import PROGRESS, Progress
+from suite.progress import PROGRESS, ProgressPlugin
 from suite.recorder import RECORDER, Recorder
 
 pytest_plugins = ["suite.persist", "suite.isolation"]  # nothing lost on interrupt; sticky CUDA errors
@@ -36,7 +36,7 @@ def pytest_configure(config):
         torch.set_num_threads(config.getoption("--threads"))
     config.stash[RECORDER] = Recorder(config)
     config.pluginmanager.register(config.stash[RECORDER], "suite-recorder")
-    config.stash[PROGRESS] = Progress.from_config(config)
+    config.stash[PROGRESS] = ProgressPlugin(config)
     config.pluginmanager.register(config.stash[PROGRESS], "suite-progress")
 
 

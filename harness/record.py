@@ -202,6 +202,36 @@ class Outcome:
             measured=data.get("measured"),
         )
 
+    @classmethod
+    def of_test(
+        cls, point: Mapping, *, nodeid: str, outcome: str, message: str = "", finding=None, measured=None
+    ) -> Outcome:
+        """A suite test's outcome from its point's description (a plan point's ``describe()``):
+        `message` is why it was skipped, or a failure's crash message, whose first word before a
+        colon names the exception's class."""
+        error_type = ""
+        if outcome == "failed":
+            message = message[:2000]
+            error_type = message.split(":", 1)[0] if ":" in message[:80] else "Failed"
+        return cls(
+            case=point["case"],
+            kind=point["kind"],
+            name=point.get("variant") or point.get("check", ""),
+            device=point.get("device", ""),
+            nodeid=nodeid,
+            outcome=outcome,
+            reason=message,
+            error_type=error_type,
+            role=point.get("role", ""),
+            size=point.get("size") or {},
+            size_label=point.get("size_label", ""),
+            dtype=point.get("dtype", ""),
+            timing_mode=point.get("timing_mode", ""),
+            part=point.get("part", ""),
+            finding=Finding.from_data(finding) if finding else None,
+            measured=measured,
+        )
+
 
 @dataclass(frozen=True)
 class BenchmarkInfo:

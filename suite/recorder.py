@@ -1,9 +1,10 @@
-"""The run's record: every suite test's outcome and finding, the cases' declarations and the
-machine's ceilings, written into the results JSON through `harness.record`.
+"""The run's record, the pytest glue: markers and skips from each point's requirements, every suite
+test's outcome and finding (`harness.record.Outcome`), the cases' declarations
+(`harness.declared`) and the machine's ceilings into the results JSON, and the run's answer
+(`reports.answer`) at its end.
 
 A pytest plugin object registered on the config (``config.stash[RECORDER]``), so its state lives
-and dies with one pytest session, and the hooks that fill it and the hook that writes it share
-an object rather than module globals.
+and dies with one pytest session.
 """
 
 from __future__ import annotations
@@ -11,78 +12,19 @@ from __future__ import annotations
 import pytest
 
 from cases import all_cases
-from harness import catalogue, record, requirements, rules, timing
+from harness import declared, record, requirements, timing
+from harness.progress import NOT_A_BENCHMARK
 from reports import answer
 
 RECORDER = pytest.StashKey["Recorder"]()
-NOT_A_BENCHMARK = "Skipping non-benchmark"  # the reason pytest-benchmark's --benchmark-only gives
 
 
 def point_of(item):
-    """The point an item was parametrised with (a VariantPoint, CheckPoint or LaunchPoint of
-    plan/__init__.py: any parameter with `requires` and `describe()`), or None."""
+    """The plan point an item was parametrised with (any parameter with `requires` and
+    `describe()`), or None."""
     params = getattr(getattr(item, "callspec", None), "params", {})
     # an empty parametrisation gives NOTSET, which has neither
     return next((p for p in params.values() if hasattr(p, "requires") and hasattr(p, "describe")), None)
-
-
-def _devices_of(case) -> tuple[str, ...]:
-    """The device types a case has points on: its checks' and, where it times variants, its
-    comparisons' (a device is listed once, in the order cpu, cuda)."""
-    found = {d for check in case.checks.values() for d in check.devices}
-    for comparison in (case, *case.parts.values()):
-        if comparison.variants:
-            found |= set(comparison.dtypes)
-    return tuple(d for d in ("cpu", "cuda") if d in found) + tuple(sorted(found - {"cpu", "cuda"}))
-
-
-def declared_cases() -> dict[str, record.CaseInfo]:
-    """Every catalogue ID with what the code declares for it, the verdict rule resolved."""
-    entries = {e.id: e for e in catalogue.load()}
-    out = {}
-    for case in all_cases():
-        entry = entries.get(case.id)
-        rule = case.verdict or (rules.Faster() if case.variants else rules.FromFindings())
-        out[case.id] = record.CaseInfo(
-            id=case.id,
-            tier=case.tier,
-            technique=entry.technique if entry else "",
-            claim=case.claim,
-            source=case.source,
-            rule=rule,
-            gate_tolerance=case.gate_tolerance,
-            uncompilable={n: why for c in (case, *case.parts.values()) for n, why in c.uncompilable.items()},
-            devices=_devices_of(case),
-        )
-    for cid, entry in entries.items():
-        out.setdefault(
-            cid,
-            record.CaseInfo(
-                id=cid, tier=entry.tier, technique=entry.technique, source=entry.source, declared=False
-            ),
-        )
-    return out
-
-
-def _derived_point(item, case_ids) -> dict | None:
-    """For a topic test without a declared point (torch.compile, launches, flag restores): the
-    catalogue ID that starts its node ID, so its outcome is recorded like any other check."""
-    param_id = getattr(getattr(item, "callspec", None), "id", "")
-    matches = [c for c in case_ids if param_id == c or param_id.startswith(c + "-")]
-    if not matches:
-        return None
-    case = max(matches, key=len)
-    rest = param_id[len(case) + 1 :]
-    params = getattr(item, "callspec").params
-    device = params.get("device") if isinstance(params.get("device"), str) else ""
-    if not device:
-        device = next((d for d in ("cuda", "cpu") if rest.endswith(d)), "")
-    return {
-        "case": case,
-        "kind": "check",
-        "check": f"{item.originalname}{'-' + rest if rest else ''}",
-        "device": device,
-    }
 
 
 class Recorder:
@@ -92,9 +34,7 @@ class Recorder:
         self.ceilings: dict[str, tuple[dict, dict]] = {}  # device kind → (measured, detail)
         self.noise_floors: dict[str, dict] = {}  # device → harness.noise.measured(device)
         self.pairs: list[record.PairTiming] = []
-        self.partial_reason = ""
 
-    # collection ---------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)  # before `-m` selects by the markers added here
     def pytest_collection_modifyitems(self, config, items):
         """Markers and skips come from each point's requirements, in this one place."""
@@ -103,16 +43,15 @@ class Recorder:
             point = point_of(item)
             if point is not None:
                 described = point.describe()
-                if requirements.needs_gpu(point.requires, point.device):
-                    item.add_marker(pytest.mark.gpu)
-                if requirements.gpus_needed(point.requires) >= 2:
-                    item.add_marker(pytest.mark.multigpu)
-                if "distributed" in point.requires:
-                    item.add_marker(pytest.mark.distributed)
-                if getattr(point, "slow", False):
-                    item.add_marker(pytest.mark.slow)
-                if described.get("role") == "compiled":
-                    item.add_marker(pytest.mark.compiled)
+                marks = {
+                    "gpu": requirements.needs_gpu(point.requires, point.device),
+                    "multigpu": requirements.gpus_needed(point.requires) >= 2,
+                    "distributed": "distributed" in point.requires,
+                    "slow": getattr(point, "slow", False),
+                    "compiled": described.get("role") == "compiled",
+                }
+                for name in (name for name, wanted in marks.items() if wanted):
+                    item.add_marker(getattr(pytest.mark, name))
                 reason = requirements.unmet(point.requires, point.device)
                 if reason:
                     item.add_marker(pytest.mark.skip(reason=reason))
@@ -120,10 +59,8 @@ class Recorder:
                     item.add_marker(pytest.mark.benchmark(timer=clock))
             elif any(name == "point" for name, _ in item.user_properties):
                 continue
-            else:
-                described = _derived_point(item, case_ids)
-                if described is None:
-                    continue
+            elif (described := _derived_point(item, case_ids)) is None:
+                continue
             item.user_properties.append(("point", described))
         _gpu_run_covers_cpu_only_cases(items)
 
@@ -131,61 +68,46 @@ class Recorder:
     def pytest_collection_finish(self, session):
         keyword = session.config.getoption("keyword", "")
         if keyword and not session.items:
-            hint = _nearest_ids(keyword)
             reporter = session.config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None:
-                reporter.write_line(f"-k {keyword!r} matched no test; {hint}", yellow=True)
+                reporter.write_line(
+                    f"-k {keyword!r} matched no test; {declared.nearest_ids(keyword)}", yellow=True
+                )
         for item in session.items:
             point = dict(item.user_properties).get("point")
             if point is not None and point["kind"] in ("check", "pair"):
                 _keep_under_benchmark_only(item)
 
-    # outcomes -----------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report):
         """Every suite test's outcome (with its point and any finding) goes into the results JSON,
         so the reports know which checks failed and which sizes were skipped, and why."""
         props = dict(report.user_properties)
         point = props.get("point")
-        if point is None:
-            return
-        if not (
+        if point is None or not (
             report.when == "call"
             or (report.when == "setup" and report.outcome != "passed")
             or (report.when == "teardown" and report.failed)
         ):
             return
-        reason, error_type = "", ""
+        message = ""
         if report.skipped and isinstance(report.longrepr, tuple):
-            reason = report.longrepr[2].removeprefix("Skipped: ")
+            message = report.longrepr[2].removeprefix("Skipped: ")
         elif report.failed:
             crash = getattr(report.longrepr, "reprcrash", None)
-            reason = (crash.message if crash else str(report.longrepr))[:2000]
-            error_type = reason.split(":", 1)[0] if ":" in reason[:80] else "Failed"
-        finding = props.get("finding")
+            message = crash.message if crash else str(report.longrepr)
         if report.when == "call" and report.passed and props.get("pair") is not None:
             self.pairs.append(record.PairTiming.from_data(props["pair"]))
         self.outcomes.append(
-            record.Outcome(
-                case=point["case"],
-                kind=point["kind"],
-                name=point.get("variant") or point.get("check", ""),
-                device=point.get("device", ""),
+            record.Outcome.of_test(
+                point,
                 nodeid=report.nodeid,
                 outcome=report.outcome,
-                reason=reason,
-                error_type=error_type,
-                role=point.get("role", ""),
-                size=point.get("size") or {},
-                size_label=point.get("size_label", ""),
-                dtype=point.get("dtype", ""),
-                timing_mode=point.get("timing_mode", ""),
-                part=point.get("part", ""),
-                finding=record.Finding.from_data(finding) if finding else None,
+                message=message,
+                finding=props.get("finding"),
                 measured=props.get("measured"),
             )
         )
 
-    # results JSON -------------------------------------------------------------------------------
     def pytest_benchmark_update_json(self, config, benchmarks, output_json):
         from suite import options
 
@@ -193,18 +115,15 @@ class Recorder:
             profile=config.getoption("--profile"),
             devices=options.devices(config),
             seed=config.getoption("--seed"),
-            partial=bool(self.partial_reason),
-            partial_reason=self.partial_reason,
         )
         output_json["suite"] = {**(output_json.get("suite") or {}), **info.to_data()}
-        output_json["cases"] = {cid: c.to_data() for cid, c in declared_cases().items()}
+        output_json["cases"] = {cid: c.to_data() for cid, c in declared.case_infos(all_cases()).items()}
         output_json["outcomes"] = [o.to_data() for o in self.outcomes]
         output_json["pairs"] = [p.to_data() for p in self.pairs]
 
     def machine_ceilings(self) -> tuple[dict, dict]:
         return {k: v[0] for k, v in self.ceilings.items()}, {k: v[1] for k, v in self.ceilings.items()}
 
-    # terminal ------------------------------------------------------------------------------------
     def pytest_sessionstart(self, session):
         # pytest-benchmark's tables off unless asked for (its --benchmark-quiet, minus its logger)
         bs = getattr(session.config, "_benchmarksession", None)
@@ -212,8 +131,8 @@ class Recorder:
             bs.quiet = True  # display() then prints no table; its logger is left as it was
 
     def pytest_terminal_summary(self, terminalreporter):
-        """The run's answer on one screen (reports/answer.py): gains, noise, findings, where the
-        results went; failed tests are counted apart: they are errors, not findings."""
+        """The run's answer on one screen; failed tests are counted apart: they are errors, not
+        findings."""
         persist = self.config.pluginmanager.get_plugin("suite-persist")
         path = getattr(persist, "final_path", None)
         bs = getattr(self.config, "_benchmarksession", None)
@@ -224,6 +143,26 @@ class Recorder:
             terminalreporter.section("what this run found")
             for line in text:
                 terminalreporter.write_line(line)
+
+
+def _derived_point(item, case_ids) -> dict | None:
+    """For a topic test without a declared point (torch.compile, flag restores): the catalogue ID
+    that starts its parametrisation's ID, so its outcome is recorded like any other check."""
+    param_id = getattr(getattr(item, "callspec", None), "id", "")
+    matches = [c for c in case_ids if param_id == c or param_id.startswith(c + "-")]
+    if not matches:
+        return None
+    case = max(matches, key=len)
+    rest = param_id[len(case) + 1 :]
+    device = item.callspec.params.get("device")
+    if not isinstance(device, str) or not device:
+        device = next((d for d in ("cuda", "cpu") if rest.endswith(d)), "")
+    return {
+        "case": case,
+        "kind": "check",
+        "check": item.originalname + ("-" + rest if rest else ""),
+        "device": device,
+    }
 
 
 def _benchmark_clock(item, point):
@@ -249,28 +188,10 @@ def _gpu_run_covers_cpu_only_cases(items) -> None:
     # From the declarations, not the collected points: on a machine without CUDA none are
     # collected (--device defaults to the devices present), and every case would look CPU-only.
     on_cuda = {p["case"] for _, p in points if p is not None and p.get("device") == "cuda"}
-    on_cuda |= {case.id for case in all_cases() if _declares_cuda(case)}
+    on_cuda |= {case.id for case in all_cases() if declared.declares_cuda(case)}
     for item, p in points:
         if p is not None and p["case"] not in on_cuda:
             item.add_marker(pytest.mark.gpu)
-
-
-def _nearest_ids(keyword: str) -> str:
-    """The catalogue IDs nearest to the words of a -k expression that matched nothing."""
-    import difflib
-
-    ids = [e.id for e in catalogue.load()]
-    words = [w for w in keyword.replace("(", " ").replace(")", " ").split() if w not in ("and", "or", "not")]
-    near = dict.fromkeys(m for w in words for m in difflib.get_close_matches(w, ids, n=3, cutoff=0.5))
-    if near:
-        return "catalogue IDs like it: " + ", ".join(near)
-    return "every node ID starts with its catalogue ID (cases/CATALOG.md), e.g. -k distance.pairwise"
-
-
-def _declares_cuda(case) -> bool:
-    return any(c.dtypes.get("cuda") for c in case.comparisons().values()) or any(
-        "cuda" in check.devices for check in case.checks.values()
-    )
 
 
 def _keep_under_benchmark_only(item) -> None:

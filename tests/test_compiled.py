@@ -188,9 +188,9 @@ def test_a_large_speedup_short_of_the_trick_is_not_called_closed():
 
 
 def test_a_pair_not_compiled_carries_its_reason_into_the_results_and_the_report():
-    from suite.recorder import declared_cases
+    from harness import declared
 
-    cases = declared_cases()
+    cases = declared.case_infos(all_cases())
     for case_id, naive in (("data.recordio", "one_file_per_sample"), ("parallel.allreduce", "master")):
         info = record.CaseInfo.from_data(cases[case_id].to_data())  # as a results file keeps it
         assert info.uncompilable.get(naive), (case_id, info.uncompilable)

@@ -3,14 +3,14 @@ must not be told it is nearly done."""
 
 from __future__ import annotations
 
-from suite.progress import Progress, _kind, _Tally
+from harness.progress import Progress, Tally, cost_kind
 
 
 def _progress(planned: dict, done: dict) -> Progress:
-    p = Progress(config=None)
+    p = Progress()
     p.planned_by_kind.update(planned)
     for kind, (n, seconds) in done.items():
-        p.done_by_kind[kind] = _Tally(n, seconds)
+        p.done_by_kind[kind] = Tally(n, seconds)
     return p
 
 
@@ -32,18 +32,18 @@ def test_an_unstarted_kind_costs_its_plan_price_and_the_time_between_tests_count
 
 
 def test_kinds():
-    assert _kind({"kind": "variant"}, True) == "variant-timed"
-    assert _kind({"kind": "variant"}, False) == "variant"
-    assert _kind({"kind": "check"}, False, "suite/test_distributed.py::test_ddp[x]") == "launch"
+    assert cost_kind({"kind": "variant"}, True) == "variant-timed"
+    assert cost_kind({"kind": "variant"}, False) == "variant"
+    assert cost_kind({"kind": "check"}, False, "suite/test_distributed.py::test_ddp[x]") == "launch"
 
 
 def _with_history(history: dict, took: dict, kinds: dict) -> Progress:
-    p = Progress(config=None)
+    p = Progress()
     p.history, p.took, p.kind_of = history, took, kinds
     for n, kind in kinds.items():
         p.planned_by_kind[kind] += 1
     for n, s in took.items():
-        p.done_by_kind.setdefault(kinds[n], _Tally())
+        p.done_by_kind.setdefault(kinds[n], Tally())
         p.done_by_kind[kinds[n]].done += 1
         p.done_by_kind[kinds[n]].seconds += s
     return p

@@ -20,9 +20,9 @@ DATA = ROOT / "tests" / "data"
 
 
 def test_every_declared_rule_round_trips_as_data():
-    from suite.recorder import declared_cases
+    from harness.declared import case_infos
 
-    declared = declared_cases()
+    declared = case_infos(all_cases())
     assert len(declared) == len(catalogue.load()) and {c.id for c in all_cases()} <= set(declared)
     for info in declared.values():
         back = record.CaseInfo.from_data(json.loads(json.dumps(info.to_data())))

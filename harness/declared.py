@@ -1,0 +1,72 @@
+"""The catalogue as the code declares it, in the results file's terms: each ID's `record.CaseInfo`
+(its claim, tier, verdict rule resolved, devices), and the IDs nearest a selection that matched
+nothing.
+
+The cases are passed in (harness never imports `cases`): the glue hands over `cases.all_cases()`.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from harness import catalogue, record, rules
+
+
+def rule_of(case):
+    """The verdict rule a case is judged by: its own, else Faster() where it times variants, else
+    what its findings say."""
+    return case.verdict or (rules.Faster() if case.variants else rules.FromFindings())
+
+
+def devices_of(case) -> tuple[str, ...]:
+    """The device types a case has points on: its checks' and, where it times variants, its
+    comparisons' (a device is listed once, in the order cpu, cuda)."""
+    found = {d for check in case.checks.values() for d in check.devices}
+    for comparison in (case, *case.parts.values()):
+        if comparison.variants:
+            found |= set(comparison.dtypes)
+    return tuple(d for d in ("cpu", "cuda") if d in found) + tuple(sorted(found - {"cpu", "cuda"}))
+
+
+def declares_cuda(case) -> bool:
+    return any(c.dtypes.get("cuda") for c in case.comparisons().values()) or any(
+        "cuda" in check.devices for check in case.checks.values()
+    )
+
+
+def case_infos(cases) -> dict[str, record.CaseInfo]:
+    """Every catalogue ID with what `cases` declare for it; an ID no case declares is kept, marked
+    undeclared, so a report lists it and says why it has no verdict."""
+    entries = {e.id: e for e in catalogue.load()}
+    out = {}
+    for case in cases:
+        entry = entries.get(case.id)
+        out[case.id] = record.CaseInfo(
+            id=case.id,
+            tier=case.tier,
+            technique=entry.technique if entry else "",
+            claim=case.claim,
+            source=case.source,
+            rule=rule_of(case),
+            gate_tolerance=case.gate_tolerance,
+            uncompilable={n: why for c in (case, *case.parts.values()) for n, why in c.uncompilable.items()},
+            devices=devices_of(case),
+        )
+    for cid, entry in entries.items():
+        out.setdefault(
+            cid,
+            record.CaseInfo(
+                id=cid, tier=entry.tier, technique=entry.technique, source=entry.source, declared=False
+            ),
+        )
+    return out
+
+
+def nearest_ids(keyword: str) -> str:
+    """The catalogue IDs nearest to the words of a -k expression that matched nothing."""
+    ids = [e.id for e in catalogue.load()]
+    words = [w for w in keyword.replace("(", " ").replace(")", " ").split() if w not in ("and", "or", "not")]
+    near = dict.fromkeys(m for w in words for m in difflib.get_close_matches(w, ids, n=3, cutoff=0.5))
+    if near:
+        return "catalogue IDs like it: " + ", ".join(near)
+    return "every node ID starts with its catalogue ID (cases/CATALOG.md), e.g. -k distance.pairwise"
