@@ -1,4 +1,4 @@
-"""The run-time cost model (harness.costmodel, suite.estimate): its calls per point follow the
+"""The run-time cost model (harness.costmodel, plan.estimate): its calls per point follow the
 rounds policy the suite really uses, and a saved GPU log reads back into per-point medians."""
 
 import csv
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness import costmodel
-from suite.estimate import read_benchmark_log
+from plan.estimate import read_benchmark_log
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,7 +56,7 @@ def test_estimate_runs_on_the_plan_of_a_real_selection(tmp_path):
         [
             sys.executable,
             "-m",
-            "suite.estimate",
+            "plan.estimate",
             "--reference",
             str(reference),
             "--",
@@ -72,6 +72,8 @@ def test_estimate_runs_on_the_plan_of_a_real_selection(tmp_path):
         timeout=300,
     )
     assert run.returncode == 0, run.stderr
+    header = run.stdout.splitlines()[0].split()
+    assert header[:4] == ["case", "points", "no-ref", "skipped"] and "(s)" in header  # counts, then seconds
     row = next(line for line in run.stdout.splitlines() if line.startswith("distance.pairwise"))
     points, scaled = map(int, row.split()[1:3])
     assert points >= 4 and scaled == points - 1  # the other variants scaled or defaulted
@@ -80,7 +82,7 @@ def test_estimate_runs_on_the_plan_of_a_real_selection(tmp_path):
 
 def test_a_point_too_big_for_the_device_costs_nothing():
     from plan import variant_points
-    from suite.estimate import _too_big
+    from plan.estimate import _too_big
 
     points = {p.id: p for p in variant_points("full", ("cuda",), "none")}
     huge = points["distance.pairwise-broadcast-n32768-m32768-d256-float32-cuda"]  # a 1 TiB intermediate
@@ -93,13 +95,29 @@ def test_tests_that_need_more_gpus_than_the_machine_has_cost_nothing(gpus, launc
     """On one GPU, DataParallel's launch (marked multigpu) is skipped; DDP on one rank still runs."""
     from argparse import Namespace
 
-    from suite.estimate import collect, estimate
+    from plan.estimate import collect, estimate
 
     plan = collect(["--device", "cuda", "--benchmark-only", "-k", "dp_vs_ddp and cuda and not w2"])
     args = Namespace(gpus=gpus, check_s=0.0, launch_s=1.0, compile_s=0.0)
     totals = estimate(plan, {}, args)["parallel.dp_vs_ddp"]
     assert {"test_dataparallel", "test_ddp"} <= {p.nodeid.split("::")[1].split("[")[0] for p in plan}
     assert totals.checks_s == launches and totals.skipped == 2 - launches
+
+
+@pytest.mark.parametrize("gpus, priced", [(0, 0), (1, 6)])
+def test_cuda_points_cost_nothing_on_a_machine_without_a_gpu(gpus, priced):
+    """The default --gpus is this machine's: a machine without one runs none of the CUDA tests."""
+    from argparse import Namespace
+
+    from plan.estimate import collect, estimate
+
+    args = Namespace(
+        gpus=gpus, check_s=0.0, launch_s=0.0, compile_s=0.0, autotune_s=0.0, memory_gib=80.0,
+        cap_s=1.0, fixed_s=0.0, group_s=0.0, oracle_factor=0.0, default_call_s=1e-3, default_spread=0.02,
+    )  # fmt: skip
+    select = "distance.pairwise and n128 and float32 and test_benchmark and not compiled"
+    totals = estimate(collect(["--device", "cuda", "-k", select]), {}, args)["distance.pairwise"]
+    assert (totals.points, totals.skipped) == (priced, 6 - priced)  # six variants
 
 
 def test_a_results_json_calibrates_calls_and_compiles(tmp_path):
@@ -110,7 +128,7 @@ def test_a_results_json_calibrates_calls_and_compiles(tmp_path):
     import json
     from argparse import Namespace
 
-    from suite.estimate import collect, estimate, read_results
+    from plan.estimate import collect, estimate, read_results
 
     twin = "distance.pairwise-compiled-n1024-m1024-d256-float32-cpu"
     stats = {"median": 0.01, "iqr": 0.001349}

@@ -1,15 +1,16 @@
 """Estimate how long a suite run takes before making it, e.g. the full GPU profile where no GPU is
 at hand:
 
-    python -m suite.estimate --reference reports/reference/h100-2026-11-23/points.csv \\
+    python -m plan.estimate --gpus 1 --reference reports/reference/h100-2026-11-23/points.csv \\
         -- -m gpu --benchmark-only --profile full --device cuda
 
 or, on a machine that has run the suite before, from its own results (compile times included):
 
-    python -m suite.estimate --reference results/gpu.json.gz -- -m gpu --benchmark-only
+    python -m plan.estimate --reference results/gpu.json.gz -- -m gpu --benchmark-only
 
-The plan is the run's own collection (the pytest arguments after ``--``); tests marked
-``multigpu`` cost nothing on a machine of fewer GPUs (``--gpus``). Each timed point costs
+The plan is the run's own collection (the pytest arguments after ``--``), priced for a machine of
+``--gpus`` GPUs (default: this one's): tests that need a GPU cost nothing on a machine without
+one, tests marked ``multigpu`` nothing on a machine of fewer than two. Each timed point costs
 what `harness.costmodel` says its calls cost at the reference run's median and spread for that
 point (scaled by the case's cost model from another size of the same variant where the reference
 lacks it), plus a fixed cost per point and the inputs and float64 oracle once per group of
@@ -34,8 +35,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import costmodel
-from suite.recorder import NOT_A_BENCHMARK
+from harness import costmodel, premises
+from harness.progress import NOT_A_BENCHMARK
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -141,6 +142,19 @@ def collect(pytest_args) -> list[Planned]:
     return plan.items
 
 
+# Totals' fields as printed, per case: counts, then seconds.
+COLUMNS = {
+    "points": "points",
+    "unreferenced": "no-ref",
+    "skipped": "skipped",
+    "calls_s": "calls (s)",
+    "fixed_s": "fixed (s)",
+    "oracle_s": "oracle (s)",
+    "compile_s": "compile(s)",
+    "checks_s": "checks (s)",
+}
+
+
 @dataclass
 class Totals:
     points: int = 0
@@ -149,8 +163,8 @@ class Totals:
     oracle_s: float = 0.0
     compile_s: float = 0.0
     checks_s: float = 0.0
-    estimated_points: int = 0  # timed points the reference lacked: scaled or defaulted
-    skipped: int = 0  # too big for the device's memory, or needing more GPUs than it has: never run
+    unreferenced: int = 0  # timed points the reference lacked: scaled from another size, or defaulted
+    skipped: int = 0  # too big for the device's memory, needing more GPUs than it has, not compilable
 
     @property
     def total(self) -> float:
@@ -214,6 +228,9 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
         totals = by_case[case]
         if planned.not_a_benchmark_skipped:
             continue  # e.g. variant checks under --benchmark-only: each benchmark checks its own
+        if "gpu" in planned.markers and args.gpus < 1:
+            totals.skipped += 1  # skipped with "CUDA not available" (harness.requirements)
+            continue
         if "multigpu" in planned.markers and args.gpus < 2:
             totals.skipped += 1  # skipped with "needs >= 2 GPUs" (harness.requirements)
             continue
@@ -226,13 +243,13 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
             if compiled and point.comparison.uncompilable.get(
                 compiled_of(point.comparison, point.variant_name)
             ):
-                totals.skipped += 1  # "not compiled: <reason>" (suite/test_cases.py)
+                totals.skipped += 1  # "not compiled: <reason>" (harness.variant_benchmark)
                 continue
             if param in reference:
                 call_s, spread = reference[param]
             else:
                 call_s, spread = _cost_scaled(point, reference) or args.default_call_s, args.default_spread
-                totals.estimated_points += 1
+                totals.unreferenced += 1
             device = point.device
             cost = costmodel.timed_point(call_s, spread, device=device, cap_s=args.cap_s)
             totals.points += 1
@@ -283,12 +300,18 @@ def main(argv=None) -> int:
     parser.add_argument("--autotune-s", type=float, default=120.0, help="per max-autotune compile")
     parser.add_argument("--memory-gib", type=float, default=80.0, help="the device's memory (an H100: 80)")
     parser.add_argument(
-        "--gpus", type=int, default=1, help="GPUs on the machine: multigpu tests skip below 2"
+        "--gpus",
+        type=int,
+        default=None,
+        help="GPUs on the machine the run is for (default: this machine's): tests that need a GPU "
+        "skip at 0, multigpu tests below 2",
     )
     parser.add_argument("--default-call-s", type=float, default=1e-3, help="a point with no reference at all")
     parser.add_argument("--default-spread", type=float, default=0.02)
     parser.add_argument("pytest_args", nargs="*", help="the run's pytest arguments, after --")
     args = parser.parse_args(argv)
+    if args.gpus is None:
+        args.gpus = premises.gpu_count()
     reference: dict[str, tuple[float, float]] = {}
     compiles: dict[str, float] = {}
     for path in args.reference:
@@ -301,28 +324,23 @@ def main(argv=None) -> int:
         else:
             reference.update(read_benchmark_log(path))
     by_case = estimate(collect(args.pytest_args), reference, args, compiles)
-    columns = (
-        "points",
-        "estimated_points",
-        "skipped",
-        "calls_s",
-        "fixed_s",
-        "oracle_s",
-        "compile_s",
-        "checks_s",
-    )
-    print(f"{'case':28} " + " ".join(f"{c.removesuffix('_s')[:8]:>8}" for c in columns))
+    print(f"{'case':28} " + " ".join(f"{header:>10}" for header in COLUMNS.values()))
     total = Totals()
     for case, t in [*sorted(by_case.items()), ("total", total)]:
         if case != "total":
-            for name in columns:
+            for name in COLUMNS:
                 setattr(total, name, getattr(total, name) + getattr(t, name))
         print(
             f"{case:28} "
             + " ".join(
-                f"{getattr(t, c):8.1f}" if c.endswith("_s") else f"{getattr(t, c):8d}" for c in columns
+                f"{getattr(t, c):10.1f}" if c.endswith("_s") else f"{getattr(t, c):10d}" for c in COLUMNS
             )
         )
+    print(
+        "points: timed points priced; no-ref: of those, the ones the reference lacked (scaled from "
+        f"another size, else {args.default_call_s:g} s a call)\nskipped: not run on a machine of "
+        f"{args.gpus} GPU(s) of {args.memory_gib:g} GiB (--gpus, --memory-gib), or not compilable"
+    )
     without = total.total - total.compile_s
     print(f"estimate: {total.total / 60:.1f} min; without compiles {without / 60:.1f} min")
     return 0
