@@ -34,19 +34,26 @@ later call fails, frees included), so the worker sees that much less free memory
 measures the machine's ceilings again before its first timing; warnings raised in a worker stay
 in its log.
 
-Plain Python, never imports pytest: the probe, the planted (simulated) error and the worker
-process; the pytest glue is `suite.isolation`.
+Plain Python, never imports pytest: the probe, the planted (simulated) error, the worker
+processes and the hand-over that runs them (`run_in_workers`); the pytest glue, which replays a
+worker's events as this process's own test reports, is `suite.isolation`.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -71,6 +78,8 @@ SIMULATED_KERNEL_LINE = (
 _KERNEL_ASSERT = re.compile(r".*Assertion .* failed\.?\s*$")
 
 INTERRUPT_GRACE_S = 60.0  # a worker told to stop writes its journal's last points, then exits
+POLL_S = 0.05  # how often a worker's journal is read while it runs
+TEST_EVENTS = ("logstart", "report", "logfinish")
 
 
 def cuda_context_error() -> str | None:
@@ -268,3 +277,144 @@ def watch_parent(interval_s: float = 1.0) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, name="isolation-parent-watch", daemon=True).start()
+
+
+def release_device_memory() -> None:
+    """Best effort: give back what the dead context still caches. A sticky error usually makes
+    the frees fail too, and the memory stays held until this process exits; the worker then
+    sees that much less free memory (a limit of running on while the first process waits)."""
+    gc.collect()
+    if torch.cuda.is_initialized():
+        try:
+            torch.cuda.empty_cache()
+        except RuntimeError:
+            pass
+
+
+def dead_context_note(error: str, kernel_lines: list[str], isolated: bool) -> str:
+    """What a failed test's report says about the dead context, and what happens to the tests after it."""
+    after = (
+        "the tests after this one run in a fresh worker process (suite.isolation)"
+        if isolated
+        else "isolation is off here, so the CUDA tests after this one fail with the same error"
+    )
+    return "\n".join([error, *kernel_lines, f"The CUDA context of this process is dead: {after}."])
+
+
+def hand_over(nodeid: str, error: str, tests: int) -> dict:
+    """The record of one hand-over (``suite.isolation`` in the results JSON); `workers` counts up
+    as they start."""
+    first_line = error.strip().splitlines()[0] if error.strip() else error
+    return {"after": nodeid, "error": first_line, "tests": tests, "workers": 0}
+
+
+def hand_over_line(h: dict) -> str:
+    return (
+        f"after {h['after']}: {h['error']}; {h['tests']} tests ran in {h['workers']} fresh worker process(es)"
+    )
+
+
+@dataclass
+class Followed:
+    """What one worker has reported so far."""
+
+    started: set[str] = field(default_factory=set)
+    finished: set[str] = field(default_factory=set)
+    phases: dict[str, set[str]] = field(default_factory=dict)
+    running: str | None = None
+    # Read from the worker's journal, not yet replayed: an interrupt in the middle of a batch
+    # must not drop the rest of it.
+    queue: deque = field(default_factory=deque)
+
+    def see(self, event: dict) -> None:
+        kind = event.get("kind")
+        if kind == "logstart":
+            self.started.add(event["nodeid"])
+            self.running = event["nodeid"]
+        elif kind == "report":
+            self.phases.setdefault(event["report"]["nodeid"], set()).add(event["report"]["when"])
+        elif kind == "logfinish":
+            self.finished.add(event["nodeid"])
+            self.running = None
+
+
+# replay(event): one event of a worker (a test event, a benchmark point, a later hand-over) taken in
+# as this process's own; fail(nodeid, message, started, when): a test reported failed for a reason
+# outside it (its worker died); stopped(): the session stops (-x, --maxfail, an interrupt).
+Replay = Callable[[dict], None]
+Fail = Callable[[str, str, bool, str], None]
+
+
+def run_in_workers(args, nodeids, *, cwd, record: dict, replay: Replay, fail: Fail, stopped) -> None:
+    """Run `nodeids` in fresh worker processes, one after another while one dies, until each has
+    run or the session stops; `record` (a `hand_over`) counts the workers. The workers' folder
+    (node IDs, journals, logs) is kept where one crashed: the failures name its logs."""
+    folder = Path(tempfile.mkdtemp(prefix="suite-isolation-"))
+    remaining, crashed = list(nodeids), False
+    try:
+        while remaining and not stopped():
+            record["workers"] += 1
+            remaining, died = _one_worker(
+                args, record["workers"], remaining, cwd, folder, replay, fail, stopped
+            )
+            crashed = crashed or died
+    finally:
+        if not crashed:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _one_worker(args, index, remaining, cwd, folder, replay, fail, stopped) -> tuple[list, bool]:
+    """Run `remaining` in one worker; the node IDs it did not get to, and whether it died."""
+    followed = Followed()
+    try:
+        worker = Worker(args, remaining, cwd=cwd, folder=folder, index=index)
+    except OSError as exc:
+        for nodeid in remaining:
+            _fail(fail, nodeid, followed, f"the isolation worker could not start: {exc}")
+        return [], True
+    try:
+        _follow(worker, followed, replay, stopped)
+    except KeyboardInterrupt:
+        worker.interrupt()  # it journals what it finished; this process then stops as interrupted
+        _drain(worker, followed, replay)
+        raise
+    remaining = [n for n in remaining if n not in followed.finished]
+    why = f"the isolation worker exited with status {worker.returncode}"
+    log = f"its log ({worker.log}) ends with:\n{worker.log_tail()}"
+    if followed.running is not None:  # it died inside this test; the next worker takes the rest
+        dead = followed.running
+        _fail(fail, dead, followed, f"{why} while running this test; {log}")
+        return [n for n in remaining if n != dead], True
+    if remaining and not followed.started and not stopped():
+        for nodeid in remaining:  # no progress: another worker would do the same
+            _fail(fail, nodeid, followed, f"{why} without running this test; {log}")
+        return [], True
+    return remaining, False
+
+
+def _follow(worker, followed, replay, stopped) -> None:
+    while True:
+        exited = worker.returncode is not None
+        _drain(worker, followed, replay)
+        if exited:
+            return
+        if stopped():  # -x / --maxfail counted a worker's failure
+            worker.interrupt()
+            _drain(worker, followed, replay)
+            return
+        time.sleep(POLL_S)
+
+
+def _drain(worker, followed, replay) -> None:
+    followed.queue.extend(worker.events())
+    while followed.queue:
+        event = followed.queue.popleft()
+        followed.see(event)
+        replay(event)
+
+
+def _fail(fail: Fail, nodeid: str, followed: Followed, message: str) -> None:
+    when = "teardown" if "call" in followed.phases.get(nodeid, ()) else "call"
+    fail(nodeid, message, nodeid in followed.started, when)
+    followed.finished.add(nodeid)
+    followed.running = None

@@ -188,10 +188,15 @@ def results_from(records: Iterable[dict], reason: str) -> dict:
         raise JournalError("no header: the run ended before its first benchmark point finished")
     doc.update(extras)
     doc["benchmarks"] = rows
+    mark_partial(doc, reason)
+    return doc
+
+
+def mark_partial(doc: dict, reason: str) -> None:
+    """A results document marked cut short, and why (the keys `harness.record.RunInfo` defines)."""
     suite = doc.setdefault("suite", {})
     suite["partial"] = True
     suite["partial_reason"] = reason
-    return doc
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,7 @@
-"""SIGINT and SIGTERM held back while a step that must not be cut in half runs.
+"""SIGINT and SIGTERM during a run: held back while a step that must not be cut in half runs
+(`held`), and SIGTERM turned into an interrupt like SIGINT, each recorded (`Interrupts`).
 
-Two steps need it: writing the results (a second Ctrl-C or a `timeout` that fires at the end
+Two steps need holding: writing the results (a second Ctrl-C or a `timeout` that fires at the end
 would cut the one write short) and a torch profiler session (an exception raised while the
 profiler starts or stops leaves its global callbacks half registered; the process then
 segfaulted at exit after a SIGTERM, in CI). Python runs signal handlers between bytecodes in
@@ -44,3 +45,45 @@ def held(redeliver: bool = True) -> Iterator[list[int]]:
     if redeliver:
         for s in dict.fromkeys(arrived):  # each kind once, in the order they came
             signal.raise_signal(s)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread as SIGINT raises KeyboardInterrupt."""
+
+
+class Interrupts:
+    """SIGTERM (a CI timeout, a scheduler, ``timeout``) raised as KeyboardInterrupt like SIGINT,
+    so a run's own finish runs and its results are written instead of the process dying.
+
+    Every interrupt is recorded (`reason`, with the test `running` then) before it is raised: a
+    second Ctrl-C that lands while the first is handled (0.3 s apart once wrote a JSON marked
+    complete, holding a point measured halfway) must still leave the run marked partial. A handler
+    someone else installed is never replaced."""
+
+    def __init__(self):
+        self.reason = ""  # why the run was cut short, or "" while it was not
+        self.running: str | None = None
+        self._before: dict[int, object] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            self._before[signal.SIGTERM] = signal.signal(signal.SIGTERM, self._raise)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._before[signal.SIGINT] = signal.signal(signal.SIGINT, self._raise)
+
+    def restore(self) -> None:
+        for signum, handler in self._before.items():
+            signal.signal(signum, handler)
+        self._before.clear()
+
+    def note(self, what: str) -> None:
+        self.reason = what + (f" while {self.running} was running" if self.running else "")
+
+    def _raise(self, signum, frame):
+        if not self.reason:
+            self.note(signal.Signals(signum).name)
+        if signum == signal.SIGTERM:
+            raise Terminated("SIGTERM")
+        raise KeyboardInterrupt

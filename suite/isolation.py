@@ -1,20 +1,13 @@
-"""A sticky CUDA error fails its own test only: the pytest glue of `harness.isolation` (which says
-why this mechanism: the rest of the run moves to a fresh worker process).
+"""A sticky CUDA error fails its own test only: the pytest glue of `harness.isolation`, which says
+why this mechanism and runs the workers.
 
-In every process:
-
-* after each test's call, CUDA is synchronized, so an asynchronous error (a kernel's assert) fails
-  the test that launched the kernel; after each failed test phase the context is probed;
-* a dead context's failure gets the kernel's own assert text (``Assertion `...` failed``, from the
-  captured stderr) into its message, which `outcomes[]` keeps as the reason;
-* from the next test on, nothing more runs here: the remaining node IDs go to a worker (``python
-  -m pytest``, the same arguments), whose reports are replayed here as they arrive (terminal,
-  exit status, junit XML, `outcomes[]`) and whose finished points join this session's
-  pytest-benchmark JSON (`suite.persist.add_recorded`). ``suite.isolation`` in the JSON lists
-  each hand-over.
-
-In a worker (started with `harness.isolation.WORKER_NODEIDS_ENV`), only the node IDs handed over
-run, and every test event goes into the worker's journal for the process that started it.
+In every process, CUDA is synchronized after each test's call (an asynchronous error fails the test
+that launched the kernel) and the context is probed after each failed phase; the failure gets the
+kernel's own assert text into its message. From the next test on, the remaining node IDs go to a
+worker, whose events are replayed here as this process's own reports (terminal, exit status, junit
+XML, `outcomes[]`) and whose finished points join this session's JSON
+(`suite.persist.Persist.add_recorded`); ``suite.isolation`` in the JSON lists each hand-over. A
+worker runs only the node IDs it was given and journals every test event for its parent.
 
 ``--no-isolation`` keeps every test in the first process (later CUDA tests then fail with the same
 error); so does ``--pdb`` (a worker has no terminal to debug in) and a pytest-xdist worker (its
@@ -23,23 +16,15 @@ arguments are the controller's, and pytest-benchmark is off under xdist anyway).
 
 from __future__ import annotations
 
-import gc
 import os
-import shutil
-import tempfile
-import time
-from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import torch
 
 from harness import isolation
 from suite.persist import persist
 
 ISOLATION = pytest.StashKey["Isolation"]()
-POLL_S = 0.05
 
 
 def pytest_addoption(parser):
@@ -57,19 +42,6 @@ def pytest_configure(config):
     config.pluginmanager.register(config.stash[ISOLATION], "suite-isolation")
 
 
-@dataclass
-class _Followed:
-    """What one worker has reported so far."""
-
-    started: set[str] = field(default_factory=set)
-    finished: set[str] = field(default_factory=set)
-    phases: dict[str, set[str]] = field(default_factory=dict)
-    running: str | None = None
-    # Read from the worker's journal, not yet replayed: an interrupt in the middle of a batch
-    # must not drop the rest of it.
-    queue: deque = field(default_factory=deque)
-
-
 class Isolation:
     def __init__(self, config):
         self.config = config
@@ -84,6 +56,7 @@ class Isolation:
         self.dead: tuple[str, str] | None = None  # (node ID, error) once the context is dead
         self.handed_over: set[str] = set()
         self.hand_overs: list[dict] = []
+        self._by_id: dict = {}  # node ID → item, of the tests handed over to workers
         if self.worker_nodeids is not None:
             isolation.watch_parent()
 
@@ -104,17 +77,19 @@ class Isolation:
         items[:] = kept
 
     def pytest_runtest_logstart(self, nodeid, location):
-        if self.is_worker:
-            persist(self.config).journal.write({"kind": "logstart", "nodeid": nodeid, "location": location})
+        self._journal({"kind": "logstart", "nodeid": nodeid, "location": location})
 
     def pytest_runtest_logreport(self, report):
         if self.is_worker:
             data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
-            persist(self.config).journal.write({"kind": "report", "report": data})
+            self._journal({"kind": "report", "report": data})
 
     def pytest_runtest_logfinish(self, nodeid, location):
+        self._journal({"kind": "logfinish", "nodeid": nodeid, "location": location})
+
+    def _journal(self, event: dict) -> None:  # a worker's events, for the process that started it
         if self.is_worker:
-            persist(self.config).journal.write({"kind": "logfinish", "nodeid": nodeid, "location": location})
+            persist(self.config).journal.write(event)
 
     # the context ---------------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True, trylast=True)  # inside output capture: the driver's assert text is kept
@@ -146,126 +121,65 @@ class Isolation:
         self._run_in_workers(item.session, rest)
         return True
 
-    # workers -------------------------------------------------------------------------------------
+    # workers ---------------------------------------------------------------------------------------
     def _run_in_workers(self, session, rest) -> None:
         nodeid, error = self.dead
-        first_line = error.strip().splitlines()[0] if error.strip() else error
+        record = isolation.hand_over(nodeid, error, len(rest))
         self._say(
-            f"sticky CUDA error in {nodeid} ({first_line}): the {len(rest)} tests after it run "
+            f"sticky CUDA error in {nodeid} ({record['error']}): the {len(rest)} tests after it run "
             f"in a fresh worker process"
         )
-        _release_device_memory()
-        folder = Path(tempfile.mkdtemp(prefix="suite-isolation-"))
-        by_id = {item.nodeid: item for item in rest}
-        remaining, crashed = list(rest), False
-        hand_over = {"after": nodeid, "error": first_line, "tests": len(rest), "workers": 0}
-        self.hand_overs.append(hand_over)  # before the workers' own, which arrive while they run
+        isolation.release_device_memory()
+        self._by_id = {item.nodeid: item for item in rest}
+        self.hand_overs.append(record)  # before the workers' own, which arrive while they run
         try:
-            while remaining and not (session.shouldfail or session.shouldstop):
-                hand_over["workers"] += 1
-                remaining, died = self._one_worker(hand_over["workers"], remaining, folder, session, by_id)
-                crashed = crashed or died
-        finally:
-            if self.is_worker:
-                persist(self.config).journal.write({"kind": "hand_over", "hand_over": hand_over})
-            if not crashed:
-                shutil.rmtree(folder, ignore_errors=True)  # kept otherwise: the failures name its logs
-
-    def _one_worker(self, index, remaining, folder, session, by_id) -> tuple[list, bool]:
-        """Run `remaining` in one worker; the items it did not get to, and whether it died."""
-        followed = _Followed()
-        config = self.config
-        try:
-            worker = isolation.Worker(
-                config.invocation_params.args,
-                [i.nodeid for i in remaining],
-                cwd=config.invocation_params.dir,
-                folder=folder,
-                index=index,
+            isolation.run_in_workers(
+                self.config.invocation_params.args,
+                [item.nodeid for item in rest],
+                cwd=self.config.invocation_params.dir,
+                record=record,
+                replay=self._replay,
+                fail=self._fail,
+                stopped=lambda: bool(session.shouldfail or session.shouldstop),
             )
-        except OSError as exc:
-            for item in remaining:
-                self._fail(item, followed, f"the isolation worker could not start: {exc}")
-            return [], True
-        try:
-            self._follow(worker, followed, session, by_id)
-        except KeyboardInterrupt:
-            worker.interrupt()  # it journals what it finished; this process then stops as interrupted
-            self._replay_all(worker, followed, by_id)
-            raise
-        remaining = [i for i in remaining if i.nodeid not in followed.finished]
-        why = f"the isolation worker exited with status {worker.returncode}"
-        log = f"its log ({worker.log}) ends with:\n{worker.log_tail()}"
-        if followed.running is not None:  # it died inside this test; the next worker takes the rest
-            item = by_id[followed.running]
-            self._fail(item, followed, f"{why} while running this test; {log}")
-            return [i for i in remaining if i is not item], True
-        if remaining and not followed.started and not (session.shouldfail or session.shouldstop):
-            for item in remaining:  # no progress: another worker would do the same
-                self._fail(item, followed, f"{why} without running this test; {log}")
-            return [], True
-        return remaining, False
+        finally:
+            self._journal({"kind": "hand_over", "hand_over": record})
 
-    def _follow(self, worker, followed, session, by_id) -> None:
-        while True:
-            exited = worker.returncode is not None
-            self._replay_all(worker, followed, by_id)
-            if exited:
-                return
-            if session.shouldfail or session.shouldstop:  # -x / --maxfail counted a worker's failure
-                worker.interrupt()
-                self._replay_all(worker, followed, by_id)
-                return
-            time.sleep(POLL_S)
-
-    def _replay_all(self, worker, followed, by_id) -> None:
-        followed.queue.extend(worker.events())
-        while followed.queue:
-            self._replay(followed.queue.popleft(), followed, by_id)
-
-    def _replay(self, event, followed, by_id) -> None:
+    def _replay(self, event) -> None:
+        """One event of a worker taken in as this process's own."""
         kind = event.get("kind")
         if kind == "benchmark":
             persist(self.config).add_recorded(event["row"])
-            return
-        if kind == "hand_over":  # a later sticky error, in a worker: passed up to the first process
+        elif kind == "hand_over":  # a later sticky error, in a worker: passed up to the first process
             self.hand_overs.append(event["hand_over"])
-            if self.is_worker:
-                persist(self.config).journal.write(event)
-            return
-        if kind not in ("logstart", "report", "logfinish"):
-            return  # the worker's header and run record: this process writes its own
-        if kind == "report":
+            self._journal(event)
+        elif kind == "report":
             report = self.config.hook.pytest_report_from_serializable(
                 config=self.config, data=event["report"]
             )
             _restore_tuples(report)
-            nodeid = report.nodeid
-        else:
-            nodeid = event["nodeid"]
-        ihook = by_id[nodeid].ihook if nodeid in by_id else self.config.hook
-        if kind == "logstart":
-            followed.started.add(nodeid)
-            followed.running = nodeid
-            ihook.pytest_runtest_logstart(nodeid=nodeid, location=tuple(event["location"]))
-        elif kind == "report":
-            followed.phases.setdefault(nodeid, set()).add(report.when)
-            ihook.pytest_runtest_logreport(report=report)
-        else:
-            followed.finished.add(nodeid)
-            followed.running = None
-            ihook.pytest_runtest_logfinish(nodeid=nodeid, location=tuple(event["location"]))
+            self._ihook(report.nodeid).pytest_runtest_logreport(report=report)
+        elif kind in (
+            "logstart",
+            "logfinish",
+        ):  # else the worker's header and run record: this process writes its own
+            hook = getattr(self._ihook(event["nodeid"]), f"pytest_runtest_{kind}")
+            hook(nodeid=event["nodeid"], location=tuple(event["location"]))
 
-    def _fail(self, item, followed, message: str) -> None:
-        """Report `item` failed for a reason outside it (its worker died), through the same hooks
+    def _ihook(self, nodeid):
+        return self._by_id[nodeid].ihook if nodeid in self._by_id else self.config.hook
+
+    def _fail(self, nodeid: str, message: str, started: bool, when: str) -> None:
+        """Report a test failed for a reason outside it (its worker died), through the same hooks
         as a real report, so it is counted, shown and recorded in `outcomes[]`."""
-        if item.nodeid not in followed.started:
+        item = self._by_id[nodeid]
+        if not started:
             item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        when = "teardown" if "call" in followed.phases.get(item.nodeid, ()) else "call"
+        keywords = {k: 1 for k in item.keywords}
         report = pytest.TestReport(
             item.nodeid,
             item.location,
-            {k: 1 for k in item.keywords},
+            keywords,
             "failed",
             message,
             when,
@@ -273,8 +187,6 @@ class Isolation:
         )
         item.ihook.pytest_runtest_logreport(report=report)
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
-        followed.finished.add(item.nodeid)
-        followed.running = None
 
     def _say(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -292,10 +204,7 @@ class Isolation:
             return
         terminalreporter.section("isolation from sticky CUDA errors")
         for h in self.hand_overs:
-            terminalreporter.write_line(
-                f"after {h['after']}: {h['error']}; {h['tests']} tests ran in "
-                f"{h['workers']} fresh worker process(es)"
-            )
+            terminalreporter.write_line(isolation.hand_over_line(h))
 
 
 def _explain(report, error: str, isolated: bool) -> None:
@@ -305,17 +214,7 @@ def _explain(report, error: str, isolated: bool) -> None:
     crash = getattr(report.longrepr, "reprcrash", None)
     if lines and crash is not None:
         crash.message = "\n".join([crash.message, *lines])
-    after = (
-        "the tests after this one run in a fresh worker process (suite.isolation)"
-        if isolated
-        else "isolation is off here, so the CUDA tests after this one fail with the same error"
-    )
-    report.sections.append(
-        (
-            "sticky CUDA error",
-            "\n".join([error, *lines, f"The CUDA context of this process is dead: {after}."]),
-        )
-    )
+    report.sections.append(("sticky CUDA error", isolation.dead_context_note(error, lines, isolated)))
 
 
 def _restore_tuples(report) -> None:
@@ -326,15 +225,3 @@ def _restore_tuples(report) -> None:
         report.longrepr = tuple(report.longrepr)
     report.user_properties = [tuple(p) for p in report.user_properties]
     report.sections = [tuple(s) for s in report.sections]
-
-
-def _release_device_memory() -> None:
-    """Best effort: give back what the dead context still caches. A sticky error usually makes
-    the frees fail too, and the memory stays held until this process exits; the worker then
-    sees that much less free memory (a limit of running on while the first process waits)."""
-    gc.collect()
-    if torch.cuda.is_initialized():
-        try:
-            torch.cuda.empty_cache()
-        except RuntimeError:
-            pass

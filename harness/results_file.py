@@ -1,0 +1,172 @@
+"""A run's results JSON, written so that nothing measured is lost and a reader never sees half a
+file; the run's journal (`harness.journal`) is the fallback for a run that dies first.
+
+* pytest-benchmark writes its JSON once, into the handle of ``--benchmark-json`` (truncated when
+  the options are read). The handle given to it is a temporary file beside the target, renamed over
+  it when the run ends (`ResultsFile`): with ``--results`` the previous file stays until then, and
+  an exclusive lock on ``<target>.lock`` keeps a second run from writing into the same path.
+* A run cut short keeps only the points whose call finished (`keep_finished`): an interrupted
+  point has too few rounds and an incomplete extra_info, and one with no round at all made
+  pytest-benchmark's writer crash (``min() iterable argument is empty``) and leave an empty file.
+  The JSON says ``suite.partial`` and why.
+* Once the JSON holds every journaled point the journal is removed; if it does not (the process
+  died, the writer failed), the journal stays and the run says how to rebuild the JSON from it
+  (`settle_journal`).
+
+Plain Python; the pytest glue is `suite.persist`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+from harness import journal as journals
+
+
+class ResultsFileBusy(RuntimeError):
+    """Another run holds the results file's lock; the message names it."""
+
+
+class ResultsFile:
+    """The results JSON at `target`, written into `temporary` and renamed over it by `commit`."""
+
+    def __init__(self, target: str | Path):
+        self.target = Path(os.path.abspath(target))
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock(self.target)
+        self.temporary: Path | None = self.target.with_name(f".{self.target.name}.{os.getpid()}.tmp")
+
+    def open(self):
+        return open(self.temporary, "wb")  # noqa: SIM115  (the writer's handle, closed by `commit`)
+
+    def commit(self, handle, empty: Callable[[], dict]) -> None:
+        """The temporary file renamed over the target; where the writer wrote nothing (no point
+        was timed: a run of checks, or --benchmark-disable) the document `empty()` gives is written
+        instead, so outcomes and findings are never lost."""
+        if self.temporary is None:
+            return
+        if handle is not None and not handle.closed:
+            handle.close()
+        if points_in(self.temporary) < 0:
+            self.temporary.write_text(json.dumps(empty(), indent=4, default=str), encoding="utf-8")
+        os.replace(self.temporary, self.target)
+        self.temporary = None
+
+    def close(self) -> None:
+        """The lock released; a temporary file never committed (a usage error, a crash) removed."""
+        if self.temporary is not None:
+            self.temporary.unlink(missing_ok=True)
+        self._lock.close()
+
+
+def _lock(target: Path):
+    """An exclusive lock on ``<target>.lock`` for the run's length: two runs writing one results
+    file would lose each other's points."""
+    import fcntl
+
+    handle = open(target.with_name(target.name + ".lock"), "a+")  # noqa: SIM115  (held for the run)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another run"
+        handle.close()
+        raise ResultsFileBusy(
+            f"{target}: {holder} is writing this results file; give this run another path"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    return handle
+
+
+def points_in(path: Path | None) -> int:
+    """The benchmark points a results JSON holds; -1 where it is missing, empty or truncated."""
+    try:
+        return len(json.loads(path.read_text(encoding="utf-8"))["benchmarks"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return -1
+
+
+class RecordedBenchmark:
+    """A finished point measured by another process (an isolation worker), shaped like
+    pytest-benchmark's `Metadata` in what its JSON writer, summary table and --benchmark-compare
+    read, so the run's one JSON and table hold it like a point of this session."""
+
+    has_error = False
+
+    def __init__(self, row: dict):
+        self.row = row
+        for key in ("name", "fullname", "group", "param", "params", "extra_info"):
+            setattr(self, key, row.get(key))
+
+    def __bool__(self):
+        return bool((self.row.get("stats") or {}).get("rounds"))
+
+    def __getitem__(self, key):
+        stats = self.row.get("stats") or {}
+        return stats[key] if key in stats else self.row[key]
+
+    def as_dict(self, include_data=True, flat=False, stats=True, cprofile=None):
+        out = {k: v for k, v in self.row.items() if k != "stats"}
+        if stats:
+            values = dict(self.row.get("stats") or {})
+            if not include_data:
+                values.pop("data", None)
+            if flat:
+                out.update(values)
+            else:
+                out["stats"] = values
+        return out
+
+
+def keep_finished(points: list, finished: set[int], interrupted: bool) -> tuple[list, list[str]]:
+    """The points the JSON keeps, and the others as ``name (N rounds)``: a point with no round is
+    never kept; after an interrupt, only those whose call finished (`finished`: their ``id()``)
+    or that another process finished."""
+    kept, left_out = [], []
+    for point in points:
+        done = isinstance(point, RecordedBenchmark) or id(point) in finished
+        if point and (done or not interrupted):
+            kept.append(point)
+        else:
+            left_out.append(f"{point.name} ({_rounds(point)} rounds)")
+    return kept, left_out
+
+
+def _rounds(point) -> int:
+    if isinstance(point, RecordedBenchmark):
+        return int((point.row.get("stats") or {}).get("rounds") or 0)
+    return len(point.stats.data)
+
+
+def partial_reason(interrupted: str, left_out: list[str]) -> str:
+    return interrupted + (f"; left out, unfinished: {', '.join(left_out)}" if left_out else "")
+
+
+def settle_journal(journal: journals.Journal | None, json_path: Path | None, held: list[int]) -> list[str]:
+    """After the JSON is written: the journal closed, and removed where the JSON holds every point
+    it journaled; the lines the run should print (signals held during the write, a journal that
+    failed, a JSON to rebuild)."""
+    lines = []
+    if held:
+        names = ", ".join(signal.Signals(s).name for s in held)
+        lines.append(f"{names} arrived while the results were being written; held until they were")
+    if journal is None:
+        return lines
+    journal.close()
+    if journal.error:
+        lines.append(f"the journal could not be written ({journal.error}); the results JSON has every point")
+    if points_in(json_path) >= journal.benchmarks:
+        journal.path.unlink(missing_ok=True)
+    else:
+        lines.append(
+            f"{json_path} does not hold the {journal.benchmarks} points the run "
+            f"finished; rebuild it from the journal: python -m harness.journal {journal.path}"
+        )
+    return lines
