@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from cases import all_cases
-from harness import declared, record, requirements, timing
+from harness import declared, marks, record
 from harness.progress import NOT_A_BENCHMARK
 from reports import answer
 
@@ -37,25 +37,19 @@ class Recorder:
 
     @pytest.hookimpl(tryfirst=True)  # before `-m` selects by the markers added here
     def pytest_collection_modifyitems(self, config, items):
-        """Markers and skips come from each point's requirements, in this one place."""
+        """Markers, skips and clocks from each point's requirements (harness.marks)."""
         case_ids = [c.id for c in all_cases()]
         for item in items:
             point = point_of(item)
             if point is not None:
                 described = point.describe()
-                marks = {
-                    "gpu": requirements.needs_gpu(point.requires, point.device),
-                    "multigpu": requirements.gpus_needed(point.requires) >= 2,
-                    "distributed": "distributed" in point.requires,
-                    "slow": getattr(point, "slow", False),
-                    "compiled": described.get("role") == "compiled",
-                }
-                for name in (name for name, wanted in marks.items() if wanted):
+                timed = "benchmark" in getattr(item, "fixturenames", ())
+                names, skip, clock = marks.of(point, described.get("role", ""), timed)
+                for name in names:
                     item.add_marker(getattr(pytest.mark, name))
-                reason = requirements.unmet(point.requires, point.device)
-                if reason:
-                    item.add_marker(pytest.mark.skip(reason=reason))
-                elif (clock := _benchmark_clock(item, point)) is not None:
+                if skip:
+                    item.add_marker(pytest.mark.skip(reason=skip))
+                elif clock is not None:
                     item.add_marker(pytest.mark.benchmark(timer=clock))
             elif any(name == "point" for name, _ in item.user_properties):
                 continue
@@ -163,21 +157,6 @@ def _derived_point(item, case_ids) -> dict | None:
         "check": item.originalname + ("-" + rest if rest else ""),
         "device": device,
     }
-
-
-def _benchmark_clock(item, point):
-    """The timer of a point's benchmark, None for pytest-benchmark's own (the host clock). Warm
-    CUDA points are timed in device time (harness.timing.DeviceClock); cold-L2 and graph rounds
-    keep the host clock around a synchronized call. Points timed inside launched processes
-    (timing ``replay``) hand those times over through a harness.timing.ReplayClock, one per item."""
-    if "benchmark" not in getattr(item, "fixturenames", ()):
-        return None
-    mode = getattr(point, "timing", "")
-    if mode == "replay":
-        return timing.ReplayClock()
-    if point.device == "cuda" and mode == "warm":
-        return timing.DeviceClock(point.device)
-    return None
 
 
 def _gpu_run_covers_cpu_only_cases(items) -> None:

@@ -1,0 +1,44 @@
+"""What a point's requirements make of its test, derived in this one place: the marker names runs
+select by, the skip where a requirement is unmet on this machine, and the clock its benchmark is
+timed with. Plain Python; the glue (`suite/recorder.py`) turns them into pytest marks.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from harness import requirements, timing
+
+
+class Marks(NamedTuple):
+    names: tuple[str, ...]  # among gpu, multigpu, distributed, slow, compiled
+    skip: str  # why it cannot run here, or ""
+    clock: object  # the benchmark's timer; None for pytest-benchmark's own (the host clock)
+
+
+def of(point, role: str = "", timed: bool = False) -> Marks:
+    """`point`: a plan point (its `requires`, `device`, and where it has them `slow` and `timing`);
+    `role`: its variant's role; `timed`: its test takes pytest-benchmark's fixture."""
+    wanted = {
+        "gpu": requirements.needs_gpu(point.requires, point.device),
+        "multigpu": requirements.gpus_needed(point.requires) >= 2,
+        "distributed": "distributed" in point.requires,
+        "slow": getattr(point, "slow", False),
+        "compiled": role == "compiled",
+    }
+    skip = requirements.unmet(point.requires, point.device) or ""
+    return Marks(
+        tuple(n for n, w in wanted.items() if w), skip, _clock(point) if timed and not skip else None
+    )
+
+
+def _clock(point):
+    """Warm CUDA points are timed in device time (harness.timing.DeviceClock); cold-L2 and graph
+    rounds keep the host clock around a synchronized call. Points timed inside launched processes
+    (timing ``replay``) hand those times over through a harness.timing.ReplayClock, one per test."""
+    mode = getattr(point, "timing", "")
+    if mode == "replay":
+        return timing.ReplayClock()
+    if point.device == "cuda" and mode == "warm":
+        return timing.DeviceClock(point.device)
+    return None
