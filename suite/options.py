@@ -6,12 +6,12 @@ import os
 
 import pytest
 
+from cases.spec import PROFILES
 from harness.timing import TIMING_MODES
 
 DEVICES = ("cpu", "cuda")
 MAX_THREADS_PER_CORE = 4  # torch.set_num_threads(100000) segfaulted; a few per core is already too many
 COMPILE_SCOPES = ("auto", "all", "representative", "none")
-PROFILES = ("quick", "full")
 
 
 def add_options(parser) -> None:
