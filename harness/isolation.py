@@ -246,9 +246,9 @@ class Worker:
     def interrupt(self, grace_s: float = INTERRUPT_GRACE_S) -> None:
         """Stop the worker as this process was stopped; SIGKILL if it has not exited in `grace_s`.
 
-        SIGTERM rather than SIGINT: the worker finishes the same way (`suite.persist`), and a run
-        started in the background by a shell without job control has SIGINT ignored, which the
-        worker would inherit."""
+        SIGTERM rather than SIGINT: the worker finishes the same way (`harness.signals.Interrupts`),
+        and a run started in the background by a shell without job control has SIGINT ignored,
+        which the worker would inherit."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:

@@ -116,12 +116,10 @@ class Persist:
         journal = self._open()
         if journal is None:
             return
-        if self.worker_journal:  # the process that started this worker journals it with its own header
-            journal.benchmark(row)
-            return
-        if not journal.has_header:
-            journal.header(self._header())
-        self._journal_extras()  # first: a point in the journal always has its outcome there too
+        if not self.worker_journal:  # a worker's points go under the header of the process that started it
+            if not journal.has_header:
+                journal.header(self._header())
+            self._journal_extras()  # first: a point in the journal always has its outcome there too
         journal.benchmark(row)
 
     def add_recorded(self, row: dict) -> None:

@@ -1,6 +1,7 @@
-"""Nothing measured is lost when a run is cut short (suite.persist, harness.journal): real CPU
-benchmark runs in a subprocess, interrupted mid-way by SIGINT, SIGTERM or SIGKILL, leave a valid
-results JSON with every point that finished, marked partial, from which the report builds."""
+"""Nothing measured is lost when a run is cut short (suite.persist, harness.results_file,
+harness.journal): real CPU benchmark runs in a subprocess, interrupted mid-way by SIGINT, SIGTERM
+or SIGKILL, leave a valid results JSON with every point that finished, marked partial, from which
+the report builds."""
 
 import json
 import os

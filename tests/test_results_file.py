@@ -1,5 +1,5 @@
 """The results file under faults: written whole or not at all, never lost to a second run, a
-leftover journal or a full disk (suite.persist, harness.journal)."""
+leftover journal or a full disk (suite.persist, harness.results_file, harness.journal)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import journal
+from harness import journal, results_file
 from tests.launcher import PYTEST, ROOT
 
 CHECKS_ONLY = ["suite", "--device", "cpu", "-k", "shape.ops and test_rule", "--benchmark-only", "-q"]
@@ -200,3 +200,40 @@ def test_killing_pytest_during_a_launch_leaves_no_torchrun_or_rank(tmp_path):
     for pid, _ in left:  # do not leave them to the next test either
         os.kill(pid, signal.SIGKILL)
     assert not left, f"left behind: {left}"
+
+
+def test_the_results_file_replaces_its_target_whole_and_one_run_holds_it(tmp_path):
+    target = tmp_path / "r.json"
+    target.write_text("the previous run's results")
+    file = results_file.ResultsFile(target)
+    with pytest.raises(results_file.ResultsFileBusy, match=f"pid {os.getpid()} is writing this results file"):
+        results_file.ResultsFile(target)
+    handle = file.open()  # the writer wrote nothing: the run's own record is written instead
+    assert target.read_text() == "the previous run's results"
+    file.commit(handle, lambda: {"benchmarks": [], "outcomes": [{"case": "x.y"}]})
+    assert json.loads(target.read_text())["outcomes"] == [{"case": "x.y"}] and handle.closed
+    file.close()
+    results_file.ResultsFile(target).close()  # the lock went with the run
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "r.json.lock"]
+
+
+def test_a_cut_short_run_keeps_only_the_points_whose_call_finished():
+    class Point:
+        def __init__(self, name, rounds):
+            self.name, self.stats = name, type("Stats", (), {"data": [1.0] * rounds})()
+
+        def __bool__(self):
+            return bool(self.stats.data)
+
+    done, running, never = Point("done", 5), Point("running", 2), Point("never", 0)
+    other = results_file.RecordedBenchmark({"name": "worker's", "stats": {"rounds": 3}})
+    points = [done, running, never, other]
+    assert results_file.keep_finished(points, {id(done)}, interrupted=False) == (
+        [done, running, other],
+        ["never (0 rounds)"],
+    )
+    kept, left_out = results_file.keep_finished(points, {id(done)}, interrupted=True)
+    assert kept == [done, other] and left_out == ["running (2 rounds)", "never (0 rounds)"]
+    assert results_file.partial_reason("SIGTERM", left_out) == (
+        "SIGTERM; left out, unfinished: running (2 rounds), never (0 rounds)"
+    )
