@@ -124,7 +124,7 @@ def run(benchmark, variant: VariantAtPoint, *, budget, min_rounds: int, clock=No
     not_measured_on_oom(variant, variant.inputs)
     phases["inputs_oracle"] = time.perf_counter() - started
     if variant.compiles is not None:
-        benchmark.extra_info.update(_compile_first(variant))
+        benchmark.extra_info.update(compile_first(variant))
         phases["compile"] = benchmark.extra_info["compile_s"]
 
     def measured_once():
@@ -190,7 +190,7 @@ def run(benchmark, variant: VariantAtPoint, *, budget, min_rounds: int, clock=No
         extra["warnings"] = extra.get("warnings", []) + ceilings.above_ceiling_warning(extra)
 
 
-def _compile_first(variant: VariantAtPoint) -> dict:
+def compile_first(variant: VariantAtPoint) -> dict:
     """Compile the naive variant for this point, timed apart from the steady state that follows;
     a variant torch.compile cannot take is not measured, with the reason (recorded in outcomes[])."""
     reason = variant.not_compilable

@@ -287,20 +287,29 @@ def test_interrupt_while_a_worker_runs_keeps_the_points_of_both(tmp_path):
 def test_a_compile_that_fails_on_a_dead_context_fails_the_test_instead_of_skipping(monkeypatch):
     """A failed compile or graph capture is a skip with its reason, unless the CUDA context died
     under it: then it is the test's failure, so isolation hands the rest of the run over."""
-    from harness import isolation
-    from plan import InputCache, variant_points
-    from suite import test_cases
+    from harness import isolation, variant_benchmark
+    from plan import InputCache, compiled_of, variant_points
 
     twin = next(
         p for p in variant_points("quick", ("cpu",), "representative") if p.variant_name == "compiled"
+    )
+    cache = InputCache(seed=0)
+    at = variant_benchmark.VariantAtPoint(
+        id=twin.id,
+        fn=twin.variant.fn,
+        device=twin.device,
+        dtype=twin.dtype,
+        tolerance=twin.tolerance,
+        inputs=lambda: cache.get(twin),
+        compiles=compiled_of(twin.comparison, twin.variant_name),
     )
 
     def broken(*inputs):
         raise isolation.simulated_error("CUDA error: an illegal memory access was encountered")
 
     monkeypatch.setattr(twin.variant.fn, "compile_and_time", broken)
-    with pytest.raises(pytest.skip.Exception, match="torch.compile failed"):
-        test_cases._compile_first(twin, InputCache(seed=0))
+    with pytest.raises(variant_benchmark.NotMeasured, match="torch.compile failed"):
+        variant_benchmark.compile_first(at)
     monkeypatch.setattr(isolation, "cuda_context_error", lambda: "an illegal memory access was encountered")
     with pytest.raises(RuntimeError, match="illegal memory access"):
-        test_cases._compile_first(twin, InputCache(seed=0))
+        variant_benchmark.compile_first(at)
