@@ -29,10 +29,10 @@ class Tally:
     seconds: float = 0.0
 
 
-def cost_kind(point: dict, timed: bool, nodeid: str = "") -> str:
+def cost_kind(point: dict, timed: bool, launch: bool = False) -> str:
     """What a test costs like: a timed variant, a variant only checked, a pair, a check, a launch
     of processes (seconds each, where a check takes milliseconds)."""
-    if "test_distributed" in nodeid:
+    if launch:
         return "launch"
     kind = point.get("kind", "check")
     return f"{kind}-timed" if kind == "variant" and timed else kind
@@ -67,18 +67,19 @@ class Progress:
 
     # plan ------------------------------------------------------------------------------------------
     def plan(self, tests, history: dict | None = None) -> list[str]:
-        """Count `tests` — (node ID, case, point dict, timed, compiled) of each test that will run —
-        and say what the run will do (nothing while timing is off)."""
+        """Count `tests` — (node ID, point dict, timed, launch) of each test that will run: its
+        point's description, whether it takes pytest-benchmark's fixture and whether it launches
+        processes — and say what the run will do (nothing while timing is off)."""
         self.started = time.perf_counter()
         self.history = history if isinstance(history, dict) else {}
         compiles = 0
-        for nodeid, case, point, timed, compiled in tests:
-            self.tests_by_case[case] += 1
+        for nodeid, point, timed, launch in tests:
+            self.tests_by_case[point["case"]] += 1
             if timed and self.enabled:
-                self.timed_by_case[case] += 1
+                self.timed_by_case[point["case"]] += 1
                 self.timed_ids.add(nodeid)
-                compiles += compiled
-            kind = cost_kind(point, nodeid in self.timed_ids, nodeid)
+                compiles += point.get("role") == "compiled"
+            kind = cost_kind(point, nodeid in self.timed_ids, launch)
             self.kind_of[nodeid] = kind
             self.planned_by_kind[kind] += 1
         if not self.enabled or not self.timed_by_case:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import pytest
 
 from harness.progress import Progress
+from plan import LaunchPoint
+from suite.recorder import point_of
 
 PROGRESS = pytest.StashKey["ProgressPlugin"]()
 HISTORY_KEY = "suite/durations"  # pytest's cache: nodeid → seconds of the last run that timed it
@@ -29,13 +31,7 @@ class ProgressPlugin:
         cache = getattr(session.config, "cache", None)
         history = cache.get(HISTORY_KEY, {}) if cache is not None and self.progress.enabled else {}
         tests = [
-            (
-                item.nodeid,
-                point["case"],
-                point,
-                "benchmark" in getattr(item, "fixturenames", ()),
-                "-compiled" in item.nodeid,
-            )
+            (item.nodeid, point, "benchmark" in getattr(item, "fixturenames", ()), _launches(item))
             for item in session.items
             if (point := dict(item.user_properties).get("point")) is not None
             and item.get_closest_marker("skip") is None
@@ -68,6 +64,10 @@ class ProgressPlugin:
         reporter.ensure_newline()
         for line in lines:
             reporter.write_line(line)
+
+
+def _launches(item) -> bool:
+    return isinstance(point_of(item), LaunchPoint)
 
 
 def progress(config) -> Progress:

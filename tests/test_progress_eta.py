@@ -34,7 +34,7 @@ def test_an_unstarted_kind_costs_its_plan_price_and_the_time_between_tests_count
 def test_kinds():
     assert cost_kind({"kind": "variant"}, True) == "variant-timed"
     assert cost_kind({"kind": "variant"}, False) == "variant"
-    assert cost_kind({"kind": "check"}, False, "suite/test_distributed.py::test_ddp[x]") == "launch"
+    assert cost_kind({"kind": "check"}, False, launch=True) == "launch"
 
 
 def _with_history(history: dict, took: dict, kinds: dict) -> Progress:
