@@ -265,6 +265,13 @@ class Worker:
         return text[-chars:]
 
 
+def worker_nodeids(environ=os.environ) -> list[str] | None:
+    """In a worker: the node IDs its `Worker` was started to run (the variable is taken out of the
+    environment, so nothing the worker starts inherits it); None in any other process."""
+    ids_file = environ.pop(WORKER_NODEIDS_ENV, None)
+    return Path(ids_file).read_text(encoding="utf-8").splitlines() if ids_file else None
+
+
 def watch_parent(interval_s: float = 1.0) -> None:
     """In a worker: SIGTERM to itself when the process that started it is gone (killed hard), so
     the worker finishes cleanly instead of holding the GPU as an orphan; its own session keeps

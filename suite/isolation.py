@@ -17,7 +17,6 @@ arguments are the controller's, and pytest-benchmark is off under xdist anyway).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -46,8 +45,7 @@ class Isolation:
     def __init__(self, config):
         self.config = config
         self.context = isolation.Context.from_environ()
-        ids_file = os.environ.pop(isolation.WORKER_NODEIDS_ENV, None)
-        self.worker_nodeids = Path(ids_file).read_text(encoding="utf-8").splitlines() if ids_file else None
+        self.worker_nodeids = isolation.worker_nodeids()
         self.enabled = not (
             config.getoption("--no-isolation")
             or config.getoption("usepdb")
