@@ -24,6 +24,9 @@ MAX_AUTOTUNE = "max-autotune-no-cudagraphs"  # CUDA, full profile: Triton autotu
 # of question: can Inductor fuse away a broadcast's (N, M, D) intermediate, reach the library's
 # fused LayerNorm from the notes' hand-written one, and unroll a per-time-step Python loop.
 QUICK_CASES = ("distance.pairwise", "layernorm.manual", "rnn.timestep_loop")
+# What each `--compiled` scope compiles (None: every case); "auto" is one of them by profile.
+SCOPE_CASES = {"all": None, "representative": QUICK_CASES, "none": ()}
+COMPILE_SCOPES = ("auto", *SCOPE_CASES)
 
 
 class Compiled:
@@ -98,4 +101,4 @@ def compiled_cases(scope: str, profile: str) -> tuple[str, ...] | None:
     """The cases whose pairs get compiled variants under `--compiled scope`: None for every case."""
     if scope == "auto":
         scope = "all" if profile == "full" else "representative"
-    return {"all": None, "representative": QUICK_CASES, "none": ()}[scope]
+    return SCOPE_CASES[scope]

@@ -1,17 +1,14 @@
-"""The suite's command-line options, read in one place (never at import time)."""
+"""The suite's command-line options, declared for pytest and read in one place (never at import
+time); their values are parsed and checked by harness.option_values, whose ValueError is a usage
+error here."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 
 from cases.spec import PROFILES
-from harness.timing import TIMING_MODES
-
-DEVICES = ("cpu", "cuda")
-MAX_THREADS_PER_CORE = 4  # torch.set_num_threads(100000) segfaulted; a few per core is already too many
-COMPILE_SCOPES = ("auto", "all", "representative", "none")
+from harness import option_values
+from harness.compiled import COMPILE_SCOPES
 
 
 def add_options(parser) -> None:
@@ -77,44 +74,21 @@ def add_options(parser) -> None:
 
 
 def devices(config) -> tuple[str, ...]:
-    """The devices of the run, each once, in the order given; by default those present."""
-    text = config.getoption("--device")
-    if text is None:
-        import torch
-
-        return ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
-    return tuple(dict.fromkeys(d.strip() for d in text.split(",") if d.strip()))
+    return option_values.devices(config.getoption("--device"))
 
 
 def timing_modes(config) -> tuple[str, ...]:
-    text = config.getoption("--timing-mode")
-    if text.strip() == "all":
-        return TIMING_MODES
-    return tuple(m.strip() for m in text.split(",") if m.strip())
+    return option_values.timing_modes(config.getoption("--timing-mode"))
 
 
 def validate(config) -> None:
-    threads = config.getoption("--threads")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if threads is not None and not 1 <= threads <= MAX_THREADS_PER_CORE * cores:
-        raise pytest.UsageError(
-            f"--threads {threads}: use 1 to {MAX_THREADS_PER_CORE * cores} "
-            f"({MAX_THREADS_PER_CORE}× the {cores} usable cores; more only oversubscribes them)"
+    try:
+        option_values.check(
+            threads=config.getoption("--threads"),
+            seed=config.getoption("--seed"),
+            time_budget=config.getoption("--time-budget"),
+            timing_mode=config.getoption("--timing-mode"),
+            device=config.getoption("--device"),
         )
-    seed = config.getoption("--seed")
-    if not 0 <= seed < 2**63:
-        raise pytest.UsageError(f"--seed {seed}: use an integer from 0 to 2**63 - 1 (a generator's seed)")
-    budget = config.getoption("--time-budget")
-    if budget is not None and not budget > 0:
-        raise pytest.UsageError(f"--time-budget {budget}: use a positive number of seconds")
-    modes = timing_modes(config)
-    if not modes or any(m not in TIMING_MODES for m in modes):
-        raise pytest.UsageError(
-            f"--timing-mode {config.getoption('--timing-mode')!r}: use a comma-separated list of "
-            f"{', '.join(TIMING_MODES)}, or all"
-        )
-    chosen = devices(config)
-    if not chosen or any(d not in DEVICES for d in chosen):
-        raise pytest.UsageError(
-            f"--device {config.getoption('--device')!r}: use a comma-separated list of {', '.join(DEVICES)}"
-        )
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
