@@ -1,5 +1,6 @@
 """precision.tf32 / precision.amp: the global precision flags are the same after every variant
-and check as before, also when the code inside raises (the generic tests cannot see this)."""
+and check as before (the generic tests cannot see this). That harness.precision_flags restores them
+when the code inside raises is its own unit test (tests/test_precision_flags.py)."""
 
 from __future__ import annotations
 
@@ -16,51 +17,6 @@ CHECKS = [
     for name in case.checks
     if "cpu" in case.checks[name].devices
 ]
-
-
-def _mutations():
-    """Writes through both APIs, including the combination after which the legacy getter raises."""
-    yield (
-        "legacy",
-        lambda: (
-            torch.set_float32_matmul_precision("medium"),
-            setattr(torch.backends.cudnn, "allow_tf32", False),
-        ),
-    )
-    if flags.has_new_api():
-        yield (
-            "new",
-            lambda: (
-                setattr(torch.backends.mkldnn.matmul, "fp32_precision", "bf16"),
-                setattr(torch.backends.cudnn.conv, "fp32_precision", "ieee"),
-            ),
-        )
-        yield "global", lambda: setattr(torch.backends, "fp32_precision", "ieee")
-
-
-@pytest.mark.parametrize(
-    "mutate", [m for _, m in _mutations()], ids=[f"precision.tf32-{n}" for n, _ in _mutations()]
-)
-def test_flags_restored_when_the_block_raises(mutate):
-    before = flags.snapshot()
-    with pytest.raises(AssertionError, match="a check failed"):
-        with flags.preserved():
-            mutate()
-            assert flags.snapshot() != before, "the mutation changed nothing: the test would prove nothing"
-            raise AssertionError("a check failed")
-    assert flags.snapshot() == before
-
-
-@pytest.mark.parametrize("case_id", ["precision.tf32"])
-def test_restore_detects_a_leak(case_id, monkeypatch):
-    """`restore` reads every flag back: a write that did not take is an error, not a silent leak."""
-    with flags.preserved() as saved:
-        torch.set_float32_matmul_precision("medium")
-        with monkeypatch.context() as m:
-            m.setattr(flags, "write", lambda path, value: None)
-            with pytest.raises(RuntimeError, match="not restored"):
-                flags.restore(saved)
-    assert flags.snapshot() == saved
 
 
 @pytest.mark.parametrize("name", TF32_VARIANTS, ids=[f"precision.tf32-{n}" for n in TF32_VARIANTS])
