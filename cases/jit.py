@@ -10,7 +10,8 @@ torch 2.13 deprecates the whole TorchScript API (`script`, `trace`, `save`, `loa
 DeprecationWarning pointing to torch.compile / torch.export). Models are built under a local
 `warnings.catch_warnings()`, so a suite run with warnings-as-errors elsewhere is not affected;
 `deprecation` records what this torch version says. torch.compile's time (the first call compiles,
-~15 s here) is measured apart from the steady state in `suite/test_jit.py`, marked slow.
+~15 s on 2 CPU cores) is measured apart from the steady state by the `compile_time` check, marked
+slow so that it stays out of the quick run.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import copy
 import io
 import tempfile
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,7 @@ import torch
 from torch import nn
 
 from cases._lib.inputs import generator
+from cases._lib.timing import best_time
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Tol, Verdict, library, naive, optimized
 from harness import measure
@@ -186,6 +189,38 @@ def check_save_load_round_trip(device):
         f"scripted and traced models round-trip through torch.jit.save/load exactly "
         f"({buffer.getbuffer().nbytes} bytes scripted); on inputs other than the trace example the "
         f"loaded traced model is off by up to {traced_err:.3g}, the loaded scripted one matches eager",
+    )
+
+
+def check_compile_time(device):
+    """torch.compile of the eager model: its first call (the compile) timed apart from the steady
+    state of eager, scripted and compiled, and the compiled model right on both branches."""
+    xs, models = make_sequence({"t": 16, "b": 16, "h": 64}, FP32, device, seed=0)
+    torch._dynamo.reset()
+    compiled = torch.compile(models.eager)
+    with torch.no_grad():
+        t0 = time.perf_counter()
+        first = compiled(xs)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        compile_s = time.perf_counter() - t0
+        for a, b in zip(first, models.eager(xs)):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+        # The data-dependent `if` is a graph break, not a frozen branch: the other branch is right.
+        for a, b in zip(compiled(-xs), models.eager(-xs)):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+        steady = {
+            "eager": best_time(lambda: models.eager(xs), device),
+            "scripted": best_time(lambda: models.scripted(xs), device),
+            "compiled": best_time(lambda: compiled(xs), device),
+        }
+    return Finding(
+        None,
+        f"torch.compile first call {compile_s:.1f} s on {device.type}; "
+        "steady state (fastest of 5, T=16): "
+        + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in steady.items())
+        + "; compiled is right on the branch the first call did not take "
+        "(graph break, not a frozen branch)",
     )
 
 
@@ -372,6 +407,7 @@ CASE = Case(
         "save_load_round_trip": Check(check_save_load_round_trip),
         "deprecation": Check(check_deprecation),
         "notes_nested": Check(check_notes_nested, devices=("cpu",)),
+        "compile_time": Check(check_compile_time, requires=("compiler",), slow=True),
     },
     verdict=FromFindings(),
     flops=lambda s: 2 * s["t"] * s["b"] * s["h"] * s["h"],
