@@ -136,6 +136,55 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class PointKey:
+    """What one suite test checks or times, as the results name it. The plan creates it once per
+    point (`plan.VariantPoint.key` and its siblings); a test's `Outcome` and a timed point's
+    `BenchmarkInfo` are built from it, so nothing reads a node ID or a variant's name back into
+    fields."""
+
+    case: str
+    kind: str  # "variant" (checked or timed alone), "pair" (two timed side by side) or "check"
+    name: str  # the variant; "fast/slow" for a pair; the check
+    device: str
+    role: str = ""  # a variant's role (naive, optimized, library, compiled)
+    size: Mapping[str, int] = field(default_factory=dict)
+    size_label: str = ""
+    dtype: str = ""
+    part: str = ""  # the case's part (cases.spec.Comparison), "" for its own comparison
+    timing_mode: str = ""  # a GPU timing mode other than warm (harness.timing)
+    compiled_from: str = ""  # the naive variant a compiled twin compiles
+
+    def to_data(self) -> dict:
+        """``{"case", "kind", "variant"|"check", ...}``: the fields that are set, in this order."""
+        data = {
+            "case": self.case,
+            "kind": self.kind,
+            ("check" if self.kind == "check" else "variant"): self.name,
+        }
+        for name in ("role", "size", "size_label", "dtype", "device", "part", "timing_mode", "compiled_from"):
+            value = getattr(self, name)
+            if value or name == "device":
+                data[name] = dict(value) if isinstance(value, Mapping) else value
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping) -> PointKey:
+        return cls(
+            case=str(data["case"]),
+            kind=str(data["kind"]),
+            name=str(data.get("variant") or data.get("check") or ""),
+            device=str(data.get("device", "")),
+            role=str(data.get("role", "")),
+            size=dict(data.get("size") or {}),
+            size_label=str(data.get("size_label", "")),
+            dtype=str(data.get("dtype", "")),
+            part=str(data.get("part", "")),
+            timing_mode=str(data.get("timing_mode", "")),
+            compiled_from=str(data.get("compiled_from", "")),
+        )
+
+
+@dataclass(frozen=True)
 class Outcome:
     """One suite test. ``outcome == "failed"`` means the test itself went red (an assertion of the
     suite's own truth, a variant outside its tolerance, a crash): an error of the run, reported
@@ -204,30 +253,29 @@ class Outcome:
 
     @classmethod
     def of_test(
-        cls, point: Mapping, *, nodeid: str, outcome: str, message: str = "", finding=None, measured=None
+        cls, key: PointKey, *, nodeid: str, outcome: str, message: str = "", finding=None, measured=None
     ) -> Outcome:
-        """A suite test's outcome from its point's description (a plan point's ``describe()``):
-        `message` is why it was skipped, or a failure's crash message, whose first word before a
-        colon names the exception's class."""
+        """A suite test's outcome at its point: `message` is why it was skipped, or a failure's
+        crash message, whose first word before a colon names the exception's class."""
         error_type = ""
         if outcome == "failed":
             message = message[:2000]
             error_type = message.split(":", 1)[0] if ":" in message[:80] else "Failed"
         return cls(
-            case=point["case"],
-            kind=point["kind"],
-            name=point.get("variant") or point.get("check", ""),
-            device=point.get("device", ""),
+            case=key.case,
+            kind=key.kind,
+            name=key.name,
+            device=key.device,
             nodeid=nodeid,
             outcome=outcome,
             reason=message,
             error_type=error_type,
-            role=point.get("role", ""),
-            size=point.get("size") or {},
-            size_label=point.get("size_label", ""),
-            dtype=point.get("dtype", ""),
-            timing_mode=point.get("timing_mode", ""),
-            part=point.get("part", ""),
+            role=key.role,
+            size=dict(key.size),
+            size_label=key.size_label,
+            dtype=key.dtype,
+            timing_mode=key.timing_mode,
+            part=key.part,
             finding=Finding.from_data(finding) if finding else None,
             measured=measured,
         )
@@ -255,6 +303,23 @@ class BenchmarkInfo:
     max_rel_err: float | None = None
     kind: str = "variant"
     part: str = ""  # the case's part (cases.spec.Comparison), "" for its own comparison
+    compiled_from: str = ""  # a compiled twin's naive variant ("" in files written before it was recorded)
+
+    @classmethod
+    def of(cls, key: PointKey, **measured) -> BenchmarkInfo:
+        """A timed variant's record at its point; `measured`: tier, x and the cost fields."""
+        return cls(
+            case=key.case,
+            variant=key.name,
+            role=key.role,
+            size=dict(key.size),
+            size_label=key.size_label,
+            dtype=key.dtype,
+            device=key.device,
+            part=key.part,
+            compiled_from=key.compiled_from,
+            **measured,
+        )
 
     def to_data(self) -> dict:
         return {
@@ -278,7 +343,7 @@ class BenchmarkInfo:
 
 
 STANDARD_EXTRA_KEYS = frozenset(f.name for f in fields(BenchmarkInfo))
-_TEXT = ("case", "variant", "role", "size_label", "dtype", "device", "kind", "part")
+_TEXT = ("case", "variant", "role", "size_label", "dtype", "device", "kind", "part", "compiled_from")
 _COUNTS = ("flops", "bytes", "peak_bytes", "max_abs_err", "max_rel_err")
 
 

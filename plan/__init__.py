@@ -20,7 +20,7 @@ import torch
 
 from cases import all_cases, get_case
 from cases.spec import Case, Check, Comparison, Role, Size, Variant, dtype_name, size_label
-from harness import compiled, measure, record, rules
+from harness import compiled, declared, measure, record, rules
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,22 +85,28 @@ class VariantPoint:
     def make_inputs(self, seed: int) -> tuple:
         return self.input_maker(self.size, self.dtype, torch.device(self.device), seed)
 
-    def describe(self) -> dict:
-        described = {
-            "case": self.case.id,
-            "kind": "variant",
-            "variant": self.variant_name,
-            "role": self.variant.role.value,
-            "size": dict(self.size),
-            "size_label": self.size_label,
-            "dtype": dtype_name(self.dtype),
-            "device": self.device,
-        }
-        if self.part:
-            described["part"] = self.part
-        if self.timing != "warm":  # warm points keep the original description
-            described["timing_mode"] = self.timing
-        return described
+    @property
+    def compiled_from(self) -> str:
+        """The naive variant this one compiles; "" for any other variant."""
+        if self.variant_name in self.comparison.variants:
+            return ""
+        return compiled_twins(self.case.id, self.part)[self.variant_name][1]
+
+    @functools.cached_property
+    def key(self) -> record.PointKey:
+        return record.PointKey(
+            case=self.case.id,
+            kind="variant",
+            name=self.variant_name,
+            device=self.device,
+            role=self.variant.role.value,
+            size=dict(self.size),
+            size_label=self.size_label,
+            dtype=dtype_name(self.dtype),
+            part=self.part,
+            timing_mode="" if self.timing == "warm" else self.timing,
+            compiled_from=self.compiled_from,
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,19 +156,18 @@ class PairPoint:
         )
         return "-".join(p for p in parts if p) + f"-{self.device}"
 
-    def describe(self) -> dict:
-        described = {
-            "case": self.case.id,
-            "kind": "pair",
-            "variant": f"{self.fast}/{self.slow}",
-            "size": dict(self.size),
-            "size_label": self.size_label,
-            "dtype": dtype_name(self.dtype),
-            "device": self.device,
-        }
-        if self.part:
-            described["part"] = self.part
-        return described
+    @functools.cached_property
+    def key(self) -> record.PointKey:
+        return record.PointKey(
+            case=self.case.id,
+            kind="pair",
+            name=f"{self.fast}/{self.slow}",
+            device=self.device,
+            size=dict(self.size),
+            size_label=self.size_label,
+            dtype=dtype_name(self.dtype),
+            part=self.part,
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,8 +192,9 @@ class CheckPoint:
     def id(self) -> str:
         return f"{self.case.id}-{self.check_name}-{self.device}"
 
-    def describe(self) -> dict:
-        return {"case": self.case.id, "kind": "check", "check": self.check_name, "device": self.device}
+    @functools.cached_property
+    def key(self) -> record.PointKey:
+        return record.PointKey(case=self.case.id, kind="check", name=self.check_name, device=self.device)
 
 
 @dataclass(frozen=True)
@@ -227,22 +233,25 @@ class LaunchPoint:
         world = f"w{self.world}" if self.world else ""
         return "-".join(p for p in (self.case, self.name, world, self.device) if p)
 
-    def describe(self) -> dict:
+    @property
+    def key(self) -> record.PointKey:
         rest = self.id.removeprefix(self.case + "-")
-        return {
-            "case": self.case,
-            "kind": "check",
-            "check": f"{self.test}-{rest}" if self.test else rest,
-            "device": self.device,
-        }
+        name = f"{self.test}-{rest}" if self.test else rest
+        return record.PointKey(case=self.case, kind="check", name=name, device=self.device)
 
 
 @functools.lru_cache(maxsize=None)
 def compiled_variants(case_id: str, part: str = "") -> dict[str, Variant]:
-    """The compiled twins of a comparison's naive variants, where it times a pair: ``compiled``
-    (torch.compile's default mode; ``compiled_<naive>`` when there are several naive variants)
-    and ``<that>_max_autotune`` (CUDA, full profile). Same inputs, oracle and tolerance as the
-    naive variant they compile, so they are checked and timed like any other variant."""
+    """The compiled twins of a comparison's naive variants (`compiled_twins`), by name."""
+    return {name: twin for name, (twin, _) in compiled_twins(case_id, part).items()}
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_twins(case_id: str, part: str = "") -> dict[str, tuple[Variant, str]]:
+    """name → (twin, the naive variant it compiles), where the comparison times a pair:
+    ``compiled`` (torch.compile's default mode; ``compiled_<naive>`` when there are several naive
+    variants) and ``<that>_max_autotune`` (CUDA, full profile). Same inputs, oracle and tolerance
+    as the naive variant they compile, so they are checked and timed like any other variant."""
     case = get_case(case_id)
     comparison = case.parts[part] if part else case
     roles = {v.role for v in comparison.variants.values()}
@@ -254,12 +263,13 @@ def compiled_variants(case_id: str, part: str = "") -> dict[str, Variant]:
         base = "compiled" if len(naive_names) == 1 else f"compiled_{name}"
         naive_variant = comparison.variants[name]
         for mode, suffix in ((compiled.DEFAULT, ""), (compiled.MAX_AUTOTUNE, "_max_autotune")):
-            out[base + suffix] = dataclasses.replace(
+            twin = dataclasses.replace(
                 naive_variant,
                 fn=compiled.Compiled(naive_variant.fn, mode),
                 role=Role.COMPILED,
                 requires=naive_variant.requires + ("compiler",),
             )
+            out[base + suffix] = (twin, name)
     return out
 
 
@@ -274,11 +284,6 @@ def _twin_size(comparison: Comparison, twin: Variant, sizes, device: str, capaci
     itemsize = torch.empty((), dtype=dtypes[0]).element_size()
     fitting = [i for i, size in enumerate(sizes) if twin.peak_bytes(size, itemsize) <= capacity]
     return fitting[-1] if fitting else len(sizes) - 1
-
-
-def compiled_of(comparison: Comparison, name: str) -> str:
-    """The naive variant a compiled one compiles."""
-    return record.compiled_source(name, [n for n, v in comparison.variants.items() if v.role is Role.NAIVE])
 
 
 def variant_points(profile: str, devices, compile_scope: str = "auto", capacity=None) -> list[VariantPoint]:
@@ -337,7 +342,7 @@ def pair_points(profile: str, devices) -> list[PairPoint]:
     where the gain turns with size, every size says so."""
     points = []
     for case in all_cases():
-        rule = case.verdict or (rules.Faster() if case.variants else rules.FromFindings())
+        rule = declared.rule_of(case)
         for part, comparison in case.comparisons().items():
             roles = {name: v.role.value for name, v in comparison.variants.items()}
             for fast, slow, against in rules.compared_pairs(rule, roles):

@@ -210,7 +210,7 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
     {id: measured compile s} (a results JSON's), else `args.compile_s`/`args.autotune_s` each."""
     compiles = compiles or {}
     from harness.timing import TIMING_MODES
-    from plan import compiled_of, variant_points, with_timing_modes
+    from plan import variant_points, with_timing_modes
 
     devices = ("cpu", "cuda")
     points = {
@@ -240,9 +240,7 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
                 totals.skipped += 1  # skipped before it is tried (plan.oversize_reason)
                 continue
             compiled = point.variant.role.value == "compiled"
-            if compiled and point.comparison.uncompilable.get(
-                compiled_of(point.comparison, point.variant_name)
-            ):
+            if compiled and point.comparison.uncompilable.get(point.compiled_from):
                 totals.skipped += 1  # "not compiled: <reason>" (harness.variant_benchmark)
                 continue
             if param in reference:

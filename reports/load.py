@@ -49,6 +49,7 @@ class ResultRow:
     tier: int | None  # from extra_info; blank when the run did not record it
     variant: str
     role: str
+    compiled_from: str  # a compiled twin's naive variant, "" otherwise (and in older files)
     part: str  # the case's part ("" for its own comparison): reports never compare across parts
     size_label: str
     x_name: str
@@ -260,6 +261,7 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
         tier=_num(point.tier),
         variant=str(point.variant if point.variant != "?" else bench.get("name", "?")),
         role=str(point.role),
+        compiled_from=str(point.compiled_from or ""),
         part=str(point.part or ""),
         size_label=str(point.size_label),
         x_name=str(x_name),

@@ -58,6 +58,7 @@ class Group:
     def __init__(self, key: dict):
         self.key = key
         self.roles: dict[str, str] = {}
+        self.sources: dict[str, str] = {}  # compiled twin → the naive variant it compiles
         self.data: dict[str, np.ndarray] = {}
         self.peak: dict[str, float] = {}
         self.runs: set = set()  # the runs its rows came from
@@ -72,7 +73,8 @@ class Group:
         # torch.compile of the naive way: compiled vs naive, and the trick vs the compiled naive.
         naive = rules.expand("naive", self.roles)
         for comp in rules.expand("compiled", self.roles):
-            source = compiled_source(comp, naive)
+            # Files written before the twin's source was recorded: read from the suite's naming.
+            source = self.sources.get(comp) or compiled_source(comp, naive)
             if source is None:
                 continue
             out.append((comp, source, "compiled"))
@@ -90,7 +92,8 @@ def groups(rows: pd.DataFrame) -> list[Group]:
     if rows.empty:
         return []
     cols = {
-        c: rows[c].to_numpy() for c in ("tier", "part", "x_name", "x", "role", "peak_bytes", "data", "run")
+        c: rows[c].to_numpy()
+        for c in ("tier", "part", "x_name", "x", "role", "compiled_from", "peak_bytes", "data", "run")
     }
     out: dict[tuple, Group] = {}
     for (*key, variant), idx in rows.groupby(KEYS + ["variant"], sort=False).indices.items():
@@ -108,6 +111,9 @@ def groups(rows: pd.DataFrame) -> list[Group]:
                 }
             )
         group.roles[variant] = cols["role"][idx[0]]
+        source = cols["compiled_from"][idx[0]]
+        if isinstance(source, str) and source:
+            group.sources[variant] = source
         group.runs.update(cols["run"][idx])
         group.data[variant] = (
             np.concatenate(list(cols["data"][idx])) if len(idx) > 1 else cols["data"][idx[0]]

@@ -20,11 +20,11 @@ RECORDER = pytest.StashKey["Recorder"]()
 
 
 def point_of(item):
-    """The plan point an item was parametrised with (any parameter with `requires` and
-    `describe()`), or None."""
+    """The plan point an item was parametrised with (any parameter with `requires` and a
+    `harness.record.PointKey` as `key`), or None."""
     params = getattr(getattr(item, "callspec", None), "params", {})
     # an empty parametrisation gives NOTSET, which has neither
-    return next((p for p in params.values() if hasattr(p, "requires") and hasattr(p, "describe")), None)
+    return next((p for p in params.values() if hasattr(p, "requires") and hasattr(p, "key")), None)
 
 
 class Recorder:
@@ -42,9 +42,9 @@ class Recorder:
         for item in items:
             point = point_of(item)
             if point is not None:
-                described = point.describe()
+                described = point.key.to_data()  # plain data: a worker's events carry it across processes
                 timed = "benchmark" in getattr(item, "fixturenames", ())
-                names, skip, clock = marks.of(point, described.get("role", ""), timed)
+                names, skip, clock = marks.of(point, point.key.role, timed)
                 for name in names:
                     item.add_marker(getattr(pytest.mark, name))
                 if skip:
@@ -93,7 +93,7 @@ class Recorder:
             self.pairs.append(record.PairTiming.from_data(props["pair"]))
         self.outcomes.append(
             record.Outcome.of_test(
-                point,
+                record.PointKey.from_data(point),
                 nodeid=report.nodeid,
                 outcome=report.outcome,
                 message=message,
@@ -151,12 +151,8 @@ def _derived_point(item, case_ids) -> dict | None:
     device = item.callspec.params.get("device")
     if not isinstance(device, str) or not device:
         device = next((d for d in ("cuda", "cpu") if rest.endswith(d)), "")
-    return {
-        "case": case,
-        "kind": "check",
-        "check": item.originalname + ("-" + rest if rest else ""),
-        "device": device,
-    }
+    name = item.originalname + ("-" + rest if rest else "")
+    return record.PointKey(case=case, kind="check", name=name, device=device).to_data()
 
 
 def _gpu_run_covers_cpu_only_cases(items) -> None:

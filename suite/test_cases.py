@@ -15,7 +15,7 @@ import torch
 from cases.spec import Role, dtype_name, tolerance_at
 from harness import record, variant_benchmark
 from harness.variant_benchmark import NotMeasured, VariantAtPoint, WrongAnswer
-from plan import compiled_of, oversize_reason, select_points
+from plan import oversize_reason, select_points
 from suite.progress import progress
 
 
@@ -23,7 +23,7 @@ def _at_point(point, input_cache) -> VariantAtPoint:
     comparison, variant = point.comparison, point.variant
     itemsize = torch.empty((), dtype=point.dtype).element_size()
     twin = variant.role is Role.COMPILED
-    compiles = compiled_of(comparison, point.variant_name) if twin else None
+    compiles = point.compiled_from or None
     return VariantAtPoint(
         id=point.id,
         fn=variant.fn,
@@ -79,19 +79,8 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
         benchmark.group += f" {point.timing}"
     device_ceilings = machine_ceilings(point.device) if not benchmark.disabled else {}
     benchmark.extra_info.update(
-        record.BenchmarkInfo(
-            case=case.id,
-            variant=point.variant_name,
-            role=point.variant.role.value,
-            size=dict(point.size),
-            size_label=point.size_label,
-            dtype=dtype_name(point.dtype),
-            device=point.device,
-            tier=case.tier,
-            x=point.comparison.x_axis,
-            flops=at.flops,
-            bytes=at.bytes_moved,
-            part=point.part,
+        record.BenchmarkInfo.of(
+            point.key, tier=case.tier, x=point.comparison.x_axis, flops=at.flops, bytes=at.bytes_moved
         ).to_data()
     )
     if point.timing != "warm":

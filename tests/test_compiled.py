@@ -271,3 +271,27 @@ def test_a_twin_is_placed_at_the_largest_size_its_naive_way_fits():
     assert any(
         p.variant_name == "broadcast" and p.size == twin.size and p.dtype == twin.dtype for p in points
     )
+
+
+def test_a_twins_source_is_read_from_the_record_not_its_name():
+    """The report pairs a compiled twin with the naive variant its record names (`compiled_from`,
+    set by the plan); only a file written before that field reads it from the twin's name, which
+    cannot say which of two naive variants `compiled` compiles."""
+    from reports import summary
+
+    group = summary.Group({})
+    group.roles = {"loop": "naive", "gather": "naive", "fused": "optimized", "compiled": "compiled"}
+    assert not any(against == "compiled" for _, _, against in group.pairs(None))  # the name is ambiguous
+    group.sources = {"compiled": "gather"}
+    compiled_pairs = {(fast, slow) for fast, slow, against in group.pairs(None) if against == "compiled"}
+    assert ("compiled", "gather") in compiled_pairs and ("fused", "compiled") in compiled_pairs
+    assert not any(slow == "loop" and fast == "compiled" for fast, slow in compiled_pairs)
+
+
+def test_every_twin_in_the_plan_names_the_variant_it_compiles():
+    for point in variant_points("quick", ("cpu",), "all", capacity={"cpu": None}):
+        if point.variant.role is Role.COMPILED:
+            source = point.comparison.variants[point.key.compiled_from]
+            assert source.role is Role.NAIVE and point.variant.fn.fn is source.fn, point.id
+        else:
+            assert point.key.compiled_from == "", point.id

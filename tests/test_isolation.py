@@ -288,7 +288,7 @@ def test_a_compile_that_fails_on_a_dead_context_fails_the_test_instead_of_skippi
     """A failed compile or graph capture is a skip with its reason, unless the CUDA context died
     under it: then it is the test's failure, so isolation hands the rest of the run over."""
     from harness import isolation, variant_benchmark
-    from plan import InputCache, compiled_of, variant_points
+    from plan import InputCache, variant_points
 
     twin = next(
         p for p in variant_points("quick", ("cpu",), "representative") if p.variant_name == "compiled"
@@ -301,7 +301,7 @@ def test_a_compile_that_fails_on_a_dead_context_fails_the_test_instead_of_skippi
         dtype=twin.dtype,
         tolerance=twin.tolerance,
         inputs=lambda: cache.get(twin),
-        compiles=compiled_of(twin.comparison, twin.variant_name),
+        compiles=twin.compiled_from,
     )
 
     def broken(*inputs):

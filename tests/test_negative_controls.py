@@ -451,13 +451,13 @@ def test_the_warm_rounds_keep_their_last_output_only():
 
 
 def test_compiled_twins_share_their_naive_variants_check():
-    from plan import compiled_of, compiled_variants
+    from plan import compiled_twins
 
     for case in all_cases():
         for part, comparison in case.comparisons().items():
-            for name, twin in compiled_variants(case.id, part).items():
+            for twin, source_name in compiled_twins(case.id, part).values():
                 assert twin.role is Role.COMPILED
-                source = comparison.variants[compiled_of(comparison, name)]
+                source = comparison.variants[source_name]
                 assert twin.fn.fn is source.fn
                 assert (twin.inputs, twin.oracle, twin.tolerance) == (
                     source.inputs,

@@ -165,3 +165,40 @@ def test_a_file_is_judged_by_the_rule_it_recorded(small_run, tmp_path):
     as_run = verdict(tmp_path / "as_run")
     assert as_run in ("holds", "depends")
     assert verdict(tmp_path / "changed") == {"holds": "fails", "depends": "depends"}[as_run]
+
+
+def test_a_points_key_round_trips_and_builds_its_records():
+    """One description per point: what the test records (`Outcome`) and what a timed variant
+    records (`BenchmarkInfo`) are both built from its key, field for field."""
+    key = record.PointKey(
+        case="memory.checkpoint",
+        kind="variant",
+        name="compiled",
+        device="cuda",
+        role="compiled",
+        size={"depth": 8},
+        size_label="mlp-depth8",
+        dtype="float32",
+        part="mlp",
+        timing_mode="graph",
+        compiled_from="mlp.plain",
+    )
+    assert record.PointKey.from_data(key.to_data()) == key
+    check = record.PointKey(case="shape.ops", kind="check", name="view_rules", device="cpu")
+    assert check.to_data() == {"case": "shape.ops", "kind": "check", "check": "view_rules", "device": "cpu"}
+    outcome = record.Outcome.of_test(key, nodeid="n", outcome="failed", message="AssertionError: off")
+    assert (outcome.case, outcome.name, outcome.part, outcome.timing_mode, outcome.error_type) == (
+        "memory.checkpoint",
+        "compiled",
+        "mlp",
+        "graph",
+        "AssertionError",
+    )
+    info = record.BenchmarkInfo.of(key, tier=1)
+    assert (info.variant, info.size_label, info.compiled_from, info.tier) == (
+        "compiled",
+        "mlp-depth8",
+        "mlp.plain",
+        1,
+    )
+    assert record.BenchmarkInfo.split(info.to_data())[0] == info

@@ -216,8 +216,8 @@ def test_timing_modes_multiply_cuda_points_only_and_keep_warm_ids():
     )
     assert [p.id for p in expanded if p.timing == "warm"] == [p.id for p in points]
     graph = next(p for p in expanded if p.timing == "graph")
-    assert graph.id.endswith("-cuda-graph") and graph.describe()["timing_mode"] == "graph"
-    assert "timing_mode" not in points[0].describe()
+    assert graph.id.endswith("-cuda-graph") and graph.key.timing_mode == "graph"
+    assert "timing_mode" not in points[0].key.to_data()
 
 
 def test_a_busy_machine_is_flagged_even_when_rounds_are_steady():
