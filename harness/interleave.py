@@ -88,11 +88,12 @@ def timed_pair(
     """Both sides warmed, sized (calls per round so a round lasts ≥ `min_round_s`), then a pilot
     of paired rounds plans how many make the median ratio's 95% interval ±`target`, within
     `cap_s` seconds for the whole pair and at least `min_rounds` (the pilot's rounds are kept:
-    they are paired rounds like the rest)."""
+    they are paired rounds like the rest). A cap of 0 (a spent --time-budget) leaves the floor:
+    `min_rounds`, as a variant timed alone keeps its minimum rounds."""
     if len(calls) != 2:
         raise ValueError(f"a pair has two sides, not {len(calls)}")
-    if cap_s <= 0 or min_rounds < 1:
-        raise ValueError("cap_s must be positive and min_rounds at least 1")
+    if not cap_s >= 0 or min_rounds < 1:
+        raise ValueError("cap_s must be 0 or more and min_rounds at least 1")
     clock = clock or time.perf_counter
     iterations = {}
     for name, call in calls.items():

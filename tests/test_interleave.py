@@ -51,6 +51,15 @@ def test_min_rounds_is_a_floor_even_for_slow_calls():
     assert len(paired.first) == 6
 
 
+def test_a_spent_time_budget_times_the_pair_at_its_floor():
+    """--time-budget trims a point's cap down to 0 once the budget is spent: the pair is still
+    timed, at `min_rounds` (it failed with a ValueError); a negative cap is a caller's error."""
+    paired = interleave.timed_pair({"a": lambda: None, "b": lambda: None}, cap_s=0.0, min_rounds=6)
+    assert len(paired.first) == 6
+    with pytest.raises(ValueError, match="cap_s"):
+        interleave.timed_pair({"a": lambda: None, "b": lambda: None}, cap_s=-1.0)
+
+
 def test_a_pair_has_two_sides():
     with pytest.raises(ValueError, match="two sides"):
         interleave.timed_pair({"a": lambda: None}, cap_s=1.0)
