@@ -38,7 +38,7 @@ Z95 = 1.959964
 # A point's rounds are flagged "spread" (the timing self-check's warning, the reports' noisy column)
 # above this IQR/median: quiet machines give 3-5% here, and torch.utils.benchmark's
 # adaptive_autorange stops at the same 0.1. The flag does not change the verdict: the median's
-# interval does. (The gate's own bar for rounds it cannot judge, reports.gate.MAX_SPREAD, is
+# interval does. (The gate's own bar for rounds it cannot judge, reports.gate.UNJUDGEABLE_SPREAD, is
 # wider: a flag is cheap, refusing to judge is not.)
 SPREAD_LIMIT = 0.10
 

@@ -117,7 +117,7 @@ OK, REGRESSED, NOISY, NEW, VANISHED, INCOMPARABLE, FAILED, MEMORY, SLOWER, UNSTA
 # A sample whose IQR exceeds this fraction of its median (quiet machines: 3-5%) comes from a
 # machine that was not measuring the code (bimodal rounds: descheduled, throttled); the median of
 # a handful of such rounds is not trustworthy, so that run is not judged on.
-MAX_SPREAD = 0.25
+UNJUDGEABLE_SPREAD = 0.25
 # Paired rounds cancel what the two sides of a round share, so their ratios are judged on the
 # ratio's own spread; a run whose ratios' quartiles lie more than 2× apart timed a mixture of
 # regimes, not one speed-up (quiet runs here: nn.kd_vs_brute d2 at 4.6× in 2 of 6 runs, its
@@ -225,7 +225,7 @@ class RunSpeedup:
         """Why this run's number is not to be judged on, '' when it is."""
         if self.rounds < stats.MIN_ROUNDS:
             return f"too few rounds ({self.rounds})"
-        limit = MAX_RATIO_SPREAD if self.paired else MAX_SPREAD
+        limit = MAX_RATIO_SPREAD if self.paired else UNJUDGEABLE_SPREAD
         if self.spread > limit:
             what = "paired ratios" if self.paired else "rounds"
             return f"{what} unstable (IQR/median {self.spread:.0%} > {limit:.0%})"

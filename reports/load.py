@@ -61,7 +61,7 @@ class ResultRow:
     q1_s: float
     q3_s: float
     iqr_s: float
-    spread: float  # IQR / median; a point over 10% is flagged `noisy`
+    spread: float  # IQR / median; a point over harness.rounds.SPREAD_LIMIT is flagged `noisy`
     noisy: bool
     min_s: float
     mean_s: float
@@ -100,8 +100,6 @@ PAIR_COLUMNS = [
     "fast_data",
     "slow_data",
 ]
-NOISY_SPREAD = rounds.SPREAD_LIMIT
-
 _CEILING_KEY = {"float32": "fp32_flops", "bfloat16": "bf16_flops", "float16": "fp16_flops"}
 
 
@@ -274,7 +272,7 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
         q3_s=_num(stats.get("q3")),
         iqr_s=iqr,
         spread=iqr / median if median > 0 else math.nan,
-        noisy=bool(median > 0 and iqr / median > NOISY_SPREAD),
+        noisy=bool(median > 0 and iqr / median > rounds.SPREAD_LIMIT),
         min_s=_num(stats.get("min")),
         mean_s=_num(stats.get("mean")),
         stddev_s=_num(stats.get("stddev")),

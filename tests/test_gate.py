@@ -262,10 +262,10 @@ def _resampled(results: load.Results, rng, slow: dict | None = None) -> load.Res
 
 def _real_pairs(results: load.Results) -> load.Results:
     """Every pair of real samples of one run and size that the gate would judge (spread within
-    `gate.MAX_SPREAD`, ≥ 5 rounds), each pair as its own case: slower variant naive, faster one
+    `gate.UNJUDGEABLE_SPREAD`, ≥ 5 rounds), each pair as its own case: slower variant naive, faster one
     optimized. The rounds, their noise and their outliers are real; only the pairing is new."""
     rows = results.rows
-    rows = rows[[d.size >= 5 and gate._spread(d) <= gate.MAX_SPREAD for d in rows["data"]]]
+    rows = rows[[d.size >= 5 and gate._spread(d) <= gate.UNJUDGEABLE_SPREAD for d in rows["data"]]]
     parts = []
     for size, group in rows.groupby("size_label"):
         group = group.sort_values("median_s", ascending=False)
@@ -293,7 +293,7 @@ def test_a_a_false_alarm_rate_from_real_rounds():
         f"A/A: {len(trials)} resampled comparisons ({pairs} real pairs per run, {judged} pair verdicts): "
         f"false-alarm rate {rate:.1%}"
     )
-    # A resample can push a sample past MAX_SPREAD, or its interval across -10%: those are not
+    # A resample can push a sample past UNJUDGEABLE_SPREAD, or its interval across -10%: those are not
     # passed but left unjudged (exit 3). Measured: 72% of the pair verdicts judged.
     assert judged >= 0.6 * sum(pairs) * 100
     assert rate <= 0.01
