@@ -380,6 +380,14 @@ def with_timing_modes(points: list[VariantPoint], modes) -> list[VariantPoint]:
     return out
 
 
+def point_of(item):
+    """The plan point a collected pytest item was parametrised with (any parameter with
+    `requires` and a `key`), or None."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    # an empty parametrisation gives NOTSET, which has neither
+    return next((p for p in params.values() if hasattr(p, "requires") and hasattr(p, "key")), None)
+
+
 def select_points(predicate):
     """Decorator for a suite test taking `variant_point`: run it only on the points `predicate`
     accepts (e.g. optimized variants on CUDA), keeping the shared parametrisation and markers."""

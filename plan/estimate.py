@@ -37,6 +37,7 @@ import pytest
 
 from harness import costmodel, premises
 from harness.progress import NOT_A_BENCHMARK
+from plan import point_of
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -96,6 +97,9 @@ class Planned:
     nodeid: str
     markers: frozenset[str]
     not_a_benchmark_skipped: bool
+    case: str  # its catalogue ID, from the point the run records for it ("" for none)
+    test: str  # the test function (test_benchmark, test_rule, test_pair, ...)
+    point: object = None  # the plan point it was parametrised with (plan.VariantPoint, ...), if any
 
 
 class _Plan:
@@ -113,6 +117,9 @@ class _Plan:
                     str(m.kwargs.get("reason", "")).startswith(NOT_A_BENCHMARK)
                     for m in i.iter_markers("skip")
                 ),
+                case=(dict(i.user_properties).get("point") or {}).get("case", ""),
+                test=getattr(i, "originalname", i.name),
+                point=point_of(i),
             )
             for i in session.items
         ]
@@ -209,23 +216,13 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
     """Seconds per case of the planned run. `reference`: {id: (median s, spread)}; `compiles`:
     {id: measured compile s} (a results JSON's), else `args.compile_s`/`args.autotune_s` each."""
     compiles = compiles or {}
-    from harness.timing import TIMING_MODES
-    from plan import variant_points, with_timing_modes
+    from plan import CheckPoint, LaunchPoint, VariantPoint
 
-    devices = ("cpu", "cuda")
-    points = {
-        p.id: p
-        for profile in ("quick", "full")
-        for p in with_timing_modes(variant_points(profile, devices, "all"), TIMING_MODES)
-    }
     by_case: dict[str, Totals] = defaultdict(Totals)
     group_call: dict[tuple, float] = {}  # the fastest variant's call per group
     for planned in plan:
-        nodeid = planned.nodeid
-        param = nodeid.split("[", 1)[1].rstrip("]") if "[" in nodeid else ""
-        test = nodeid.split("::")[-1].split("[")[0]
-        case = param.split("-")[0] if param else test
-        totals = by_case[case]
+        point = planned.point
+        totals = by_case[planned.case or planned.test]
         if planned.not_a_benchmark_skipped:
             continue  # e.g. variant checks under --benchmark-only: each benchmark checks its own
         if "gpu" in planned.markers and args.gpus < 1:
@@ -234,8 +231,8 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
         if "multigpu" in planned.markers and args.gpus < 2:
             totals.skipped += 1  # skipped with "needs >= 2 GPUs" (harness.requirements)
             continue
-        if test == "test_benchmark" and param in points:
-            point = points[param]
+        if planned.test == "test_benchmark" and isinstance(point, VariantPoint):
+            param = point.id
             if point.device == "cuda" and _too_big(point, args.memory_gib):
                 totals.skipped += 1  # skipped before it is tried (plan.oversize_reason)
                 continue
@@ -258,9 +255,9 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
                 totals.compile_s += compiles.get(param, args.autotune_s if autotune else args.compile_s)
             group = (point.case.id, point.size_label, point.dtype, device)
             group_call[group] = min(group_call.get(group, call_s), call_s)
-        elif test == "test_compile_time_vs_steady_state":  # suite/test_jit.py: one cold torch.compile
+        elif isinstance(point, CheckPoint) and "compiler" in point.requires:  # a cold torch.compile
             totals.compile_s += args.compile_s
-        elif nodeid.startswith("suite/test_distributed.py"):  # a torchrun launch
+        elif isinstance(point, LaunchPoint):  # a torchrun launch
             totals.checks_s += args.launch_s
         else:  # a rule check, a variant check without --benchmark-only, a flags test
             totals.checks_s += args.check_s

@@ -11,8 +11,7 @@ from __future__ import annotations
 import pytest
 
 from harness.progress import Progress
-from plan import LaunchPoint
-from suite.recorder import point_of
+from plan import LaunchPoint, point_of
 
 PROGRESS = pytest.StashKey["ProgressPlugin"]()
 HISTORY_KEY = "suite/durations"  # pytest's cache: nodeid → seconds of the last run that timed it

@@ -11,20 +11,13 @@ from __future__ import annotations
 
 import pytest
 
+import plan
 from cases import all_cases
 from harness import declared, marks, record
 from harness.progress import NOT_A_BENCHMARK
 from reports import answer
 
 RECORDER = pytest.StashKey["Recorder"]()
-
-
-def point_of(item):
-    """The plan point an item was parametrised with (any parameter with `requires` and a
-    `harness.record.PointKey` as `key`), or None."""
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    # an empty parametrisation gives NOTSET, which has neither
-    return next((p for p in params.values() if hasattr(p, "requires") and hasattr(p, "key")), None)
 
 
 class Recorder:
@@ -40,7 +33,7 @@ class Recorder:
         """Markers, skips and clocks from each point's requirements (harness.marks)."""
         case_ids = [c.id for c in all_cases()]
         for item in items:
-            point = point_of(item)
+            point = plan.point_of(item)
             if point is not None:
                 described = point.key.to_data()  # plain data: a worker's events carry it across processes
                 timed = "benchmark" in getattr(item, "fixturenames", ())
