@@ -209,6 +209,12 @@ def _median_var(logs: np.ndarray) -> float:
     return math.pi / 2 * ((q3 - q1) / 1.349) ** 2 / logs.size
 
 
+def _positions(frame, keys) -> list[tuple[tuple, np.ndarray]]:
+    """(key, row positions) per group, in the order the groups first appear: pandas' index of
+    the groups, without building a sub-frame per group (the gate builds these for every run)."""
+    return sorted(frame.groupby(keys, sort=False).indices.items(), key=lambda group: group[1][0])
+
+
 @dataclass(frozen=True)
 class RunSpeedup:
     """One run's view of one pair."""
@@ -240,17 +246,26 @@ class Runs:
         self.paired: dict[tuple, dict[str, tuple[list, str]]] = {}
         pairs = results.pairs
         if pairs is not None and not pairs.empty:
-            for (*key, run), part in pairs.groupby(PAIR_KEYS + ["run"], sort=False):
-                logs = [np.log(s) - np.log(f) for f, s in zip(part["fast_data"], part["slow_data"])]
-                busy = next((str(b) for b in part["busy"] if isinstance(b, str) and b), "")
-                self.paired.setdefault(tuple(key), {})[run] = (logs, busy)
+            fast, slow, busy = (pairs[c].to_numpy() for c in ("fast_data", "slow_data", "busy"))
+            for (*key, run), idx in _positions(pairs, PAIR_KEYS + ["run"]):
+                logs = [np.log(slow[i]) - np.log(fast[i]) for i in idx]
+                busy_why = next((str(busy[i]) for i in idx if isinstance(busy[i], str) and busy[i]), "")
+                self.paired.setdefault(tuple(key), {})[run] = (logs, busy_why)
         self.rows: dict[tuple, dict[str, np.ndarray]] = {}
+        self._of: dict[tuple, list[RunSpeedup]] = {}
         if not results.rows.empty:
+            data = results.rows["data"].to_numpy()
             keys = ["case", "size_label", "dtype", "device", "variant", "run"]
-            for (*key, run), part in results.rows.groupby(keys, sort=False):
-                self.rows.setdefault(tuple(key), {})[run] = np.concatenate(list(part["data"]))
+            for (*key, run), idx in _positions(results.rows, keys):
+                self.rows.setdefault(tuple(key), {})[run] = np.concatenate([data[i] for i in idx])
 
     def of(self, key: tuple, fast: str, slow: str) -> list[RunSpeedup]:
+        # Asked twice per pair (the machine's prior, then the pair's own test): computed once.
+        if (key, fast, slow) not in self._of:
+            self._of[key, fast, slow] = self._speedups(key, fast, slow)
+        return self._of[key, fast, slow]
+
+    def _speedups(self, key: tuple, fast: str, slow: str) -> list[RunSpeedup]:
         paired = self.paired.get((*key, fast, slow), {})
         fast_rows, slow_rows = self.rows.get((*key, fast), {}), self.rows.get((*key, slow), {})
         out = []

@@ -2,6 +2,7 @@
 rounds policy the suite really uses, and a saved GPU log reads back into per-point medians."""
 
 import csv
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,15 @@ import pytest
 
 from harness import costmodel
 from plan.estimate import read_benchmark_log
+
+
+@functools.lru_cache(maxsize=None)
+def _collected(*pytest_args):
+    """The plan of one selection, collected once (pytest's collection of the suite takes ~1.5 s)
+    for the tests that price it under several machine descriptions."""
+    from plan.estimate import collect
+
+    return tuple(collect(list(pytest_args)))
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -95,9 +105,9 @@ def test_tests_that_need_more_gpus_than_the_machine_has_cost_nothing(gpus, launc
     """On one GPU, DataParallel's launch (marked multigpu) is skipped; DDP on one rank still runs."""
     from argparse import Namespace
 
-    from plan.estimate import collect, estimate
+    from plan.estimate import estimate
 
-    plan = collect(["--device", "cuda", "--benchmark-only", "-k", "dp_vs_ddp and cuda and not w2"])
+    plan = _collected("--device", "cuda", "--benchmark-only", "-k", "dp_vs_ddp and cuda and not w2")
     args = Namespace(gpus=gpus, check_s=0.0, launch_s=1.0, compile_s=0.0)
     totals = estimate(plan, {}, args)["parallel.dp_vs_ddp"]
     assert {"test_dataparallel", "test_ddp"} <= {p.nodeid.split("::")[1].split("[")[0] for p in plan}
@@ -109,14 +119,14 @@ def test_cuda_points_cost_nothing_on_a_machine_without_a_gpu(gpus, priced):
     """The default --gpus is this machine's: a machine without one runs none of the CUDA tests."""
     from argparse import Namespace
 
-    from plan.estimate import collect, estimate
+    from plan.estimate import estimate
 
     args = Namespace(
         gpus=gpus, check_s=0.0, launch_s=0.0, compile_s=0.0, autotune_s=0.0, memory_gib=80.0,
         cap_s=1.0, fixed_s=0.0, group_s=0.0, oracle_factor=0.0, default_call_s=1e-3, default_spread=0.02,
     )  # fmt: skip
     select = "distance.pairwise and n128 and float32 and test_benchmark and not compiled"
-    totals = estimate(collect(["--device", "cuda", "-k", select]), {}, args)["distance.pairwise"]
+    totals = estimate(_collected("--device", "cuda", "-k", select), {}, args)["distance.pairwise"]
     assert (totals.points, totals.skipped) == (priced, 6 - priced)  # six variants
 
 
