@@ -171,8 +171,8 @@ class PointKey:
     def from_data(cls, data: Mapping) -> PointKey:
         return cls(
             case=str(data["case"]),
-            kind=str(data["kind"]),
-            name=str(data.get("variant") or data.get("check") or ""),
+            kind=str(data.get("kind", "")),
+            name=str(data.get("variant") or data.get("check") or data.get("name") or ""),
             device=str(data.get("device", "")),
             role=str(data.get("role", "")),
             size=dict(data.get("size") or {}),
@@ -232,23 +232,31 @@ class Outcome:
                 f"outcome {data.get('outcome')!r:.30} of {data['case']} is not one of {OUTCOMES}"
             )
         finding = data.get("finding")
-        return cls(
-            case=str(data["case"]),
-            kind=str(data.get("kind", "")),
-            name=str(data.get("variant") or data.get("check") or data.get("name") or ""),
-            device=str(data.get("device", "")),
+        return cls.at(
+            PointKey.from_data(data),
             nodeid=str(data.get("nodeid", "")),
             outcome=str(data.get("outcome", "")),
             reason=str(data.get("reason") or ""),
             error_type=str(data.get("error_type") or ""),
-            role=str(data.get("role", "")),
-            size=dict(data.get("size") or {}),
-            size_label=str(data.get("size_label", "")),
-            dtype=str(data.get("dtype", "")),
-            timing_mode=str(data.get("timing_mode", "")),
-            part=str(data.get("part", "")),
             finding=Finding.from_data(finding) if finding else None,
             measured=data.get("measured"),
+        )
+
+    @classmethod
+    def at(cls, key: PointKey, **result) -> Outcome:
+        """The outcome of the test at `key`; `result`: the fields that are not the point's."""
+        return cls(
+            case=key.case,
+            kind=key.kind,
+            name=key.name,
+            device=key.device,
+            role=key.role,
+            size=dict(key.size),
+            size_label=key.size_label,
+            dtype=key.dtype,
+            timing_mode=key.timing_mode,
+            part=key.part,
+            **result,
         )
 
     @classmethod
@@ -261,21 +269,12 @@ class Outcome:
         if outcome == "failed":
             message = message[:2000]
             error_type = message.split(":", 1)[0] if ":" in message[:80] else "Failed"
-        return cls(
-            case=key.case,
-            kind=key.kind,
-            name=key.name,
-            device=key.device,
+        return cls.at(
+            key,
             nodeid=nodeid,
             outcome=outcome,
             reason=message,
             error_type=error_type,
-            role=key.role,
-            size=dict(key.size),
-            size_label=key.size_label,
-            dtype=key.dtype,
-            timing_mode=key.timing_mode,
-            part=key.part,
             finding=Finding.from_data(finding) if finding else None,
             measured=measured,
         )
