@@ -21,6 +21,7 @@ def _collected(*pytest_args):
 
     return tuple(collect(list(pytest_args)))
 
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
