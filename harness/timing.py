@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import torch
 
-from harness import load, measure, rounds
+from harness import load, measure, rounds, sync_lint
 from harness.rounds import SPREAD_LIMIT
 
 TIMING_MODES = ("warm", "cold_l2", "graph")
@@ -101,14 +101,11 @@ def _fails_on_host_synchronization(fn: Callable[[], Any]) -> None:
     """Run `fn` once with synchronizing CUDA calls made errors: a variant that waits for the host
     (``.item()``, a copy to the CPU, a data-dependent shape) cannot be captured, and finding that
     out inside a capture invalidates it. Raises RuntimeError naming the cause."""
-    mode = torch.cuda.get_sync_debug_mode()
-    torch.cuda.set_sync_debug_mode("error")
     try:
-        fn()
+        with sync_lint.synchronizing_calls_raise():
+            fn()
     except RuntimeError as exc:
         raise RuntimeError(f"synchronizes with the host: {str(exc).splitlines()[0][:200]}") from exc
-    finally:
-        torch.cuda.set_sync_debug_mode(mode)
 
 
 class DeviceClock:
