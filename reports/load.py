@@ -49,7 +49,6 @@ class ResultRow:
     tier: int | None  # from extra_info; blank when the run did not record it
     variant: str
     role: str
-    compiled_from: str  # a compiled twin's naive variant, "" otherwise (and in older files)
     part: str  # the case's part ("" for its own comparison): reports never compare across parts
     size_label: str
     x_name: str
@@ -78,6 +77,8 @@ class ResultRow:
     flops_fraction: float  # achieved FLOP/s ÷ ceiling (roofline fraction)
     bandwidth_fraction: float
     extra: str  # the case's extra metrics (extra_info keys beyond the standard ones), as JSON
+    # Last, so the columns before it keep their places for readers of older results.csv files.
+    compiled_from: str  # a compiled twin's naive variant, "" otherwise (and in older results files)
 
 
 COLUMNS = [f.name for f in fields(ResultRow)]

@@ -75,7 +75,7 @@ class Group:
         for comp in rules.expand("compiled", self.roles):
             # Files written before the twin's source was recorded: read from the suite's naming.
             source = self.sources.get(comp) or compiled_source(comp, naive)
-            if source is None:
+            if source not in naive:  # its naive way was not timed here (too big, failed, deselected)
                 continue
             out.append((comp, source, "compiled"))
             for fast, slow, against in list(out):  # the notes' trick, or the library where there is none
