@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Finding, InputFamily, Tol, Verdict, library, naive
-from harness import signals
+from harness import measure
 from harness.rules import FromFindings
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
@@ -113,9 +113,9 @@ _KERNELS = {
 def sdpa_kernel_that_ran(fn) -> str:
     """The SDPA kernel dispatched while `fn` runs, read from the profiler's aten op names (the
     dispatcher's choice is not exposed otherwise; this works on every device)."""
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity
 
-    with signals.held(), profile(activities=[ProfilerActivity.CPU]) as prof:
+    with measure.profiled(activities=[ProfilerActivity.CPU]) as prof:
         fn()
     ran = sorted({_KERNELS[e.name] for e in prof.events() if e.name in _KERNELS})
     return "+".join(ran) or "none recorded"

@@ -26,7 +26,7 @@ from cases._lib.inputs import generator
 from cases._lib.precision import ieee_fp32
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Tol, Verdict, naive, optimized
-from harness import measure, signals
+from harness import measure
 from harness.rules import AllOf, Faster, FromFindings, Lighter
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
@@ -365,7 +365,7 @@ def _step_curves(net, xs, ys, h0, carry, retain_graph, device):
     """Per training step: backward time (ms), graph nodes walked, and live bytes after the step
     (CUDA: the allocator; CPU: the profiler's allocation events replayed up to each step's end)."""
     from torch.autograd.profiler import record_function
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity
 
     def run(timed, marked):
         h, ms, nodes = h0, [], []
@@ -394,7 +394,7 @@ def _step_curves(net, xs, ys, h0, carry, retain_graph, device):
         del h
         return ms, nodes, live
     _, ms, nodes = run(True, False)
-    with signals.held(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with measure.profiled(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         h, _, _ = run(False, True)
     events = list(prof.profiler.kineto_results.events())
     ends = sorted(e.end_ns() for e in events if e.name().startswith("train_step_"))

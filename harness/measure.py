@@ -10,12 +10,13 @@ see every tensor allocation and free, in order, exactly.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -57,10 +58,31 @@ def peak_memory(fn: Callable[[], Any], device: torch.device | str) -> tuple[Any,
     return _cpu_peak(fn)
 
 
-def _cpu_peak(fn):
-    from torch.profiler import ProfilerActivity, profile
+@contextlib.contextmanager
+def profiled(**kwargs) -> Iterator[Any]:
+    """``torch.profiler.profile(**kwargs)`` whose start and stop are held from SIGINT/SIGTERM
+    (harness.signals): an interrupt raised while the profiler starts or stops leaves its callbacks
+    registered (the process then segfaulted at exit, in CI). One that lands in the profiled code
+    interrupts it as usual, and the profiler is stopped on the way out."""
+    from torch.profiler import profile
 
-    with signals.held(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    prof = profile(**kwargs)
+    started = False
+    try:
+        with signals.held():  # a held signal is raised on leaving the block: inside the try
+            prof.__enter__()
+            started = True
+        yield prof
+    finally:
+        if started:
+            with signals.held():
+                prof.__exit__(None, None, None)
+
+
+def _cpu_peak(fn):
+    from torch.profiler import ProfilerActivity
+
+    with profiled(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         result = fn()
     # kineto_results holds the raw allocation events (+bytes on malloc, -bytes on free);
     # the aggregated prof.events() folds allocations into their ops and loses the order.

@@ -202,3 +202,46 @@ def test_journal_reader_ignores_a_line_cut_by_a_crash(tmp_path):
     assert doc["suite"] == {"profile": "quick", "partial": True, "partial_reason": "test"}
     with pytest.raises(journal.JournalError):
         journal.results_from([], "nothing finished")
+
+
+def _profiler_running() -> bool:
+    import torch
+
+    return torch.autograd.profiler._is_profiler_enabled
+
+
+def test_a_profiled_call_is_interruptible_and_the_profiler_always_stops(monkeypatch):
+    """harness.measure.profiled holds signals only while the profiler starts and stops: a signal
+    in the profiled code interrupts it at once, and one that lands while the profiler starts is
+    raised once it has started, inside the block that stops it again (a profiler left running
+    segfaulted the process at exit)."""
+    from torch.profiler import profile
+
+    from harness import measure
+
+    def stop(signum, frame):
+        raise _Stopped(signum)
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        reached = []
+        with pytest.raises(_Stopped):
+            with measure.profiled():
+                os.kill(os.getpid(), signal.SIGTERM)
+                reached.append("after the signal")
+        assert reached == [] and not _profiler_running()
+
+        real_enter = profile.__enter__
+
+        def enter_then_signal(self):
+            started = real_enter(self)
+            os.kill(os.getpid(), signal.SIGTERM)  # lands between the start and the body
+            return started
+
+        monkeypatch.setattr(profile, "__enter__", enter_then_signal)
+        with pytest.raises(_Stopped):
+            with measure.profiled():
+                reached.append("body")
+        assert reached == [] and not _profiler_running()
+    finally:
+        signal.signal(signal.SIGTERM, before)
