@@ -240,6 +240,29 @@ class LaunchPoint:
         return record.PointKey(case=self.case, kind="check", name=name, device=self.device)
 
 
+@dataclass(frozen=True)
+class TopicPoint:
+    """A suite test of one case that its declaration cannot express (suite/test_precision.py: the
+    precision flags each variant and check leaves as it found them), recorded as a check of `case`
+    named after the test and `name`, like a rule check. Runs on the host CPU."""
+
+    case: str
+    name: str
+    test: str  # the test function: the recorded check is ``<test>-<name>``
+    device: str = "cpu"
+    requires: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return f"{self.case}-{self.name}"
+
+    @property
+    def key(self) -> record.PointKey:
+        return record.PointKey(
+            case=self.case, kind="check", name=f"{self.test}-{self.name}", device=self.device
+        )
+
+
 @functools.lru_cache(maxsize=None)
 def compiled_variants(case_id: str, part: str = "") -> dict[str, Variant]:
     """The compiled twins of a comparison's naive variants (`compiled_twins`), by name."""

@@ -14,7 +14,7 @@ import pytest
 import plan
 from cases import all_cases
 from harness import declared, marks, record
-from harness.progress import NOT_A_BENCHMARK
+from harness.marks import NOT_A_BENCHMARK
 from reports import answer
 
 RECORDER = pytest.StashKey["Recorder"]()
@@ -31,7 +31,6 @@ class Recorder:
     @pytest.hookimpl(tryfirst=True)  # before `-m` selects by the markers added here
     def pytest_collection_modifyitems(self, config, items):
         """Markers, skips and clocks from each point's requirements (harness.marks)."""
-        case_ids = [c.id for c in all_cases()]
         for item in items:
             point = plan.point_of(item)
             if point is not None:
@@ -44,11 +43,7 @@ class Recorder:
                     item.add_marker(pytest.mark.skip(reason=skip))
                 elif clock is not None:
                     item.add_marker(pytest.mark.benchmark(timer=clock))
-            elif any(name == "point" for name, _ in item.user_properties):
-                continue
-            elif (described := _derived_point(item, case_ids)) is None:
-                continue
-            item.user_properties.append(("point", described))
+                item.user_properties.append(("point", described))
         _gpu_run_covers_cpu_only_cases(items)
 
     @pytest.hookimpl(trylast=True)  # after pytest-benchmark has marked what --benchmark-only skips
@@ -130,22 +125,6 @@ class Recorder:
             terminalreporter.section("what this run found")
             for line in text:
                 terminalreporter.write_line(line)
-
-
-def _derived_point(item, case_ids) -> dict | None:
-    """For a topic test without a declared point (torch.compile, flag restores): the catalogue ID
-    that starts its parametrisation's ID, so its outcome is recorded like any other check."""
-    param_id = getattr(getattr(item, "callspec", None), "id", "")
-    matches = [c for c in case_ids if param_id == c or param_id.startswith(c + "-")]
-    if not matches:
-        return None
-    case = max(matches, key=len)
-    rest = param_id[len(case) + 1 :]
-    device = item.callspec.params.get("device")
-    if not isinstance(device, str) or not device:
-        device = next((d for d in ("cuda", "cpu") if rest.endswith(d)), "")
-    name = item.originalname + ("-" + rest if rest else "")
-    return record.PointKey(case=case, kind="check", name=name, device=device).to_data()
 
 
 def _gpu_run_covers_cpu_only_cases(items) -> None:

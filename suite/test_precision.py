@@ -7,21 +7,26 @@ from __future__ import annotations
 import pytest
 import torch
 
+from cases import get_case
 from cases.precision import amp, tf32
 from harness import precision_flags as flags
+from plan import TopicPoint
 
-TF32_VARIANTS = sorted(tf32.CASE.variants)
+VARIANTS = [
+    TopicPoint(tf32.CASE.id, n, "test_tf32_variants_leave_flags_unchanged")
+    for n in sorted(tf32.CASE.variants)
+]
 CHECKS = [
-    (case, name)
+    TopicPoint(case.id, name, "test_checks_leave_flags_unchanged")
     for case in (tf32.CASE, amp.CASE)
     for name in case.checks
     if "cpu" in case.checks[name].devices
 ]
 
 
-@pytest.mark.parametrize("name", TF32_VARIANTS, ids=[f"precision.tf32-{n}" for n in TF32_VARIANTS])
-def test_tf32_variants_leave_flags_unchanged(name):
-    variant = tf32.CASE.variants[name]
+@pytest.mark.parametrize("point", VARIANTS, ids=[p.id for p in VARIANTS])
+def test_tf32_variants_leave_flags_unchanged(point):
+    variant = tf32.CASE.variants[point.name]
     maker = variant.inputs or tf32.CASE.make_inputs
     inputs = maker({"n": 64}, torch.float32, torch.device("cpu"), 0)
     before = flags.snapshot()
@@ -29,8 +34,8 @@ def test_tf32_variants_leave_flags_unchanged(name):
     assert flags.snapshot() == before
 
 
-@pytest.mark.parametrize("case,name", CHECKS, ids=[f"{c.id}-{n}" for c, n in CHECKS])
-def test_checks_leave_flags_unchanged(case, name):
+@pytest.mark.parametrize("point", CHECKS, ids=[p.id for p in CHECKS])
+def test_checks_leave_flags_unchanged(point):
     before = flags.snapshot()
-    case.checks[name].fn(torch.device("cpu"))
+    get_case(point.case).checks[point.name].fn(torch.device(point.device))
     assert flags.snapshot() == before
