@@ -79,7 +79,6 @@ _KERNEL_ASSERT = re.compile(r".*Assertion .* failed\.?\s*$")
 
 INTERRUPT_GRACE_S = 60.0  # a worker told to stop writes its journal's last points, then exits
 POLL_S = 0.05  # how often a worker's journal is read while it runs
-TEST_EVENTS = ("logstart", "report", "logfinish")
 
 
 def cuda_context_error() -> str | None:

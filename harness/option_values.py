@@ -4,8 +4,7 @@ into pytest's usage error)."""
 
 from __future__ import annotations
 
-import os
-
+from harness.load import usable_cores
 from harness.timing import TIMING_MODES
 
 DEVICES = ("cpu", "cuda")
@@ -25,10 +24,6 @@ def timing_modes(text: str) -> tuple[str, ...]:
     if text.strip() == "all":
         return TIMING_MODES
     return tuple(m.strip() for m in text.split(",") if m.strip())
-
-
-def usable_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def check(

@@ -18,9 +18,6 @@ CHECK_GUESS_S = 0.05
 HEARTBEAT_S = 30.0
 LAUNCH_GUESS_S = 8.0  # a torchrun launch of 2 gloo processes on 2 CPU cores, until measured
 COMPILE_GUESS_S = 10.0  # a torch.compile of one point on 2 CPU cores (measured 7-9 s), until measured
-# The reason pytest-benchmark's --benchmark-only skips a test without its fixture: what a run will
-# do (its plan, its estimate) reads it, and the glue lifts it from the rule checks.
-NOT_A_BENCHMARK = "Skipping non-benchmark"
 
 
 @dataclass

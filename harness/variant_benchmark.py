@@ -201,7 +201,7 @@ def compile_first(variant: VariantAtPoint) -> dict:
         _, seconds, breaks = variant.fn.compile_and_time(*inputs)
     except Exception as exc:  # Inductor's failure is a finding about the compiler, recorded per variant
         if measure.is_out_of_memory(exc) or isolation.cuda_context_error() is not None:
-            raise  # a dead CUDA context is this test's failure (suite/isolation.py), not a skip
+            raise  # a dead CUDA context is this test's failure (harness.isolation hands the rest over)
         reason = compiled.short_reason(exc)
     if reason:
         measure.free_memory(variant.device)  # outside the except block: the traceback holds tensors
@@ -222,7 +222,7 @@ def _checked_graph_replay(variant: VariantAtPoint, call):
         replay, _ = timing.capture_graph(call, variant.device)
     except RuntimeError as exc:
         if isolation.cuda_context_error() is not None:
-            raise  # a dead CUDA context is this test's failure (suite/isolation.py), not a skip
+            raise  # a dead CUDA context is this test's failure (harness.isolation hands the rest over)
         reason = f"not capturable in a CUDA graph: {str(exc).splitlines()[0][:300]}"
     if reason:
         measure.free_memory(variant.device)  # outside the except block: the traceback holds tensors

@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 
 from harness import costmodel, premises
-from harness.progress import NOT_A_BENCHMARK
+from harness.marks import NOT_A_BENCHMARK
 from plan import point_of
 
 ROOT = Path(__file__).resolve().parents[1]

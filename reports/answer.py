@@ -5,8 +5,9 @@ Per technique that compares two ways, the pair its rule names at the largest siz
 its paired speed-up, interval and what the interval says against the band (harness.gain); how
 many pairs the machine was busy for, and what to do about it; the findings counted by verdict and
 the notes' errata; DDP's strong scaling; where the results went. pytest-benchmark's own per-test
-tables (hundreds of lines, up to 554 columns wide on the quick profile) are off unless
-``--benchmark-tables``; the full picture is the report (`python -m reports build`).
+tables (hundreds of lines, up to 554 columns wide on the quick profile) are turned off by the
+suite's recorder unless ``--benchmark-tables``; the full picture is the report (`python -m reports
+build`).
 """
 
 from __future__ import annotations

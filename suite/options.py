@@ -11,6 +11,16 @@ from harness import option_values
 from harness.compiled import COMPILE_SCOPES
 
 
+def min_rounds(config) -> int:
+    """pytest-benchmark's --benchmark-min-rounds (its default, 5, where unset)."""
+    return int(config.getoption("benchmark_min_rounds", 5) or 5)
+
+
+def max_time_s(config) -> float:
+    """pytest-benchmark's --benchmark-max-time, the seconds of rounds a point may take (default 1)."""
+    return float(config.getoption("benchmark_max_time", 1.0) or 1.0)
+
+
 def add_options(parser) -> None:
     group = parser.getgroup("suite", "PyTorch technique suite")
     group.addoption(

@@ -12,6 +12,7 @@ import pytest
 
 from harness.progress import Progress
 from plan import LaunchPoint, point_of
+from suite import options
 
 PROGRESS = pytest.StashKey["ProgressPlugin"]()
 HISTORY_KEY = "suite/durations"  # pytest's cache: nodeid → seconds of the last run that timed it
@@ -20,7 +21,7 @@ HISTORY_KEY = "suite/durations"  # pytest's cache: nodeid → seconds of the las
 class ProgressPlugin:
     def __init__(self, config):
         self.config = config
-        max_time = float(config.getoption("benchmark_max_time", 1.0) or 1.0)
+        max_time = options.max_time_s(config)
         self.progress = Progress(config.getoption("--time-budget"), max_time)
         self._duration: dict[str, float] = {}  # nodeid → seconds of its phases so far
 

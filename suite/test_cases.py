@@ -16,6 +16,7 @@ from cases.spec import Role, dtype_name, tolerance_at
 from harness import record, variant_benchmark
 from harness.variant_benchmark import NotMeasured, VariantAtPoint, WrongAnswer
 from plan import oversize_reason, select_points
+from suite import options
 from suite.progress import progress
 
 
@@ -23,7 +24,7 @@ def _at_point(point, input_cache) -> VariantAtPoint:
     comparison, variant = point.comparison, point.variant
     itemsize = torch.empty((), dtype=point.dtype).element_size()
     twin = variant.role is Role.COMPILED
-    compiles = point.compiled_from or None
+    compiles = point.compiled_from if twin else None  # a twin always names it (plan.compiled_twins)
     return VariantAtPoint(
         id=point.id,
         fn=variant.fn,
@@ -91,7 +92,7 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
         benchmark,
         at,
         budget=progress(request.config),
-        min_rounds=int(request.config.getoption("benchmark_min_rounds", 5) or 5),
+        min_rounds=options.min_rounds(request.config),
         clock=marker.kwargs.get("timer") if marker is not None else None,
         device_ceilings=device_ceilings,
     )

@@ -16,6 +16,7 @@ import torch
 from cases.spec import dtype_name, tolerance_at
 from harness import interleave, load, measure, record, rounds
 from plan import oversize_reason
+from suite import options
 from suite.progress import progress
 
 
@@ -46,9 +47,7 @@ def test_pair(pair_point, input_cache, noise_floor, record_property, request):
         calls,
         # The whole pair gets one point's cap (--benchmark-max-time, trimmed by --time-budget).
         cap_s=progress(request.config).round_cap_s(point.id),
-        min_rounds=max(
-            interleave.MIN_PAIRED_ROUNDS, int(request.config.getoption("benchmark_min_rounds", 5) or 5)
-        ),
+        min_rounds=max(interleave.MIN_PAIRED_ROUNDS, options.min_rounds(request.config)),
         min_round_s=rounds.MIN_ROUND_S.get(device_kind, rounds.MIN_ROUND_S["cpu"]),
     )
     timing = record.PairTiming(
