@@ -15,10 +15,10 @@ import torch
 
 from harness import allocator, machine
 from suite import options
-from suite.progress import PROGRESS, ProgressPlugin
+from suite.progress_plugin import PROGRESS, ProgressPlugin
 from suite.recorder import RECORDER, Recorder
 
-pytest_plugins = ["suite.persist", "suite.isolation"]  # nothing lost on interrupt; sticky CUDA errors
+pytest_plugins = ["suite.persist", "suite.isolation_plugin"]  # nothing lost on interrupt; sticky CUDA errors
 MACHINE = pytest.StashKey[dict]()
 ALLOCATOR = pytest.StashKey[dict]()
 
@@ -42,7 +42,7 @@ def pytest_configure(config):
 
 def pytest_benchmark_update_machine_info(config, machine_info):
     # Read once per run: the JSON written at the end must not ask a CUDA context that a sticky
-    # error killed mid-run (suite/isolation.py) for what it already said.
+    # error killed mid-run (suite/isolation_plugin.py) for what it already said.
     if MACHINE not in config.stash:
         config.stash[MACHINE] = machine.machine_info()
     machine_info["torch"] = copy.deepcopy(config.stash[MACHINE])

@@ -19,7 +19,7 @@ import warnings
 import torch
 from torch.utils.data import DistributedSampler
 
-from cases._lib.dist_launches import Judgement, Runs
+from cases._lib.dist_launches import LaunchRecord, Runs
 from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
 from harness.rules import FromFindings
 
@@ -326,22 +326,23 @@ def judge_notes_launch(rows: list[dict], output: str, world: int) -> Finding:
     return Finding(Verdict.HOLDS, "LOCAL_RANK from the environment names each rank; " + evidence, errata)
 
 
-def launched_torchrun_env(runs: Runs, device: str, world: int, out_dir) -> Judgement:
+def launched_torchrun_env(runs: Runs, device: str, world: int, out_dir) -> LaunchRecord:
     run = runs.setup(device, world, out_dir).require_ok("setup")
-    return Judgement("torchrun_env", judge_torchrun_env(run.results("setup"), world))
+    return LaunchRecord("torchrun_env", judge_torchrun_env(run.results("setup"), world))
 
 
-def launched_spawn(runs: Runs, device: str, world: int, out_dir) -> Judgement:
+def launched_spawn(runs: Runs, device: str, world: int, out_dir) -> LaunchRecord:
     run = runs.spawn(device, world, out_dir).require_ok("mp.spawn")
-    return Judgement(
+    return LaunchRecord(
         "spawn_args_int", judge_spawn(run.results("spawn-"), run.results("spawn_slip")[0], world)
     )
 
 
-def launched_notes_launch(runs: Runs, world: int, out_dir) -> Judgement:
+def launched_notes_launch(runs: Runs, world: int, out_dir) -> LaunchRecord:
     """The notes' `python -m torch.distributed.launch` + `parser.add_argument("--local_rank")`."""
     run = runs.notes_launch(world, out_dir).require_ok("torch.distributed.launch")
-    return Judgement("notes_local_rank", judge_notes_launch(run.results("notes_launch"), run.output, world))
+    finding = judge_notes_launch(run.results("notes_launch"), run.output, world)
+    return LaunchRecord("notes_local_rank", finding)
 
 
 def check_torchrun_omp_threads(device):

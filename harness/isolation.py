@@ -36,7 +36,7 @@ in its log.
 
 Plain Python, never imports pytest: the probe, the planted (simulated) error, the worker
 processes and the hand-over that runs them (`run_in_workers`); the pytest glue, which replays a
-worker's events as this process's own test reports, is `suite.isolation`.
+worker's events as this process's own test reports, is `suite/isolation_plugin.py`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ case (and at least every 30 s) with the elapsed time and an ETA priced from the 
 per test where it is known, and `--time-budget` turned into a cap on each point's timed rounds
 (checks are never trimmed).
 
-Plain Python: the pytest glue (`suite/progress.py`) feeds it the collected tests and each finished
+Plain Python: the pytest glue (`suite/progress_plugin.py`) feeds it the collected tests and each finished
 test's duration, and writes the lines it returns.
 """
 

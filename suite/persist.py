@@ -1,7 +1,7 @@
 """Nothing measured is lost when a run is cut short: the pytest glue of `harness.results_file`
 (the results JSON written through a temporary file, a run cut short marked partial and its
 unfinished point left out), `harness.journal` (each finished point appended as its call phase
-ends; a worker of `suite.isolation` journals to the file it was given) and `harness.signals`
+ends; a worker of `suite/isolation_plugin.py` journals to the file it was given) and `harness.signals`
 (SIGTERM raised like SIGINT, so pytest's own finish runs and pytest-benchmark writes its JSON; a
 signal that arrives while the JSON is written waits until it is written).
 """

@@ -17,7 +17,7 @@ from harness import record, variant_benchmark
 from harness.variant_benchmark import NotMeasured, VariantAtPoint, WrongAnswer
 from plan import oversize_reason, select_points
 from suite import options
-from suite.progress import progress
+from suite.progress_plugin import progress
 
 
 def _at_point(point, input_cache) -> VariantAtPoint:

@@ -25,7 +25,7 @@ import pytest
 from cases import dist
 from cases._lib import launch_faults
 from cases._lib.collectives import ALLREDUCE
-from cases._lib.dist_launches import Judgement, Runs
+from cases._lib.dist_launches import LaunchRecord, Runs
 from cases.parallel import allreduce, average_gradient, dp_vs_ddp
 from harness import launch, record, timing
 from plan import LaunchPoint
@@ -92,7 +92,7 @@ def replay(request, benchmark, seconds: list[float]) -> None:
     benchmark.pedantic(clock.advance, setup=clock.rewind, rounds=len(seconds), iterations=1)
 
 
-def recorded(request, judged: Judgement, benchmark=None) -> None:
+def recorded(request, judged: LaunchRecord, benchmark=None) -> None:
     """A finding names its own check (``ddp_scaling-w2``), which names the test's outcome; a row
     goes to pytest-benchmark with the ranks' step times replayed."""
     props = request.node.user_properties

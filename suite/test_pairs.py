@@ -17,7 +17,7 @@ from cases.spec import dtype_name, tolerance_at
 from harness import interleave, load, measure, record, rounds
 from plan import oversize_reason
 from suite import options
-from suite.progress import progress
+from suite.progress_plugin import progress
 
 
 def test_pair(pair_point, input_cache, noise_floor, record_property, request):

@@ -1,4 +1,4 @@
-"""Isolation from sticky CUDA errors (suite.isolation, harness.isolation), on real pytest runs in a
+"""Isolation from sticky CUDA errors (suite/isolation_plugin.py, harness.isolation), on real pytest runs in a
 subprocess: a sticky error fails its own test with the assert's text, every other test has the
 outcome a run without the error gives it, and the benchmark points measured before and after it
 end up in the one results JSON. On CPU the sticky error is simulated (`harness.isolation.PLANT_ENV`:

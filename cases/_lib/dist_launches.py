@@ -7,7 +7,7 @@ made once per session and shared by every judge that reads them (DDP at world N 
 world-1 run as its baseline); the others write into the directory they are given. A launch that
 failed raises `harness.launch.LaunchFailed` where its rank files are read.
 
-A `Judgement` is what one launched point records: a finding under its check's name, a benchmark row
+A `LaunchRecord` is what one launched point records: a finding under its check's name, a benchmark row
 (the `harness.record.BenchmarkInfo` fields, extra keys, the per-step seconds the benchmark replays)
 in its group, and figures for the run's closing lines.
 """
@@ -100,8 +100,8 @@ class Runs:
 
 
 @dataclass(frozen=True)
-class Judgement:
-    """What one launched point records (any part may be absent)."""
+class LaunchRecord:
+    """What one launched point records (any part may be absent): what the distributed glue hands pytest."""
 
     check: str = ""  # the finding's check name, e.g. ``ddp_scaling-w2``
     finding: Finding | None = None

@@ -17,7 +17,7 @@ import torch
 
 from cases._lib.collectives import bus_bandwidth, d2l_allreduce, fit_alpha_beta, model_time
 from cases._lib.data_parallel import U32, replica_devices
-from cases._lib.dist_launches import Judgement, Runs
+from cases._lib.dist_launches import LaunchRecord, Runs
 from cases.spec import Case, Check, Finding, Verdict
 from harness.rules import FromFindings
 
@@ -223,17 +223,17 @@ def launched_table(run) -> tuple[list[dict], int]:
     return allreduce_table(run.results("allreduce"))
 
 
-def launched_cost_model(runs: Runs, device: str, world: int) -> Judgement:
+def launched_cost_model(runs: Runs, device: str, world: int) -> LaunchRecord:
     table, p = launched_table(runs.allreduce(device, world))
     check_allreduce(table, p)
     row, finding = allreduce_cost_model(table, p, device)
-    return Judgement(f"cost_model-w{p}", finding, f"parallel.allreduce model w{p} {device}", row)
+    return LaunchRecord(f"cost_model-w{p}", finding, f"parallel.allreduce model w{p} {device}", row)
 
 
-def launched_sweep(runs: Runs, algorithm: str, world: int) -> Judgement:
+def launched_sweep(runs: Runs, algorithm: str, world: int) -> LaunchRecord:
     """One algorithm's row per message size on CPU (the sweep the reports plot: bus bandwidth vs
     size, one line per algorithm)."""
     table, p = launched_table(runs.allreduce("cpu", world))
-    return Judgement(
+    return LaunchRecord(
         group=f"parallel.allreduce w{p} cpu", row=allreduce_sweep_row(table, p, algorithm, "cpu")
     )

@@ -16,7 +16,7 @@ import torch.distributed as dist
 from torch import nn
 
 from cases._lib.data_parallel import make_batch, make_mlp, notes_average_gradient
-from cases._lib.dist_launches import Judgement, Runs
+from cases._lib.dist_launches import LaunchRecord, Runs
 from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times, train_row, trained
 from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
 from harness.rules import FromFindings
@@ -142,10 +142,10 @@ def judge_average_gradient_vs_ddp(
     )
 
 
-def launched_average_gradient(runs: Runs, device: str, world: int) -> Judgement:
+def launched_average_gradient(runs: Runs, device: str, world: int) -> LaunchRecord:
     """Manual averaging's row at `world` ranks (grouped with DDP's), and its gradient against DDP's."""
     rows = trained(runs.train(device, world), "avg_grad")
     versus, finding = average_gradient_vs_ddp(rows)
     info, extra, times = train_row(rows, "avg_grad", device)
     group = f"parallel.dp_vs_ddp w{world} {device}"
-    return Judgement(f"vs_ddp-w{world}", finding, group, (info, {**extra, **versus}, times))
+    return LaunchRecord(f"vs_ddp-w{world}", finding, group, (info, {**extra, **versus}, times))

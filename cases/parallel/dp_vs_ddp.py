@@ -21,7 +21,7 @@ from torch import nn
 
 from cases._lib import isolated as _isolated
 from cases._lib.data_parallel import U32, make_batch, make_mlp, tensor_errors, train_tolerance
-from cases._lib.dist_launches import Judgement, Runs
+from cases._lib.dist_launches import LaunchRecord, Runs
 from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times, train_row, trained
 from cases._lib.precision import ieee_fp32
 from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
@@ -275,28 +275,28 @@ def judge_two_nodes(error: float, bound: float, steps: int, wall_s: float) -> Fi
     )
 
 
-def launched_ddp(runs: Runs, device: str, world: int) -> Judgement:
+def launched_ddp(runs: Runs, device: str, world: int) -> LaunchRecord:
     """DDP's row at `world` ranks and, beyond one, its scaling against the world-1 run."""
     rows = trained(runs.train(device, world), "ddp")
     info, extra, times = train_row(rows, "ddp", device)
     group = f"parallel.dp_vs_ddp w{world} {device}"
     if world == 1:
-        return Judgement(group=group, row=(info, extra, times))
+        return LaunchRecord(group=group, row=(info, extra, times))
     scaling, finding = ddp_scaling(rows, times, trained(runs.train(device, 1), "ddp"))
     # The run's last lines and the report tabulate it per world size (reports.answer).
-    return Judgement(f"ddp_scaling-w{world}", finding, group, (info, {**extra, **scaling}, times), scaling)
+    return LaunchRecord(f"ddp_scaling-w{world}", finding, group, (info, {**extra, **scaling}, times), scaling)
 
 
-def launched_dataparallel(runs: Runs, out_dir) -> Judgement:
+def launched_dataparallel(runs: Runs, out_dir) -> LaunchRecord:
     """nn.DataParallel: one process driving every GPU on the full batch (the DDP rows' baseline)."""
     info, extra, times = train_row(trained(runs.dataparallel(out_dir), "dp"), "dp", "cuda")
     gpus = torch.cuda.device_count()
-    return Judgement(
+    return LaunchRecord(
         group=f"parallel.dp_vs_ddp dp {gpus}gpu cuda", row=(info, {**extra, "gpus": gpus}, times)
     )
 
 
-def launched_two_nodes(runs: Runs, device: str) -> Judgement:
+def launched_two_nodes(runs: Runs, device: str) -> LaunchRecord:
     """Two torchrun launches (--nnodes=2, one rank each, c10d rendezvous on 127.0.0.1) train with
     DDP to the same parameters as one process on the full batch."""
     start = time.perf_counter()
@@ -307,4 +307,4 @@ def launched_two_nodes(runs: Runs, device: str) -> Judgement:
     trained(one, "ddp")
     a, b = (torch.load(r.out_dir / "params-ddp.pt") for r in (two, one))
     measured, finding = two_nodes_vs_one(rows, a, b, wall)
-    return Judgement("two_nodes", finding, measured=measured)
+    return LaunchRecord("two_nodes", finding, measured=measured)
