@@ -12,19 +12,27 @@ file; the run's journal (`harness.journal`) is the fallback for a run that dies 
 * Once the JSON holds every journaled point the journal is removed; if it does not (the process
   died, the writer failed), the journal stays and the run says how to rebuild the JSON from it
   (`settle_journal`).
+* SIGINT and SIGTERM wait while the JSON is written (`writing`): a second Ctrl-C, or a `timeout`
+  that fires at the end, would cut the one write short.
+* The parts of the document written outside pytest-benchmark's writer (the journal's header, the
+  whole file of a run that timed nothing) are composed by its own hooks (`Document`), so they
+  hold what its JSON would.
 
 Plain Python; the pytest glue is `suite.persist`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from harness import journal as journals
+from harness import signals
 
 
 class ResultsFileBusy(RuntimeError):
@@ -61,6 +69,44 @@ class ResultsFile:
         if self.temporary is not None:
             self.temporary.unlink(missing_ok=True)
         self._lock.close()
+
+
+def redirect(target: str | None, options) -> ResultsFile | None:
+    """pytest-benchmark's handle of --benchmark-json (`options.benchmark_json`, the file it opened)
+    replaced by the temporary file of a `ResultsFile` of the suite's --results (`target`) or else
+    of that handle's file; None where the run writes no JSON. Raises `ResultsFileBusy` where
+    another run holds the target."""
+    handle = getattr(options, "benchmark_json", None)
+    if not target and not hasattr(handle, "name"):
+        return None
+    results = ResultsFile(target or handle.name)
+    if handle is not None:
+        handle.close()  # pytest-benchmark's own handle on the target (already truncated by it)
+    options.benchmark_json = results.open()
+    return results
+
+
+@contextlib.contextmanager
+def writing(
+    results: ResultsFile | None,
+    handle,
+    empty: Callable[[], dict],
+    settle: Callable[[list[int]], list[str]],
+    say: Callable[[str], None],
+) -> Iterator[None]:
+    """The block in which pytest-benchmark writes the JSON into `handle`, with SIGINT and SIGTERM
+    held; they are not raised again after it: the run is ending, and `settle` says which arrived.
+    After the block, whether it raised or not: the file committed (`ResultsFile.commit`, `empty`
+    as there), then `settle(held)` given the signals that arrived
+    (`finished_points.FinishedPoints.settle`), and each line it gives said."""
+    with signals.held(redeliver=False) as held:
+        try:
+            yield
+        finally:
+            if results is not None:
+                results.commit(handle, empty)
+            for line in settle(held):
+                say(line)
 
 
 def _lock(target: Path):
@@ -170,3 +216,52 @@ def settle_journal(journal: journals.Journal | None, json_path: Path | None, hel
             f"finished; rebuild it from the journal: python -m harness.journal {journal.path}"
         )
     return lines
+
+
+class Document:
+    """pytest-benchmark's results document composed by its own hooks outside its writer, so the
+    journal's header and the file of a run that timed nothing hold what its JSON would. `hooks`
+    holds pytest-benchmark's hooks by name (pytest's hook relay), each called with `config`."""
+
+    def __init__(self, hooks, config):
+        self.hooks = hooks
+        self.config = config
+        self._machine: dict | None = None
+
+    def _hook(self, name: str, **kwargs):
+        return getattr(self.hooks, name)(config=self.config, **kwargs)
+
+    def header(self) -> dict:
+        """The document without its points: machine_info, commit_info, datetime, version."""
+        self._machine = self._hook("pytest_benchmark_generate_machine_info")
+        machine_info = copy.deepcopy(self._machine)
+        self._hook("pytest_benchmark_update_machine_info", machine_info=machine_info)
+        commit_info = self._hook("pytest_benchmark_generate_commit_info")
+        self._hook("pytest_benchmark_update_commit_info", commit_info=commit_info)
+        return self._hook(
+            "pytest_benchmark_generate_json",
+            benchmarks=[],
+            include_data=True,
+            machine_info=machine_info,
+            commit_info=commit_info,
+        )
+
+    def machine_info(self) -> dict | None:
+        """The machine as the last header described it, or None before the first header.
+
+        The machine does not change within a run: the header's description is reused for the
+        JSON rather than asking cpuinfo again (over a second on a loaded 2-core machine)."""
+        return copy.deepcopy(self._machine) if self._machine is not None else None
+
+    def own_keys(self) -> dict:
+        """The run's own keys (``suite``, ``cases``, ``outcomes``...) as the hooks that fill the
+        JSON give them now."""
+        keys: dict = {}
+        self._hook("pytest_benchmark_update_json", benchmarks=[], output_json=keys)
+        return keys
+
+    def empty(self) -> dict:
+        """The whole document of a run with no point: the header and the run's own keys."""
+        doc = self.header()
+        self._hook("pytest_benchmark_update_json", benchmarks=[], output_json=doc)
+        return doc

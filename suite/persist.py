@@ -1,22 +1,20 @@
 """Nothing measured is lost when a run is cut short: the pytest glue of `harness.results_file`
-(the results JSON written through a temporary file, a run cut short marked partial and its
-unfinished point left out), `harness.journal` (each finished point appended as its call phase
-ends; a worker of `suite/isolation_plugin.py` journals to the file it was given) and `harness.signals`
-(SIGTERM raised like SIGINT, so pytest's own finish runs and pytest-benchmark writes its JSON; a
-signal that arrives while the JSON is written waits until it is written).
+(the JSON written through a temporary file while signals wait), `harness.finished_points` (each
+finished point journaled as its test is reported, and the only points a cut-short run keeps; a
+worker of `suite/isolation_plugin.py` journals to the file it was given) and `harness.signals`
+(SIGTERM raised like SIGINT, so pytest's own finish runs and pytest-benchmark writes its JSON).
 """
 
 from __future__ import annotations
 
-import copy
 import os
 from pathlib import Path
 
 import pytest
 
-from harness import journal as journals
 from harness import results_file, signals
-from harness.journal import WORKER_JOURNAL_ENV
+from harness.finished_points import FinishedPoints
+from harness.journal import WORKER_JOURNAL_ENV, Journal
 
 PERSIST = pytest.StashKey["Persist"]()
 
@@ -46,15 +44,15 @@ class Persist:
     def __init__(self, config):
         self.config = config
         self.results: results_file.ResultsFile | None = None
-        self.worker_journal = os.environ.pop(WORKER_JOURNAL_ENV, None)
-        self.journal: journals.Journal | None = None
-        self.json_path: Path | None = None
-        self.finished: set[int] = set()  # id() of the Metadata of every point whose call phase ended
-        self.pending: dict[str, object] = {}  # node ID → its point, from makereport to logreport
-        self.left_out: list[str] = []
-        self._machine: dict | None = None
+        self.document = results_file.Document(config.hook, config)
+        worker = os.environ.pop(WORKER_JOURNAL_ENV, None)
+        self.points = FinishedPoints(worker, self.document.header, self.document.own_keys, self._say)
         self.interrupts = signals.Interrupts()
         self.interrupts.install()
+
+    @property
+    def journal(self) -> Journal | None:  # a worker's: its events are written into it
+        return self.points.journal
 
     @property
     def final_path(self) -> Path | None:  # where the results JSON goes once the run has ended
@@ -67,117 +65,46 @@ class Persist:
     def redirect_results(self) -> None:
         """pytest-benchmark's handle of --benchmark-json (or the suite's --results) becomes the
         temporary file of a `harness.results_file.ResultsFile`."""
-        if self.worker_journal:
-            return
-        option = self.config.getoption("--results", None)
-        handle = getattr(self.config.option, "benchmark_json", None)
-        if not option and not hasattr(handle, "name"):
+        if self.points.worker:
             return
         try:
-            self.results = results_file.ResultsFile(option or handle.name)
+            self.results = results_file.redirect(self.config.getoption("--results", None), self.config.option)
         except results_file.ResultsFileBusy as exc:
             raise pytest.UsageError(str(exc)) from None
-        if handle is not None:
-            handle.close()  # pytest-benchmark's own handle on the target (already truncated by it)
-        self.config.option.benchmark_json = self.results.open()
 
     def pytest_unconfigure(self, config):
         self.interrupts.restore()
-        if self.journal is not None:
-            self.journal.close()
+        self.points.close()
         if self.results is not None:
             self.results.close()
-
-    # the journal ---------------------------------------------------------------------------------
-    def pytest_sessionstart(self, session):
-        bs = self.benchmark_session
-        if self.worker_journal:
-            self.journal = journals.Journal(self.worker_journal)  # events flow through it from the start
-        elif bs is not None and bs.json is not None and not bs.disabled:
-            self.json_path = self.final_path or Path(os.path.abspath(bs.json.name))
-
-    def _open(self) -> journals.Journal | None:
-        if self.journal is None and self.json_path is not None:
-            self.journal = journals.Journal(journals.path_for(self.json_path))
-            if self.journal.kept is not None:
-                self._say(
-                    f"a journal left by an earlier run was kept as {self.journal.kept}; "
-                    f"rebuild its results with: python -m harness.journal {self.journal.kept}"
-                )
-        return self.journal
 
     def _say(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(line, yellow=True)
 
-    def add_row(self, row: dict) -> None:
-        """Journal one finished point (dict as in pytest-benchmark's ``benchmarks[]``)."""
-        journal = self._open()
-        if journal is None:
-            return
-        if not self.worker_journal:  # a worker's points go under the header of the process that started it
-            if not journal.has_header:
-                journal.header(self._header())
-            self._journal_extras()  # first: a point in the journal always has its outcome there too
-        journal.benchmark(row)
+    # the journal ---------------------------------------------------------------------------------
+    def pytest_sessionstart(self, session):
+        self.points.start(self.benchmark_session, self.final_path)
 
-    def add_recorded(self, row: dict) -> None:
-        """A point another process measured for this run: into this session's benchmarks (so the
-        one JSON, the table and --benchmark-compare have it) and into the journal."""
-        bs = self.benchmark_session
-        if bs is not None:
-            bs.benchmarks.append(results_file.RecordedBenchmark(row))
-        self.add_row(row)
-
-    def _header(self) -> dict:
-        config = self.config
-        self._machine = config.hook.pytest_benchmark_generate_machine_info(config=config)
-        machine_info = copy.deepcopy(self._machine)
-        config.hook.pytest_benchmark_update_machine_info(config=config, machine_info=machine_info)
-        commit_info = config.hook.pytest_benchmark_generate_commit_info(config=config)
-        config.hook.pytest_benchmark_update_commit_info(config=config, commit_info=commit_info)
-        return config.hook.pytest_benchmark_generate_json(
-            config=config,
-            benchmarks=[],
-            include_data=True,
-            machine_info=machine_info,
-            commit_info=commit_info,
-        )
+    def add_recorded(self, row: dict) -> None:  # a point an isolation worker measured
+        self.points.add_recorded(row, self.benchmark_session)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_benchmark_generate_machine_info(self, config):
-        # The machine does not change within a run: the header's description is reused for the
-        # JSON rather than asking cpuinfo again (over a second on a loaded 2-core machine).
-        return copy.deepcopy(self._machine) if self._machine is not None else None
-
-    def _journal_extras(self) -> None:
-        # The run's own keys (suite, cases, outcomes) as the hooks that fill the JSON give them
-        # now, so a journal rebuilt after a hard death has the outcomes too.
-        scratch: dict = {}
-        self.config.hook.pytest_benchmark_update_json(config=self.config, benchmarks=[], output_json=scratch)
-        self.journal.extras(scratch)
+        return self.document.machine_info()  # None before the first header: the others answer
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
         report = yield
         if call.when == "call":
-            fixture = (getattr(item, "funcargs", None) or {}).get("benchmark")
-            point = getattr(fixture, "stats", None)
-            if point is not None and point and not fixture.has_error:
-                self.finished.add(id(point))
-                self.pending[item.nodeid] = point
+            self.points.call_ended(item.nodeid, (getattr(item, "funcargs", None) or {}).get("benchmark"))
         return report
 
     @pytest.hookimpl(trylast=True)  # after the run's record has taken the outcome
     def pytest_runtest_logreport(self, report):
-        if report.when != "call":
-            return
-        point = self.pending.pop(report.nodeid, None)
-        if point is not None:
-            self.add_row(point.as_dict(include_data=True))
-        elif self.journal is not None and self.journal.has_header:
-            self._journal_extras()
+        if report.when == "call":
+            self.points.reported(report.nodeid)
 
     def pytest_runtest_logstart(self, nodeid):
         self.interrupts.running = nodeid
@@ -193,29 +120,11 @@ class Persist:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: before pytest-benchmark writes, after it wrote
     def pytest_sessionfinish(self, session):
-        bs = self.benchmark_session
-        if bs is not None:
-            bs.benchmarks[:], self.left_out = results_file.keep_finished(
-                bs.benchmarks, self.finished, bool(self.interrupts.reason)
-            )
-        with signals.held(redeliver=False) as held:
-            try:
-                return (yield)
-            finally:
-                if self.results is not None:
-                    self.results.commit(self.config.option.benchmark_json, self._empty_results)
-                journal = None if self.worker_journal else self.journal
-                for line in results_file.settle_journal(journal, self.json_path, held):
-                    self._say(line)
-
-    def _empty_results(self) -> dict:
-        doc = self._header()
-        self.config.hook.pytest_benchmark_update_json(config=self.config, benchmarks=[], output_json=doc)
-        return doc
+        self.points.keep(self.benchmark_session, bool(self.interrupts.reason))
+        handle = self.config.option.benchmark_json
+        with results_file.writing(self.results, handle, self.document.empty, self.points.settle, self._say):
+            return (yield)
 
     @pytest.hookimpl(trylast=True)  # after the hook that builds `suite`, into the dict it built
     def pytest_benchmark_update_json(self, config, benchmarks, output_json):
-        if self.interrupts.reason:
-            journals.mark_partial(
-                output_json, results_file.partial_reason(self.interrupts.reason, self.left_out)
-            )
+        self.points.mark_partial(output_json, self.interrupts.reason)

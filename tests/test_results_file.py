@@ -11,6 +11,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -237,3 +238,99 @@ def test_a_cut_short_run_keeps_only_the_points_whose_call_finished():
     assert results_file.partial_reason("SIGTERM", left_out) == (
         "SIGTERM; left out, unfinished: running (2 rounds), never (0 rounds)"
     )
+
+
+def test_the_results_file_takes_over_pytest_benchmarks_handle_only_where_a_json_is_wanted(tmp_path):
+    options = SimpleNamespace(benchmark_json=None)
+    assert results_file.redirect(None, options) is None and options.benchmark_json is None
+    theirs = open(tmp_path / "bench.json", "wb")  # pytest-benchmark's handle
+    options.benchmark_json = theirs
+    file = results_file.redirect(None, options)  # --benchmark-json alone: its file is the target
+    assert file.target == tmp_path / "bench.json" and theirs.closed
+    assert options.benchmark_json.name == str(file.temporary)
+    busy = open(tmp_path / "other.json", "wb")
+    with pytest.raises(results_file.ResultsFileBusy):
+        results_file.redirect(str(tmp_path / "bench.json"), SimpleNamespace(benchmark_json=busy))
+    assert not busy.closed  # a refused run leaves pytest-benchmark's handle as it was
+    busy.close()
+    options.benchmark_json.close()
+    file.close()
+    options = SimpleNamespace(benchmark_json=None)
+    file = results_file.redirect(str(tmp_path / "r.json"), options)  # --results: no handle needed
+    assert file.target == tmp_path / "r.json" and options.benchmark_json.name == str(file.temporary)
+    options.benchmark_json.close()
+    file.close()
+
+
+def test_signals_wait_while_the_results_are_written_and_a_failed_write_is_still_committed(tmp_path):
+    file = results_file.ResultsFile(tmp_path / "r.json")
+    handle, said, settled = file.open(), [], []
+
+    def settle(held):
+        settled.append(list(held))
+        return ["settled"]
+
+    with pytest.raises(RuntimeError, match="the writer failed"):
+        with results_file.writing(file, handle, lambda: {"benchmarks": []}, settle, said.append):
+            try:
+                signal.raise_signal(signal.SIGINT)
+            except KeyboardInterrupt:
+                pytest.fail("SIGINT was not held while the results were written")
+            raise RuntimeError("the writer failed")
+    assert settled == [[signal.SIGINT]] and said == ["settled"] and handle.closed
+    assert json.loads((tmp_path / "r.json").read_text()) == {"benchmarks": []}
+    file.close()
+    # the run is ending: a signal held through a write that went well is said, not raised again
+    try:
+        with results_file.writing(None, None, dict, settle, said.append):
+            signal.raise_signal(signal.SIGINT)
+    except KeyboardInterrupt:
+        pytest.fail("a signal held through the write was raised again after it")
+    assert settled[-1] == [signal.SIGINT]
+
+
+class BenchmarkHooks:
+    """pytest-benchmark's hooks as pytest's hook relay offers them, each call recorded."""
+
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def pytest_benchmark_generate_machine_info(self, config):
+        self.calls.append("generate_machine_info")
+        return {"cpu": {"brand_raw": "slow to ask"}}
+
+    def pytest_benchmark_update_machine_info(self, config, machine_info):
+        machine_info["torch"] = {"label": config}
+
+    def pytest_benchmark_generate_commit_info(self, config):
+        return {"id": "abc"}
+
+    def pytest_benchmark_update_commit_info(self, config, commit_info):
+        commit_info["dirty"] = False
+
+    def pytest_benchmark_generate_json(self, config, benchmarks, include_data, machine_info, commit_info):
+        assert benchmarks == [] and include_data
+        return {"machine_info": machine_info, "commit_info": commit_info, "benchmarks": benchmarks}
+
+    def pytest_benchmark_update_json(self, config, benchmarks, output_json):
+        output_json["outcomes"] = [f"outcome {len(self.calls)}"]
+
+
+def test_the_document_outside_the_writer_is_composed_by_pytest_benchmarks_hooks():
+    hooks = BenchmarkHooks()
+    document = results_file.Document(hooks, "the config")
+    assert document.machine_info() is None  # before the first header the other hooks answer
+    header = document.header()
+    assert header == {
+        "machine_info": {"cpu": {"brand_raw": "slow to ask"}, "torch": {"label": "the config"}},
+        "commit_info": {"id": "abc", "dirty": False},
+        "benchmarks": [],
+    }
+    # what the header generated, not what the update hooks added: those run again on the reuse
+    assert document.machine_info() == {"cpu": {"brand_raw": "slow to ask"}}
+    document.machine_info()["cpu"] = "changed by a reader"
+    assert document.machine_info() == {"cpu": {"brand_raw": "slow to ask"}}
+    assert document.own_keys() == {"outcomes": ["outcome 1"]}
+    empty = document.empty()
+    assert empty["outcomes"] == ["outcome 2"] and empty["commit_info"]["id"] == "abc"
+    assert hooks.calls == ["generate_machine_info", "generate_machine_info"]
