@@ -35,8 +35,10 @@ measures the machine's ceilings again before its first timing; warnings raised i
 in its log.
 
 Plain Python, never imports pytest: the probe, the planted (simulated) error, the worker
-processes and the hand-over that runs them (`run_in_workers`); the pytest glue, which replays a
-worker's events as this process's own test reports, is `suite/isolation_plugin.py`.
+processes and the hand-over that runs them (`run_in_workers`), a pytest process's side of it
+(`State`: the test that killed the context, the hand-overs), and what is done with a report or a
+worker's event short of calling pytest's hooks (`explain`, `replay_event`); the pytest glue, which
+calls those hooks, is `suite/isolation_plugin.py`.
 """
 
 from __future__ import annotations
@@ -271,6 +273,23 @@ def worker_nodeids(environ=os.environ) -> list[str] | None:
     return Path(ids_file).read_text(encoding="utf-8").splitlines() if ids_file else None
 
 
+def enabled(no_isolation: bool, debugging: bool, environ=os.environ) -> bool:
+    """Whether the tests after a sticky error go to a worker. ``--no-isolation`` keeps every test
+    in the first process (later CUDA tests then fail with the same error); so does ``--pdb`` (a
+    worker has no terminal to debug in) and a pytest-xdist worker (its arguments are the
+    controller's, and pytest-benchmark is off under xdist anyway)."""
+    return not (no_isolation or debugging or environ.get("PYTEST_XDIST_WORKER"))
+
+
+def partition(items: list, nodeids) -> tuple[list, list]:
+    """A worker's collected items (anything with a ``nodeid``): those it was started to run, in
+    collection order, and the rest, which it deselects."""
+    wanted = set(nodeids)
+    kept = [item for item in items if item.nodeid in wanted]
+    dropped = [item for item in items if item.nodeid not in wanted]
+    return kept, dropped
+
+
 def watch_parent(interval_s: float = 1.0) -> None:
     """In a worker: SIGTERM to itself when the process that started it is gone (killed hard), so
     the worker finishes cleanly instead of holding the GPU as an orphan; its own session keeps
@@ -318,6 +337,63 @@ def hand_over_line(h: dict) -> str:
     return (
         f"after {h['after']}: {h['error']}; {h['tests']} tests ran in {h['workers']} fresh worker process(es)"
     )
+
+
+def handing_over_line(h: dict) -> str:
+    """What the terminal says as a hand-over starts."""
+    return (
+        f"sticky CUDA error in {h['after']} ({h['error']}): the {h['tests']} tests after it run "
+        f"in a fresh worker process"
+    )
+
+
+def hand_over_event(h: dict) -> dict:
+    """A hand-over as a worker's journal carries it: one made in a worker is passed up to the
+    first process, which lists it with its own."""
+    return {"kind": "hand_over", "hand_over": h}
+
+
+def explain(report, error: str, isolated: bool) -> None:
+    """Put the device-side assert's own text beside torch's generic message in a failed test's
+    report (a pytest ``TestReport``), where the terminal summary and `outcomes[]` (the crash
+    message) show it."""
+    lines = kernel_assert_lines(report.capstderr, report.capstdout)
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if lines and crash is not None:
+        crash.message = "\n".join([crash.message, *lines])
+    report.sections.append(("sticky CUDA error", dead_context_note(error, lines, isolated)))
+
+
+def restore_tuples(report) -> None:
+    """A report read back from a worker's journal, with the tuples it had before JSON."""
+    # JSON has no tuples; pytest and the run's record tell a skip's (path, line, reason) apart
+    # from a failure's text by its type.
+    report.location = tuple(report.location)
+    if isinstance(report.longrepr, list):
+        report.longrepr = tuple(report.longrepr)
+    report.user_properties = [tuple(p) for p in report.user_properties]
+    report.sections = [tuple(s) for s in report.sections]
+
+
+def replay_event(event: dict, *, point, hand_over, deserialize, hook) -> None:
+    """One event of a worker, taken in as this process's own: `point(row)` a finished benchmark
+    point; `hand_over(record)` a later sticky error, in a worker; `hook(nodeid, name, kwargs)` a
+    test's event, for its pytest hook ``pytest_runtest_<name>`` (``logstart``, ``logreport``,
+    ``logfinish``) called with `kwargs`, a report made by `deserialize(data)` from what the worker
+    serialized."""
+    kind = event.get("kind")
+    if kind == "benchmark":
+        point(event["row"])
+    elif kind == "hand_over":
+        hand_over(event["hand_over"])
+    elif kind == "report":
+        report = deserialize(event["report"])
+        restore_tuples(report)
+        hook(report.nodeid, "logreport", {"report": report})
+    elif kind in ("logstart", "logfinish"):
+        nodeid = event["nodeid"]
+        hook(nodeid, kind, {"nodeid": nodeid, "location": tuple(event["location"])})
+    # else the worker's header and run record: this process writes its own
 
 
 @dataclass
@@ -424,3 +500,51 @@ def _fail(fail: Fail, nodeid: str, followed: Followed, message: str) -> None:
     fail(nodeid, message, nodeid in followed.started, when)
     followed.finished.add(nodeid)
     followed.running = None
+
+
+class State:
+    """One pytest process's side of isolation: its CUDA context, the test that left it dead, the
+    node IDs handed to workers, and every hand-over (``suite.isolation`` in the results JSON), this
+    process's own and, passed up, its workers'. `journal(event)` writes an event for the process
+    that started this one, when there is one."""
+
+    def __init__(self, context: Context, enabled: bool, journal: Callable[[dict], None]):
+        self.context = context
+        self.enabled = enabled
+        self.journal = journal
+        self.dead: tuple[str, str] | None = None  # (node ID, error) once the context is dead
+        self.handed_over: set[str] = set()
+        self.hand_overs: list[dict] = []
+
+    def failed(self, nodeid: str, report) -> None:
+        """A phase of `nodeid` failed: if the context is dead, this test killed it, and its report
+        says so (`explain`). Only the first counts: every later failure finds it dead too."""
+        if self.dead is None:
+            error = self.context.error()
+            if error is not None:
+                self.dead = (nodeid, error)
+                explain(report, error, self.enabled)
+
+    @property
+    def handing_over(self) -> bool:
+        """Whether the tests still to run go to a worker instead of this process's dead context."""
+        return self.dead is not None and self.enabled
+
+    def hand_over_rest(self, args, nodeids, *, cwd, say, replay: Replay, fail: Fail, stopped) -> None:
+        """Run `nodeids`, the rest of the run, in workers (`run_in_workers`); `say(line)` tells the
+        terminal."""
+        self.handed_over.update(nodeids)
+        nodeid, error = self.dead
+        record = hand_over(nodeid, error, len(nodeids))
+        say(handing_over_line(record))
+        release_device_memory()
+        self.hand_overs.append(record)  # before the workers' own, which arrive while they run
+        try:
+            run_in_workers(args, nodeids, cwd=cwd, record=record, replay=replay, fail=fail, stopped=stopped)
+        finally:
+            self.journal(hand_over_event(record))
+
+    def passed_up(self, record: dict) -> None:
+        """A hand-over made in a worker of this process: listed here, and passed up in turn."""
+        self.hand_overs.append(record)
+        self.journal(hand_over_event(record))

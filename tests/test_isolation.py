@@ -3,7 +3,9 @@ subprocess: a sticky error fails its own test with the assert's text, every othe
 outcome a run without the error gives it, and the benchmark points measured before and after it
 end up in the one results JSON. On CPU the sticky error is simulated (`harness.isolation.PLANT_ENV`:
 the planted test raises torch's device-side-assert error and every later call in that process
-raises it too, as on a dead context); on CUDA a real device-side assert is planted."""
+raises it too, as on a dead context); on CUDA a real device-side assert is planted. What the
+pytest glue does short of calling pytest's hooks (`State`, `replay_event`, `explain`) is tested in
+this process, without a run."""
 
 import json
 import os
@@ -12,6 +14,7 @@ import subprocess
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -313,3 +316,123 @@ def test_a_compile_that_fails_on_a_dead_context_fails_the_test_instead_of_skippi
     monkeypatch.setattr(isolation, "cuda_context_error", lambda: "an illegal memory access was encountered")
     with pytest.raises(RuntimeError, match="illegal memory access"):
         variant_benchmark.compile_first(at)
+
+
+def test_isolation_is_off_under_no_isolation_pdb_and_an_xdist_worker():
+    assert isolation.enabled(False, False, environ={})
+    assert not isolation.enabled(True, False, environ={})
+    assert not isolation.enabled(False, True, environ={})
+    assert not isolation.enabled(False, False, environ={"PYTEST_XDIST_WORKER": "gw0"})
+
+
+def test_a_worker_keeps_its_node_ids_in_collection_order_and_deselects_the_rest():
+    items = [SimpleNamespace(nodeid=n) for n in ("a", "b", "c", "d")]
+    kept, dropped = isolation.partition(items, ["d", "b", "z"])
+    assert [i.nodeid for i in kept] == ["b", "d"]
+    assert [i.nodeid for i in dropped] == ["a", "c"]
+
+
+def _failed_report(stderr=""):
+    crash = SimpleNamespace(message="RuntimeError: CUDA error: device-side assert triggered")
+    return SimpleNamespace(
+        capstderr=stderr, capstdout="", longrepr=SimpleNamespace(reprcrash=crash), sections=[]
+    )
+
+
+def test_the_failure_that_killed_the_context_carries_the_kernel_assert_and_what_happens_next():
+    report = _failed_report(f"noise\n{isolation.SIMULATED_KERNEL_LINE}\n")
+    isolation.explain(report, STICKY, isolated=True)
+    assert report.longrepr.reprcrash.message.endswith("\n" + isolation.SIMULATED_KERNEL_LINE)
+    [(title, note)] = report.sections
+    assert title == "sticky CUDA error"
+    assert note.startswith(STICKY) and "fresh worker process" in note
+    off = _failed_report()
+    isolation.explain(off, STICKY, isolated=False)
+    assert off.longrepr.reprcrash.message == _failed_report().longrepr.reprcrash.message
+    assert "isolation is off" in off.sections[0][1]
+
+
+def _replayed(event):
+    calls = []
+    isolation.replay_event(
+        event,
+        point=lambda row: calls.append(("point", row)),
+        hand_over=lambda record: calls.append(("hand_over", record)),
+        deserialize=lambda data: SimpleNamespace(**data),
+        hook=lambda nodeid, name, kwargs: calls.append((nodeid, name, kwargs)),
+    )
+    return calls
+
+
+def test_each_worker_event_goes_to_its_own_place_and_its_header_nowhere():
+    assert _replayed({"kind": "benchmark", "row": {"id": 1}}) == [("point", {"id": 1})]
+    record = isolation.hand_over("t::a", STICKY, 3)
+    assert _replayed(isolation.hand_over_event(record)) == [("hand_over", record)]
+    start = {"kind": "logstart", "nodeid": "t::a", "location": ["t.py", 1, "a"]}
+    assert _replayed(start) == [("t::a", "logstart", {"nodeid": "t::a", "location": ("t.py", 1, "a")})]
+    finish = {**start, "kind": "logfinish"}
+    assert _replayed(finish) == [("t::a", "logfinish", {"nodeid": "t::a", "location": ("t.py", 1, "a")})]
+    assert _replayed({"kind": "header"}) == []
+
+
+def test_a_replayed_report_has_its_tuples_back():
+    """A skip's longrepr is (path, line, reason); JSON made it a list, which reads as a failure's text."""
+    data = {
+        "nodeid": "t::a",
+        "location": ["t.py", 1, "a"],
+        "longrepr": ["t.py", 3, "Skipped: no CUDA"],
+        "user_properties": [["k", "v"]],
+        "sections": [["Captured stdout call", "x"]],
+    }
+    [(nodeid, name, kwargs)] = _replayed({"kind": "report", "report": data})
+    report = kwargs["report"]
+    assert (nodeid, name) == ("t::a", "logreport")
+    assert report.location == ("t.py", 1, "a")
+    assert report.longrepr == ("t.py", 3, "Skipped: no CUDA")
+    assert report.user_properties == [("k", "v")]
+    assert report.sections == [("Captured stdout call", "x")]
+    failure = _replayed({"kind": "report", "report": {**data, "longrepr": "AssertionError"}})
+    assert failure[0][2]["report"].longrepr == "AssertionError"
+
+
+def test_only_the_first_failure_on_a_dead_context_hands_over_and_only_when_enabled():
+    probe = iter([None, STICKY, "a later error"])
+    state = isolation.State(isolation.Context(probe=lambda: next(probe)), True, journal=lambda e: None)
+    state.failed("t::healthy", _failed_report())
+    assert state.dead is None and not state.handing_over
+    state.failed("t::killer", _failed_report())
+    assert state.dead == ("t::killer", STICKY) and state.handing_over
+    later = _failed_report()
+    state.failed("t::later", later)  # not probed again: the first death is the one
+    assert state.dead == ("t::killer", STICKY) and later.sections == []
+    off = isolation.State(isolation.Context(probe=lambda: STICKY), False, journal=lambda e: None)
+    off.failed("t::killer", _failed_report())
+    assert off.dead is not None and not off.handing_over
+
+
+def test_a_hand_over_is_listed_before_its_workers_own_and_journaled_even_if_the_workers_raise(monkeypatch):
+    journal, said = [], []
+    state = isolation.State(isolation.Context(probe=lambda: STICKY), True, journal=journal.append)
+    state.failed("t::killer", _failed_report())
+    from_worker = isolation.hand_over("t::c", "another error", 1)
+
+    def workers(args, nodeids, *, cwd, record, replay, fail, stopped):
+        record["workers"] += 1
+        replay(isolation.hand_over_event(from_worker))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(isolation, "run_in_workers", workers)
+    monkeypatch.setattr(isolation, "release_device_memory", lambda: None)
+    replay = lambda event: isolation.replay_event(  # noqa: E731
+        event, point=None, hand_over=state.passed_up, deserialize=None, hook=None
+    )
+    with pytest.raises(KeyboardInterrupt):
+        state.hand_over_rest(
+            ["suite"], ["t::b", "t::c"], cwd=".", say=said.append, replay=replay, fail=None, stopped=None
+        )
+    own = {"after": "t::killer", "error": STICKY, "tests": 2, "workers": 1}
+    assert said == [isolation.handing_over_line(own)]
+    assert said[0].startswith(f"sticky CUDA error in t::killer ({STICKY}): the 2 tests")
+    assert state.handed_over == {"t::b", "t::c"}
+    assert state.hand_overs == [own, from_worker]
+    assert journal == [isolation.hand_over_event(from_worker), isolation.hand_over_event(own)]
