@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cases._lib.launched_training import TRAIN_SIZES
 from harness import launch
-from harness.record import Finding
+from harness.record import BenchmarkInfo, Finding
 
 WORKER = "cases.dist_worker"
 TIMEOUT_S = 180.0
@@ -108,3 +108,24 @@ class LaunchRecord:
     group: str = ""  # the benchmark row's group
     row: tuple[dict, dict, list[float]] | None = None
     measured: dict | None = None  # figures the run's answer tabulates (reports/answer.py)
+
+    def properties(self, point: dict) -> list[tuple[str, object]]:
+        """The user properties this adds to its test's recorded `point` (the results JSON's outcome
+        reads them): a finding names its own check (``ddp_scaling-w2``), which names the outcome."""
+        props: list[tuple[str, object]] = []
+        if self.finding is not None:
+            props += [("point", {**point, "check": self.check}), ("finding", self.finding.to_data())]
+        if self.measured is not None:
+            props.append(("measured", self.measured))
+        return props
+
+    @property
+    def extra_info(self) -> dict:
+        """The benchmark row's extra_info: the `BenchmarkInfo` fields, then the extra keys."""
+        info, extra, _ = self.row
+        return {**BenchmarkInfo(**info).to_data(), **extra}
+
+    @property
+    def step_seconds(self) -> list[float]:
+        """The per-step seconds the benchmark replays, the slowest rank's at each step."""
+        return self.row[2]
