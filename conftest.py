@@ -48,12 +48,6 @@ def pytest_benchmark_update_machine_info(config, machine_info):
     machine_info["torch"] = copy.deepcopy(config.stash[MACHINE])
     machine_info["torch"]["label"] = machine.machine_label(machine_info["torch"])
     machine_info["torch"]["allocator"] = dict(config.stash.get(ALLOCATOR, {}))
-    # Measured before the first timing of the session (suite/conftest.py's machine_ceilings fixture);
-    # absent when nothing in the session was timed.
-    measured, detail = config.stash[RECORDER].machine_ceilings()
-    if measured:
-        machine_info["torch"]["ceilings"] = measured
-        machine_info["torch"]["ceilings_detail"] = detail
-    floors = config.stash[RECORDER].noise_floors
-    if floors:
-        machine_info["torch"]["noise_floor"] = copy.deepcopy(floors)
+    # Ceilings and noise floors, measured before the first timing that needed them (suite/conftest.py's
+    # fixtures); absent when nothing in the session was timed.
+    config.stash[RECORDER].machine.into(machine_info["torch"])

@@ -260,23 +260,38 @@ class Outcome:
         )
 
     @classmethod
-    def of_test(
-        cls, key: PointKey, *, nodeid: str, outcome: str, message: str = "", finding=None, measured=None
-    ) -> Outcome:
-        """A suite test's outcome at its point: `message` is why it was skipped, or a failure's
-        crash message, whose first word before a colon names the exception's class."""
-        error_type = ""
-        if outcome == "failed":
-            message = message[:2000]
+    def of_report(cls, report) -> Outcome | None:
+        """A suite test's outcome from pytest's report of one of its phases (read by attribute:
+        ``when``, ``outcome``, ``longrepr``, ``nodeid``, and ``user_properties`` holding its
+        ``point`` and any ``finding``/``measured``), or None where that phase does not decide it:
+        the call does, and a setup that did not pass or a teardown that failed. The reason is why
+        it was skipped, or a failure's crash message, whose first word before a colon names the
+        exception's class."""
+        props = dict(report.user_properties)
+        when, outcome = report.when, report.outcome
+        decides = (
+            when == "call"
+            or (when == "setup" and outcome != "passed")
+            or (when == "teardown" and outcome == "failed")
+        )
+        if "point" not in props or not decides:
+            return None
+        message = error_type = ""
+        if outcome == "skipped" and isinstance(report.longrepr, tuple):  # (path, line, reason)
+            message = report.longrepr[2].removeprefix("Skipped: ")
+        elif outcome == "failed":
+            crash = getattr(report.longrepr, "reprcrash", None)
+            message = (crash.message if crash else str(report.longrepr))[:2000]
             error_type = message.split(":", 1)[0] if ":" in message[:80] else "Failed"
+        finding = props.get("finding")
         return cls.at(
-            key,
-            nodeid=nodeid,
+            PointKey.from_data(props["point"]),
+            nodeid=report.nodeid,
             outcome=outcome,
             reason=message,
             error_type=error_type,
             finding=Finding.from_data(finding) if finding else None,
-            measured=measured,
+            measured=props.get("measured"),
         )
 
 

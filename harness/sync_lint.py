@@ -29,6 +29,11 @@ def synchronizing_calls_raise() -> Iterator[None]:
         torch.cuda.set_sync_debug_mode(previous)
 
 
+class HiddenSyncWarning(UserWarning):
+    """An optimized variant synchronises host and device where its code says (a warning, not a
+    failure: some must, for a data-dependent output shape)."""
+
+
 def hidden_sync(call: Callable[[], Any], device, own_code: str) -> str | None:
     """None if a second `call()` on `device` does not synchronise with the host, else torch's
     message with where: the innermost frame under the directory `own_code` (the variant's own

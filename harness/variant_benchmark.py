@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -56,6 +56,8 @@ class VariantAtPoint:
     metrics: Callable[[tuple, torch.device], dict] | None = None  # the case's own, of the inputs
     flops: float | None = None  # the cost model at this size, for the roofline
     bytes_moved: float | None = None
+    group: str = ""  # pytest-benchmark's group: the variants a table and --benchmark-compare set side by side
+    recorded: Mapping[str, Any] = field(default_factory=dict)  # the point's record.BenchmarkInfo data
 
 
 def wrong_answer(variant: VariantAtPoint, err: measure.Error, when: str = "") -> str | None:
@@ -109,14 +111,16 @@ def check(variant: VariantAtPoint) -> None:
 
 
 def run(benchmark, variant: VariantAtPoint, *, budget, min_rounds: int, clock=None, device_ceilings) -> None:
-    """Measure `variant` with `benchmark` (pytest-benchmark's fixture, its group and the point's
-    record.BenchmarkInfo already in its extra_info), adding to extra_info where the point's time
-    went (``phase_s``), its peak memory and error, the timing mode's figures and the roofline.
+    """Measure `variant` with `benchmark` (pytest-benchmark's fixture): its group and extra_info,
+    which gets the point's record.BenchmarkInfo, where the point's time went (``phase_s``), its
+    peak memory and error, the timing mode's figures and the roofline.
 
     `budget`: the run's time budget (harness.progress.Progress: ``round_cap_s(point_id)``,
     ``max_time_s``, ``spent_in_rounds(seconds)``), asked for the cap just before the rounds;
     `min_rounds`: ``--benchmark-min-rounds``; `clock`: a CUDA warm point's DeviceClock;
     `device_ceilings`: the machine's measured ceilings for the device ({} for none)."""
+    benchmark.group = variant.group
+    benchmark.extra_info.update(variant.recorded)
     # Where a point's time goes (the full GPU profile's budget is mostly outside the rounds):
     # inputs and the float64 oracle, a compile, the checked peak-memory pass, pilot and rounds.
     phases = benchmark.extra_info["phase_s"] = {}

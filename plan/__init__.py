@@ -19,8 +19,10 @@ from dataclasses import dataclass
 import torch
 
 from cases import all_cases, get_case
-from cases.spec import Case, Check, Comparison, Role, Size, Variant, dtype_name, size_label
+from cases.spec import Case, Check, Comparison, Role, Size, Variant, dtype_name, size_label, tolerance_at
 from harness import compiled, declared, measure, record, rules
+from harness.pair_benchmark import PairAtPoint
+from harness.variant_benchmark import VariantAtPoint
 
 
 @dataclass(frozen=True, eq=False)
@@ -403,6 +405,37 @@ def with_timing_modes(points: list[VariantPoint], modes) -> list[VariantPoint]:
     return out
 
 
+def points_by_argument(
+    arguments, *, profile: str, devices, compile_scope: str, timing_modes, predicate=None
+) -> dict[str, list]:
+    """The points a suite test runs, under the argument it takes them by: ``variant_point`` (once
+    per timing mode where the test times them, i.e. takes ``benchmark``; only those `predicate`
+    accepts), ``pair_point`` and ``check_point``."""
+    out = {}
+    if "variant_point" in arguments:
+        points = variant_points(profile, devices, compile_scope)
+        if "benchmark" in arguments:
+            points = with_timing_modes(points, timing_modes)
+        out["variant_point"] = [p for p in points if predicate is None or predicate(p)]
+    if "pair_point" in arguments:
+        out["pair_point"] = pair_points(profile, devices)
+    if "check_point" in arguments:
+        out["check_point"] = check_points(devices)
+    return out
+
+
+def cpu_only_cases(points) -> set[str]:
+    """The cases among `points` that no CUDA test covers at all (RecordIO files, a scheduler's
+    state dict): they join the GPU command's run (`-m gpu`) on the host's CPU, so the GPU report
+    holds every catalogue ID the machine can run."""
+    points = list(points)
+    on_cuda = {p.key.case for p in points if p.key.device == "cuda"}
+    # From the declarations too, not the collected points alone: on a machine without CUDA none
+    # are collected (--device defaults to the devices present), and every case would look CPU-only.
+    on_cuda |= {case.id for case in all_cases() if declared.declares_cuda(case)}
+    return {p.key.case for p in points} - on_cuda
+
+
 def point_of(item):
     """The plan point a collected pytest item was parametrised with (any parameter with
     `requires` and a `key`), or None."""
@@ -469,3 +502,50 @@ def oversize_reason(point: VariantPoint, input_cache: InputCache) -> str | None:
     if need > budget:
         return f"needs ~{need / 2**30:.1f} GiB, over this device's budget of {budget / 2**30:.1f} GiB"
     return None
+
+
+def variant_at(point: VariantPoint, input_cache: InputCache) -> VariantAtPoint:
+    """The point resolved into what the harness measures: its callable, tolerance at this size,
+    inputs from the cache, and the cost model of this variant."""
+    comparison, variant = point.comparison, point.variant
+    itemsize = torch.empty((), dtype=point.dtype).element_size()
+    twin = variant.role is Role.COMPILED
+    compiles = point.compiled_from if twin else None  # a twin always names it (compiled_twins)
+    flops = comparison.flops_of(variant, point.size)
+    bytes_moved = comparison.bytes_of(variant, point.size, itemsize)
+    mode = "" if point.timing == "warm" else point.timing  # a GPU timing mode other than warm
+    return VariantAtPoint(
+        id=point.id,
+        fn=variant.fn,
+        device=point.device,
+        dtype=point.dtype,
+        tolerance=tolerance_at(point.tolerance, point.size),
+        inputs=lambda: input_cache.get(point),
+        mode=point.timing,
+        compiles=compiles,
+        not_compilable=comparison.uncompilable.get(compiles) if twin else None,
+        # A case's metrics describe its own eager variants (checkpoint's saved activations by
+        # segment count); a twin's compiled graph is not what they measure.
+        metrics=None
+        if comparison.metrics is None or twin
+        else (lambda inputs, device: comparison.metrics(point.variant_name, inputs, device)),
+        flops=flops,
+        bytes_moved=bytes_moved,
+        group=f"{point.case.id} {point.size_label} {dtype_name(point.dtype)} {point.device}"
+        + (f" {mode}" if mode else ""),
+        recorded=record.BenchmarkInfo.of(
+            point.key, tier=point.case.tier, x=comparison.x_axis, flops=flops, bytes=bytes_moved
+        ).to_data()
+        | ({"timing_mode": mode} if mode else {}),
+    )
+
+
+def pair_at(point: PairPoint, input_cache: InputCache) -> PairAtPoint:
+    return PairAtPoint(
+        key=point.key,
+        fast=point.fast,
+        slow=point.slow,
+        sides={side.variant_name: variant_at(side, input_cache) for side in point.sides},
+        against=point.against,
+        x=point.comparison.x_axis,
+    )

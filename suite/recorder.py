@@ -1,7 +1,7 @@
 """The run's record, the pytest glue: markers and skips from each point's requirements, every suite
 test's outcome and finding (`harness.record.Outcome`), the cases' declarations
-(`harness.declared`) and the machine's ceilings into the results JSON, and the run's answer
-(`reports.answer`) at its end.
+(`harness.declared`) and what the run measured of the machine (`harness.machine_measures`) into
+the results JSON, and the run's answer (`reports.answer`) at its end.
 
 A pytest plugin object registered on the config (``config.stash[RECORDER]``), so its state lives
 and dies with one pytest session.
@@ -14,8 +14,10 @@ import pytest
 import plan
 from cases import all_cases
 from harness import declared, marks, record
+from harness.machine_measures import MachineMeasures
 from harness.marks import NOT_A_BENCHMARK
 from reports import answer
+from suite import options
 
 RECORDER = pytest.StashKey["Recorder"]()
 
@@ -24,27 +26,27 @@ class Recorder:
     def __init__(self, config):
         self.config = config
         self.outcomes: list[record.Outcome] = []
-        self.ceilings: dict[str, tuple[dict, dict]] = {}  # device kind → (measured, detail)
-        self.noise_floors: dict[str, dict] = {}  # device → harness.noise.measured(device)
+        self.machine = MachineMeasures(options.devices(config))  # into machine_info (root conftest)
         self.pairs: list[record.PairTiming] = []
 
     @pytest.hookimpl(tryfirst=True)  # before `-m` selects by the markers added here
     def pytest_collection_modifyitems(self, config, items):
         """Markers, skips and clocks from each point's requirements (harness.marks)."""
-        for item in items:
-            point = plan.point_of(item)
-            if point is not None:
-                described = point.key.to_data()  # plain data: a worker's events carry it across processes
-                timed = "benchmark" in getattr(item, "fixturenames", ())
-                names, skip, clock = marks.of(point, point.key.role, timed)
-                for name in names:
-                    item.add_marker(getattr(pytest.mark, name))
-                if skip:
-                    item.add_marker(pytest.mark.skip(reason=skip))
-                elif clock is not None:
-                    item.add_marker(pytest.mark.benchmark(timer=clock))
-                item.user_properties.append(("point", described))
-        _gpu_run_covers_cpu_only_cases(items)
+        points = [(item, point) for item in items if (point := plan.point_of(item)) is not None]
+        cpu_only = plan.cpu_only_cases(point for _, point in points)
+        for item, point in points:
+            described = point.key.to_data()  # plain data: a worker's events carry it across processes
+            timed = "benchmark" in getattr(item, "fixturenames", ())
+            names, skip, clock = marks.of(point, point.key.role, timed)
+            for name in names:
+                item.add_marker(getattr(pytest.mark, name))
+            if point.key.case in cpu_only:  # the GPU command (`-m gpu`) runs it on the host's CPU
+                item.add_marker(pytest.mark.gpu)
+            if skip:
+                item.add_marker(pytest.mark.skip(reason=skip))
+            elif clock is not None:
+                item.add_marker(pytest.mark.benchmark(timer=clock))
+            item.user_properties.append(("point", described))
 
     @pytest.hookimpl(trylast=True)  # after pytest-benchmark has marked what --benchmark-only skips
     def pytest_collection_finish(self, session):
@@ -63,36 +65,15 @@ class Recorder:
     def pytest_runtest_logreport(self, report):
         """Every suite test's outcome (with its point and any finding) goes into the results JSON,
         so the reports know which checks failed and which sizes were skipped, and why."""
-        props = dict(report.user_properties)
-        point = props.get("point")
-        if point is None or not (
-            report.when == "call"
-            or (report.when == "setup" and report.outcome != "passed")
-            or (report.when == "teardown" and report.failed)
-        ):
+        outcome = record.Outcome.of_report(report)
+        if outcome is None:
             return
-        message = ""
-        if report.skipped and isinstance(report.longrepr, tuple):
-            message = report.longrepr[2].removeprefix("Skipped: ")
-        elif report.failed:
-            crash = getattr(report.longrepr, "reprcrash", None)
-            message = crash.message if crash else str(report.longrepr)
-        if report.when == "call" and report.passed and props.get("pair") is not None:
-            self.pairs.append(record.PairTiming.from_data(props["pair"]))
-        self.outcomes.append(
-            record.Outcome.of_test(
-                record.PointKey.from_data(point),
-                nodeid=report.nodeid,
-                outcome=report.outcome,
-                message=message,
-                finding=props.get("finding"),
-                measured=props.get("measured"),
-            )
-        )
+        pair = dict(report.user_properties).get("pair")
+        if report.when == "call" and report.passed and pair is not None:
+            self.pairs.append(record.PairTiming.from_data(pair))
+        self.outcomes.append(outcome)
 
     def pytest_benchmark_update_json(self, config, benchmarks, output_json):
-        from suite import options
-
         info = record.RunInfo(
             profile=config.getoption("--profile"),
             devices=options.devices(config),
@@ -102,9 +83,6 @@ class Recorder:
         output_json["cases"] = {cid: c.to_data() for cid, c in declared.case_infos(all_cases()).items()}
         output_json["outcomes"] = [o.to_data() for o in self.outcomes]
         output_json["pairs"] = [p.to_data() for p in self.pairs]
-
-    def machine_ceilings(self) -> tuple[dict, dict]:
-        return {k: v[0] for k, v in self.ceilings.items()}, {k: v[1] for k, v in self.ceilings.items()}
 
     def pytest_sessionstart(self, session):
         # pytest-benchmark's tables off unless asked for (its --benchmark-quiet, minus its logger)
@@ -125,20 +103,6 @@ class Recorder:
             terminalreporter.section("what this run found")
             for line in text:
                 terminalreporter.write_line(line)
-
-
-def _gpu_run_covers_cpu_only_cases(items) -> None:
-    """A technique with no CUDA test at all (RecordIO files, a scheduler's state dict) still gets a
-    verdict from the GPU command (`-m gpu`): its tests join the GPU run on the host's CPU, so the
-    GPU report holds every catalogue ID the machine can run."""
-    points = [(item, dict(item.user_properties).get("point")) for item in items]
-    # From the declarations, not the collected points: on a machine without CUDA none are
-    # collected (--device defaults to the devices present), and every case would look CPU-only.
-    on_cuda = {p["case"] for _, p in points if p is not None and p.get("device") == "cuda"}
-    on_cuda |= {case.id for case in all_cases() if declared.declares_cuda(case)}
-    for item, p in points:
-        if p is not None and p["case"] not in on_cuda:
-            item.add_marker(pytest.mark.gpu)
 
 
 def _keep_under_benchmark_only(item) -> None:

@@ -21,10 +21,6 @@ from plan import oversize_reason, select_points
 CASES_DIR = os.path.dirname(os.path.abspath(cases.__file__))
 
 
-class HiddenSyncWarning(UserWarning):
-    pass
-
-
 @select_points(lambda p: p.device == "cuda" and p.variant.role is Role.OPTIMIZED)
 def test_perf_lint(variant_point, input_cache, record_property):
     point = variant_point
@@ -36,4 +32,4 @@ def test_perf_lint(variant_point, input_cache, record_property):
     found = sync_lint.hidden_sync(functools.partial(point.variant.fn, *inputs), point.device, CASES_DIR)
     record_property("measured", {"hidden_sync": found})
     if found:
-        warnings.warn(HiddenSyncWarning(f"{point.id}: {found}"), stacklevel=1)
+        warnings.warn(sync_lint.HiddenSyncWarning(f"{point.id}: {found}"), stacklevel=1)

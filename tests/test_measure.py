@@ -194,3 +194,27 @@ def test_compare_in_chunks_agrees_with_one_pass(monkeypatch, norm, nan):
     if norm is None:
         assert ("(4, 5)" if nan else "(3, 11)") in chunked.worst, chunked.worst
     assert measure.compare(truth.float(), truth, rtol=1e-6, atol=0.0, norm=norm).within
+
+
+def test_the_machine_is_measured_once_per_device_and_only_what_was_measured_is_recorded(monkeypatch):
+    from harness import ceilings, noise
+    from harness.machine_measures import MachineMeasures
+
+    calls = []
+    monkeypatch.setattr(ceilings, "measured", lambda d: calls.append(d) or ({"gemm": 1.0}, {"how": d}))
+    monkeypatch.setattr(noise, "measured", lambda d: calls.append(f"noise {d}") or {"floor": 0.02})
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    machine = MachineMeasures(("cpu", "cuda"))
+    info = {}
+    machine.into(info)
+    assert info == {}  # a run that timed nothing says nothing of the machine's speed
+    assert machine.ceilings_for("cuda:0") == {}  # no GPU here: none measured, none made up
+    assert machine.ceilings_for("cpu") == {"gemm": 1.0}
+    assert machine.noise_floor("cpu") == machine.noise_floor("cpu") == 0.02
+    assert calls.count("noise cpu") == 1 and "cuda" not in calls
+    machine.into(info)
+    assert info == {
+        "ceilings": {"cpu": {"gemm": 1.0}},
+        "ceilings_detail": {"cpu": {"how": "cpu"}},
+        "noise_floor": {"cpu": {"floor": 0.02}},
+    }

@@ -8,6 +8,7 @@ import sys
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -186,7 +187,8 @@ def test_a_points_key_round_trips_and_builds_its_records():
     assert record.PointKey.from_data(key.to_data()) == key
     check = record.PointKey(case="shape.ops", kind="check", name="view_rules", device="cpu")
     assert check.to_data() == {"case": "shape.ops", "kind": "check", "check": "view_rules", "device": "cpu"}
-    outcome = record.Outcome.of_test(key, nodeid="n", outcome="failed", message="AssertionError: off")
+    crash = SimpleNamespace(reprcrash=SimpleNamespace(message="AssertionError: off"))
+    outcome = record.Outcome.of_report(_report("call", "failed", crash, point=key.to_data()))
     assert (outcome.case, outcome.name, outcome.part, outcome.timing_mode, outcome.error_type) == (
         "memory.checkpoint",
         "compiled",
@@ -202,3 +204,36 @@ def test_a_points_key_round_trips_and_builds_its_records():
         1,
     )
     assert record.BenchmarkInfo.split(info.to_data())[0] == info
+
+
+def _report(when, outcome, longrepr=None, **properties):
+    """What the recorder reads of pytest's TestReport."""
+    return SimpleNamespace(
+        when=when, outcome=outcome, longrepr=longrepr, nodeid="n", user_properties=list(properties.items())
+    )
+
+
+def test_only_the_phase_that_decides_a_test_is_its_outcome():
+    point = record.PointKey(case="onehot.encode", kind="check", name="rule", device="cpu").to_data()
+    skip = ("suite/x.py", 3, "Skipped: needs CUDA")
+    decided = {
+        ("setup", "passed"): None,
+        ("setup", "skipped"): "needs CUDA",
+        ("call", "passed"): "",
+        ("teardown", "passed"): None,
+        ("teardown", "failed"): "RuntimeError: leaked",
+    }
+    for (when, outcome), reason in decided.items():
+        longrepr = (
+            skip if outcome == "skipped" else SimpleNamespace(reprcrash=SimpleNamespace(message=reason))
+        )
+        got = record.Outcome.of_report(_report(when, outcome, longrepr, point=point))
+        assert (got.reason if got else None) == reason, (when, outcome)
+    assert record.Outcome.of_report(
+        _report("teardown", "failed", "RuntimeError: leaked", point=point)
+    ).error_type == ("RuntimeError")
+    assert (
+        record.Outcome.of_report(_report("call", "failed", "no colon here", point=point)).error_type
+        == "Failed"
+    )
+    assert record.Outcome.of_report(_report("call", "passed")) is None  # not a suite point: not recorded

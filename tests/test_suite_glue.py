@@ -85,6 +85,13 @@ def test_gpu_only_benchmarks_skip_with_the_reason_on_a_cpu_machine():
     assert "CUDA not available" in named.stdout, "a device named but absent is skipped with the reason"
 
 
+class _Defaults:
+    """A pytest config where no option was given."""
+
+    def getoption(self, name, default=None):
+        return default
+
+
 def test_a_slow_check_gets_the_slow_marker():
     from cases.spec import Case, Check
     from plan import CheckPoint
@@ -107,7 +114,7 @@ def test_a_slow_check_gets_the_slow_marker():
             self.markers.append(mark.name)
 
     items = [Item(CheckPoint(case, name, "cpu")) for name in ("fast", "sweep")]
-    Recorder(None).pytest_collection_modifyitems(None, items)
+    Recorder(_Defaults()).pytest_collection_modifyitems(None, items)
     assert "slow" not in items[0].markers and "slow" in items[1].markers
 
 
@@ -198,7 +205,7 @@ def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements
         LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cuda", 2),
     ]
     items = [Item(p) for p in points]
-    Recorder(None).pytest_collection_modifyitems(None, items)
+    Recorder(_Defaults()).pytest_collection_modifyitems(None, items)
     names = [{m.name for m in item.marks} for item in items]
     assert names[0] == {"distributed", "benchmark"} and names[1] == {"distributed", "slow", "benchmark"}
     assert {"gpu", "multigpu", "distributed"} <= names[2]
@@ -214,3 +221,17 @@ def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements
     if not torch.cuda.is_available():
         skip = next(m for m in items[2].marks if m.name == "skip")
         assert skip.kwargs["reason"] == "CUDA not available" and "benchmark" not in names[2]
+
+
+def test_only_cases_with_no_cuda_test_join_the_gpu_command():
+    """A case no CUDA test covers (here: `data.recordio`, file I/O) joins `-m gpu` on the host's
+    CPU; one that declares a CUDA test does not, even on a machine where none is collected."""
+    import plan
+
+    cpu_points = plan.variant_points("quick", ("cpu",)) + plan.check_points(("cpu",))
+    cpu_only = plan.cpu_only_cases(cpu_points)
+    assert "data.recordio" in cpu_only
+    assert "distance.pairwise" not in cpu_only  # declares CUDA dtypes, none collected on a CPU run
+    assert cpu_only <= {p.key.case for p in cpu_points}
+    on_cuda = plan.variant_points("quick", ("cpu", "cuda"))
+    assert not plan.cpu_only_cases(on_cuda) & {p.key.case for p in on_cuda if p.key.device == "cuda"}

@@ -1,0 +1,83 @@
+"""Two ways of computing one thing at one point, checked and timed side by side: what
+``test_pair`` does. The speed-up a verdict is read from comes from here.
+
+Each side is checked against the oracle before any round is timed: a fast wrong answer is not a
+speed-up, so a side outside its tolerance (or writing into its inputs) leaves the pair untimed
+(`NotMeasured`; ``test_check`` says what it broke). The rounds alternate between the sides
+(`harness.interleave`) within one point's cap, and the record (`harness.record.PairTiming`)
+carries the machine's load measured right after them and the device's A/A noise floor, so the
+reports can tell a gain from noise. Plain Python: no pytest, no cases, no plan.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from harness import interleave, load, measure, record, rounds
+from harness.variant_benchmark import NotMeasured, VariantAtPoint
+
+
+@dataclass(frozen=True)
+class PairAtPoint:
+    """What the harness needs of one timed pair (the plan's PairPoint resolved): its key, the two
+    sides under the rule's names for them, and what the record says of the pair."""
+
+    key: record.PointKey
+    fast: str
+    slow: str
+    sides: dict[str, VariantAtPoint]  # fast's and slow's name → the variant at this point
+    against: str = "rule"  # harness.record.PairTiming.against
+    x: str | None = None  # the comparison's x axis, for the plots
+
+
+def run(
+    pair: PairAtPoint,
+    *,
+    cap_s: float,
+    min_rounds: int,
+    noise_floor: Callable[[], float | None],
+) -> record.PairTiming:
+    """Check both sides, then time them in alternating rounds (at least `min_rounds`, within
+    `cap_s` for the whole pair); `noise_floor()` is asked after the rounds, so the floor's own
+    measurement never runs between them."""
+    calls, outputs = {}, {}
+    for name, side in pair.sides.items():
+        inputs, truth = side.inputs()
+        out, err = measure.checked_call(side.fn, inputs, truth, side.tolerance)
+        if not err.within:
+            what = "changes its inputs in place" if err.changed_inputs else "is outside its tolerance"
+            raise NotMeasured(f"{name} {what} here; not timed")
+        outputs[name] = out
+        calls[name] = measure.synchronized(functools.partial(side.fn, *inputs), side.device)
+    identical = measure.bitwise_identical(outputs[pair.fast], outputs[pair.slow])
+    del outputs  # the rounds' own outputs need the memory
+    device = pair.key.device
+    paired = interleave.timed_pair(
+        calls,
+        cap_s=cap_s,
+        min_rounds=max(interleave.MIN_PAIRED_ROUNDS, min_rounds),
+        min_round_s=rounds.MIN_ROUND_S.get(torch.device(device).type, rounds.MIN_ROUND_S["cpu"]),
+    )
+    key = pair.key
+    return record.PairTiming(
+        case=key.case,
+        fast=pair.fast,
+        slow=pair.slow,
+        size=dict(key.size),
+        size_label=key.size_label,
+        dtype=key.dtype,
+        device=device,
+        fast_s=tuple(paired.seconds[pair.fast]),
+        slow_s=tuple(paired.seconds[pair.slow]),
+        against=pair.against,
+        part=key.part,
+        x=pair.x,
+        identical=identical,
+        noise_floor=noise_floor(),
+        load=load.measure(probe_s=0).to_data(),
+        iterations=dict(paired.iterations),
+    )
