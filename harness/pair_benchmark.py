@@ -62,19 +62,13 @@ def run(
         min_rounds=max(interleave.MIN_PAIRED_ROUNDS, min_rounds),
         min_round_s=rounds.MIN_ROUND_S.get(torch.device(device).type, rounds.MIN_ROUND_S["cpu"]),
     )
-    key = pair.key
-    return record.PairTiming(
-        case=key.case,
+    return record.PairTiming.at(
+        pair.key,
         fast=pair.fast,
         slow=pair.slow,
-        size=dict(key.size),
-        size_label=key.size_label,
-        dtype=key.dtype,
-        device=device,
         fast_s=tuple(paired.seconds[pair.fast]),
         slow_s=tuple(paired.seconds[pair.slow]),
         against=pair.against,
-        part=key.part,
         x=pair.x,
         identical=identical,
         noise_floor=noise_floor(),

@@ -427,6 +427,20 @@ class PairTiming:
         if len(self.fast_s) != len(self.slow_s):
             raise RecordError(f"pair {self.case} {self.fast}/{self.slow}: sides have unequal round counts")
 
+    @classmethod
+    def at(cls, key: PointKey, **result) -> PairTiming:
+        """The pair timed at `key`; `result`: the sides' names, their rounds and what was measured
+        with them."""
+        return cls(
+            case=key.case,
+            size=dict(key.size),
+            size_label=key.size_label,
+            dtype=key.dtype,
+            device=key.device,
+            part=key.part,
+            **result,
+        )
+
     def to_data(self) -> dict:
         data = asdict(self)
         data["fast_s"], data["slow_s"] = list(self.fast_s), list(self.slow_s)
