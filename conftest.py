@@ -48,6 +48,6 @@ def pytest_benchmark_update_machine_info(config, machine_info):
     machine_info["torch"] = copy.deepcopy(config.stash[MACHINE])
     machine_info["torch"]["label"] = machine.machine_label(machine_info["torch"])
     machine_info["torch"]["allocator"] = dict(config.stash.get(ALLOCATOR, {}))
-    # Ceilings and noise floors, measured before the first timing that needed them (suite/conftest.py's
-    # fixtures); absent when nothing in the session was timed.
+    # Ceilings and noise floors, measured outside any timing when first needed (harness.machine_measures
+    # says when); absent when nothing in the session was timed.
     config.stash[RECORDER].machine.into(machine_info["torch"])

@@ -1,9 +1,10 @@
 """What a run measures of the machine itself, once per device: its ceilings (harness.ceilings)
-and its A/A noise floor (harness.noise).
+and its A/A noise floor (harness.noise), written into the results' machine info beside the
+machine's description; a run that timed nothing measures neither.
 
-Each is measured the first time a timed point asks, before that point's timing starts, so it
-never runs inside a measurement, and goes into the results' machine info beside the machine's
-description; a run that timed nothing measures neither.
+Neither runs inside a measurement: the ceilings are measured when the first timed point asks,
+before its timing starts; the noise floor when the first pair on the device has finished its
+rounds (harness.pair_benchmark asks after them).
 """
 
 from __future__ import annotations

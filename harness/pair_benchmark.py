@@ -5,8 +5,8 @@ Each side is checked against the oracle before any round is timed: a fast wrong 
 speed-up, so a side outside its tolerance (or writing into its inputs) leaves the pair untimed
 (`NotMeasured`; ``test_check`` says what it broke). The rounds alternate between the sides
 (`harness.interleave`) within one point's cap, and the record (`harness.record.PairTiming`)
-carries the machine's load measured right after them and the device's A/A noise floor, so the
-reports can tell a gain from noise. Plain Python: no pytest, no cases, no plan.
+carries the device's A/A noise floor and the machine's load, both measured after the rounds, so
+the reports can tell a gain from noise. Plain Python: no pytest, no cases, no plan.
 """
 
 from __future__ import annotations
@@ -40,12 +40,17 @@ def run(
     cap_s: float,
     min_rounds: int,
     noise_floor: Callable[[], float | None],
+    oversize: Callable[[str], str | None] = lambda name: None,
 ) -> record.PairTiming:
     """Check both sides, then time them in alternating rounds (at least `min_rounds`, within
     `cap_s` for the whole pair); `noise_floor()` is asked after the rounds, so the floor's own
-    measurement never runs between them."""
+    measurement never runs between them. `oversize(name)` says why a side's size cannot be tried
+    here (or None); it is asked just before that side's inputs are made, so the second side's
+    memory budget is read with the first side's inputs, truth and output held, as they are then."""
     calls, outputs = {}, {}
     for name, side in pair.sides.items():
+        if reason := oversize(name):
+            raise NotMeasured(f"{name}: {reason}")
         inputs, truth = side.inputs()
         out, err = measure.checked_call(side.fn, inputs, truth, side.tolerance)
         if not err.within:

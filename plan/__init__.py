@@ -513,7 +513,7 @@ def variant_at(point: VariantPoint, input_cache: InputCache) -> VariantAtPoint:
     compiles = point.compiled_from if twin else None  # a twin always names it (compiled_twins)
     flops = comparison.flops_of(variant, point.size)
     bytes_moved = comparison.bytes_of(variant, point.size, itemsize)
-    mode = "" if point.timing == "warm" else point.timing  # a GPU timing mode other than warm
+    mode = point.key.timing_mode  # "" for warm
     return VariantAtPoint(
         id=point.id,
         fn=variant.fn,

@@ -22,9 +22,6 @@ def test_pair(pair_point, input_cache, noise_floor, record_property, request):
     # timed only where timing is on, and runs under --benchmark-only (suite/recorder.py).
     if request.config.getoption("benchmark_disable", False):
         pytest.skip("timing disabled (--benchmark-disable): each side's check ran in test_check")
-    for side in pair_point.sides:
-        if reason := plan.oversize_reason(side, input_cache):
-            pytest.skip(f"{side.variant_name}: {reason}")
     try:
         timing = pair_benchmark.run(
             plan.pair_at(pair_point, input_cache),
@@ -32,8 +29,9 @@ def test_pair(pair_point, input_cache, noise_floor, record_property, request):
             cap_s=progress(request.config).round_cap_s(pair_point.id),
             min_rounds=options.min_rounds(request.config),
             noise_floor=lambda: noise_floor(pair_point.device),
+            oversize=lambda name: plan.oversize_reason(pair_point.side(name), input_cache),
         )
-    except NotMeasured as exc:  # a side wrong here: test_check says what it broke
+    except NotMeasured as exc:  # a side too big, or wrong here (test_check says what it broke)
         reason = str(exc)
     else:
         record_property("pair", timing.to_data())

@@ -38,11 +38,16 @@ def _pair(slow_fn):
     )
 
 
-def test_a_right_pair_is_timed_at_its_point_with_the_floor_asked_after_its_rounds():
-    asked = []
-    timing = pair_benchmark.run(
-        _pair(lambda t: t + t), cap_s=0.05, min_rounds=5, noise_floor=lambda: asked.append(1) or 0.03
+def test_a_right_pair_is_timed_at_its_point_with_the_floor_asked_after_its_rounds(monkeypatch):
+    order = []
+    timed_pair = interleave.timed_pair
+    monkeypatch.setattr(
+        interleave, "timed_pair", lambda *a, **k: order.append("rounds") or timed_pair(*a, **k)
     )
+    timing = pair_benchmark.run(
+        _pair(lambda t: t + t), cap_s=0.05, min_rounds=5, noise_floor=lambda: order.append("floor") or 0.03
+    )
+    assert order == ["rounds", "floor"]  # the floor's own measurement never runs between the rounds
     assert (timing.case, timing.size_label, timing.dtype, timing.device) == (
         "distance.pairwise",
         "n64",
@@ -51,8 +56,25 @@ def test_a_right_pair_is_timed_at_its_point_with_the_floor_asked_after_its_round
     )
     assert (timing.fast, timing.slow, timing.x, timing.noise_floor) == ("matmul", "broadcast", "n", 0.03)
     assert len(timing.fast_s) == len(timing.slow_s) >= interleave.MIN_PAIRED_ROUNDS
-    assert timing.identical is True and asked == [1]
+    assert timing.identical is True
     assert all(s > 0 for s in timing.fast_s + timing.slow_s)
+
+
+def test_a_side_too_big_is_not_measured_and_its_size_asked_after_the_side_before_it_was_made():
+    made = []
+    pair = _pair(lambda t: t + t)
+    for name, side in pair.sides.items():
+        inputs = side.inputs
+        object.__setattr__(side, "inputs", lambda name=name, inputs=inputs: made.append(name) or inputs())
+    asked = []
+
+    def oversize(name):
+        asked.append((name, list(made)))
+        return "needs ~9.0 GiB, over this device's budget of 1.0 GiB" if name == "broadcast" else None
+
+    with pytest.raises(NotMeasured, match="broadcast: needs ~9.0 GiB"):
+        pair_benchmark.run(pair, cap_s=0.05, min_rounds=5, noise_floor=lambda: None, oversize=oversize)
+    assert asked == [("matmul", []), ("broadcast", ["matmul"])]
 
 
 @pytest.mark.parametrize(
