@@ -167,6 +167,18 @@ class PointKey:
                 data[name] = dict(value) if isinstance(value, Mapping) else value
         return data
 
+    def where(self) -> dict:
+        """The fields every record of this point carries (an outcome, a benchmark row, a timed
+        pair): which comparison, at which size, dtype and device."""
+        return {
+            "case": self.case,
+            "size": dict(self.size),
+            "size_label": self.size_label,
+            "dtype": self.dtype,
+            "device": self.device,
+            "part": self.part,
+        }
+
     @classmethod
     def from_data(cls, data: Mapping) -> PointKey:
         return cls(
@@ -246,17 +258,7 @@ class Outcome:
     def at(cls, key: PointKey, **result) -> Outcome:
         """The outcome of the test at `key`; `result`: the fields that are not the point's."""
         return cls(
-            case=key.case,
-            kind=key.kind,
-            name=key.name,
-            device=key.device,
-            role=key.role,
-            size=dict(key.size),
-            size_label=key.size_label,
-            dtype=key.dtype,
-            timing_mode=key.timing_mode,
-            part=key.part,
-            **result,
+            **key.where(), kind=key.kind, name=key.name, role=key.role, timing_mode=key.timing_mode, **result
         )
 
     @classmethod
@@ -323,16 +325,7 @@ class BenchmarkInfo:
     def of(cls, key: PointKey, **measured) -> BenchmarkInfo:
         """A timed variant's record at its point; `measured`: tier, x and the cost fields."""
         return cls(
-            case=key.case,
-            variant=key.name,
-            role=key.role,
-            size=dict(key.size),
-            size_label=key.size_label,
-            dtype=key.dtype,
-            device=key.device,
-            part=key.part,
-            compiled_from=key.compiled_from,
-            **measured,
+            **key.where(), variant=key.name, role=key.role, compiled_from=key.compiled_from, **measured
         )
 
     def to_data(self) -> dict:
@@ -431,15 +424,7 @@ class PairTiming:
     def at(cls, key: PointKey, **result) -> PairTiming:
         """The pair timed at `key`; `result`: the sides' names, their rounds and what was measured
         with them."""
-        return cls(
-            case=key.case,
-            size=dict(key.size),
-            size_label=key.size_label,
-            dtype=key.dtype,
-            device=key.device,
-            part=key.part,
-            **result,
-        )
+        return cls(**key.where(), **result)
 
     def to_data(self) -> dict:
         data = asdict(self)
