@@ -17,6 +17,8 @@ from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import (
     Case,
     Check,
+    Claim,
+    ClaimKind,
     Erratum,
     ErratumKind,
     Finding,
@@ -288,10 +290,16 @@ CASE = Case(
     source="000, 001 实际编写 / 距离计算",
     make_inputs=make_points,
     variants={
-        "broadcast": naive(broadcast, peak_bytes=lambda s, b: 2 * s["d"] * _nm(s, b) + _nm(s, b)),
-        "matmul": optimized(matmul, peak_bytes=lambda s, b: _nm(s, b)),
-        "unit_norm": optimized(unit_norm, inputs=make_unit_points, peak_bytes=lambda s, b: _nm(s, b)),
-        "binary": optimized(binary, inputs=make_binary_points, peak_bytes=lambda s, b: _nm(s, b)),
+        "broadcast": naive(
+            broadcast, peak_bytes=lambda s, b: 2 * s["d"] * _nm(s, b) + _nm(s, b), claim="expansion"
+        ),
+        "matmul": optimized(matmul, peak_bytes=lambda s, b: _nm(s, b), claim="expansion"),
+        "unit_norm": optimized(
+            unit_norm, inputs=make_unit_points, peak_bytes=lambda s, b: _nm(s, b), claim="unit_norm"
+        ),
+        "binary": optimized(
+            binary, inputs=make_binary_points, peak_bytes=lambda s, b: _nm(s, b), claim="binary"
+        ),
         "cdist_mm": library(cdist_mm, peak_bytes=lambda s, b: 3 * _nm(s, b)),
         # cdist's direct CUDA kernel is dispatched for float/double only.
         "cdist_direct": library(cdist_direct, peak_bytes=lambda s, b: 2 * _nm(s, b), dtypes=(FP32,)),
@@ -315,13 +323,49 @@ CASE = Case(
         # On an H200 broadcast fits up to n = 4096 (32 GiB); the matmul forms go to 32768.
         "full": [{"n": n, "m": n, "d": 256} for n in (1024, 2048, 4096, 8192, 16384, 32768)],
     },
+    claims=(
+        Claim(
+            "expansion",
+            "|x_tar - x_cur|^2 = x_tar^T x_tar - 2 * x_tar^T x_cur + x_cur^T x_cur",
+            "001",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "unit_norm",
+            "if descriptors are normalized: compare = 2 - 2*torch.matmul(...)",
+            "001",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "binary",
+            "in ORB situation, the descriptor is binary: "
+            "compare = torch.sum(des_tar, 1) - 2*torch.matmul(...) + ...",
+            "001",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "faster",
+            "# terrible ways: (the broadcast form, against the matmul expansion)",
+            "001",
+            ClaimKind.SPEED,
+        ),
+        Claim(
+            "lighter",
+            "# terrible ways: compare = torch.sum((des_tar - des_cur)**2, 2) # N*N*256",
+            "001",
+            ClaimKind.MEMORY,
+        ),
+    ),
     checks={
+        # The expansion's cancellation on near-duplicates: measured and reported; the notes say nothing of it.
         "cancellation": Check(check_cancellation),
-        "notes_binary_snippet": Check(check_notes_binary_snippet),
-        "notes_orientation": Check(check_notes_orientation),
+        "notes_binary_snippet": Check(check_notes_binary_snippet, claim="binary"),
+        "notes_orientation": Check(check_notes_orientation, claim="expansion"),
     },
     input_families=INPUT_FAMILIES,
-    verdict=AllOf((Faster("matmul", "broadcast"), Lighter("matmul", "broadcast"))),
+    verdict=AllOf(
+        (Faster("matmul", "broadcast", claim="faster"), Lighter("matmul", "broadcast", claim="lighter"))
+    ),
     flops=lambda s: 2 * s["n"] * s["m"] * s["d"],
     bytes_moved=lambda s, b: (s["n"] * s["d"] + s["m"] * s["d"] + s["n"] * s["m"]) * b,
 )

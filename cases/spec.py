@@ -17,13 +17,15 @@ Calling conventions, so every case reads the same way:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from harness.record import Erratum, ErratumKind, Finding, Verdict  # noqa: F401  (the declaration API)
+from harness import rules as _rules
+from harness.record import Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict  # noqa: F401  (the declaration API)
 
 Size = Mapping[str, int]
 """One point of a size sweep, e.g. ``{"n": 1024, "m": 1024, "d": 256}``."""
@@ -131,6 +133,10 @@ class Variant:
     # none of the brute force's GEMM). A function returning None: no model for this variant.
     flops: Callable[[Size], float | None] | None = None
     bytes_moved: Callable[[Size, int], float | None] | None = None
+    # The correctness claim its check against the oracle decides (a `Claim.id` of the case): a
+    # variant outside its tolerance makes that claim fail. None: context (a library's way, a
+    # control), whose red check still keeps the ID from `holds`.
+    claim: str | None = None
 
 
 def naive(fn, **kw) -> Variant:
@@ -185,6 +191,9 @@ class Check:
     requires: tuple[str, ...] = ()
     devices: tuple[str, ...] = ("cpu", "cuda")
     slow: bool = False  # marked `slow`: left out by -m "not slow" (e.g. a sweep that takes seconds)
+    # The claim its finding decides (a `Claim.id` of the case); None: context, reported, deciding
+    # nothing (a comparison the catalogue adds, a measurement, a spelling of the notes).
+    claim: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -271,6 +280,9 @@ class Case(Comparison):
     verdict: Any = None  # a rule from harness/rules.py; None: Faster() with variants, else FromFindings()
     gate_tolerance: float | None = None  # per-case override of the gate's allowed drop
     parts: Mapping[str, Comparison] = field(default_factory=dict)
+    # The notes' claims this ID judges (CATALOG.md: "Claims are the unit"); each is decided by the
+    # checks, variants and rule nodes that name it.
+    claims: tuple[Claim, ...] = ()
 
     def __post_init__(self):
         if "." not in self.id or self.id != self.id.strip():
@@ -284,6 +296,40 @@ class Case(Comparison):
             part._validate(f"{self.id} part {name}")
         if not self.variants and not self.checks and not self.parts:
             raise ValueError(f"{self.id}: a case needs variants to time or checks to run")
+        self._validate_claims()
+
+    def _validate_claims(self) -> None:
+        ids = [c.id for c in self.claims]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"{self.id}: a claim id repeats ({ids})")
+        named = {f"check {n}": c.claim for n, c in self.checks.items()}
+        for part, comparison in self.comparisons().items():
+            named |= {f"variant {part + '/' if part else ''}{n}": v.claim for n, v in comparison.variants.items()}
+        named |= {f"rule {type(r).__name__}": r.claim for r in _rules.claimed(self.verdict)}
+        unknown = {what: claim for what, claim in named.items() if claim and claim not in ids}
+        if unknown:
+            raise ValueError(f"{self.id}: these name claims the case does not declare: {unknown}")
+
+    def decided_claims(self) -> tuple[Claim, ...]:
+        """The claims with what decides each filled in (`Claim.checks`, `Claim.variants`)."""
+        out = []
+        for claim in self.claims:
+            checks = tuple(n for n, c in self.checks.items() if c.claim == claim.id)
+            variants = tuple(
+                f"{part + '/' if part else ''}{n}"
+                for part, comparison in self.comparisons().items()
+                for n, v in comparison.variants.items()
+                if v.claim == claim.id
+            )
+            out.append(dataclasses.replace(claim, checks=checks, variants=variants))
+        return tuple(out)
+
+    def undecided_claims(self) -> list[str]:
+        """Claims nothing decides: no check, variant or rule node names them."""
+        by_rule = {r.claim for r in _rules.claimed(self.verdict)}
+        return [
+            c.id for c in self.decided_claims() if not c.checks and not c.variants and c.id not in by_rule
+        ]
 
     def comparisons(self) -> dict[str, Comparison]:
         """Every comparison the case times, by part name ("" for the case's own)."""

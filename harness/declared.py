@@ -51,6 +51,7 @@ def case_infos(cases) -> dict[str, record.CaseInfo]:
             gate_tolerance=case.gate_tolerance,
             uncompilable={n: why for c in (case, *case.parts.values()) for n, why in c.uncompilable.items()},
             devices=devices_of(case),
+            claims=case.decided_claims(),
         )
     for cid, entry in entries.items():
         out.setdefault(

@@ -50,6 +50,71 @@ class Verdict(str, enum.Enum):
     FAILS = "fails"
     DEPENDS = "depends"  # on hardware, torch version or size: the evidence says which
     NOT_MEASURED = "not measured"
+    # A test that should have decided a claim went red where the suite itself broke (a crash, a
+    # precondition of the check): the claim is neither held nor failed, and the test is named.
+    # Reached only by the reports from red tests, never by a check's own finding.
+    COULD_NOT_JUDGE = "could not judge"
+
+
+class ClaimKind(str, enum.Enum):
+    """What kind of statement a claim of the notes is (CATALOG.md: "Claims are the unit")."""
+
+    CORRECTNESS = "correctness"  # computes the same as an independent truth
+    BEHAVIOUR = "behaviour"  # an API does what the notes say (raises, shares storage, a default)
+    SPEED = "speed"  # one way is faster than another
+    MEMORY = "memory"  # one way peaks at less memory
+    HEDGE = "hedge"  # "not necessarily faster or smaller": one observation settles it
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim the notes make for a catalogue ID: a short ID (unique within the case), the
+    notes' words (`quote`), the note file it is in, and its kind. ``checks`` and ``variants`` are
+    what decides it: the rule checks that name it, and the variants (``part/name`` for a part's)
+    whose check against the truth does; the verdict rule's nodes that name it decide it too. They
+    are filled from the declaration (harness.declared) so that a results file judges its claims by
+    what the run declared, not by today's code."""
+
+    id: str
+    quote: str
+    file: str
+    kind: ClaimKind
+    checks: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not self.id or not self.id.replace("_", "").isalnum():
+            raise ValueError(f"claim id {self.id!r}: letters, digits and '_' only")
+        if not self.quote.strip():
+            raise ValueError(f"claim {self.id!r} has no quote of the notes")
+        if not isinstance(self.kind, ClaimKind):
+            object.__setattr__(self, "kind", ClaimKind(self.kind))
+
+    def to_data(self) -> dict:
+        return {
+            "id": self.id,
+            "quote": self.quote,
+            "file": self.file,
+            "kind": self.kind.value,
+            "checks": list(self.checks),
+            "variants": list(self.variants),
+        }
+
+    @classmethod
+    def from_data(cls, data: Mapping) -> Claim:
+        if not isinstance(data, Mapping):
+            raise RecordError(f"a claim is not an object: {data!r:.80}")
+        try:
+            return cls(
+                id=str(data.get("id", "")),
+                quote=str(data.get("quote", "")),
+                file=str(data.get("file", "")),
+                kind=ClaimKind(data.get("kind")),
+                checks=tuple(str(c) for c in data.get("checks") or ()),
+                variants=tuple(str(v) for v in data.get("variants") or ()),
+            )
+        except ValueError as e:
+            raise RecordError(f"claim {data.get('id')!r}: {e}") from None
 
 
 OUTCOMES = ("passed", "failed", "skipped")
@@ -480,6 +545,9 @@ class CaseInfo:
     uncompilable: Mapping[str, str] = field(default_factory=dict)
     # The device types any of its points runs on (empty: not recorded, files before it was).
     devices: tuple[str, ...] = ()
+    # The notes' claims and what decides each (empty: a file written before claims were the unit,
+    # judged per case as it was then).
+    claims: tuple[Claim, ...] = ()
 
     @property
     def verdict(self):  # the name reports use for a case's rule
@@ -488,6 +556,7 @@ class CaseInfo:
     def to_data(self) -> dict:
         data = asdict(self)
         data["rule"] = rule_to_data(self.rule) if self.rule is not None else None
+        data["claims"] = [c.to_data() for c in self.claims]
         return data
 
     @classmethod
@@ -506,7 +575,20 @@ class CaseInfo:
             gate_tolerance=data.get("gate_tolerance"),
             uncompilable=dict(data.get("uncompilable") or {}),
             devices=tuple(str(d) for d in data.get("devices") or ()),
+            claims=_claims_from_data(data.get("claims"), str(data["id"])),
         )
+
+
+def _claims_from_data(data, case_id: str) -> tuple[Claim, ...]:
+    if not data:
+        return ()
+    if not isinstance(data, list):
+        raise RecordError(f"cases[{case_id}].claims is not a list")
+    claims = tuple(Claim.from_data(c) for c in data)
+    ids = [c.id for c in claims]
+    if len(set(ids)) != len(ids):
+        raise RecordError(f"cases[{case_id}].claims: a claim id repeats ({ids})")
+    return claims
 
 
 @dataclass(frozen=True)
@@ -582,7 +664,7 @@ def rule_to_data(rule) -> dict:
     data = {"rule": name}
     for f in fields(rule):
         value = getattr(rule, f.name)
-        data[f.name] = [rule_to_data(r) for r in value] if name in _NESTING else value
+        data[f.name] = [rule_to_data(r) for r in value] if f.name == "rules" and name in _NESTING else value
     return data
 
 

@@ -34,6 +34,8 @@ class Faster:
     # fp32 kernel"). Observed per pair: where the two ways give bitwise-identical results there,
     # they ran one computation and the premise is absent: depends, never a speed-up.
     premise: str = ""
+    # The notes' claim this rule decides (a `Claim.id` of the case); "": context, decides nothing.
+    claim: str = ""
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class Lighter:
     light: str = "optimized"
     heavy: str = "naive"
     min_ratio: float = 1.0
+    # The notes' claim this rule decides (a `Claim.id` of the case); "": context, decides nothing.
+    claim: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,8 @@ class AllOf:
     """Holds when every rule holds; fails when any fails; otherwise depends."""
 
     rules: tuple
+    # The notes' claim this rule decides (a `Claim.id` of the case); "": context, decides nothing.
+    claim: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,8 @@ class AnyOf:
     measured part fails; otherwise depends."""
 
     rules: tuple
+    # The notes' claim this rule decides (a `Claim.id` of the case); "": context, decides nothing.
+    claim: str = ""
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,8 @@ class NotLighter:
 
     light: str = "optimized"
     heavy: str = "naive"
+    # The notes' claim this rule decides (a `Claim.id` of the case); "": context, decides nothing.
+    claim: str = ""
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,8 @@ class NotFaster:
 
     fast: str = "optimized"
     slow: str = "naive"
+    # The notes' claim this rule decides (a `Claim.id` of the case); "": context, decides nothing.
+    claim: str = ""
 
 
 ROLES = ("naive", "optimized", "library", "compiled")
@@ -107,6 +119,16 @@ def memory_rules(rule):
     elif isinstance(rule, (AllOf, AnyOf)):
         for inner in rule.rules:
             yield from memory_rules(inner)
+
+
+def claimed(rule):
+    """The outermost nodes of a rule that name a claim (each decides its claim as a whole: an
+    AnyOf hedge with its parts)."""
+    if getattr(rule, "claim", ""):
+        yield rule
+    elif isinstance(rule, (AllOf, AnyOf)):
+        for inner in rule.rules:
+            yield from claimed(inner)
 
 
 def expand(spec: str, roles: dict[str, str]) -> list[str]:
