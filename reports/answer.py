@@ -32,6 +32,7 @@ def lines(
     pairs: list[record.PairTiming], outcomes: list[record.Outcome], results_path: str | None
 ) -> list[str]:
     out = []
+    red = sorted({o.case for o in outcomes if o.outcome == "failed"})
     judged = [(p, gain.paired_ratio(p.slow_s, p.fast_s)) for p in _largest(pairs) if p.against == "rule"]
     if judged:
         width = max(len(p.case) for p, _ in judged)
@@ -44,7 +45,9 @@ def lines(
             busy = " (busy)" if (p.load or {}).get("busy") else ""
             where = f"{p.fast} vs {p.slow} ({p.size_label} {p.dtype} {p.device})"
             interval = str(ratio).replace("[95% CI ", "[")
-            out.append(f"{p.case:<{width}}  {where[:44]:<44} {interval:<26} {what}{busy}")
+            # Nothing red reads holds: a gain timed beside a red test of its ID is not an answer.
+            red_mark = " (a test of this ID is red: not holds)" if p.case in red else ""
+            out.append(f"{p.case:<{width}}  {where[:44]:<44} {interval:<26} {what}{busy}{red_mark}")
     if pairs:
         busy = [p for p in pairs if (p.load or {}).get("busy")]
         if busy:
@@ -77,7 +80,10 @@ def lines(
     out.extend(scaling_table(outcomes))
     failed = [o for o in outcomes if o.outcome == "failed"]
     if failed:
-        out.append(f"errors of the run: {len(failed)} failed tests (listed above), not findings")
+        out.append(
+            f"red: {len(failed)} failed tests (listed above) in {', '.join(red)}: each fails its claim "
+            "(a variant outside its tolerance) or leaves it 'could not judge'; none of these IDs reads holds"
+        )
     if results_path:
         out.append(f"results: {results_path}; the report: python -m reports build {results_path}")
     return out

@@ -1,4 +1,5 @@
-"""``python -m reports build``: results JSON → results.csv, summary.csv, verdicts.csv, PNGs, index.html.
+"""``python -m reports build``: results JSON → results.csv, summary.csv, verdicts.csv, claims.csv, PNGs,
+index.html.
 
 The stages run in order and each returns its own table: `load` (the results files), `summary`
 (one row per compared pair), `verdicts` (one judgement per machine × catalogue ID), then this
@@ -146,6 +147,7 @@ def build(paths, out: Path) -> Path:
         rows[load.COLUMNS].to_csv(tmp / "results.csv", index=False)
         table.to_csv(tmp / "summary.csv", index=False)
         verdict_rows.to_csv(tmp / "verdicts.csv", index=False)
+        verdicts.claims_table(judged).to_csv(tmp / "claims.csv", index=False)
         (tmp / "index.html").write_text(
             html.page(views, unknown, runs, machines, overviews, rooflines), encoding="utf-8"
         )

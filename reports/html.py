@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-BADGE = {"holds": "#1a7f37", "fails": "#cf222e", "depends": "#9a6700", "not measured": "#6e7781"}
+BADGE = {
+    "holds": "#1a7f37",
+    "fails": "#cf222e",
+    "depends": "#9a6700",
+    "not measured": "#6e7781",
+    "could not judge": "#953800",
+}
 LEGEND = (
     "<p class=meta><b>Two verdicts per technique and machine.</b> Technique: "
     "<b>holds</b> — correct against an independent truth and, where the notes claim a gain, the gain "
@@ -118,6 +124,21 @@ def _errata(j) -> str:
     return f"<p>{notes_badge(j.notes_verdict)} the notes as written:</p><ul>{items}</ul>"
 
 
+def _claims_table(j) -> str:
+    """The ID's claims as rows under its headline: each with its verdict and what decided it."""
+    head = (
+        "<tr><th>claim</th><th>kind</th><th>the notes</th><th>verdict</th><th>decided by · evidence</th></tr>"
+    )
+    body = "".join(
+        f"<tr class=claim><td><code>{esc(c.claim.id)}</code></td><td>{esc(c.claim.kind.value)}</td>"
+        f"<td>{esc(c.claim.quote)} <span class=meta>({esc(c.claim.file)})</span></td>"
+        f"<td>{badge(c.verdict)}</td>"
+        f"<td><span class=meta>{esc(c.decided_by)}</span><br>{esc(c.evidence)}</td></tr>"
+        for c in j.claims
+    )
+    return f'<table class="claims">{head}{body}</table>'
+
+
 def _section(view: CaseView, machines: list[str], css_class: str) -> str:
     parts = [
         f'<section class="{css_class}" id="{esc(view.id)}">',
@@ -138,13 +159,15 @@ def _section(view: CaseView, machines: list[str], css_class: str) -> str:
             continue
         j = view.judgements[machine]
         parts.append(f"<h4>{esc(machine)}</h4><p>technique: {badge(j.verdict)} {esc(j.evidence)}</p>")
+        if j.claims:
+            parts.append(_claims_table(j))
         parts.append(_errata(j))
         if j.errors:
             shown = j.errors[:5]
             more = f"<li>… and {len(j.errors) - len(shown)} more</li>" if len(j.errors) > len(shown) else ""
             parts.append(
-                f'<p class="errors"><b>{len(j.errors)} failed test(s)</b> — errors of the run, '
-                "not findings on the claim:</p><ul class=errors>"
+                f'<p class="errors"><b>{len(j.errors)} failed test(s)</b> — the technique cannot read '
+                "holds while one is red; each fails its claim or leaves it undecided:</p><ul class=errors>"
                 + "".join(f"<li>{esc(e)}</li>" for e in shown)
                 + more
                 + "</ul>"
@@ -192,7 +215,7 @@ def _machines_table(runs: pd.DataFrame) -> str:
     return f"<table>{head}{''.join(body)}</table>"
 
 
-VERDICT_ORDER = ("holds", "fails", "depends", "not measured")
+VERDICT_ORDER = ("holds", "fails", "depends", "could not judge", "not measured")
 
 
 def recommendation(rows: pd.DataFrame) -> tuple[str, str, str, str, str] | None:

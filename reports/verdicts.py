@@ -1,10 +1,18 @@
-"""Evaluate a case's verdict rule (harness/rules.py) on one machine's results.
+"""Judge a catalogue ID on one machine's results: each of the notes' claims, then the technique.
 
-Each evaluation returns a `Judgement`: the verdict and one line of evidence with the numbers it
-rests on, and, apart from it, the suite tests that went red on the machine (`errors`). A failed
-test is an error of the run (a check's own truth violated, a variant outside its tolerance, a
-crash), not a finding on the notes' claim: the verdict comes only from findings and timings, and
-a variant outside its tolerance has no timings (a fast wrong answer is not an optimization).
+Claims are the unit (CATALOG.md): each claim a case declares is decided by what names it, the
+rule checks' findings, the variants' checks against their float64 truth, and the verdict rule's
+nodes (a timed pair, a peak-memory ratio, a hedge). A `ClaimJudgement` per claim; the technique's
+`Judgement` is computed from them: fails if any claim fails, holds only when every measured claim
+holds, with how many were measured. What names no claim is context: reported, deciding nothing.
+
+Nothing red reads holds: a variant outside its tolerance makes its claim fail (the check observed
+the claim false); any other red test (a check's own precondition, a crash) leaves its claim
+`could not judge`, naming the test; an ID with any red test is never `holds`, whatever the test.
+A variant outside its tolerance has no timings (a fast wrong answer is not an optimization).
+
+Files written before claims (no ``claims`` in their cases) are judged per case as they were then,
+by the rule and the findings, and a red test there also keeps the ID from `holds`.
 """
 
 from __future__ import annotations
@@ -17,7 +25,24 @@ import pandas as pd
 from harness import catalogue, gain, record, rules
 from harness.record import Verdict
 
-HOLDS, FAILS, DEPENDS, NOT_MEASURED = (v.value for v in Verdict)
+HOLDS, FAILS, DEPENDS, NOT_MEASURED, COULD_NOT_JUDGE = (
+    Verdict.HOLDS.value,
+    Verdict.FAILS.value,
+    Verdict.DEPENDS.value,
+    Verdict.NOT_MEASURED.value,
+    Verdict.COULD_NOT_JUDGE.value,
+)
+WRONG_ANSWER = "WrongAnswer"  # harness.variant_benchmark's error: a variant outside its tolerance
+
+
+@dataclass(frozen=True)
+class ClaimJudgement:
+    """One of the notes' claims on one machine: its verdict, what decided it and the evidence."""
+
+    claim: record.Claim
+    verdict: str
+    decided_by: str
+    evidence: str
 
 
 @dataclass(frozen=True)
@@ -26,6 +51,14 @@ class Judgement:
     evidence: str
     errors: tuple[str, ...] = ()  # the failed suite tests, one line each with the message
     errata: tuple = ()  # harness.record.Erratum: the notes as written, apart from the verdict
+    claims: tuple[ClaimJudgement, ...] = ()  # empty for files written before claims were the unit
+
+    def claims_with(self, *verdicts: str) -> int:
+        return sum(1 for c in self.claims if c.verdict in verdicts)
+
+    @property
+    def claims_measured(self) -> int:
+        return len(self.claims) - self.claims_with(NOT_MEASURED)
 
     @property
     def notes_verdict(self) -> str:
@@ -337,12 +370,10 @@ def judge(
     notes' errata apart); False for older files, judged by their rule alone as they were then
     (their findings mixed errata into the verdict)."""
     failed = outcomes[outcomes["outcome"] == "failed"]
-    errors = tuple(
-        " ".join(f"{r.name or r.kind} {r.size_label} {r.dtype} {r.device}".split())
-        + f" failed: {r.reason[:300]}"
-        for r in failed.itertuples()
-    )
+    errors = tuple(_red(r) for r in failed.itertuples())
     errata = errata_of(outcomes)
+    if findings_count and getattr(case, "claims", ()):
+        return by_claims(case, rows, summary, outcomes, errors, errata)
     if rows.empty and not (outcomes["outcome"] == "passed").any():
         why = "every test failed" if errors and not (outcomes["outcome"] == "skipped").any() else ""
         return Judgement(
@@ -359,7 +390,197 @@ def judge(
             judgement = all_of([judgement, found]) if judgement.verdict != NOT_MEASURED else found
     if judgement.verdict == NOT_MEASURED and not judgement.evidence:
         return Judgement(NOT_MEASURED, skip_reasons(outcomes) or "no results on this machine", errors, errata)
+    if errors and judgement.verdict == HOLDS:
+        # Nothing red reads holds, in files judged per case too.
+        return Judgement(
+            COULD_NOT_JUDGE, f"{len(errors)} red tests: {errors[0]}; " + judgement.evidence, errors, errata
+        )
     return Judgement(judgement.verdict, judgement.evidence, errors, errata)
+
+
+def _red(r) -> str:
+    """One line naming a failed test and its message."""
+    return (
+        " ".join(f"{r.name or r.kind} {r.size_label} {r.dtype} {r.device}".split())
+        + f" failed: {r.reason[:300]}"
+    )
+
+
+# ---- claims as the unit ---------------------------------------------------------------------------
+
+
+def verdict_of_parts(parts: list[Judgement]) -> str:
+    """A claim from the parts that decide it: fails if any fails (observed false somewhere), could
+    not judge if any test that should decide it broke, otherwise as `combine` (all measured hold:
+    holds; nothing measured: not measured; a mix: depends)."""
+    kinds = {p.verdict for p in parts}
+    if FAILS in kinds:
+        return FAILS
+    if COULD_NOT_JUDGE in kinds:
+        return COULD_NOT_JUDGE
+    return combine(parts).verdict
+
+
+def _check_parts(name: str, outcomes: pd.DataFrame) -> list[Judgement]:
+    """A rule check's outcomes on each device: its finding, or why it decided nothing."""
+    parts = []
+    for r in outcomes[(outcomes["kind"] == "check") & (outcomes["name"] == name)].itertuples():
+        if r.outcome == "failed":
+            parts.append(Judgement(COULD_NOT_JUDGE, f"check {name} ({r.device}) went red: {r.reason[:300]}"))
+        elif r.outcome == "skipped":
+            parts.append(Judgement(NOT_MEASURED, f"check {name} ({r.device}) skipped: {r.reason}"))
+        elif isinstance(r.verdict, str) and r.verdict:
+            parts.append(Judgement(r.verdict, f"{name} ({r.device}): {r.evidence}"))
+        else:
+            parts.append(Judgement(NOT_MEASURED, f"check {name} ({r.device}) reported without a verdict"))
+    return parts
+
+
+def _variant_part(spec: str, outcomes: pd.DataFrame) -> list[Judgement]:
+    """A variant's checks against its float64 truth, over every point it ran: outside its tolerance
+    anywhere fails the claim; a crash leaves it undecided; within at every point holds."""
+    part, _, name = spec.rpartition("/")
+    mine = outcomes[(outcomes["kind"] == "variant") & (outcomes["name"] == name) & (outcomes["part"] == part)]
+    if mine.empty:
+        return []
+    wrong = mine[(mine["outcome"] == "failed") & (mine["error_type"] == WRONG_ANSWER)]
+    broke = mine[(mine["outcome"] == "failed") & (mine["error_type"] != WRONG_ANSWER)]
+    ran = mine[mine["outcome"] == "passed"]
+    if not wrong.empty:
+        r = wrong.iloc[0]
+        return [
+            Judgement(
+                FAILS,
+                f"{spec} is wrong at {len(wrong)} points, e.g. {_at(r)}: {r['reason'][:300]}",
+            )
+        ]
+    if not broke.empty:
+        r = broke.iloc[0]
+        return [
+            Judgement(
+                COULD_NOT_JUDGE,
+                f"{spec} at {_at(r)} went red ({r['error_type']}): {r['reason'][:300]}",
+            )
+        ]
+    if ran.empty:
+        return [Judgement(NOT_MEASURED, f"{spec}: " + (skip_reasons(mine) or "not run"))]
+    points = ran.drop_duplicates(["size_label", "dtype", "device"])
+    where = ", ".join(dict.fromkeys(f"{d} {dev}" for d, dev in zip(points["dtype"], points["device"])))
+    return [
+        Judgement(
+            HOLDS, f"{spec} equals its float64 truth within its bound at {len(points)} points ({where})"
+        )
+    ]
+
+
+def _at(r) -> str:
+    return " ".join(f"{r['size_label']} {r['dtype']} {r['device']}".split())
+
+
+def _covers(node, pair_name: str, roles: dict) -> bool:
+    fast, _, slow = pair_name.partition("/")
+    return any(
+        fast in rules.expand(r.fast, roles) and slow in rules.expand(r.slow, roles)
+        for r in rules.speed_rules(node)
+    )
+
+
+def _describe(node) -> str:
+    if isinstance(node, (rules.AllOf, rules.AnyOf)):
+        inner = " and " if isinstance(node, rules.AllOf) else " or "
+        return "(" + inner.join(_describe(r) for r in node.rules) + ")"
+    if isinstance(node, (rules.Faster, rules.NotFaster)):
+        word = "faster than" if isinstance(node, rules.Faster) else "not necessarily faster than"
+        return f"{node.fast} {word} {node.slow}"
+    if isinstance(node, (rules.Lighter, rules.NotLighter)):
+        word = "lighter than" if isinstance(node, rules.Lighter) else "not necessarily lighter than"
+        return f"{node.light} {word} {node.heavy}"
+    return type(node).__name__
+
+
+def by_claims(case, rows, summary, outcomes, errors, errata) -> Judgement:
+    """The technique from its claims (CATALOG.md, "Claims are the unit"; "Nothing red reads holds")."""
+    outcomes = outcomes.assign(part=outcomes["part"].fillna("") if "part" in outcomes else "")
+    roles = dict(zip(rows["variant"], rows["role"]))
+    rule = default_rule(case, rows)
+    nodes: dict[str, list] = {}
+    for node in rules.claimed(rule):
+        nodes.setdefault(node.claim, []).append(node)
+    pairs = outcomes[outcomes["kind"] == "pair"]
+    judged, claimed_tests = [], set()
+    for claim in case.claims:
+        parts, by = [], []
+        for name in claim.checks:
+            parts += _check_parts(name, outcomes)
+            claimed_tests.add(("check", "", name))
+            by.append(f"check {name}")
+        for spec in claim.variants:
+            parts += _variant_part(spec, outcomes)
+            part, _, name = spec.rpartition("/")
+            claimed_tests.add(("variant", part, name))
+            by.append(f"variant {spec}")
+        for node in nodes.get(claim.id, ()):
+            by.append(_describe(node))
+            covered = pd.Series(
+                [_covers(node, n, roles) for n in pairs["name"]], index=pairs.index, dtype=bool
+            )
+            red_pairs = pairs[(pairs["outcome"] == "failed") & covered]
+            for r in red_pairs.itertuples():
+                claimed_tests.add(("pair", r.part, r.name))
+                parts.append(
+                    Judgement(
+                        COULD_NOT_JUDGE, f"pair {r.name} {r.size_label} {r.device} went red: {r.reason[:300]}"
+                    )
+                )
+            parts.append(evaluate(node, summary, rows, outcomes, roles))
+        verdict = verdict_of_parts(parts)
+        shown = [p for p in parts if p.verdict == verdict] if verdict in (FAILS, COULD_NOT_JUDGE) else parts
+        evidence = "; ".join(dict.fromkeys(p.evidence for p in shown if p.evidence))
+        if not parts:
+            evidence = (
+                "nothing in this run decided it"
+                if by
+                else "no check, variant or timed pair of the suite decides it"
+            )
+        judged.append(ClaimJudgement(claim, verdict, "; ".join(by), evidence))
+    return technique_of(judged, outcomes, claimed_tests, errors, errata)
+
+
+def technique_of(judged: list[ClaimJudgement], outcomes, claimed_tests: set, errors, errata) -> Judgement:
+    """The technique verdict from its claims: fails if any claim fails; could not judge if a claim
+    could not be judged or a red test decided no claim (a context variant, a control); not
+    measured when no claim was; holds only when every measured claim holds; else depends."""
+    failed = outcomes[outcomes["outcome"] == "failed"]
+    unclaimed = [
+        _red(r)
+        for r in failed.itertuples()
+        if (r.kind, r.part if r.kind != "check" else "", r.name) not in claimed_tests
+    ]
+    n = len(judged)
+    measured = [c for c in judged if c.verdict != NOT_MEASURED]
+    counted = f"{len(measured)} of {n} claims measured"
+    verdicts = {c.verdict for c in judged}
+    if FAILS in verdicts:
+        verdict = FAILS
+    elif COULD_NOT_JUDGE in verdicts or unclaimed:
+        verdict = COULD_NOT_JUDGE
+    elif not measured:
+        verdict = NOT_MEASURED
+    elif verdicts - {NOT_MEASURED} == {HOLDS}:
+        verdict = HOLDS
+    else:
+        verdict = DEPENDS
+    # The claims that make the verdict what it is come first; the ones that hold are named only.
+    order = [FAILS, COULD_NOT_JUDGE, DEPENDS, NOT_MEASURED]
+    lines = [f"{verdict} — {counted}"]
+    for kind in order:
+        lines += [f"{c.claim.id}: {kind}, {c.evidence}" for c in judged if c.verdict == kind]
+    held = [c.claim.id for c in judged if c.verdict == HOLDS]
+    if held:
+        lines.append("holds: " + ", ".join(held))
+    if unclaimed:
+        lines.append(f"red tests that decide no claim: {len(unclaimed)}, e.g. {unclaimed[0]}")
+    return Judgement(verdict, "; ".join(lines), errors, errata, tuple(judged))
 
 
 def _reads_findings(rule) -> bool:
@@ -457,7 +678,14 @@ VERDICT_COLUMNS = [
     "errata_count",
     "errata",
     "failed_tests",
+    "claims",
+    "claims_measured",
+    "claims_holding",
+    "claims_failing",
+    "claims_could_not_judge",
 ]
+
+CLAIM_COLUMNS = ["machine", "case", "claim", "kind", "file", "quote", "verdict", "decided_by", "evidence"]
 
 
 def judge_all(results, table: pd.DataFrame, entries) -> dict[tuple[str, str], Judgement]:
@@ -549,6 +777,35 @@ def verdicts_table(judged: dict, entries, measured: dict | None = None) -> pd.Da
                     "errata_count": len(j.errata),
                     "errata": " | ".join(f"{e.kind.value}: {e.quote} — {e.evidence}" for e in j.errata),
                     "failed_tests": len(j.errors),
+                    # Blank for results judged per case (files written before claims were the unit).
+                    "claims": len(j.claims) if j.claims else None,
+                    "claims_measured": j.claims_measured if j.claims else None,
+                    "claims_holding": j.claims_with(HOLDS) if j.claims else None,
+                    "claims_failing": j.claims_with(FAILS) if j.claims else None,
+                    "claims_could_not_judge": j.claims_with(COULD_NOT_JUDGE) if j.claims else None,
                 }
             )
-    return pd.DataFrame(out, columns=VERDICT_COLUMNS)
+    table = pd.DataFrame(out, columns=VERDICT_COLUMNS)
+    for column in VERDICT_COLUMNS[-5:]:
+        table[column] = table[column].astype("Int64")
+    return table
+
+
+def claims_table(judged: dict) -> pd.DataFrame:
+    """claims.csv: one row per machine × ID × claim, its verdict, what decided it, the evidence."""
+    out = [
+        {
+            "machine": machine,
+            "case": case_id,
+            "claim": c.claim.id,
+            "kind": c.claim.kind.value,
+            "file": c.claim.file,
+            "quote": c.claim.quote,
+            "verdict": c.verdict,
+            "decided_by": c.decided_by,
+            "evidence": c.evidence,
+        }
+        for (machine, case_id), j in judged.items()
+        for c in j.claims
+    ]
+    return pd.DataFrame(out, columns=CLAIM_COLUMNS)
