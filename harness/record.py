@@ -23,7 +23,9 @@ Schema versions: 1 is every file written before this module (no ``suite.schema_v
 reader needs beyond 1's. 3 is this one: a finding carries the notes' errata apart from its verdict
 on the technique (`Erratum`), and ``pairs`` holds the interleaved timings of each compared pair
 (`PairTiming`). Files of version 2 still load: their findings have no errata, so a note error
-they found shows only in their verdict, as it was judged then.
+they found shows only in their verdict, as it was judged then. 4 adds each case's ``claims`` (the
+notes' claims, each with the checks and variants that decide it; rule nodes name theirs): a file
+of version 3 has none, and its IDs are judged per case, as they were then.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any, Mapping
 
 from harness import rules as rule_types
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 LEGACY_VERSION = 1
 
 

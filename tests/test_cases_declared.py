@@ -105,3 +105,24 @@ def test_declaration_errors_are_clear():
             variants={"v": naive(lambda: 0)},
             tolerance={torch.float64: Tol(0, 0)},
         )
+
+
+def test_every_case_declares_the_notes_claims_and_each_is_decided():
+    """Claims are the unit (CATALOG.md): every ID names the notes' claims it judges, each quoted
+    from a note file and decided by a check, a variant or a rule node that names it."""
+    for case in all_cases():
+        assert case.claims, f"{case.id} declares no claim of the notes"
+        for claim in case.claims:
+            assert claim.file[:3] in ("000", "001", "002", "003", "004"), (case.id, claim.id, claim.file)
+        assert not case.undecided_claims(), f"{case.id}: claims nothing decides: {case.undecided_claims()}"
+
+
+def test_a_claim_named_but_not_declared_is_refused():
+    with pytest.raises(ValueError, match="name claims the case does not declare"):
+        Case(
+            id="x.claims",
+            tier=3,
+            claim="c",
+            source="s",
+            checks={"a": Check(lambda device: None, claim="nowhere")},
+        )
