@@ -11,7 +11,7 @@ import copy
 import torch
 from torch import nn
 
-from cases.spec import UNIT_ROUNDOFF, Case, Check, Finding, Verdict
+from cases.spec import UNIT_ROUNDOFF, Case, Check, Claim, ClaimKind, Finding, Verdict
 
 BCE = nn.functional.binary_cross_entropy_with_logits
 
@@ -174,14 +174,104 @@ def judge_non_saturating(
     )
 
 
+def check_d_losses(device):
+    """The notes' D losses: −Σ log D(x) with the real label, −Σ log(1−D(G(z))) with the fake label;
+    the suite computes them with BCE-with-logits (float64) and compares them to the formulas."""
+    G, D, real, z = _models(device)
+    G, D, real, z = G.double(), D.double(), real.double(), z.double()
+    with torch.no_grad():
+        d_real, d_fake = D(real), D(G(z))
+    ones, zeros = torch.ones_like(d_real), torch.zeros_like(d_fake)
+    bce_real = BCE(d_real, ones, reduction="sum").item()
+    bce_fake = BCE(d_fake, zeros, reduction="sum").item()
+    notes_real = -torch.log(torch.sigmoid(d_real)).sum().item()
+    notes_fake = -torch.log1p(-torch.sigmoid(d_fake)).sum().item()
+    return judge_d_losses(bce_real, notes_real, bce_fake, notes_fake)
+
+
+def judge_d_losses(bce_real: float, notes_real: float, bce_fake: float, notes_fake: float) -> Finding:
+    """Holds when BCE with the real label is the notes' loss_real and BCE with the fake label their
+    loss_fake, to float64 slack (1e-12 relative: sums of 32 terms a few roundings apart, ≲ 1e-14;
+    a swapped label is O(1) off)."""
+
+    def close(a, b):
+        return abs(a - b) <= 1e-12 * max(abs(a), abs(b), 1.0)
+
+    ok = close(bce_real, notes_real) and close(bce_fake, notes_fake)
+    return Finding(
+        Verdict.HOLDS if ok else Verdict.FAILS,
+        f"BCE(D(x), real) = {bce_real:.6g} vs −Σlog D(x) = {notes_real:.6g}; BCE(D(G(z)), fake) = "
+        f"{bce_fake:.6g} vs −Σlog(1−D(G(z))) = {notes_fake:.6g}: "
+        + ("equal (float64)" if ok else "NOT equal"),
+    )
+
+
+def check_expectation_gradient(device):
+    """The notes: "对 f(x) 期望的梯度等于对f(x)自身的梯度" — the gradient of the minibatch mean
+    (the estimate of the expectation) is the mean of the per-sample gradients."""
+    _, D, real, _ = _models(device)
+    D = D.double()
+    x = real.double()
+    params = list(D.parameters())
+    ones = torch.ones(1, 1, dtype=torch.float64, device=x.device)
+    batch = torch.autograd.grad(BCE(D(x), ones.expand(len(x), 1)), params)
+    per_sample = [torch.autograd.grad(BCE(D(x[i : i + 1]), ones), params) for i in range(len(x))]
+    mean = [torch.stack(gs).mean(0) for gs in zip(*per_sample)]
+    num = sum((a - b).square().sum() for a, b in zip(batch, mean)).sqrt().item()
+    den = sum(b.square().sum() for b in mean).sqrt().item()
+    return judge_expectation_gradient(num / den if den else float("inf"), len(x))
+
+
+def judge_expectation_gradient(rel_err: float, n: int) -> Finding:
+    """Holds when ∇ mean_i f(x_i) equals mean_i ∇ f(x_i) to float64 slack (1e-12 relative: the two
+    sum the same n terms in another order)."""
+    ok = rel_err <= 1e-12
+    return Finding(
+        Verdict.HOLDS if ok else Verdict.FAILS,
+        f"gradient of D's mean BCE over {n} samples vs the mean of the {n} per-sample gradients: "
+        f"relative difference {rel_err:.2g} (float64)" + ("" if ok else ": NOT equal"),
+    )
+
+
 CASE = Case(
     id="gan.two_optimizers",
     tier=3,
     claim="Train a GAN with one optimizer per network; use G(z).detach() in the D step; train G with fakes "
     "labelled real (max log D(G(z))).",
     source="004 GAN训练技巧",
+    claims=(
+        Claim(
+            "two_optimizers",
+            "因为要分别训练两个网络，需要各自两个optimizer对应这两个网络的参数",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "expectation_gradient",
+            "观察到对 f(x) 期望的梯度等于对f(x)自身的梯度",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "d_losses",
+            "loss_{real} = -\\sum log(D(x^i)) ---标签为real label; l"
+            "oss_{fake} = -\\sum log(1-D(G(z^i))) ---标签为fake label",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "g_loss",
+            "NN中最小化将G(z)的标签全部设置为real, 最小化损失 loss = -\\sum log(D(G(z^i)))",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "detach": Check(check_detach),
-        "non_saturating_loss": Check(check_non_saturating_loss),
+        # Two optimizers, each moving its own network; G(z).detach() in D's step (the catalogue's
+        # addition) is judged with it.
+        "detach": Check(check_detach, claim="two_optimizers"),
+        "expectation_gradient": Check(check_expectation_gradient, claim="expectation_gradient"),
+        "d_losses": Check(check_d_losses, claim="d_losses"),
+        "non_saturating_loss": Check(check_non_saturating_loss, claim="g_loss"),
     },
 )

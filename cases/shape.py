@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from cases.spec import UNIT_ROUNDOFF, Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import UNIT_ROUNDOFF, Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
 
 def _randn(shape, device, seed=0):
@@ -332,13 +332,52 @@ CASE = Case(
     "x[[0,2], None] == x[[0,2]].view(-1,1); nn.Flatten starts at dim 1, torch.flatten at 0; np.pad takes "
     "(before, after) per axis; modules take (minibatch, …) inputs.",
     source="002 补充; 003; 004 items 10, 18, 31",
+    claims=(
+        Claim(
+            "unsqueeze",
+            "X.shape = (2,3) X.unsqueeze(0).shape = (1，2，3) X.unsqueeze(1).shape = (2,1,3)",
+            "002",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim("cat_stack", "stack是新增加一个维度，cat是在原有维度上拼接", "004", ClaimKind.BEHAVIOUR),
+        Claim(
+            "bmm",
+            "批量矩阵乘法 torch.bmm(X,Y),X的shape为(n,a,b)，Y的shape为(n,b,c)，输出形状(n,a,c)",
+            "002",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "index_none", "y = x[[0, 2], None]  # 相当于y=x[[0, 2]].view(-1, 1)", "003", ClaimKind.BEHAVIOUR
+        ),
+        Claim(
+            "flatten",
+            "nn.Flatten()从神经网络的角度来理解，默认第0个维度是minibatch,所以start_dim=1;"
+            "torch.flatten()只考虑当前的张量，start_dim=0",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "pad",
+            "pad_width：**每个轴**要填充的数据的数目【每个维度前、后各要填充多少个数据】 "
+            "(pad_one_hot_sequence: Pads one hot sequence [seq_len, num_aas] in the seq_len dimension)",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "minibatch_first",
+            "nn.Module的所有模块都是带有minibatch的 ... 你传递进去的数据全部都应该是(minibatch,dim1...)，"
+            "即保证第一个维度是minibatch的维度",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "unsqueeze": Check(check_unsqueeze),
-        "cat_stack": Check(check_cat_stack),
-        "bmm": Check(check_bmm),
-        "index_none": Check(check_index_none),
-        "flatten": Check(check_flatten),
-        "pad": Check(check_pad),
-        "unbatched_inputs": Check(check_unbatched_inputs),
+        "unsqueeze": Check(check_unsqueeze, claim="unsqueeze"),
+        "cat_stack": Check(check_cat_stack, claim="cat_stack"),
+        "bmm": Check(check_bmm, claim="bmm"),
+        "index_none": Check(check_index_none, claim="index_none"),
+        "flatten": Check(check_flatten, claim="flatten"),
+        "pad": Check(check_pad, claim="pad"),
+        "unbatched_inputs": Check(check_unbatched_inputs, claim="minibatch_first"),
     },
 )

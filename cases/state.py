@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
 
 class MyModule(nn.Module):  # the notes' module
@@ -87,17 +87,42 @@ def check_state_dict_aliasing(device):
     restored_nothing = not torch.equal(model.linear.weight.detach(), original["linear.weight"])
     model.load_state_dict(best_copy)
     copy_restores = torch.equal(model.linear.weight.detach(), original["linear.weight"])
+    # 004: "对于不可变对象而言，assignment和copy全部都是指向一个新的内存地址": an immutable object
+    # assigned, copied and deep-copied, and whether each is a new object (identity).
+    immutable = (1, 2, (3, 4))
+    same = {"b = a": immutable, "copy.copy": copy.copy(immutable), "copy.deepcopy": copy.deepcopy(immutable)}
     return judge_aliasing(
-        shares and ref_tracks and change > 0, restored_nothing, copy_kept and copy_restores, change
+        shares and ref_tracks and change > 0,
+        restored_nothing,
+        copy_kept and copy_restores,
+        change,
+        immutable_same_object=sorted(k for k, v in same.items() if v is immutable),
     )
 
 
 def judge_aliasing(
-    reference_tracks: bool, restores_nothing: bool, deepcopy_keeps: bool, change: float
+    reference_tracks: bool,
+    restores_nothing: bool,
+    deepcopy_keeps: bool,
+    change: float,
+    immutable_same_object: list[str] | None = None,
 ) -> Finding:
     """004's rule applied to the "keep the best model" idiom: `best = model.state_dict()` binds
     the live tensors (no copy), so it follows training and restoring it restores nothing;
-    copy.deepcopy keeps the best exactly. Both halves must show."""
+    copy.deepcopy keeps the best exactly. Both halves must show. `immutable_same_object`: which of
+    assignment, copy.copy, copy.deepcopy of a tuple gave the very same object; the notes say each
+    points to a new address, a wrong statement where any of them does not."""
+    errata = ()
+    if immutable_same_object:
+        errata = (
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "前提：对于不可变对象而言，assignment和copy全部都是指向一个新的内存地址",
+                f"for a = (1, 2, (3, 4)): {', '.join(immutable_same_object)} give the very same object "
+                "(`is a` is True): assignment binds a name to the object, and copying an immutable object "
+                "returns it",
+            ),
+        )
     ok = reference_tracks and restores_nothing and deepcopy_keeps
     return Finding(
         Verdict.HOLDS if ok else Verdict.FAILS,
@@ -110,6 +135,7 @@ def judge_aliasing(
         + (" and 'restoring' it restores the current weights" if restores_nothing else "; restoring it works")
         + "; copy.deepcopy "
         + ("keeps and restores the best exactly" if deepcopy_keeps else "does NOT keep the best"),
+        errata,
     )
 
 
@@ -221,19 +247,39 @@ def check_ddp_module_state_dict(device):
                 strict_error = None
             except RuntimeError as e:
                 strict_error = str(e).splitlines()[0]
+            has_gpu_id = hasattr(model, "gpu_id")  # the notes' `if model.gpu_id == 0`
             if dist.get_rank() == 0:
                 torch.save(inner, os.path.join(tmp, "ckp.pt"))
             saved = sorted(f for f in os.listdir(tmp) if f.endswith(".pt"))
         finally:
             dist.destroy_process_group()
-    return judge_ddp_state_dict(list(wrapped), list(inner), sorted(missing), strict_error, saved)
+    return judge_ddp_state_dict(
+        list(wrapped), list(inner), sorted(missing), strict_error, saved, gpu_id_attr=has_gpu_id
+    )
 
 
 def judge_ddp_state_dict(
-    wrapped: list[str], inner: list[str], missing: list[str], strict_error: str | None, saved: list[str]
+    wrapped: list[str],
+    inner: list[str],
+    missing: list[str],
+    strict_error: str | None,
+    saved: list[str],
+    gpu_id_attr: bool = True,
 ) -> Finding:
     """004's DDP saving: DDP's own state_dict keys carry 'module.', so a plain model cannot load
-    them; model.module.state_dict() has the plain keys and loads strictly; rank 0 writes one file."""
+    them; model.module.state_dict() has the plain keys and loads strictly; rank 0 writes one file.
+    The notes' guard `if model.gpu_id == 0` reads an attribute a DDP model does not have: a snippet
+    that stops as written (AttributeError), a typo for the rank (dist.get_rank())."""
+    errata = ()
+    if not gpu_id_attr:
+        errata = (
+            Erratum(
+                ErratumKind.TYPO,
+                'if model.gpu_id == 0 :\n  torch.save(ckp,"./ckp.pt")',
+                "DistributedDataParallel has no attribute `gpu_id` (AttributeError); the rank is "
+                "dist.get_rank()",
+            ),
+        )
     prefixed = bool(wrapped) and all(k.startswith("module.") for k in wrapped)
     plain = bool(inner) and [f"module.{k}" for k in inner] == wrapped
     ok = prefixed and plain and missing == sorted(inner) and strict_error is None and saved == ["ckp.pt"]
@@ -247,6 +293,7 @@ def judge_ddp_state_dict(
             else "load strictly into an unwrapped model"
         )
         + f"; rank 0 wrote {saved}",
+        errata,
     )
 
 
@@ -256,12 +303,41 @@ CASE = Case(
     claim="torch.save(model.state_dict()) / load_state_dict(torch.load()) round-trips a model; keep copies "
     "with copy.deepcopy; with DDP save model.module.state_dict() on rank 0 only.",
     source="003 load and save, 004 Assignment & Deep copy / DDP",
+    claims=(
+        Claim(
+            "round_trip",
+            'torch.save(my_model.state_dict(), "xxx.pth")  # save\nm'
+            'y_model.load_state_dict(torch.load("xxx.pth"))  # load',
+            "003",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "deepcopy",
+            "直接赋值: 对象的引用,也就是给对象起别名 ... 要产生"
+            "拷贝关系需要`copy` module------一种真正的拷贝关系: "
+            "deep copy : copy.deepcopy (obj)",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "ddp_module_state_dict",
+            "ckp = self.model.module.state_dict()\n# save the "
+            "model, only save 1 copy\nif model.gpu_id == 0 :\n"
+            '  torch.save(ckp,"./ckp.pt")',
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "round_trip": Check(check_round_trip),
-        "state_dict_aliasing": Check(check_state_dict_aliasing),
-        "torch_load_defaults": Check(check_torch_load_defaults, devices=("cpu",)),
+        "round_trip": Check(check_round_trip, claim="round_trip"),
+        "state_dict_aliasing": Check(check_state_dict_aliasing, claim="deepcopy"),
+        # The notes' loads (003's state_dict, 001's checkpoint dict) under this torch's default.
+        "torch_load_defaults": Check(check_torch_load_defaults, devices=("cpu",), claim="round_trip"),
         "ddp_module_state_dict": Check(
-            check_ddp_module_state_dict, requires=("distributed",), devices=("cpu",)
+            check_ddp_module_state_dict,
+            requires=("distributed",),
+            devices=("cpu",),
+            claim="ddp_module_state_dict",
         ),
     },
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch.autograd import Function
 
-from cases.spec import UNIT_ROUNDOFF, Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import UNIT_ROUNDOFF, Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
 
 class NotesBinarizedF(Function):
@@ -204,10 +204,26 @@ CASE = Case(
     claim="A custom autograd.Function (BinarizedF: sign forward, straight-through backward 1{|x|≤1}) "
     "wrapped in an nn.Module behaves like any other layer.",
     source="000/001 Auto-grad",
+    claims=(
+        Claim("forward", "output = torch.where(input_ >= 0, a, b)", "001", ClaimKind.CORRECTNESS),
+        Claim(
+            "ste_backward",
+            "input_grad = torch.where(input_abs <= 1, ones, zeros)\nreturn input_grad",
+            "001",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "module_layer",
+            "再继承 nn.Module， 实现 forward, 就与一般的神经网络层一致了",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "forward": Check(check_forward),
-        "ste_backward": Check(check_ste_backward),
-        "module_in_network": Check(check_module_in_network),
+        "forward": Check(check_forward, claim="forward"),
+        "ste_backward": Check(check_ste_backward, claim="ste_backward"),
+        "module_in_network": Check(check_module_in_network, claim="module_layer"),
+        # gradcheck is the catalogue's addition (the notes never mention it): context.
         "gradcheck": Check(check_gradcheck),
     },
 )

@@ -13,7 +13,7 @@ import warnings
 import torch
 from torch import nn
 
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
 
 class TwoOps(nn.Module):
@@ -181,9 +181,25 @@ CASE = Case(
     claim="register_forward_hook sees a layer's input/output and register_backward_hook its grad_input/"
     "grad_output.",
     source="001 hook",
+    claims=(
+        Claim(
+            "forward_hook",
+            "net.conv2.register_forward_hook(printnorm) # when call forward, the function will be called "
+            "(# input is a tuple of packed tensor)",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "backward_hook",
+            "net.conv2.register_backward_hook(printgrad) (# input and output are tuples)",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "forward_hook": Check(check_forward_hook),
+        "forward_hook": Check(check_forward_hook, claim="forward_hook"),
+        # register_full_backward_hook is the replacement the notes do not mention: context.
         "full_backward_hook": Check(check_full_backward_hook),
-        "notes_backward_hook": Check(check_notes_backward_hook),
+        "notes_backward_hook": Check(check_notes_backward_hook, claim="backward_hook"),
     },
 )

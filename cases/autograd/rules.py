@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
 
 def _randn(*shape, device, seed=0):
@@ -234,13 +234,47 @@ CASE = Case(
     "backward supports index assignment; in general only leaves have .grad (retain_grad() keeps a "
     "non-leaf's).",
     source="000/001 Auto-grad, 002 计算图, 004 Tensor.detach",
+    claims=(
+        Claim(
+            "requires_grad_propagation",
+            "If there's a single input to an operation that requires gradient, its output will also "
+            "require gradient. Conversely, only if all inputs don't require gradient, the output also won't",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "inplace_on_leaf",
+            "对于leaf和require_grad的节点不能够进行inplace operation",
+            "002",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim("retain_graph", "**retain_graph** 防止backward之后释放相关内存", "002", ClaimKind.BEHAVIOUR),
+        Claim(
+            "detach_clone",
+            "torch.detach(): Returns a new Tensor with the same storage memory ... "
+            "label = ids.clone().detach() ... torch.clone()并不共享内存",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "detach_view_inplace",
+            "torch.detach_(): Detaches the Tensor from the graph that created it, making it a leaf. "
+            "Views cannot be detached in-place.",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim("index_assignment", "pytorch 反向传播支持赋值操作", "001", ClaimKind.BEHAVIOUR),
+        Claim("leaf_grad", "一般只有leaf node有grad", "002", ClaimKind.BEHAVIOUR),
+    ),
     checks={
-        "requires_grad_propagation": Check(check_requires_grad_propagation),
-        "inplace_on_leaf": Check(check_inplace_on_leaf),
-        "retain_graph": Check(check_retain_graph),
-        "detach_clone": Check(check_detach_clone),
-        "detach_view_inplace": Check(check_detach_view_inplace),
-        "index_assignment": Check(check_index_assignment),
-        "leaf_grad": Check(check_leaf_grad),
+        "requires_grad_propagation": Check(
+            check_requires_grad_propagation, claim="requires_grad_propagation"
+        ),
+        "inplace_on_leaf": Check(check_inplace_on_leaf, claim="inplace_on_leaf"),
+        "retain_graph": Check(check_retain_graph, claim="retain_graph"),
+        "detach_clone": Check(check_detach_clone, claim="detach_clone"),
+        "detach_view_inplace": Check(check_detach_view_inplace, claim="detach_view_inplace"),
+        "index_assignment": Check(check_index_assignment, claim="index_assignment"),
+        "leaf_grad": Check(check_leaf_grad, claim="leaf_grad"),
     },
 )

@@ -11,7 +11,7 @@ import copy
 import torch
 from torch import nn
 
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
 N = 4
 
@@ -154,8 +154,25 @@ CASE = Case(
     claim="nn.ModuleList needs an explicit forward loop, nn.Sequential runs in order; both register their "
     "modules, and n entries are n layers only when each is its own module.",
     source="004 两种容器",
+    claims=(
+        Claim(
+            "order",
+            "nn.ModuleList (): 没有自定义执行顺序,需要在forward函数中"
+            "人为指定执行顺序; 很好的将python内置的列表和容器结合; "
+            "nn.Sequential (): 按照Sequential的顺序自动执行forward函数",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "n_layers",
+            "最经典的两种用法: self.net = nn.ModuleList([layer for _ in range(n)]) / "
+            "self.net = nn.Sequential(*self.list)",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "shared_layer": Check(check_shared_layer),
-        "modulelist_vs_sequential": Check(check_modulelist_vs_sequential),
+        "shared_layer": Check(check_shared_layer, claim="n_layers"),
+        "modulelist_vs_sequential": Check(check_modulelist_vs_sequential, claim="order"),
     },
 )

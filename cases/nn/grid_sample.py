@@ -12,7 +12,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from cases.spec import UNIT_ROUNDOFF, Case, Check, Finding, Verdict
+from cases.spec import UNIT_ROUNDOFF, Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
 IDENTITY = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0))
 
@@ -38,7 +38,6 @@ def check_identity(device):
     for ac in (False, True):
         grid = F.affine_grid(_theta(IDENTITY, 2, device), list(x.shape), align_corners=ac)
         errors[ac] = (F.grid_sample(x, grid, align_corners=ac) - x).abs().max().item()
-        assert errors[ac] <= _resampling_bound(x), (ac, errors[ac])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         grid = F.affine_grid(_theta(IDENTITY, 2, device), list(x.shape))  # the notes' call
@@ -47,12 +46,19 @@ def check_identity(device):
     theta = _theta(IDENTITY, 2, device)
     explicit = F.grid_sample(x, F.affine_grid(theta, list(x.shape), align_corners=False), align_corners=False)
     # The same call with the default spelled out: bit-identical, no slack.
-    assert torch.equal(notes_out, explicit), "notes' call = align_corners=False"
+    return judge_identity(errors, _resampling_bound(x), torch.equal(notes_out, explicit), len(warned))
+
+
+def judge_identity(errors: dict, bound: float, notes_call_is_false: bool, warnings_seen: int) -> Finding:
+    """The notes' STN lines resample x by theta: identity theta gives x back within the resampling
+    bound for both align_corners, and the notes' call (no align_corners) is the False one."""
+    ok = all(e <= bound for e in errors.values()) and notes_call_is_false
     return Finding(
-        Verdict.HOLDS,
+        Verdict.HOLDS if ok else Verdict.FAILS,
         f"identity theta reproduces the input: max error {errors[False]:.2g} (align_corners=False), "
-        f"{errors[True]:.2g} (True); the notes' call without align_corners behaves as False and "
-        f"{'warns' if warned else 'does not warn'} ({len(warned)} warnings)",
+        f"{errors[True]:.2g} (True), bound {bound:.2g}; the notes' call without align_corners "
+        f"{'behaves as' if notes_call_is_false else 'DIFFERS FROM'} False and "
+        f"{'warns' if warnings_seen else 'does not warn'} ({warnings_seen} warnings)",
     )
 
 
@@ -60,13 +66,32 @@ def check_align_corners_consistency(device):
     x = _img(device)
     grid = F.affine_grid(_theta(IDENTITY, 2, device), list(x.shape), align_corners=True)
     mixed = (F.grid_sample(x, grid, align_corners=False) - x).abs().max().item()
+    consistent = (F.grid_sample(x, grid, align_corners=True) - x).abs().max().item()
     # Mixed, the samples move by a fraction of a pixel between std-1 neighbours: O(1) errors, against
     # the consistent pair's u·(H + W)·max|x| = 1e-5 (`_resampling_bound`).
-    assert mixed > 0.1, "mixing align_corners between affine_grid and grid_sample should distort"
+    return judge_align_corners(mixed, consistent, _resampling_bound(x), hasattr(F, "intepolate"))
+
+
+def judge_align_corners(mixed: float, consistent: float, bound: float, intepolate_exists: bool) -> Finding:
+    """ "align_corners ... should agree with interpolate() and affine_grid()": holds when the consistent
+    pair is the identity (within the bound) and the mixed pair is not (an O(1) distortion, > 0.1 on
+    std-1 inputs). The notes spell the function `intepolate()`: a typo when no such name exists."""
+    errata = ()
+    if not intepolate_exists:
+        errata = (
+            Erratum(
+                ErratumKind.TYPO,
+                "其应该与 `intepolate()` 和 `affine_grid()` 处保持一致",
+                "torch.nn.functional has no `intepolate`; the function is `F.interpolate`",
+            ),
+        )
+    ok = consistent <= bound and mixed > 0.1
     return Finding(
-        Verdict.HOLDS,
+        Verdict.HOLDS if ok else Verdict.FAILS,
         f"affine_grid(align_corners=True) + grid_sample(align_corners=False) "
-        f"is not the identity: max error {mixed:.3g} (input std 1) — keep them consistent",
+        f"{'is not' if mixed > 0.1 else 'IS'} the identity: max error {mixed:.3g} (input std 1), against "
+        f"{consistent:.2g} when both say True (bound {bound:.2g}) — keep them consistent",
+        errata,
     )
 
 
@@ -76,27 +101,35 @@ def check_corners_and_translation(device):
     corners = torch.tensor([[[[-1.0, -1.0], [1.0, -1.0], [-1.0, 1.0], [1.0, 1.0]]]], device=device)
     at = F.grid_sample(x, corners, align_corners=True)[0, 0, 0]
     expected = torch.stack([x[0, 0, 0, 0], x[0, 0, 0, w - 1], x[0, 0, h - 1, 0], x[0, 0, h - 1, w - 1]])
-    assert torch.equal(at, expected), "align_corners=True: (±1, ±1) are the corner pixel centres"
+    seen = {"corners_true": torch.equal(at, expected)}
     # align_corners=False: (−1, −1) is the outer corner; border padding clamps it to pixel (0, 0),
     # zero padding averages it with three zeros.
     tl = corners[:, :, :1]
-    assert torch.equal(
-        F.grid_sample(x, tl, align_corners=False, padding_mode="border")[0, 0, 0, 0], x[0, 0, 0, 0]
-    )
+    border = F.grid_sample(x, tl, align_corners=False, padding_mode="border")[0, 0, 0, 0]
+    seen["border_top_left"] = torch.equal(border, x[0, 0, 0, 0])
     zero_pad = F.grid_sample(x, tl, align_corners=False)[0, 0, 0, 0]
     # (−1, −1) unnormalises to (−0.5, −0.5) and the weight to 0.5·0.5, all exact in binary: exact.
-    torch.testing.assert_close(zero_pad, 0.25 * x[0, 0, 0, 0], rtol=0, atol=0)
+    seen["zero_pad_quarter"] = torch.equal(zero_pad, 0.25 * x[0, 0, 0, 0])
     # Translation by one pixel to the right in x: theta t_x = 2/W samples x[..., j + 1].
     shift = ((1.0, 0.0, 2.0 / w), (0.0, 1.0, 0.0))
     grid = F.affine_grid(_theta(shift, 1, device), list(x.shape), align_corners=False)
     out = F.grid_sample(x, grid, align_corners=False)
-    torch.testing.assert_close(out[..., :-1], x[..., 1:], rtol=0, atol=_resampling_bound(x))
+    seen["shift_one_pixel"] = (out[..., :-1] - x[..., 1:]).abs().max().item() <= _resampling_bound(x)
     # Past the right edge every bilinear neighbour is padding: exact zeros.
-    assert out[..., -1].abs().max().item() == 0.0, "sampling past the right edge gives zeros"
+    seen["outside_is_padding"] = out[..., -1].abs().max().item() == 0.0
+    return judge_corners(seen)
+
+
+def judge_corners(seen: dict[str, bool]) -> Finding:
+    """ "x=-1, y=-1 is the top-left, x=1, y=1 the bottom-right; outside values are filled by
+    padding_mode": every observation must hold."""
+    wrong = sorted(k for k, ok in seen.items() if not ok)
     return Finding(
-        Verdict.HOLDS,
+        Verdict.FAILS if wrong else Verdict.HOLDS,
         "(−1,−1) samples pixel (0,0) exactly with align_corners=True (and (1,1) the bottom-right); with "
-        "False it is the outer corner (0.25·x[0,0] under zero padding); theta t_x=2/W shifts by one pixel",
+        "False it is the outer corner (0.25·x[0,0] under zero padding, x[0,0] under border); theta "
+        "t_x=2/W shifts by one pixel and beyond the edge gives padding zeros"
+        + (f"; NOT observed: {', '.join(wrong)}" if wrong else ""),
     )
 
 
@@ -106,9 +139,30 @@ CASE = Case(
     claim="affine_grid + grid_sample resample an input by theta; (−1,−1) is the top-left, (1,1) the bottom-"
     "right; align_corners must agree between affine_grid and grid_sample.",
     source="000/001 STN, 001 grid_sample",
+    claims=(
+        Claim(
+            "stn",
+            "grid = F.affine_grid(theta, x.size())\nx = F.grid_sample(x, grid)",
+            "001",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "corners",
+            "`x=-1, y=-1`代表左上角，`x=1, y=1`代表右下角，之外"
+            "的值代表在图像外，通过 `padding_mode`指定填充方法",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "align_corners",
+            "`align_corners` ... 其应该与 `intepolate()` 和 `affine_grid()` 处保持一致",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "identity": Check(check_identity),
-        "align_corners_consistency": Check(check_align_corners_consistency),
-        "corners_and_translation": Check(check_corners_and_translation),
+        "identity": Check(check_identity, claim="stn"),
+        "align_corners_consistency": Check(check_align_corners_consistency, claim="align_corners"),
+        "corners_and_translation": Check(check_corners_and_translation, claim="corners"),
     },
 )

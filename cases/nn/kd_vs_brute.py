@@ -21,7 +21,19 @@ import torch
 
 from cases.distance import distances_float64
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Finding, InputFamily, Tol, Verdict, library, naive, optimized
+from cases.spec import (
+    Case,
+    Check,
+    Claim,
+    ClaimKind,
+    Finding,
+    InputFamily,
+    Tol,
+    Verdict,
+    library,
+    naive,
+    optimized,
+)
 from harness import gain, interleave, load, measure
 from harness.rules import FromFindings
 
@@ -171,6 +183,34 @@ def judge_crossover(observed: list, n: int, q: int, device: str, busy: str | Non
     )
 
 
+def check_distance_concentration(device):
+    """The notes' curse of dimensionality: in high dimension the pairwise distances become nearly
+    equal. Observed as the relative contrast (max − min) / min of the distances from each of 64
+    queries to 2048 uniform points, median over the queries, at D = 2 and D = 256 (float64)."""
+    contrast = {}
+    for d in (2, 256):
+        g = torch.Generator().manual_seed(d)
+        data = torch.rand(2048, d, generator=g, dtype=torch.float64)
+        queries = torch.rand(64, d, generator=g, dtype=torch.float64)
+        dist = distances_float64(queries, data).sqrt()
+        lo, hi = dist.min(1).values, dist.max(1).values
+        contrast[d] = ((hi - lo) / lo).median().item()
+    return judge_distance_concentration(contrast)
+
+
+def judge_distance_concentration(contrast: dict[int, float]) -> Finding:
+    """Holds when the relative contrast at the highest D is below 1 (the farthest point less than
+    twice as far as the nearest) and at least 10× smaller than at the lowest D; fails otherwise."""
+    low, high = min(contrast), max(contrast)
+    ok = contrast[high] < 1 and contrast[high] * 10 <= contrast[low]
+    return Finding(
+        Verdict.HOLDS if ok else Verdict.FAILS,
+        "relative contrast (max − min)/min of query-to-point distances, median over queries: "
+        + ", ".join(f"D={d}: {c:.3g}" for d, c in sorted(contrast.items()))
+        + ("" if ok else ": distances do NOT concentrate"),
+    )
+
+
 CASE = Case(
     id="nn.kd_vs_brute",
     tier=2,
@@ -188,9 +228,12 @@ CASE = Case(
             brute,
             peak_bytes=lambda s, b: 2 * s["q"] * s["n"] * b,
             tolerance={FP32: Tol(rtol=1e-5, atol=1e-6)},
+            claim="neighbours",
         ),
         # A tree search does none of the brute force's GEMM flops: no FLOP/s figure for the tree.
-        "kdtree_query": optimized(kdtree_query, requires=("module:scipy",), flops=lambda s: None),
+        "kdtree_query": optimized(
+            kdtree_query, requires=("module:scipy",), flops=lambda s: None, claim="neighbours"
+        ),
         "kdtree_build": library(kdtree_build, requires=("module:scipy",), flops=lambda s: None),
     },
     oracle=knn_float64,
@@ -204,7 +247,33 @@ CASE = Case(
         "full": [{"n": 2**16, "q": 2048, "d": d} for d in (2, 8, 32, 128)],
     },
     x="d",
-    checks={"crossover": Check(check_crossover, requires=("module:scipy",))},
+    claims=(
+        Claim(
+            "neighbours",
+            "如何有效的找Nearest Neighbor, N sample , dim = D"
+            ": Brute Force : O(DN^2); KD-tree : O(DN\\log(N))",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "crossover",
+            "KD-tree (k dimension tree) : O(DN\\log(N)),维度很高时与B"
+            "rute Force一样，甚至由于树数据结构，整体搜索的速度会变慢",
+            "004",
+            ClaimKind.SPEED,
+        ),
+        Claim(
+            "concentration",
+            "当维度非常高的时候，数据分布变得特别稀疏，同时两两之间"
+            "的距离也变得十分相近，因此很难分类或者找nearst neighbor",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
+    checks={
+        "crossover": Check(check_crossover, requires=("module:scipy",), claim="crossover"),
+        "distance_concentration": Check(check_distance_concentration, claim="concentration"),
+    },
     input_families=INPUT_FAMILIES,
     # The claim is about where the tree stops paying, decided by `crossover`'s sweep, not a
     # speedup at one size.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from cases.spec import UNIT_ROUNDOFF, Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import UNIT_ROUNDOFF, Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
 U32 = UNIT_ROUNDOFF[torch.float32]
 
@@ -115,14 +115,35 @@ def check_add_param_group_errors(device):
         as_set = str(e)
     opt.add_param_group({"params": net[3].parameters(), "lr": 0.5})
     opt.add_param_group({"params": net[6].parameters()})
-    return judge_add_param_group(dup, as_set, [g["lr"] for g in opt.param_groups], [0.1, 0.5, 0.1])
+    return judge_add_param_group(
+        dup,
+        as_set,
+        [g["lr"] for g in opt.param_groups],
+        [0.1, 0.5, 0.1],
+        param_group_exists=hasattr(opt, "param_group"),
+    )
 
 
 def judge_add_param_group(
-    duplicate: str | None, as_set: str | None, lrs: list[float], expected_lrs: list[float]
+    duplicate: str | None,
+    as_set: str | None,
+    lrs: list[float],
+    expected_lrs: list[float],
+    param_group_exists: bool = True,
 ) -> Finding:
     """The notes' add_param_group source: a parameter already in a group raises ValueError, a set
-    raises TypeError, a new group keeps its own hyper-parameters or takes the optimizer's defaults."""
+    raises TypeError, a new group keeps its own hyper-parameters or takes the optimizer's defaults.
+    The notes' `pprint(opt.param_group)` names an attribute optimizers do not have: a typo."""
+    errata = ()
+    if not param_group_exists:
+        errata = (
+            Erratum(
+                ErratumKind.TYPO,
+                "通过访问 `pprint(opt.param_group)`可以查看或者修改",
+                "an optimizer has no attribute `param_group` (A"
+                "ttributeError); the list is `opt.param_groups`",
+            ),
+        )
     ok = (
         bool(duplicate and "more than one parameter group" in duplicate)
         and bool(as_set and "ordered collections" in as_set)
@@ -133,6 +154,7 @@ def judge_add_param_group(
         f"duplicate → {('ValueError (' + duplicate[:40] + '…)') if duplicate else 'no error'}; a set → "
         f"{('TypeError (' + as_set[:40] + '…)') if as_set else 'no error'}; group lrs {lrs} "
         f"(expected {expected_lrs}: own lr, else the default)",
+        errata,
     )
 
 
@@ -320,10 +342,42 @@ CASE = Case(
     "updated by step(); YOLOv5 puts biases and BN weights in groups without weight decay; apply() "
     "initialises every submodule.",
     source="001 torch.optim / 迁移学习 / apply(), 003 yolov5 摘录, 004 torch.fill",
+    claims=(
+        Claim(
+            "add_param_group",
+            "每个 `optimizer` 中有一个 `param_groups` 维护一组参数更新，其中包含了诸如学习率之类的超参数; "
+            "`add_param_group` 用于添加新的参数 (raise TypeEr"
+            "ror for a set; raise ValueError('some parameters "
+            "appear in more than one parameter group'); param_group.setdefault(name, default))",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "freezing",
+            "这里也可以添加全部参数，因为 requires_grad 设置为 False "
+            "后，对应的 `.grad` 为 None， `step()` 不会更新这些参数。"
+            " ... optimizer.add_param_group({'params': net.fc2.parameters()})",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "yolov5_grouping",
+            "g0, g1, g2 = [], [], []  # optimizer parameter groups ... "
+            "optimizer.add_param_group({'params': g1, 'weight_decay': hyp['weight_decay']})",
+            "003",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "apply_init",
+            "# given a function, and applies it to all submodules ... net.appply(init_weights)",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "yolov5_grouping": Check(check_yolov5_grouping),
-        "add_param_group_errors": Check(check_add_param_group_errors),
-        "freezing": Check(check_freezing),
-        "apply_init": Check(check_apply_init),
+        "yolov5_grouping": Check(check_yolov5_grouping, claim="yolov5_grouping"),
+        "add_param_group_errors": Check(check_add_param_group_errors, claim="add_param_group"),
+        "freezing": Check(check_freezing, claim="freezing"),
+        "apply_init": Check(check_apply_init, claim="apply_init"),
     },
 )

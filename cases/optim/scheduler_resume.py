@@ -13,7 +13,7 @@ import io
 
 import torch
 
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
 EPOCHS, STOP, LR = 8, 3, 0.1
 
@@ -191,8 +191,27 @@ CASE = Case(
     claim="Resuming a scheduler with last_epoch != -1 raises KeyError 'initial_lr'; adding initial_lr to the "
     "param groups or saving the optimizer state dict fixes it.",
     source="001 lr_scheduler",
+    claims=(
+        Claim(
+            "raises",
+            "`lr_scheduler` 在恢复训练时若有如下错误 KeyError: \"param 'initial_lr' is not specified in "
+            'param_groups[0] when resuming an optimizer"',
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "resume",
+            "所以解决问题就在于在 `optimizer.param_groups` (di"
+            "ct) 中添加 `initial_lr` 或者在保存模型的时候保存 "
+            "`optimizer.state_dict`",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "resume_raises": Check(check_resume_raises, devices=("cpu",)),
-        "resume_matches_uninterrupted": Check(check_resume_matches_uninterrupted, devices=("cpu",)),
+        "resume_raises": Check(check_resume_raises, devices=("cpu",), claim="raises"),
+        "resume_matches_uninterrupted": Check(
+            check_resume_matches_uninterrupted, devices=("cpu",), claim="resume"
+        ),
     },
 )

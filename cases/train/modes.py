@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from cases.spec import UNIT_ROUNDOFF, Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import UNIT_ROUNDOFF, Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
 U32 = UNIT_ROUNDOFF[torch.float32]
 # A kept value is x·fl(1/(1−p)), the reference x/fl(1−p): ≤ 4 roundings of u apart, ×2 margin;
@@ -32,7 +32,8 @@ def _forked(device):
 def check_dropout_scale(device):
     with _forked(device):
         torch.manual_seed(0)
-        return _dropout_scale(device)
+        observed = _dropout_scale(device)
+    return judge_dropout_scale(*observed)
 
 
 def _dropout_scale(device):
@@ -59,7 +60,7 @@ def _dropout_scale(device):
     mean_ratio = (big_out.double().mean() / big.double().mean()).item()
     model.eval()
     eval_identity = torch.equal(model(big), big)
-    return judge_dropout_scale(p, n, dropped, kept_err, printed_err, eval_identity, mean_ratio)
+    return p, n, dropped, kept_err, printed_err, eval_identity, mean_ratio
 
 
 def judge_dropout_scale(
@@ -256,10 +257,34 @@ CASE = Case(
     "in eval; Dropout2d zeroes whole channels; BatchNorm updates running stats with momentum; "
     "modules start in train mode.",
     source="001 dropout / BatchNorm2d, 003 杂录",
+    claims=(
+        Claim(
+            "dropout",
+            "测试阶段: 直接将输入原封不动地输出; 训练阶段: 以`p"
+            "`的概率将输入的分量置为0, 其余分量变为`1/(1-p)`倍 "
+            "(# [0.0000, 2.8571, 4.2857, 5.7143, 7.1429])",
+            "003",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "dropout2d",
+            "nn.Dropout2d 是将输入中的一个位置处的所有通道全部置 0",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "batchnorm",
+            "记录运行时`running_mean`, `running_var`, `num_batches_tracked` 作为测试阶段的 μ 和 σ "
+            "(if self.momentum is None:  # use cumulative moving average)",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim("default_train", "`torch.nn.Module`的默认模式为**train**", "003", ClaimKind.BEHAVIOUR),
+    ),
     checks={
-        "dropout_scale": Check(check_dropout_scale),
-        "dropout2d_channels": Check(check_dropout2d_channels),
-        "batchnorm_running_stats": Check(check_batchnorm_running_stats),
-        "default_mode": Check(check_default_mode, devices=("cpu",)),
+        "dropout_scale": Check(check_dropout_scale, claim="dropout"),
+        "dropout2d_channels": Check(check_dropout2d_channels, claim="dropout2d"),
+        "batchnorm_running_stats": Check(check_batchnorm_running_stats, claim="batchnorm"),
+        "default_mode": Check(check_default_mode, devices=("cpu",), claim="default_train"),
     },
 )
