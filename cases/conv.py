@@ -34,6 +34,8 @@ from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import (
     Case,
     Check,
+    Claim,
+    ClaimKind,
     Erratum,
     ErratumKind,
     Finding,
@@ -286,7 +288,9 @@ IM2COL = Case(
     make_inputs=make_im2col,
     variants={
         "im2col": naive(
-            ieee_fp32(im2col), peak_bytes=lambda s, b: 2 * s["b"] * s["c"] * s["k"] ** 2 * s["h"] ** 2 * b
+            ieee_fp32(im2col),
+            peak_bytes=lambda s, b: 2 * s["b"] * s["c"] * s["k"] ** 2 * s["h"] ** 2 * b,
+            claim="conv_as_matmul",
         ),
         "conv2d": library(ieee_fp32(conv2d), peak_bytes=lambda s, b: 2 * s["b"] * s["o"] * s["h"] ** 2 * b),
     },
@@ -298,13 +302,31 @@ IM2COL = Case(
         "quick": [{"h": h, "b": 4, "c": 16, "o": 32, "k": 3} for h in (16, 32, 64)],
         "full": [{"h": h, "b": 32, "c": 64, "o": 128, "k": 3} for h in (32, 64, 128, 256, 512)],
     },
+    claims=(
+        Claim(
+            "unfold_shape",
+            "unfold = nn.Unfold(kernel_size=(2,3)); input = torch.randn(2,5,3,4); "
+            "output = unfold(input) # 2*30*4",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "conv_as_matmul",
+            "卷积在pytorch中实现是通过构造稀疏矩阵进行矩阵乘法实现卷积操作而不是滑动窗口的方式",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+    ),
     checks={
-        "unfold_shape": Check(check_unfold_shape),
-        "im2col_equals_conv2d": Check(check_im2col_equals_conv),
+        "unfold_shape": Check(check_unfold_shape, claim="unfold_shape"),
+        "im2col_equals_conv2d": Check(check_im2col_equals_conv, claim="conv_as_matmul"),
+        # How the library kernel computes (its peak memory): the notes' statement about PyTorch's
+        # implementation, an erratum where false; the equivalence itself is `conv_as_matmul`.
         "conv_is_a_matrix_product": Check(check_conv_is_a_matrix_product),
     },
-    # The notes teach the equivalence; conv2d's speed over the hand-built im2col is the
-    # library's better way, timed as context.
+    # The notes teach the equivalence and never claim a speed of either way: conv2d beside the
+    # hand-built im2col is the library's better way, timed as context (as in conv.transposed and
+    # conv.dilated).
     verdict=FromFindings(),
     flops=conv_flops,
     x="h",
@@ -373,7 +395,7 @@ def transposed_out(h, k, s, p, op, d):
 def check_transposed_output_size(device):
     """The right formula against ConvTranspose2d over a grid, and the notes' two versions:
     001 writes `padding[0]` where `output_padding[0]` belongs; 004 writes (n−1)s − 2p + k."""
-    configs = notes_001_wrong = notes_004_wrong = notes_004_domain = 0
+    configs = notes_001_wrong = notes_004_wrong = notes_004_domain = layer_off = 0
     example = None
     for h, k, s, p, d in itertools.product((1, 2, 5), (1, 2, 3, 4), (1, 2, 3), (0, 1, 2), (1, 2)):
         for op in range(max(s, d)):  # output_padding must be < stride or < dilation
@@ -384,9 +406,7 @@ def check_transposed_output_size(device):
             y = F.conv_transpose2d(
                 x, torch.ones(1, 1, k, k, device=device), stride=s, padding=p, output_padding=op, dilation=d
             )
-            assert y.shape[-1] == want, (
-                f"h={h} k={k} s={s} p={p} op={op} d={d}: layer {y.shape[-1]}, formula {want}"
-            )
+            layer_off += y.shape[-1] != want
             configs += 1
             notes_001 = (h - 1) * s - 2 * p + d * (k - 1) + p + 1
             if notes_001 != want:
@@ -396,15 +416,18 @@ def check_transposed_output_size(device):
             if op == 0 and d == 1:
                 notes_004_domain += 1
                 notes_004_wrong += (h - 1) * s - 2 * p + k != want
-    return judge_transposed_output_size(configs, notes_001_wrong, example, notes_004_domain, notes_004_wrong)
+    return judge_transposed_output_size(
+        configs, notes_001_wrong, example, notes_004_domain, notes_004_wrong, layer_off=layer_off
+    )
 
 
 def judge_transposed_output_size(
-    configs, notes_001_wrong, example, notes_004_domain, notes_004_wrong
+    configs, notes_001_wrong, example, notes_004_domain, notes_004_wrong, *, layer_off: int = 0
 ) -> Finding:
-    """The technique: the output size of a transposed conv (the layer matched the documented
-    formula in every config, asserted above); the notes' 004 form (n−1)s−2p+k where it applies.
-    001's formula with +padding[0] in place of +output_padding is a wrong formula, an erratum."""
+    """The technique: the output size of a transposed conv: the layer against the documented
+    formula (`layer_off`: configs where it differed) and the notes' 004 form (n−1)s−2p+k where it
+    applies. 001's formula with +padding[0] in place of +output_padding is a wrong formula, an
+    erratum."""
     errata = ()
     if notes_001_wrong:
         errata = (
@@ -416,8 +439,9 @@ def judge_transposed_output_size(
             ),
         )
     return Finding(
-        Verdict.HOLDS if notes_004_wrong == 0 else Verdict.FAILS,
-        f"H_out=(H−1)s−2p+d(k−1)+output_padding+1 matches ConvTranspose2d in {configs} configs; 004's "
+        Verdict.HOLDS if configs and notes_004_wrong == 0 and layer_off == 0 else Verdict.FAILS,
+        f"H_out=(H−1)s−2p+d(k−1)+output_padding+1 matches ConvTranspose2d in {configs - layer_off} of "
+        f"{configs} configs; 004's "
         f"(n−1)s−2p+k holds in {notes_004_domain - notes_004_wrong} of {notes_004_domain} configs with "
         "output_padding=0, dilation=1",
         errata,
@@ -427,20 +451,74 @@ def judge_transposed_output_size(
 def check_padded_size(device):
     """The notes' intermediate size n + (n−1)(s−1) + 2(k−1−p) of the zero-inserted, padded image,
     and that a stride-1, padding-0 conv of it then has (n−1)s − 2p + k outputs."""
-    checked = 0
+    checked, off = 0, []
     for n, k, s, p in itertools.product((1, 3, 6), (1, 2, 3, 5), (1, 2, 3), (0, 1, 2)):
         if (n - 1) * s + 1 + 2 * (k - 1 - p) < k:
             continue  # more padding than the kernel span: no output at all
         z = torch.ones(1, 1, (n - 1) * s + 1, (n - 1) * s + 1, device=device)
         z = F.pad(z, (k - 1 - p,) * 4)
-        assert z.shape[-1] == n + (n - 1) * (s - 1) + 2 * (k - 1 - p), (
-            f"n={n} k={k} s={s} p={p}: padded {z.shape[-1]}"
-        )
+        padded = z.shape[-1]
         out = F.conv2d(z, torch.ones(1, 1, k, k, device=device)).shape[-1]
-        assert out == (n - 1) * s - 2 * p + k, f"n={n} k={k} s={s} p={p}: {out} outputs"
+        notes_padded, notes_out = n + (n - 1) * (s - 1) + 2 * (k - 1 - p), (n - 1) * s - 2 * p + k
+        if (padded, out) != (notes_padded, notes_out):
+            off.append((n, k, s, p, padded, notes_padded, out, notes_out))
         checked += 1
+    return judge_padded_size(checked, off)
+
+
+def judge_padded_size(checked: int, off: list[tuple]) -> Finding:
+    """The notes' intermediate size n+(n−1)(s−1)+2(k−1−p) (s−1 zeros inside, k−1−p outside) and
+    the stride-1 conv's (n−1)s−2p+k against the sizes the zero insertion and F.conv2d give. `off`:
+    (n, k, s, p, padded, the notes' padded, outputs, the notes' outputs) where either differs."""
+    held = checked > 0 and not off
     return Finding(
-        Verdict.HOLDS, f"padded size n+(n−1)(s−1)+2(k−1−p) and final (n−1)s−2p+k hold in {checked} configs"
+        Verdict.HOLDS if held else Verdict.FAILS,
+        f"padded size n+(n−1)(s−1)+2(k−1−p) and final (n−1)s−2p+k against the padded image and "
+        f"F.conv2d: off in {len(off)} of {checked} configs"
+        + (f" (n, k, s, p, padded, notes, out, notes): {off[:3]}" if off else ""),
+    )
+
+
+NOTES_TRANSPOSED_LAYER = "ConvTransposed"
+
+
+def check_notes_layer_name(device):
+    """004 writes `nn.ConvTransposed(channel_in,channel_out,kernel_size,stride,padding,bias)`: the
+    layer's name as torch.nn spells it, and where the notes' positional arguments land."""
+    import inspect
+
+    params = list(inspect.signature(nn.ConvTranspose2d.__init__).parameters)[1:]
+    notes = ["channel_in", "channel_out", "kernel_size", "stride", "padding", "bias"]
+    return judge_notes_layer_name(hasattr(nn, NOTES_TRANSPOSED_LAYER), params[: len(notes)], notes)
+
+
+def judge_notes_layer_name(exists: bool, positional: list[str], notes: list[str]) -> Finding:
+    """The notes' spelling of the transposed-conv layer (context: the technique is judged by the
+    variants and the size checks): a name torch.nn does not have is a typo; the 6th positional
+    argument that is not `bias` is a wrong statement of the signature."""
+    errata = ()
+    if not exists:
+        errata += (
+            Erratum(
+                ErratumKind.TYPO,
+                "nn.ConvTransposed(channel_in,channel_out,kernel_size,stride,padding,bias)",
+                f"torch.nn has no {NOTES_TRANSPOSED_LAYER} (AttributeError); the layer is nn.ConvTranspose2d",
+            ),
+        )
+    if positional[-1:] != notes[-1:]:
+        errata += (
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "nn.ConvTransposed(channel_in,channel_out,kernel_size,stride,padding,bias)",
+                f"ConvTranspose2d's positional parameters are {positional}: the 6th is "
+                f"{positional[-1] if positional else '?'}, so a bias passed 6th sets output_padding",
+            ),
+        )
+    return Finding(
+        None,
+        f"nn.{NOTES_TRANSPOSED_LAYER} {'exists' if exists else 'does not exist'}; ConvTranspose2d's "
+        f"first {len(positional)} parameters: {positional}",
+        errata,
     )
 
 
@@ -455,6 +533,7 @@ TRANSPOSED = Case(
     variants={
         "zero_insertion": naive(
             ieee_fp32(zero_insertion),
+            claim="zero_insertion",
             peak_bytes=lambda s, b: 3 * s["b"] * max(s["c"], s["o"]) * (s["h"] * s["s"]) ** 2 * b,
             # The stride-1 conv it runs: k² taps at every output pixel, zeros included (≈ s² × the
             # transposed conv's own MACs).
@@ -478,9 +557,21 @@ TRANSPOSED = Case(
             for h in (32, 64, 128, 256)
         ],
     },
+    claims=(
+        Claim(
+            "zero_insertion",
+            "仍然是一种卷积操作，只不过需要经历三个步骤：矩阵填充(内部相邻元素填充s-1个0，外部填充k-p-1个0)、"
+            "kernel颠倒、按照kernel,s=1,p=0进行卷积操作",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim("padded_size", "矩阵填充后形状为：n + (n-1)(s-1) +2*(k-1-p)", "004", ClaimKind.BEHAVIOUR),
+        Claim("output_size", "最终形状为(n-1)*s -2p +k", "004", ClaimKind.BEHAVIOUR),
+    ),
     checks={
-        "output_size_formula": Check(check_transposed_output_size),
-        "padded_size": Check(check_padded_size),
+        "output_size_formula": Check(check_transposed_output_size, claim="output_size"),
+        "padded_size": Check(check_padded_size, claim="padded_size"),
+        "notes_layer_name": Check(check_notes_layer_name, devices=("cpu",)),
     },
     # The notes teach the equivalence, not a speed-up of either way: the timings are context.
     verdict=FromFindings(),
@@ -583,15 +674,32 @@ def judge_receptive_field(observed: list[tuple[str, int, int, int]]) -> Finding:
 
 def check_gridding(device):
     """The notes: d = 1,2,3,2,1 enlarges the receptive field without the gridding effect. Measured as
-    input pixels inside the receptive field that the output does not depend on at all."""
-    _, holes_mixed, n_mixed = _gradient_support([(3, 1, d) for d in (1, 2, 3, 2, 1)])
+    input pixels inside the receptive field that the output does not depend on at all, and the
+    field itself against five undilated 3×3 layers."""
+    extent_mixed, holes_mixed, n_mixed = _gradient_support([(3, 1, d) for d in (1, 2, 3, 2, 1)])
     _, holes_same, n_same = _gradient_support([(3, 1, 2)] * 3)
-    assert holes_same > 0, "d=2,2,2 should leave holes (pixels with zero gradient) in its receptive field"
-    verdict = Verdict.HOLDS if holes_mixed == 0 else Verdict.FAILS
+    extent_plain, _, _ = _gradient_support([(3, 1, 1)] * 5)
+    return judge_gridding(extent_mixed, extent_plain, holes_mixed, n_mixed, holes_same, n_same)
+
+
+def judge_gridding(
+    extent_mixed: int, extent_plain: int, holes_mixed: int, n_mixed: int, holes_same: int, n_same: int
+) -> Finding:
+    """The notes: d = 1,2,3,2,1 enlarges the receptive field (beyond five undilated layers') and
+    avoids gridding (no zero-gradient pixel inside it). d = 2,2,2 is the control: it must show the
+    holes, or the measurement could not see gridding at all (then fails: nothing was shown)."""
+    enlarged = extent_mixed > extent_plain
+    held = enlarged and holes_mixed == 0 and holes_same > 0
     return Finding(
-        verdict,
-        f"zero-gradient pixels inside the receptive field: d=1,2,3,2,1 {holes_mixed}/{n_mixed}, "
-        f"d=2,2,2 {holes_same}/{n_same} (gridding)",
+        Verdict.HOLDS if held else Verdict.FAILS,
+        f"d=1,2,3,2,1 sees {extent_mixed}×{extent_mixed} (five 3×3 layers without dilation: "
+        f"{extent_plain}×{extent_plain}); zero-gradient pixels inside the receptive field: "
+        f"d=1,2,3,2,1 {holes_mixed}/{n_mixed}, d=2,2,2 {holes_same}/{n_same} (gridding)"
+        + (
+            ""
+            if holes_same > 0
+            else "; the d=2,2,2 control shows NO holes: the measurement cannot see gridding"
+        ),
     )
 
 
@@ -606,6 +714,7 @@ DILATED = Case(
         # The dense (d(k−1)+1)² kernel it convolves with, zeros included.
         "zero_kernel": naive(
             ieee_fp32(zero_kernel),
+            claim="zeros_in_kernel",
             flops=lambda s: 2 * s["b"] * s["o"] * s["c"] * (s["d"] * (s["k"] - 1) + 1) ** 2 * s["h"] ** 2,
         ),
         "dilation": optimized(ieee_fp32(dilated_conv2d)),
@@ -618,7 +727,27 @@ DILATED = Case(
         "quick": [{"d": d, "h": 32, "b": 4, "c": 16, "o": 16, "k": 3} for d in (1, 2, 4)],
         "full": [{"d": d, "h": 128, "b": 32, "c": 64, "o": 64, "k": 3} for d in (1, 2, 4, 8)],
     },
-    checks={"receptive_field": Check(check_receptive_field), "gridding": Check(check_gridding)},
+    claims=(
+        Claim("zeros_in_kernel", "含义：在kernel两个元素之间增加d-1个0", "004", ClaimKind.CORRECTNESS),
+        Claim(
+            "receptive_field",
+            "r_k = (r_{k-1} -1)×s_{k-1} +f_{k-1}, r_n=1",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "mixed_dilations",
+            "可以通过d=1,d=2,d=3,d=2,d=1的设置方法既可以增大感受野，又能避免gridding effect的问题",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
+    checks={
+        "receptive_field": Check(check_receptive_field, claim="receptive_field"),
+        "gridding": Check(check_gridding, claim="mixed_dilations"),
+    },
+    # The notes never claim dilation is faster than the zero-filled kernel: the pair is timed as
+    # context (as conv.im2col's and conv.transposed's pairs), deciding nothing.
     verdict=AllOf((Faster("dilation", "zero_kernel"), FromFindings())),
     flops=conv_flops,
     x="d",
@@ -915,7 +1044,8 @@ def judge_equivariance(
     if zeros > bound or odd > bound:
         return Finding(
             Verdict.DEPENDS,
-            "depends on the padding and the stride: exact with circular padding, only away from the "
+            "depends (condition: the padding mode and the stride): exact with circular padding, only away "
+            "from the "
             "border with the default zero padding (the notes' Conv2d default, and VGG's), and for "
             "strided convs only for shifts that are multiples of the stride: " + evidence,
         )
@@ -1026,14 +1156,48 @@ SHAPES = Case(
     "the VGG-16 table as listed, and convolution is translation-equivariant; padding_mode picks the "
     "padding; two stacked 3×3 convs see a 5×5 field with fewer parameters.",
     source="004 计算卷积 / 二维卷积细节 (item 19) / VGG / equivariance",
+    claims=(
+        Claim(
+            "output_size",
+            "如果是有strided的卷积操作，最后图片大小应该为: Lower((n+2p-f)/s+1)",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim("same_padding", "对于same padding, 2p-f+1=0, 结果应该为 p=(f-1)/2", "004", ClaimKind.BEHAVIOUR),
+        Claim(
+            "weight_shape", "二维卷积实际上的weight是四维的(C_out,C_in,K_H,K_W)", "004", ClaimKind.BEHAVIOUR
+        ),
+        Claim(
+            "vgg16",
+            "VGG-16：input : 224 * 224 *3，conv 为3 * 3,padding 1 stride 1, maxpool stride=size=2 "
+            "(the table)",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "equivariance",
+            "CNNs are famously equivariant with respect to translation",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim("padding_mode", "padding mode表述除了0之外还可以填充什么数字", "004", ClaimKind.BEHAVIOUR),
+        Claim(
+            "stacked_3x3",
+            "堆叠多个3*3卷积核来替代大卷积核来减少所需参数，同时保证receptive field大小 "
+            "(2个3 * 3对应一个5 * 5，3个3 * 3对应一个 7 * 7)",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "output_size": Check(check_output_size, devices=("cpu",)),
-        "same_padding": Check(check_same_padding),
-        "weight_shapes": Check(check_weight_shapes, devices=("cpu",)),
-        "vgg16": Check(check_vgg16, devices=("cpu",)),
-        "equivariance": Check(check_equivariance),
-        "padding_modes": Check(check_padding_modes, devices=("cpu",)),
-        "stacked_3x3": Check(check_stacked_3x3, devices=("cpu",)),
+        "output_size": Check(check_output_size, devices=("cpu",), claim="output_size"),
+        "same_padding": Check(check_same_padding, claim="same_padding"),
+        "weight_shapes": Check(check_weight_shapes, devices=("cpu",), claim="weight_shape"),
+        "vgg16": Check(check_vgg16, devices=("cpu",), claim="vgg16"),
+        # The one conditional claim: its `depends` names the condition (padding mode, stride).
+        "equivariance": Check(check_equivariance, claim="equivariance"),
+        "padding_modes": Check(check_padding_modes, devices=("cpu",), claim="padding_mode"),
+        "stacked_3x3": Check(check_stacked_3x3, devices=("cpu",), claim="stacked_3x3"),
     },
 )
 
@@ -1145,9 +1309,20 @@ POOLING = Case(
     claim="FractionalMaxPool2d max-pools kH×kW regions with a stochastic step; LPPool returns the "
     "norm of each window.",
     source="001 Pooling layer",
+    claims=(
+        Claim(
+            "fractional_max_pool",
+            "FractionalMaxPool2d : ... the max-pooling is applied in kH * kW regions by stochastic step.",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "lp_pool", "LPPool : return the norm of the current feature vector.", "001", ClaimKind.CORRECTNESS
+        ),
+    ),
     checks={
-        "lp_pool_window_norm": Check(check_lp_pool),
-        "fractional_max_pool_stochastic_step": Check(check_fractional_max_pool),
+        "lp_pool_window_norm": Check(check_lp_pool, claim="lp_pool"),
+        "fractional_max_pool_stochastic_step": Check(check_fractional_max_pool, claim="fractional_max_pool"),
     },
     verdict=FromFindings(),
 )

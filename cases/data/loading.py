@@ -31,7 +31,20 @@ import numpy as np
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Dataset, IterableDataset, RandomSampler, TensorDataset
 
-from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive, optimized
+from cases.spec import (
+    Case,
+    Check,
+    Claim,
+    ClaimKind,
+    Erratum,
+    ErratumKind,
+    Finding,
+    Tol,
+    Verdict,
+    library,
+    naive,
+    optimized,
+)
 from harness.rules import FromFindings
 
 FP32 = torch.float32
@@ -144,66 +157,241 @@ def every_sample_once(features, ids, epoch):
 
 def check_length_and_drop_last(device):
     """len(loader) = ceil(n/bs) (the notes' 数据的长度/batch_size取上界), floor with drop_last; each
-    epoch has every sample once, and two shuffled epochs differ in order."""
+    epoch has every sample once, two shuffled epochs differ in order; and the loader is iterable but
+    not indexable (the notes' 不可索引，但是有iter方法的可迭代对象)."""
     rows = []
     for n, bs in ((100, 32), (96, 32), (7, 10), (1, 1)):
         ds = TensorDataset(torch.arange(n))
         loader = DataLoader(ds, batch_size=bs, shuffle=True, generator=torch.Generator().manual_seed(0))
-        assert len(loader) == math.ceil(n / bs), f"n={n} bs={bs}: len {len(loader)}"
         dropped = DataLoader(ds, batch_size=bs, drop_last=True)
-        assert len(dropped) == n // bs, f"n={n} bs={bs} drop_last: len {len(dropped)}"
         epochs = [torch.cat([b[0] for b in loader]) for _ in range(2)]
-        for e in epochs:
-            assert sorted(e.tolist()) == list(range(n)), (
-                f"n={n} bs={bs}: an epoch missed or repeated a sample"
-            )
         sizes = [len(b[0]) for b in loader]
-        assert sizes[-1] == (n % bs or bs) and sum(sizes) == n
-        assert sum(len(b[0]) for b in dropped) == (n // bs) * bs
-        if n > 10:
-            assert not torch.equal(*epochs), "two shuffled epochs came in the same order"
-        rows.append(f"n={n} bs={bs}: {len(loader)} batches ({len(dropped)} with drop_last)")
+        rows.append(
+            (
+                n,
+                bs,
+                len(loader),
+                len(dropped),
+                all(sorted(e.tolist()) == list(range(n)) for e in epochs),
+                sizes[-1] == (n % bs or bs) and sum(sizes) == n,
+                sum(len(b[0]) for b in dropped),
+                (not torch.equal(*epochs)) if n > 10 else None,
+            )
+        )
+    loader = DataLoader(TensorDataset(torch.arange(10)), batch_size=3)
+    try:
+        loader[0]
+        indexing = ""
+    except (TypeError, IndexError, KeyError) as exc:
+        indexing = f"{type(exc).__name__}: {exc}"
+    return judge_loader_length(rows, indexing, hasattr(loader, "__iter__"))
+
+
+def judge_loader_length(rows: list[tuple], indexing_error: str, iterable: bool) -> Finding:
+    """rows: (n, bs, len(loader), len with drop_last, every sample once in each of two epochs, the
+    last batch short by n mod bs, samples kept with drop_last, two shuffled epochs in different
+    orders (None: n ≤ 10, not asked)). Holds when len = ceil(n/bs), floor(n/bs) with drop_last
+    (keeping floor(n/bs)·bs samples), every epoch has every sample once, orders differ, and the
+    loader is iterable but refuses an index (`indexing_error`: what loader[0] raised; empty: it
+    answered)."""
+    off = [
+        r[:2]
+        for r in rows
+        if r[2] != math.ceil(r[0] / r[1])
+        or r[3] != r[0] // r[1]
+        or not r[4]
+        or not r[5]
+        or r[6] != (r[0] // r[1]) * r[1]
+        or r[7] is False
+    ]
+    held = bool(rows) and not off and bool(indexing_error) and iterable
     return Finding(
-        Verdict.HOLDS,
-        "len(DataLoader) = ceil(n/bs) as the notes say, floor(n/bs) with drop_last; "
-        "every sample once per epoch, new order each epoch: " + "; ".join(rows),
+        Verdict.HOLDS if held else Verdict.FAILS,
+        "len(DataLoader) against ceil(n/bs), floor(n/bs) with drop_last, every sample once per epoch, "
+        "a new order each epoch: "
+        + "; ".join(f"n={r[0]} bs={r[1]}: {r[2]} batches ({r[3]} with drop_last)" for r in rows)
+        + (f"; off for (n, bs) {off}" if off else "; all as stated")
+        + f"; loader[0]: {indexing_error or 'ANSWERED (indexable)'}; iterable: {iterable}",
     )
 
 
 def check_shuffle_with_sampler_rejected(device):
+    """shuffle=True beside a sampler is refused, shuffle=False accepted (the notes switch shuffle off
+    when they pass a DistributedSampler: dist.sampler judges that line)."""
     ds = TensorDataset(torch.arange(10))
     try:
         DataLoader(ds, batch_size=2, shuffle=True, sampler=RandomSampler(ds))
+        message = ""
     except ValueError as e:
         message = str(e)
-    else:
-        raise AssertionError("shuffle=True together with a sampler was accepted")
-    assert "shuffle" in message and "sampler" in message, message
-    return Finding(None, f"DataLoader(shuffle=True, sampler=...) raises ValueError: {message!r}")
+    loader = DataLoader(ds, batch_size=2, shuffle=False, sampler=RandomSampler(ds))
+    accepted = sorted(torch.cat([b[0] for b in loader]).tolist()) == list(range(10))
+    return judge_shuffle_with_sampler(message, accepted)
+
+
+def judge_shuffle_with_sampler(message: str, false_accepted: bool) -> Finding:
+    """Holds when shuffle=True with a sampler raises a ValueError naming both (`message`; empty: it
+    was accepted) and shuffle=False with the sampler gives every sample once."""
+    named = "shuffle" in message and "sampler" in message
+    return Finding(
+        Verdict.HOLDS if named and false_accepted else Verdict.FAILS,
+        "DataLoader(shuffle=True, sampler=...) "
+        + (f"raises ValueError: {message!r}" if message else "was ACCEPTED")
+        + "; shuffle=False with the sampler: "
+        + ("every sample once" if false_accepted else "NOT every sample once"),
+    )
 
 
 def check_collate_semantics(device):
-    """Each batch is a *list* [features (bs, ...), labels (bs,)] (the notes: 二元tensor的list); a
-    custom collate_fn receives the bs (x, y) tuples themselves."""
+    """Each batch is a *list* [features (bs, ...), labels (bs,)] (the notes: 二元tensor的list), and
+    each dataset item the (x, y) tuple the notes describe (二元tuple)."""
     x = torch.randn(10, 3, 4, 4)
     y = torch.arange(10)
+    item = TensorDataset(x, y)[0]
     batch = next(iter(DataLoader(TensorDataset(x, y), batch_size=4)))
-    assert isinstance(batch, list) and len(batch) == 2, type(batch)
-    assert batch[0].shape == (4, 3, 4, 4) and batch[1].shape == (4,) and batch[1].dtype == torch.int64
-    torch.testing.assert_close(batch[0], x[:4], rtol=0, atol=0)  # collation stacks copies: exact
+    shapes = [tuple(b.shape) for b in batch] if isinstance(batch, (list, tuple)) else []
+    exact = isinstance(batch, (list, tuple)) and torch.equal(batch[0], x[:4]) and torch.equal(batch[1], y[:4])
+    return judge_collate_batch(
+        type(item).__name__, type(batch).__name__, shapes, str(batch[1].dtype) if shapes else "", exact
+    )
+
+
+def judge_collate_batch(
+    item_type: str, batch_type: str, shapes: list, label_dtype: str, exact: bool
+) -> Finding:
+    """The notes (004): an item is a 2-tuple (features, label); a batch a list of two tensors, the
+    features (bs, a, b, c) and the labels (bs,). Holds when the default collate gives exactly that
+    for bs = 4 of (3, 4, 4) images, the stacked values equal to the samples (a copy: exact)."""
+    held = (
+        item_type == "tuple"
+        and batch_type == "list"
+        and shapes == [(4, 3, 4, 4), (4,)]
+        and label_dtype == "torch.int64"
+        and exact
+    )
+    return Finding(
+        Verdict.HOLDS if held else Verdict.FAILS,
+        f"a dataset item is a {item_type}; the default collate gives a {batch_type} of shapes {shapes} "
+        f"(labels {label_dtype}), {'equal to' if exact else 'NOT equal to'} the samples stacked",
+    )
+
+
+def check_collate_fn_input(device):
+    """001: collate_fn is called once the batch is gathered (the values `__getitem__` returned), "so
+    the input is a tuple". What a custom collate_fn receives, for bs = 4."""
+    x = torch.randn(10, 3, 4, 4)
+    y = torch.arange(10)
     seen = []
     next(
         iter(
             DataLoader(
-                TensorDataset(x, y), batch_size=4, collate_fn=lambda items: seen.extend(items) or items
+                TensorDataset(x, y), batch_size=4, collate_fn=lambda items: seen.append(items) or items
             )
         )
     )
-    assert len(seen) == 4 and all(isinstance(s, tuple) and s[0].shape == (3, 4, 4) for s in seen)
+    items = seen[0]
+    as_returned = all(
+        isinstance(s, tuple) and torch.equal(s[0], x[i]) and torch.equal(s[1], y[i])
+        for i, s in enumerate(items)
+    )
+    import inspect
+
+    where = [
+        owner.__name__
+        for owner in (Dataset, DataLoader)
+        if "collate_fn" in inspect.signature(owner.__init__).parameters or hasattr(owner, "collate_fn")
+    ]
+    return judge_collate_fn_input(type(items).__name__, len(items), as_returned, where)
+
+
+def judge_collate_fn_input(container: str, count: int, as_returned: bool, owners: list[str] = ()) -> Finding:
+    """The technique: collate_fn receives the batch's bs samples as `__getitem__` returned them (holds
+    when 4 samples came, each the dataset's own (x, y)). The notes say the input is a tuple: where
+    the container is something else, a wrong statement, an erratum; and they call collate_fn a
+    parameter of the Dataset (`owners`: the classes that take one; None given: not observed)."""
+    errata = ()
+    if container != "tuple":
+        errata += (
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "`collate_fn` ... this function is called when the batch is gathered ..., "
+                "so the input is a tuple.",
+                f"collate_fn receives a {container} of the {count} samples (each an (x, y) tuple), "
+                "not a tuple",
+            ),
+        )
+    if owners and "Dataset" not in owners:
+        errata += (
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "`collate_fn` parameter in DataSet",
+                f"collate_fn is a parameter of {', '.join(owners)}; Dataset takes none",
+            ),
+        )
     return Finding(
-        Verdict.HOLDS,
-        "default collate turns bs (x, y) tuples into a list [x stacked (4,3,4,4), "
-        "y stacked (4,) int64], as the notes describe; a collate_fn gets the 4 tuples unstacked",
+        Verdict.HOLDS if count == 4 and as_returned else Verdict.FAILS,
+        f"a custom collate_fn received a {container} of {count} samples, "
+        + ("each the (x, y) __getitem__ returned" if as_returned else "NOT the samples __getitem__ returned"),
+        errata,
+    )
+
+
+# The signature 004 copies (Torch.utils.Data): name → the notes' default.
+NOTES_LOADER_DEFAULTS = {
+    "batch_size": 1,
+    "shuffle": False,
+    "sampler": None,
+    "batch_sampler": None,
+    "num_workers": 0,
+    "collate_fn": None,
+    "pin_memory": False,
+    "drop_last": False,
+    "timeout": 0,
+    "worker_init_fn": None,
+    "prefetch_factor": 2,
+    "persistent_workers": False,
+}
+
+
+def check_notes_signature(device):
+    """004's DataLoader signature against this torch's: each default, and the call with every
+    default the notes write passed explicitly."""
+    import inspect
+
+    params = inspect.signature(DataLoader.__init__).parameters
+    actual = {name: params[name].default if name in params else "<absent>" for name in NOTES_LOADER_DEFAULTS}
+    try:
+        DataLoader(TensorDataset(torch.arange(4)), **NOTES_LOADER_DEFAULTS)
+        raised = ""
+    except (ValueError, TypeError) as exc:
+        raised = f"{type(exc).__name__}: {exc}"
+    return judge_notes_signature(NOTES_LOADER_DEFAULTS, actual, raised, torch.__version__)
+
+
+def judge_notes_signature(notes: dict, actual: dict, raised: str, version: str) -> Finding:
+    """Context (the loader's behaviour is judged by the other checks): a default of the notes that
+    this torch does not have is a wrong default, an erratum. `shuffle=None` is documented as False
+    (None means "not given"): the same default."""
+
+    def same(name):
+        got = actual[name]
+        return got == notes[name] or (name == "shuffle" and got is None and notes[name] is False)
+
+    wrong = [name for name in notes if not same(name)]
+    errata = tuple(
+        Erratum(
+            ErratumKind.WRONG_DEFAULT,
+            f"DataLoader(..., {name}={notes[name]!r}, ...)",
+            f"torch {version}: the default is {actual[name]!r}"
+            + (f"; passing the notes' defaults raises {raised[:160]}" if raised else ""),
+        )
+        for name in wrong
+    )
+    return Finding(
+        None,
+        f"torch {version}: DataLoader's defaults differ from the notes' for {wrong or 'none'}; the call "
+        f"with the notes' defaults {'raises ' + raised[:120] if raised else 'runs'}",
+        errata,
     )
 
 
@@ -234,17 +422,26 @@ def check_workers_exactly_once(device):
             )
         ]
     )
-    assert sorted(maplike.tolist()) == list(range(n)), "map-style with 2 workers missed or repeated samples"
     copied = torch.cat(list(DataLoader(_Stream(n, shard=False), batch_size=8, num_workers=2)))
     sharded = torch.cat(list(DataLoader(_Stream(n, shard=True), batch_size=8, num_workers=2)))
-    assert sorted(sharded.tolist()) == list(range(n)), "sharded iterable dataset missed or repeated samples"
-    assert len(copied) == 2 * n and torch.bincount(copied).eq(2).all(), (
-        "unsharded stream should repeat each sample twice"
+    return judge_workers(
+        n, sorted(maplike.tolist()), sorted(sharded.tolist()), torch.bincount(copied, minlength=n).tolist()
     )
+
+
+def judge_workers(n: int, maplike: list[int], sharded: list[int], copies: list[int]) -> Finding:
+    """Context (the catalogue's): with 2 workers a map-style dataset and a stream sharded by
+    get_worker_info() give every sample once; an unsharded stream gives each twice (`copies`: how
+    many times each id came)."""
+    everything = list(range(n))
+    held = maplike == everything and sharded == everything and copies == [2] * n
     return Finding(
-        None,
-        f"num_workers=2: map-style {n}/{n} samples once; an unsharded IterableDataset yields "
-        f"{len(copied)} samples (each twice), sharded by get_worker_info() {len(sharded)}",
+        Verdict.HOLDS if held else Verdict.FAILS,
+        "num_workers=2: map-style "
+        + ("every sample once" if maplike == everything else "NOT every sample once")
+        + "; "
+        f"an unsharded IterableDataset yields {sum(copies)} samples (each {sorted(set(copies))} times), "
+        f"sharded by get_worker_info() {len(sharded)}",
     )
 
 
@@ -252,13 +449,23 @@ def check_pin_memory(device):
     """pin_memory=True gives page-locked batches, and non_blocking copies of them arrive intact."""
     x = torch.randn(64, 32)
     loader = DataLoader(TensorDataset(x), batch_size=16, pin_memory=True)
-    got = []
+    got, pinned = [], []
     for (b,) in loader:
-        assert b.is_pinned(), "pin_memory=True produced a pageable batch"
+        pinned.append(b.is_pinned())
         got.append(b.to(device, non_blocking=True))
     torch.cuda.synchronize(device)
-    torch.testing.assert_close(torch.cat(got).cpu(), x, rtol=0, atol=0)  # copies: exact
-    return Finding(None, "pin_memory=True: every batch pinned; non_blocking copies to the GPU exact")
+    return judge_pin_memory(pinned, torch.equal(torch.cat(got).cpu(), x))  # copies: exact
+
+
+def judge_pin_memory(pinned: list[bool], exact: bool) -> Finding:
+    """Context: every batch of a pin_memory=True loader page-locked, and its non_blocking copies
+    to the GPU equal to the data."""
+    held = bool(pinned) and all(pinned) and exact
+    return Finding(
+        Verdict.HOLDS if held else Verdict.FAILS,
+        f"pin_memory=True: {sum(pinned)} of {len(pinned)} batches pinned; non_blocking copies to the GPU "
+        + ("exact" if exact else "DIFFER"),
+    )
 
 
 CASE = Case(
@@ -269,7 +476,7 @@ CASE = Case(
     source="002 data iterator, 001 Data preparation, 004 Dataset与Dataloader",
     make_inputs=make_samples,
     variants={
-        "data_iter": naive(data_iter),
+        "data_iter": naive(data_iter, claim="data_iter_epoch"),
         "loader_batched": optimized(loader_batched),
         "loader_per_sample": library(loader_per_sample),
         "files_w0": library(files_w0),
@@ -282,13 +489,51 @@ CASE = Case(
         "quick": [{"n": 2000, "f": 256, "bs": 64}],
         "full": [{"n": n, "f": 3 * 32 * 32, "bs": 256} for n in (10_000, 50_000)],
     },
+    claims=(
+        Claim(
+            "data_iter_epoch",
+            "一个epoch将数据集的数据都用一遍 "
+            "(def data_iter(batch_size, features, labels): ... random.shuffle(indices))",
+            "002",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "loader_length",
+            "Dataloader class的长度为 数据的长度/batch_size取上界，"
+            "是一个不可索引，但是有iter方法的可迭代对象",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "batch_is_list",
+            "每次迭代出来的结果为一个二元tensor的list， "
+            "第一个tensor代表来minibatch的数据特征 (minibatch, a, b, c)"
+            "...第二个tensor是minibatch的数据标签,是一个一维的tensor （minibatch）",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "collate_fn_input",
+            "`collate_fn` ... this function is called when the batch is gathered (value has been returned by "
+            "the `__getitem__` method and combined), so the input is a tuple.",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "length_and_drop_last": Check(check_length_and_drop_last, devices=("cpu",)),
+        "length_and_drop_last": Check(check_length_and_drop_last, devices=("cpu",), claim="loader_length"),
+        # The catalogue's check (the notes' `shuffle=False` beside a sampler, 004's DDP section, is
+        # dist.sampler's claim): context.
         "shuffle_with_sampler_rejected": Check(check_shuffle_with_sampler_rejected, devices=("cpu",)),
-        "collate_semantics": Check(check_collate_semantics, devices=("cpu",)),
+        "collate_semantics": Check(check_collate_semantics, devices=("cpu",), claim="batch_is_list"),
+        "collate_fn_input": Check(check_collate_fn_input, devices=("cpu",), claim="collate_fn_input"),
+        # The notes' DataLoader signature against this torch's: errata only.
+        "notes_signature": Check(check_notes_signature, devices=("cpu",)),
+        # Workers and pinned memory: what the catalogue adds (the notes list the features only).
         "workers_exactly_once": Check(check_workers_exactly_once, devices=("cpu",)),
         "pin_memory": Check(check_pin_memory, requires=("cuda",), devices=("cuda",)),
     },
+    # The notes claim no speed of any form: samples/s of each is context.
     verdict=FromFindings(),
     uncompilable={
         "data_iter": "a DataLoader's Python iteration (workers, collation): no tensor program "
