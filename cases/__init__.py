@@ -1,16 +1,22 @@
 """The techniques from the notes, one module per topic, one `Case` per catalogue ID.
 
 Cases are found by scanning this package for module-level `Case` objects; importing a module
-has no side effects beyond defining them.
+has no side effects beyond defining them. Every ID whose notes show code gets one more check,
+``notes_snippets``: the notes' snippets of that ID compiled and run as written
+(`cases._lib.snippets`), their failures the notes' errata; it names no claim.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 from functools import lru_cache
 
+from cases._lib import snippets
 from cases.spec import Case
+
+SNIPPETS_CHECK = "notes_snippets"
 
 WHERE = "catalogue ID `a.b` is declared in cases/a.py or cases/a/b.py"
 
@@ -36,7 +42,16 @@ def all_cases() -> tuple[Case, ...]:
                     raise ValueError(f"two cases declare {value.id!r}")
                 found[value.id] = value
                 _declared_in[value.id] = name
-    return tuple(sorted(found.values(), key=lambda c: c.id))
+    return tuple(sorted((_with_snippets(c) for c in found.values()), key=lambda c: c.id))
+
+
+def _with_snippets(case: Case) -> Case:
+    """The case with its notes' snippets as one more check (the same for every ID, so declared once
+    here rather than in each of the 45 declarations)."""
+    check = snippets.snippets_check(case.id)
+    if check is None or SNIPPETS_CHECK in case.checks:
+        return case
+    return dataclasses.replace(case, checks={**case.checks, SNIPPETS_CHECK: check})
 
 
 _declared_in: dict[str, str] = {}
