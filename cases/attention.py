@@ -23,7 +23,20 @@ import torch.nn.functional as F
 
 from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Finding, InputFamily, Tol, Verdict, library, naive
+from cases.spec import (
+    Case,
+    Check,
+    Claim,
+    ClaimKind,
+    Erratum,
+    ErratumKind,
+    Finding,
+    InputFamily,
+    Tol,
+    Verdict,
+    library,
+    naive,
+)
 from harness import measure
 from harness.rules import FromFindings
 
@@ -147,7 +160,7 @@ def check_sdpa_backend(device):
     and which backends accept the masked call when forced with `sdpa_kernel`."""
     size = {"b": 2, "h": 4, "s": 256, "d": 64}
     dtypes = (FP32, BF16, FP16) if device.type == "cuda" else (FP32, BF16)
-    lines = []
+    lines, math_ok = [], []
     for dtype in dtypes:
         inputs = make_attention(size, dtype, device, seed=1)
         q, k, v = inputs[:3]
@@ -157,11 +170,22 @@ def check_sdpa_backend(device):
         )
         forced = {n: _forced(b, functools.partial(sdpa, *inputs)) for n, b in _backends().items()}
         accepts = ", ".join(n for n, r in forced.items() if r == "ok") or "none"
-        assert forced.get("math", "ok") == "ok", "the math backend should accept every input"
         lines.append(
             f"{dtype}: bool mask → {masked}; is_causal → {causal}; accept the mask when forced: {accepts}"
         )
-    return Finding(None, f"torch {torch.__version__} on {device.type}: " + "; ".join(lines))
+        math_ok.append(forced.get("math", "ok") == "ok")
+    return judge_sdpa_backend(
+        all(math_ok), f"torch {torch.__version__} on {device.type}: " + "; ".join(lines)
+    )
+
+
+def judge_sdpa_backend(math_accepts_every_input: bool, kernels: str) -> Finding:
+    """Which SDPA kernel ran, reported as context for the timings (SDPA is the catalogue's better
+    way, never the notes' claim): no verdict. The math backend refusing an input is said plainly."""
+    return Finding(
+        None,
+        kernels + ("" if math_accepts_every_input else "; the math backend REFUSED a masked input"),
+    )
 
 
 def sdpa_metrics(variant, inputs, device):
@@ -188,13 +212,48 @@ def check_masks(device):
     loop = torch.tensor(
         [[[j <= i and j < n for j in range(s)] for i in range(s)] for n in lengths], device=device
     )
-    assert got.shape == (3, 1, s, s), got.shape
-    assert torch.equal(notes_combined, loop), "padding & subsequent_mask differs from the loop"
+    assert got.shape == (3, 1, s, s), got.shape  # the suite's own mask builder, shaped right
     assert torch.equal(got[:, 0], loop), "the device-built combined mask differs from the loop"
-    return Finding(
-        Verdict.HOLDS,
+    # "mask矩阵必须是一个boolean类型的矩阵": does masked_fill refuse the notes' uint8 matrix?
+    try:
+        torch.zeros(1, s, s, device=device).masked_fill(
+            torch.from_numpy(np.triu(np.ones((1, s, s)), k=1).astype("uint8")).to(device), 1.0
+        )
+        uint8_refused = False
+    except RuntimeError:
+        uint8_refused = True
+    return judge_masks(
+        bool(torch.equal(notes[0], notes[0].tril())) and notes.dtype == torch.bool,
+        bool(torch.equal(notes_combined, loop)),
+        uint8_refused,
         f"np.triu(ones,1)==0 equals torch.triu on {device.type}; (B,1,S) padding & (1,S,S) sequence "
-        f"broadcasts to (B,S,S) equal to the (b,i,j) loop for lengths {lengths}",
+        f"broadcasts to (B,S,S), lengths {lengths}",
+    )
+
+
+def judge_masks(
+    sequence_is_lower: bool, combined_equals_loop: bool, uint8_refused: bool, detail: str
+) -> Finding:
+    """The notes' masks: `subsequent_mask` is True on and below the diagonal ("True为不需要mask的部分"),
+    and padding & sequence combined by broadcasting allows exactly j ≤ i and j < length (a loop).
+    The notes' "the mask must be boolean" is a statement checked beside it: an erratum if masked_fill
+    took a uint8 mask."""
+    errata = ()
+    if not uint8_refused:
+        errata = (
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "mask矩阵必须是一个boolean类型的矩阵",
+                f"masked_fill accepted a uint8 mask in torch {torch.__version__}",
+            ),
+        )
+    holds = sequence_is_lower and combined_equals_loop
+    return Finding(
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"{detail}: subsequent_mask {'is' if sequence_is_lower else 'is NOT'} True on and below the "
+        f"diagonal; padding & subsequent_mask {'equals' if combined_equals_loop else 'DIFFERS FROM'} the "
+        f"(b,i,j) loop; masked_fill {'refuses' if uint8_refused else 'accepts'} a uint8 mask",
+        errata,
     )
 
 
@@ -231,7 +290,48 @@ def check_fill_value(device):
             f"{dtype}: masked weights exactly 0; a fully masked row gives the mean of V (masked_fill) vs "
             f"{fused_row} (SDPA)"
         )
-    return judge_fill_value([str(d) for d in (FP32, BF16, FP16)], raised, lines)
+    # The technique with a fill every dtype holds: finfo(dtype).min (what the notes' -1e9 stands for).
+    lowest_ok = []
+    for dtype in (FP32, BF16, FP16):
+        qd, kd = (t.to(device=device, dtype=dtype) for t in (q, k))
+        weights = (
+            (qd @ kd.transpose(-2, -1)).masked_fill(~mask.to(device), torch.finfo(dtype).min).softmax(-1)
+        )
+        lowest_ok.append(bool((weights[..., :3, :][~mask[..., :3, :].to(device)] == 0).all()))
+    return judge_masked_weights(
+        [str(d) for d in (FP32, BF16, FP16)],
+        raised,
+        [str(d) for d, ok in zip((FP32, BF16, FP16), lowest_ok) if ok],
+        lines,
+    )
+
+
+def judge_masked_weights(
+    dtypes: list[str], raised: list[str], lowest_zero: list[str], lines: list[str]
+) -> Finding:
+    """The notes' claim: a masked score, filled with a large negative number, gets weight ≈ 0 after
+    softmax. The technique holds where the masked weights are exactly 0 in every dtype tried with a
+    fill the dtype can hold (-1e9 where masked_fill accepts it, finfo(dtype).min in every dtype).
+    That -1e9 itself overflows a dtype (fp16's largest is 65504) is the notes' constant at fault,
+    an erratum, never a condition of the technique."""
+    accepted = [d for d in dtypes if d not in raised]
+    works = all(d in lowest_zero for d in dtypes)
+    errata = ()
+    if raised:
+        errata = (
+            Erratum(
+                ErratumKind.WRONG_SHAPE_OR_FORMULA,
+                "scores = scores.masked_fill(mask == 0, -1e9)",
+                f"-1e9 does not fit {', '.join(raised)}: masked_fill raises; torch.finfo(scores.dtype).min "
+                "(or F.scaled_dot_product_attention with the boolean mask) masks in every dtype",
+            ),
+        )
+    return Finding(
+        Verdict.HOLDS if works and accepted else Verdict.FAILS,
+        f"masked weights exactly 0 with finfo(dtype).min in {', '.join(lowest_zero) or 'no dtype'} of "
+        f"{', '.join(dtypes)}; -1e9 accepted in {', '.join(accepted) or 'none'}: " + "; ".join(lines),
+        errata,
+    )
 
 
 def judge_fill_value(dtypes: list[str], raised: list[str], lines: list[str]) -> Finding:
@@ -248,11 +348,66 @@ def judge_fill_value(dtypes: list[str], raised: list[str], lines: list[str]) -> 
     return Finding(verdict, head + ": " + "; ".join(lines))
 
 
+_NOTES_ATTENTION = """
+def attention(query, key, value, mask=None, dropout=None):
+  "Compute 'Scaled Dot Product Attention'"
+  d_k = query.size(-1)
+  scores = torch.matmul(query, key.transpose(-2, -1)) /
+    math.sqrt(d_k)
+  if mask is not None:
+    scores = scores.masked_fill(mask == 0, -1e9)
+  p_attn = F.softmax(scores, dim = -1)
+  if dropout is not None:
+    p_attn = dropout(p_attn)
+  return torch.matmul(p_attn, value), p_attn
+"""
+
+
+def check_notes_snippet(device):
+    """004's `attention` as written (comments dropped), then with its broken line joined, on the
+    shapes its comments give: (30, 8, 10, 64) queries against (30, 8, 11, 64) keys and values."""
+    try:
+        compile(_NOTES_ATTENTION, "<notes 004>", "exec")
+        syntax_error = ""
+    except SyntaxError as exc:
+        syntax_error = f"{exc.msg} (line {exc.lineno})"
+    scope = {"torch": torch, "math": math, "F": F}
+    exec(_NOTES_ATTENTION.replace("/\n    math", "/ math"), scope)  # noqa: S102 - the notes' text, joined
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(30, 8, 10, 64, generator=g).to(device)
+    k, v = (torch.randn(30, 8, 11, 64, generator=g).to(device) for _ in range(2))
+    mask = torch.ones(30, 1, 10, 11, dtype=torch.bool, device=device)
+    out, p_attn = scope["attention"](q, k, v, mask)
+    return judge_notes_snippet(syntax_error, tuple(out.shape), tuple(p_attn.shape))
+
+
+def judge_notes_snippet(syntax_error: str, out_shape: tuple, p_shape: tuple) -> Finding:
+    """The notes' comments: output (30,8,10,64), the shape of the query, and p_attn (30,8,10,11).
+    A line break outside brackets after `/` does not compile: a typo of the notes, an erratum."""
+    errata = ()
+    if syntax_error:
+        errata = (
+            Erratum(
+                ErratumKind.TYPO,
+                "scores = torch.matmul(query, key.transpose(-2, -1)) /",
+                f"SyntaxError as written: {syntax_error}; the continuation needs brackets or a backslash",
+            ),
+        )
+    holds = out_shape == (30, 8, 10, 64) and p_shape == (30, 8, 10, 11)
+    return Finding(
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"with the line joined, attention returns {out_shape} and p_attn {p_shape}"
+        + (" as the comments say" if holds else ": NOT the (30,8,10,64) and (30,8,10,11) the comments say"),
+        errata,
+    )
+
+
 VARIANTS = {
     # fp16 cannot hold -1e9: the notes' code raises there (see `fill_value`).
     "masked_fill": naive(
         masked_fill_attention,
         dtypes=(FP32, BF16),
+        claim="masked_attention",
         peak_bytes=lambda s, b: 3 * s["b"] * s["h"] * s["s"] ** 2 * b + s["b"] * s["s"] ** 2,
     ),
     "sdpa": library(
@@ -328,9 +483,33 @@ ATTENTION = Case(
         # masked_fill's three fp32 score tensors: 3 × 2·16·S²·4 B = 103 GB at S = 16384.
         "full": [{"s": s, "b": 2, "h": 16, "d": 64} for s in (1024, 2048, 4096, 8192, 16384, 32768)],
     },
+    claims=(
+        Claim(
+            "masks",
+            "padding mask 和 sequence mask … 在transformer decoder中两种mask需要结合起来实现; "
+            "return torch.from_numpy(subsequent_mask) == 0 #对应True为不需要mask的部分",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "masked_attention",
+            "scores = scores.masked_fill(mask == 0, -1e9) … 被设置成-1e9的数对应的值~0,被忽视",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "shapes",
+            "query, key, value的形状类似于(30, 8, 10, 64), (30, 8, 11, 64) … 得到的tensor是(30,8,10,64) … "
+            "p_attn，形状为(30,8,10,11)",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "masks": Check(check_masks),
-        "fill_value": Check(check_fill_value),
+        "masks": Check(check_masks, claim="masks"),
+        "fill_value": Check(check_fill_value, claim="masked_attention"),
+        "notes_snippet": Check(check_notes_snippet, claim="shapes"),
+        # Which SDPA kernel ran: context for the timings, deciding nothing.
         "sdpa_backend": Check(check_sdpa_backend),
     },
     metrics=sdpa_metrics,

@@ -17,7 +17,20 @@ from hypothesis.extra.numpy import mutually_broadcastable_shapes
 from cases._lib.inputs import generator
 from cases._lib.properties import run_property, smallest
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Tol, Verdict, library, naive, optimized
+from cases.spec import (
+    Case,
+    Check,
+    Claim,
+    ClaimKind,
+    Erratum,
+    ErratumKind,
+    Finding,
+    Tol,
+    Verdict,
+    library,
+    naive,
+    optimized,
+)
 from harness.rules import AllOf, Faster, Lighter
 
 FP32 = torch.float32
@@ -151,18 +164,44 @@ def check_notes_examples(device):
     feature = torch.randn((5, 3), generator=g).to(device)  # (r, c_z)
     pair = feature[None, :, :] + feature[:, None, :]  # (1, r, c) + (r, 1, c) → (r, r, c)
     loop = torch.stack([torch.stack([feature[i] + feature[j] for j in range(5)]) for i in range(5)])
-    return judge_notes_examples(printed, tuple(pair.shape), torch.equal(pair, loop))
+    # 004's list of broadcastable arrays: the shape each line states beside the array it writes.
+    stated = (
+        ("b.shape is (1,6)   `a=np.array([[1,2,3,4,5]])`", (1, 6), np.array([[1, 2, 3, 4, 5]]).shape),
+        ("c.shape is (6.)    `a=np.array([1,2,3,4,5])`", (6,), np.array([1, 2, 3, 4, 5]).shape),
+        (
+            "a.shape is (5,1)   `a=np.array([[1],[2],[3],[4],[5]])`",
+            (5, 1),
+            np.array([[1], [2], [3], [4], [5]]).shape,
+        ),
+        ("d.shape is ()      `a=np.array(2)`", (), np.array(2).shape),
+    )
+    return judge_notes_examples(
+        printed,
+        tuple(pair.shape),
+        torch.equal(pair, loop),
+        [(q, want, got) for q, want, got in stated if want != got],
+    )
 
 
-def judge_notes_examples(printed: bool, pair_shape: tuple, pair_equals_loop: bool) -> Finding:
+def judge_notes_examples(
+    printed: bool, pair_shape: tuple, pair_equals_loop: bool, wrong_shapes: list = ()
+) -> Finding:
     """The notes' outer sum/product arrays, and (1,r,c)+(r,1,c) as AlphaFold's pair representation
-    equal to a double loop."""
+    equal to a double loop. `wrong_shapes`: (quote, stated, actual) for each array of 004's list whose
+    stated shape is not the shape of the array written beside it: errata, deciding nothing."""
     holds = printed and pair_shape == (5, 5, 3) and pair_equals_loop
+    errata = tuple(
+        Erratum(
+            ErratumKind.WRONG_SHAPE_OR_FORMULA, quote, f"the array written there has shape {got}, not {want}"
+        )
+        for quote, want, got in wrong_shapes
+    )
     return Finding(
         Verdict.HOLDS if holds else Verdict.FAILS,
         f"the notes' outer sum/product arrays {'reproduce exactly' if printed else 'do NOT reproduce'}; "
         f"(1,r,c)+(r,1,c) gives shape {pair_shape}, "
         + ("equal to a double loop" if pair_equals_loop else "NOT equal to a double loop"),
+        errata,
     )
 
 
@@ -172,7 +211,28 @@ BROADCAST_RULES = Case(
     claim="Two tensors broadcast when each has at least one dim and, from the trailing dim, each pair is "
     "equal, or one is 1, or one is missing.",
     source="002 broadcast; 004 广播",
-    checks={"rules": Check(check_rules), "notes_examples": Check(check_notes_examples)},
+    claims=(
+        Claim(
+            "trailing_rule",
+            "迭代维度尺寸时，从尾部开始，依次每个维度尺寸必须满足一下条件之一：相等 / "
+            "其中一个tensor的维度为1 / "
+            "其中一个tensor的维度不存在",
+            "002",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "outer_examples",
+            "outer operation like outer sum or outer product: a[:, np.newaxis] + b … a.reshape(-1,1) * b; "
+            "feature ⊕ feature = (1,r,c_z) + (r,1,c_z), output (r,r,c_z)",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+    ),
+    # Rule 1 ("每个Tensor至少有一个维度") is a statement `rules` finds false: an erratum, no claim.
+    checks={
+        "rules": Check(check_rules, claim="trailing_rule"),
+        "notes_examples": Check(check_notes_examples, claim="outer_examples"),
+    },
 )
 
 
@@ -226,8 +286,10 @@ BROADCAST_OUTER = Case(
     source="004 广播 (AlphaFold outer product / outer sum)",
     make_inputs=make_msa,
     variants={
-        "loop": naive(outer_loop, peak_bytes=lambda s, b: _out_bytes(s, b)),
-        "broadcast": optimized(outer_broadcast, peak_bytes=lambda s, b: (s["s"] + 1) * _out_bytes(s, b)),
+        "loop": naive(outer_loop, peak_bytes=lambda s, b: _out_bytes(s, b), claim="outer_product"),
+        "broadcast": optimized(
+            outer_broadcast, peak_bytes=lambda s, b: (s["s"] + 1) * _out_bytes(s, b), claim="outer_product"
+        ),
         "einsum": library(outer_einsum, peak_bytes=lambda s, b: 2 * _out_bytes(s, b)),
     },
     oracle=outer_float64,
@@ -245,7 +307,36 @@ BROADCAST_OUTER = Case(
         "full": [{"s": 64, "r": r, "c": 32} for r in (32, 64, 128, 256)],
     },
     x="r",
-    verdict=AllOf((Faster("broadcast", "loop"), Lighter("einsum", "broadcast"))),
+    claims=(
+        Claim(
+            "outer_product",
+            "AlphaFold MSA column-wise to pair-representation (outer product): "
+            "MSA[:,i,:] ⊗ MSA [:,j,:] = (s,1,c_m) * (s,c_m,1)",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "vectorized",
+            "Broadcasting provides a means of vectorizing array operations so that looping occurs in C "
+            "instead of Python",
+            "004",
+            ClaimKind.SPEED,
+        ),
+        Claim(
+            "memory_waste",
+            "There are, however, cases where broadcasting is a bad idea because it leads to inefficient use "
+            "of memory that slows computation.",
+            "004",
+            ClaimKind.MEMORY,
+        ),
+    ),
+    # The waste shows against the same result computed without the s·r²·c² temporary (einsum).
+    verdict=AllOf(
+        (
+            Faster("broadcast", "loop", claim="vectorized"),
+            Lighter("einsum", "broadcast", claim="memory_waste"),
+        )
+    ),
     flops=lambda s: 2 * s["s"] * s["r"] ** 2 * s["c"] ** 2,
     bytes_moved=lambda s, b: (2 * s["s"] * s["r"] * s["c"] + s["r"] ** 2 * s["c"] ** 2) * b,
 )

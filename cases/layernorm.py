@@ -25,14 +25,28 @@ import torch.nn.functional as F
 
 from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Finding, InputFamily, Tol, Verdict, library, naive
+from cases.spec import (
+    Case,
+    Check,
+    Claim,
+    ClaimKind,
+    Erratum,
+    ErratumKind,
+    Finding,
+    InputFamily,
+    Tol,
+    Verdict,
+    library,
+    naive,
+)
 from harness.rules import FromFindings
 
 FP32 = torch.float32
 
 
 class NotesLayerNorm(torch.nn.Module):
-    """The notes' module as written (its docstring's indentation repaired)."""
+    """The notes' module as written, its docstring's indentation repaired (the slip is an erratum:
+    `check_notes_snippet`)."""
 
     def __init__(self, features, eps=1e-6):
         super().__init__()
@@ -131,6 +145,69 @@ def judge_relation(rel: float, ratio_err: float, fp32_gap: float, d: int) -> Fin
     )
 
 
+# 004's class as written (the "> " quote markers removed, nothing else): its docstring line is
+# indented three spaces, under the `def` at four.
+_NOTES_LAYERNORM = """
+class LayerNorm(nn.Module):
+    "Construct a layernorm module (See citation for details)."
+
+    def __init__(self, features, eps=1e-6):
+   \"\"\"input : (N,L,B),B=features\"\"\"
+        super(LayerNorm, self).__init__()
+        self.a_2 = nn.Parameter(torch.ones(features))
+        self.b_2 = nn.Parameter(torch.zeros(features))
+        self.eps = eps
+
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        std = x.std(-1, keepdim=True)
+
+        return self.a_2 * (x - mean) / (std + self.eps) + self.b_2
+"""
+
+
+def check_notes_snippet(device):
+    """The notes' LayerNorm compiled as written, then with its docstring line indented like the
+    body: the repaired class must equal `NotesLayerNorm` (the case's copy) bit for bit."""
+    try:
+        compile(_NOTES_LAYERNORM, "<notes 004>", "exec")
+        error = ""
+    except SyntaxError as exc:  # IndentationError is a SyntaxError
+        error = f"{type(exc).__name__}: {exc.msg} (line {exc.lineno})"
+    scope = {"torch": torch, "nn": torch.nn}
+    exec(_NOTES_LAYERNORM.replace('\n   """input', '\n        """input'), scope)  # noqa: S102
+    x, _, _ = make_inputs({"rows": 8, "d": 16}, FP32, device, seed=1)
+    with torch.no_grad():
+        same = torch.equal(scope["LayerNorm"](16).to(device)(x), NotesLayerNorm(16).to(device)(x))
+    return judge_notes_snippet(error, same)
+
+
+def judge_notes_snippet(compile_error: str, repaired_equals_case: bool) -> Finding:
+    """The snippet not compiling as written (an indentation slip) is a typo of the notes, an
+    erratum; what decides is that the repaired class is the module the case judges."""
+    errata = ()
+    if compile_error:
+        errata = (
+            Erratum(
+                ErratumKind.TYPO,
+                '   """input : (N,L,B),B=features"""',
+                f"{compile_error} as written: the docstring is indented 3 spaces under a `def` at 4",
+            ),
+        )
+    return Finding(
+        Verdict.HOLDS if repaired_equals_case else Verdict.FAILS,
+        (
+            "does not compile as written (" + compile_error + "); "
+            if compile_error
+            else "compiles as written; "
+        )
+        + "repaired, its forward "
+        + ("equals" if repaired_equals_case else "DIFFERS FROM")
+        + " the step-by-step LayerNorm judged here, bit for bit",
+        errata,
+    )
+
+
 def _constant_rows(x, w, b):
     # Every row one value (its first): σ = 0, so the output is b exactly, whatever ε.
     return x[:, :1].expand_as(x).contiguous(), w, b
@@ -173,7 +250,9 @@ CASE = Case(
     claim="The step-by-step LayerNorm (mean, unbiased std, a·(x−μ)/(std+ε)+b) is layer normalization.",
     source="004 广播 / Layer Normalization",
     make_inputs=make_inputs,
-    variants={"manual": naive(manual), "layer_norm": library(fused)},
+    # `manual` is the notes' step-by-step structure with nn.LayerNorm's variance and ε: it decides the
+    # step-by-step computation's correctness; the fused F.layer_norm is context.
+    variants={"manual": naive(manual, claim="step_by_step"), "layer_norm": library(fused)},
     oracle=layernorm_float64,
     # σ comes from sums of D terms: ≲ u·√D relative, and every output's distance from b
     # scales with 1/σ, so relative (rtol, ×2). x − μ cancels |x| ≤ 12 = 6σ: ~6u of one unit of
@@ -190,7 +269,25 @@ CASE = Case(
         "full": [{"rows": 65536, "d": d} for d in (256, 1024, 4096, 8192)],
     },
     x="d",
-    checks={"exact_relation": Check(check_exact_relation)},
+    claims=(
+        Claim(
+            "layer_norm",
+            "# step by step LayerNorm … return self.a_2 * (x - mean) / (std + self.eps) + self.b_2",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "step_by_step",
+            "mean = x.mean(-1, keepdim=True); std = x.std(-1, keepdim=True) "
+            "(LayerNorm computed step by step)",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+    ),
+    checks={
+        "exact_relation": Check(check_exact_relation, claim="layer_norm"),
+        "notes_snippet": Check(check_notes_snippet, claim="layer_norm"),
+    },
     input_families=INPUT_FAMILIES,
     verdict=FromFindings(),
     bytes_moved=lambda s, b: 2 * s["rows"] * s["d"] * b,  # the minimum: read x once, write y once

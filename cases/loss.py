@@ -19,7 +19,19 @@ import torch.nn.functional as F
 from cases._lib.inputs import generator
 from cases._lib.timing import judge_faster, timed_claim
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Finding, InputFamily, Tol, library, naive, optimized
+from cases.spec import (
+    Case,
+    Check,
+    Claim,
+    ClaimKind,
+    Finding,
+    InputFamily,
+    Tol,
+    Verdict,
+    library,
+    naive,
+    optimized,
+)
 from harness.rules import Faster
 
 FP32, BF16 = torch.float32, torch.bfloat16
@@ -99,15 +111,25 @@ def check_label_smoothing(device):
     truth = -((1 - eps) * logp.gather(1, y[:, None]).squeeze(1) + eps / c * logp.sum(1)).mean()
     # float64 throughout (these checks' inputs are float64): means of 64 rows of C = 10 log-probabilities
     # of O(1), ≲ 74u₆₄ = 8e-15 relative apart; 1e-12 is float64 slack and 10⁹ below a wrong formula.
-    torch.testing.assert_close(smooth, truth, rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(as_probs, truth, rtol=1e-12, atol=1e-12)
     plain = F.cross_entropy(x, y)
-    # ε = 0.1 moves this loss by 0.015 (5.136 → 5.121): 15× above 1e-3, 10¹⁰ above float64 slack.
-    assert abs(plain - smooth) > 1e-3, "label smoothing changed nothing"
+    return judge_label_smoothing(
+        abs(smooth - truth).item(), abs(as_probs - truth).item(), abs(plain - smooth).item(), smooth.item()
+    )
+
+
+# float64 slack for these checks' equalities (see check_label_smoothing), and the least a real
+# difference must be (ε = 0.1 moves the loss by 0.015; ÷N vs ÷kept by 1.4; the weighted normalisers 2.9).
+F64_SLACK, REAL_DIFFERENCE = 1e-12, 1e-3
+
+
+def judge_label_smoothing(smooth_err: float, probs_err: float, moved: float, loss: float) -> Finding:
+    """label_smoothing=ε is cross entropy against (1-ε)·onehot + ε/C: equal to the formula and to
+    that probability target, and different from the unsmoothed loss."""
+    holds = smooth_err <= F64_SLACK and probs_err <= F64_SLACK and moved > REAL_DIFFERENCE
     return Finding(
-        None,
-        f"label_smoothing=0.1: {smooth.item():.6f} = smoothed-probability target "
-        f"{as_probs.item():.6f} (unsmoothed {plain.item():.6f})",
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"label_smoothing=0.1: {loss:.6f}, off the formula by {smooth_err:.2g}, the smoothed-probability "
+        f"target by {probs_err:.2g}; it moved the loss by {moved:.4f}",
     )
 
 
@@ -120,15 +142,28 @@ def check_ignore_index(device):
     got = F.cross_entropy(x, y)
     truth = F.cross_entropy(x[keep], y[keep])
     per_row = F.cross_entropy(x, y, reduction="none")
-    torch.testing.assert_close(got, truth, rtol=1e-12, atol=1e-12)  # float64: as in check_label_smoothing
-    assert (per_row[~keep] == 0).all(), "ignored rows should contribute exactly 0"
     wrong = per_row.sum() / len(y)
-    # ÷N instead of ÷(3N/4) scales the loss (5.49) by 3/4: 1.4 off, far above 1e-3.
-    assert abs(wrong - got) > 1e-3, "dividing by N should differ from dividing by the kept count"
+    # ÷N instead of ÷(3N/4) scales the loss (5.49) by 3/4: 1.4 off, far above REAL_DIFFERENCE.
+    return judge_ignore_index(
+        abs(got - truth).item(),
+        int((per_row[~keep] != 0).sum()),
+        got.item(),
+        wrong.item(),
+        int(keep.sum()),
+        len(y),
+    )
+
+
+def judge_ignore_index(
+    err: float, ignored_nonzero: int, got: float, over_n: float, kept: int, n: int
+) -> Finding:
+    """l_n × 1{y_n ≠ ignore}: ignored rows contribute exactly 0, and the mean is over the kept rows
+    (equal to the loss of the kept rows alone), which differs from dividing by N."""
+    holds = err <= F64_SLACK and ignored_nonzero == 0 and abs(over_n - got) > REAL_DIFFERENCE
     return Finding(
-        None,
-        f"{int((~keep).sum())}/{len(y)} rows ignored: mean over the {int(keep.sum())} kept rows "
-        f"({got.item():.5f}); dividing by N would give {wrong.item():.5f}",
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"{n - kept}/{n} rows ignored: {ignored_nonzero} of them non-zero; the mean ({got:.5f}) is off the "
+        f"kept rows' loss by {err:.2g}; dividing by N would give {over_n:.5f}",
     )
 
 
@@ -141,13 +176,29 @@ def check_weight_mean_differs(device):
     by_probs = F.cross_entropy(x, onehot, weight=w)
     nll = -F.log_softmax(x, 1).gather(1, y[:, None]).squeeze(1) * w[y]
     # float64: as in check_label_smoothing; the normalisers differ (Σw[y] = 1.56·N): 5.18 vs 8.09.
-    torch.testing.assert_close(by_index, nll.sum() / w[y].sum(), rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(by_probs, nll.sum() / len(y), rtol=1e-12, atol=1e-12)
-    assert abs(by_index - by_probs) > 1e-3
+    return judge_weighted(
+        abs(by_index - nll.sum() / w[y].sum()).item(),
+        abs(by_probs - nll.sum() / len(y)).item(),
+        by_index.item(),
+        by_probs.item(),
+    )
+
+
+def judge_weighted(index_err: float, probs_err: float, by_index: float, by_probs: float) -> Finding:
+    """l_n = -w_{y_n}·log softmax(x_n)_{y_n} with indices, and under reduction='mean' the sum divided
+    by Σ w[y_n] (the documented formula the notes show). That one-hot probabilities divide by N
+    instead (not interchangeable when weighted) is reported beside it."""
+    holds = index_err <= F64_SLACK
     return Finding(
-        None,
-        f"weight + mean: indices {by_index.item():.5f} (÷Σw[y]) vs one-hot probabilities "
-        f"{by_probs.item():.5f} (÷N): not interchangeable when weighted",
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"weight + mean: indices {by_index:.5f} = Σ w[y]·l / Σ w[y] to {index_err:.2g}; "
+        f"one-hot probabilities "
+        f"{by_probs:.5f} (÷N, to {probs_err:.2g}): "
+        + (
+            "not interchangeable when weighted"
+            if abs(by_index - by_probs) > REAL_DIFFERENCE
+            else "equal here"
+        ),
     )
 
 
@@ -157,15 +208,22 @@ def check_k_dim(device):
     x = torch.randn(4, 5, 6, 7, generator=g, dtype=torch.float64).to(device)
     y = torch.randint(0, 5, (4, 6, 7), generator=g).to(device)
     got = F.cross_entropy(x, y, reduction="none")
-    assert got.shape == (4, 6, 7)
     flat = F.cross_entropy(x.permute(0, 2, 3, 1).reshape(-1, 5), y.reshape(-1), reduction="none")
-    torch.testing.assert_close(got.reshape(-1), flat, rtol=1e-12, atol=1e-12)  # float64, as above
+    flat_err = (got.reshape(-1) - flat).abs().max().item() if got.numel() == flat.numel() else float("inf")
     probs = F.one_hot(y, 5).permute(0, 3, 1, 2).double()  # probabilities carry C at dim 1 too
-    torch.testing.assert_close(F.cross_entropy(x, probs), got.mean(), rtol=1e-12, atol=1e-12)
+    probs_err = abs(F.cross_entropy(x, probs) - got.mean()).item()
+    return judge_k_dim(tuple(got.shape), flat_err, probs_err)
+
+
+def judge_k_dim(shape: tuple, flat_err: float, probs_err: float) -> Finding:
+    """Input [Batch, C, d1, d2] with target [Batch, d1, d2]: a loss per pixel, shape (4, 6, 7) here,
+    equal to the same rows flattened to (N·d1·d2, C) (float64 slack)."""
+    holds = shape == (4, 6, 7) and flat_err <= F64_SLACK
     return Finding(
-        None,
-        "K-dim input (4,5,6,7) with target (4,6,7) equals the flattened (168,5) loss; "
-        "a probability target must be (4,5,6,7), class at dim 1",
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"K-dim input (4,5,6,7) with target (4,6,7): per-pixel loss of shape {shape}, off the flattened "
+        f"(168,5) loss by {flat_err:.2g}; a probability target must be (4,5,6,7), class at dim 1 "
+        f"(its mean off by {probs_err:.2g})",
     )
 
 
@@ -183,8 +241,14 @@ def check_indices_faster(device):
         slow="probabilities",
         device=device,
     )
+    return judge_indices_faster(ratio, busy, f"N={n} C={c} fp32 forward+backward on {device.type}")
+
+
+def judge_indices_faster(ratio, busy: str | None, where: str) -> Finding:
+    """The notes (quoting the docs): "performance ... is generally better when target contains class
+    indices": probabilities ÷ indices by the gain policy (cases._lib.timing.judge_faster)."""
     verdict, said = judge_faster(ratio, busy, "probabilities ÷ indices")
-    return Finding(verdict, f"N={n} C={c} fp32 forward+backward on {device.type}, {said}")
+    return Finding(verdict, f"{where}, {said}")
 
 
 CASE = Case(
@@ -196,8 +260,10 @@ CASE = Case(
     source="004 Loss函数",
     make_inputs=make_logits,
     variants={
-        "probabilities": naive(ce_probabilities, peak_bytes=lambda s, b: 5 * s["n"] * s["c"] * b),
-        "indices": optimized(ce_indices, peak_bytes=lambda s, b: 3 * s["n"] * s["c"] * b),
+        "probabilities": naive(
+            ce_probabilities, peak_bytes=lambda s, b: 5 * s["n"] * s["c"] * b, claim="probability_target"
+        ),
+        "indices": optimized(ce_indices, peak_bytes=lambda s, b: 3 * s["n"] * s["c"] * b, claim="softmax_ce"),
         "log_softmax_nll": library(log_softmax_nll, peak_bytes=lambda s, b: 4 * s["n"] * s["c"] * b),
     },
     oracle=ce_float64,
@@ -216,15 +282,57 @@ CASE = Case(
         "quick": [{"n": n, "c": 1000} for n in (64, 512)],
         "full": [{"n": n, "c": 32768} for n in (1024, 4096, 16384)],
     },
+    claims=(
+        Claim(
+            "softmax_ce",
+            "CrossEntropyLoss : 从logiti -> softmax -> CrossEntropy",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "probability_target",
+            "Consider providing target as class probabilities only when a single class label per minibatch "
+            "item is too restrictive.",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "k_dim",
+            "input x: [Batch, C, d1, d2, ..., dk] … computing cross entropy loss per-pixel for 2D images; "
+            "target y: [Batch, d1, d2, ..., dk]",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "weighted",
+            "l_n = -ω_{y_n} log(exp(x_{n,y_n}) / Σ_c exp(x_{n,c})) (reduction='mean': the weighted mean)",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim("ignore_index", "× 1{y_n ≠ ignore} (ignore_index=-100)", "004", ClaimKind.BEHAVIOUR),
+        Claim(
+            "label_smoothing",
+            "对于添加了label smoothing的标签而言 (the documented formula)",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "indices_faster",
+            "The performance of this criterion is generally better when target contains class indices, as "
+            "this allows for optimized computation.",
+            "004",
+            ClaimKind.SPEED,
+        ),
+    ),
     checks={
-        "label_smoothing": Check(check_label_smoothing),
-        "ignore_index": Check(check_ignore_index),
-        "weight_mean_differs": Check(check_weight_mean_differs),
-        "k_dim": Check(check_k_dim),
-        "indices_faster": Check(check_indices_faster),
+        "label_smoothing": Check(check_label_smoothing, claim="label_smoothing"),
+        "ignore_index": Check(check_ignore_index, claim="ignore_index"),
+        "weight_mean_differs": Check(check_weight_mean_differs, claim="weighted"),
+        "k_dim": Check(check_k_dim, claim="k_dim"),
+        "indices_faster": Check(check_indices_faster, claim="indices_faster"),
     },
     input_families=INPUT_FAMILIES,
-    verdict=Faster("indices", "probabilities"),
+    verdict=Faster("indices", "probabilities", claim="indices_faster"),
     # Forward + backward: log-sum-exp and softmax over N·C, read twice; probabilities read N·C more.
     bytes_moved=lambda s, b: 3 * s["n"] * s["c"] * b,
 )

@@ -25,7 +25,19 @@ from torch import nn
 from cases._lib.inputs import generator
 from cases._lib.precision import ieee_fp32
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Tol, Verdict, naive, optimized
+from cases.spec import (
+    Case,
+    Check,
+    Claim,
+    ClaimKind,
+    Erratum,
+    ErratumKind,
+    Finding,
+    Tol,
+    Verdict,
+    naive,
+    optimized,
+)
 from harness import measure
 from harness.rules import AllOf, Faster, FromFindings, Lighter
 
@@ -131,10 +143,28 @@ def check_notes_forward(device):
         tuple_error = ""
     except AttributeError as exc:
         tuple_error = str(exc)
-    return judge_notes_forward(failure or "", fixed_ok, head_error, tuple_error)
+    try:
+        compile(_NOTES_LSTM, "<notes 000/001>", "exec")
+        lstm_syntax = ""
+    except SyntaxError as exc:
+        lstm_syntax = f"{exc.msg} (line {exc.lineno})"
+    return judge_notes_forward(failure or "", fixed_ok, head_error, tuple_error, lstm_syntax)
 
 
-def judge_notes_forward(returns_global: str, fixed_ok: bool, head_error: str, tuple_error: str) -> Finding:
+# The classifier's LSTM as the notes write it (000 and 001 alike; comments dropped).
+_NOTES_LSTM = """
+self.rnn = nn.LSTM(
+    input_size
+    hidden_size
+    num_layers
+    batch_first
+)
+"""
+
+
+def judge_notes_forward(
+    returns_global: str, fixed_ok: bool, head_error: str, tuple_error: str, lstm_syntax: str = ""
+) -> Finding:
     """The technique: the regression RNN carrying its hidden state across steps, the forward
     returning the updated state. The notes' slips are errata: returning `h_state` (a global) for
     `hidden_state` is a typo; the LSTM head sized by input_size where the LSTM outputs hidden_size
@@ -156,6 +186,14 @@ def judge_notes_forward(returns_global: str, fixed_ok: bool, head_error: str, tu
                 ErratumKind.WRONG_SHAPE_OR_FORMULA,
                 "self.out = nn.Linear(input_size, output_size) # r_out (batch, time_step, input_size)",
                 f"r_out has hidden_size features: {head_error}",
+            )
+        )
+    if lstm_syntax:
+        errata.append(
+            Erratum(
+                ErratumKind.TYPO,
+                "self.rnn = nn.LSTM(input_size hidden_size num_layers batch_first)",
+                f"SyntaxError as written ({lstm_syntax}): the arguments have no commas (and no values)",
             )
         )
     if tuple_error:
@@ -181,7 +219,7 @@ TIMESTEP_LOOP = Case(
     "one Linear over (batch, time, hidden), which is faster; the forward carries the hidden state.",
     source="000/001 RNN (回归)",
     make_inputs=make_rnn_output,
-    variants={"loop": naive(per_step_loop), "one_linear": optimized(one_linear)},
+    variants={"loop": naive(per_step_loop, claim="per_step_head"), "one_linear": optimized(one_linear)},
     oracle=linear_float64,
     # One Linear over H features: ~u·√H of the terms' size on every output, near-zero
     # ones included: a floor of 2u·√H at the outputs' scale. bf16/fp16: fp32 accumulation, the
@@ -196,7 +234,25 @@ TIMESTEP_LOOP = Case(
         "quick": [{"t": t, "b": 16, "h": 64, "o": 32} for t in (16, 64, 256, 1024)],
         "full": [{"t": t, "b": 64, "h": 1024, "o": 1024} for t in (64, 256, 1024, 4096)],
     },
-    checks={"notes_forward": Check(check_notes_forward)},
+    claims=(
+        Claim(
+            "per_step_head",
+            "for time_step in range(r_out.size(1)): outs.append(self.out(r_out[:, time_step, :])) … "
+            "it returns the prediction at each time step",
+            "001",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "forward_state",
+            "r_out, hidden_state = self.rnn(x, hidden_state) # hidden_state 不断更新; "
+            "hidden_state (n_layers, batch, hidden_size)",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
+    checks={"notes_forward": Check(check_notes_forward, claim="forward_state")},
+    # One Linear over (B, T, H) against the loop: the catalogue's better way, timed as context (the
+    # notes promise no speed).
     verdict=AllOf((Faster("one_linear", "loop"), FromFindings())),
     flops=lambda s: 2 * s["b"] * s["t"] * s["h"] * s["o"],
     x="t",
@@ -568,7 +624,7 @@ HIDDEN_DETACH = Case(
         # The same loop without a cut: full BPTT over the history, so its truth is different.
         "retain_graph": naive(ieee_fp32(retained), inputs=make_full),
         "detach": optimized(ieee_fp32(detached)),
-        "data": optimized(ieee_fp32(dot_data)),
+        "data": optimized(ieee_fp32(dot_data), claim="data_cuts_graph"),
     },
     oracle=training_float64,
     # Each chunk's gradients come from GEMMs over K = max(H, B·CHUNK) terms, ~u·√K of the
@@ -581,11 +637,25 @@ HIDDEN_DETACH = Case(
         "quick": [{"steps": n, "b": 8, "h": 32, "i": 4} for n in (4, 10, 24)],
         "full": [{"steps": n, "b": 64, "h": 512, "i": 64} for n in (16, 32, 64, 128)],
     },
+    claims=(
+        Claim(
+            "data_cuts_graph",
+            "h_state = h_state.data        # repack the hidden state, "
+            "break the connection from last iteration",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim("cut_needed", "# !! next step is important !!", "001", ClaimKind.BEHAVIOUR),
+    ),
     checks={
-        "no_detach_errors": Check(check_no_detach_errors),
+        "no_detach_errors": Check(check_no_detach_errors, claim="cut_needed"),
+        # What retain_graph costs instead (graph nodes and live bytes per step, exact): the
+        # catalogue's measurement, context.
         "growth_curves": Check(check_growth_curves),
-        "data_bypasses_version_counter": Check(check_data_bypasses_version_counter),
+        "data_bypasses_version_counter": Check(check_data_bypasses_version_counter, claim="data_cuts_graph"),
     },
+    # detach against retain_graph, in time and memory: the catalogue's comparison, context (the
+    # notes time nothing); the deterministic checks above decide the notes' claims.
     verdict=AllOf((Faster("detach", "retain_graph"), Lighter("detach", "retain_graph"), FromFindings())),
     x="steps",
 )
