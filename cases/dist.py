@@ -20,7 +20,7 @@ import torch
 from torch.utils.data import DistributedSampler
 
 from cases._lib.dist_launches import LaunchRecord, Runs
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 from harness.rules import FromFindings
 
 
@@ -407,6 +407,43 @@ def judge_torchrun_omp(two: list[str | None], one: list[str | None], version: st
     )
 
 
+NOTES_LINES = {
+    # 000/001 流程 step 6
+    "使用 destory_process_group() 销毁进程组": "import torch.distributed as dist\ndist.destory_process_group",
+    # 004, the torchrun version of ddp_setup
+    'gpu_id = init(os.environ["LOCAL_RANK"])': 'import os\ngpu_id = init(os.environ.get("LOCAL_RANK", "0"))',
+}
+
+
+def check_notes_lines(device):
+    """Two set-up lines of the notes run as written (no process group needed: both fail, or not,
+    before one would be used)."""
+    errors = {}
+    for quote, source in NOTES_LINES.items():
+        try:
+            exec(compile(source, "<notes>", "exec"), {})
+            errors[quote] = ""
+        except (AttributeError, NameError) as exc:
+            errors[quote] = f"{type(exc).__name__}: {exc}"
+    return judge_notes_lines(errors)
+
+
+def judge_notes_lines(errors: dict[str, str]) -> Finding:
+    """A line that does not run as written (a misspelt name) is a typo of the notes; no verdict:
+    the set-up itself is judged by the launches."""
+    fixes = {"destory": "destroy_process_group", "init(": "int(os.environ['LOCAL_RANK'])"}
+    errata = tuple(
+        Erratum(
+            ErratumKind.TYPO,
+            quote,
+            error + "".join(f"; meant {fix}" for key, fix in fixes.items() if key in quote),
+        )
+        for quote, error in errors.items()
+        if error
+    )
+    return Finding(None, "; ".join(f"{q} → {e or 'runs'}" for q, e in errors.items()), errata)
+
+
 SETUP = Case(
     id="dist.setup",
     tier=3,
@@ -414,9 +451,47 @@ SETUP = Case(
     "torch.distributed.launch with a --local_rank argument; new_group for sub-groups; seed every rank "
     "alike; save model.module.state_dict() on rank 0 only; destroy_process_group at the end.",
     source="000/001 Multi-GPU, 003 多GPU并行训练, 004 DDP",
+    claims=(
+        Claim(
+            "process_group_steps",
+            "在使用 distributed 包的任何其他函数之前，需要使用 ini"
+            "t_process_group 初始化进程组 … 如果需要进行小组内集体"
+            "通信，用 new_group 创建子分组 … 保存时，只需要保"
+            "存一个线程中的模型 (一般为 rank 0) … 销毁进程组; "
+            "torchrun将mp.spawn的所有变量全部使用系统变量",
+            "000",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "mp_spawn",
+            "mp.spawn(fn, args=(world_size,), nprocs=world_size, "
+            "join=True); dist.init_process_group(backend='nccl', "
+            "init_method=args.init_method, rank=args.rank, world_size=args.word_size)",
+            "000",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "local_rank",
+            "local_rank : 每个进程内 GPU 编号, 由 torch.distributed.launch 决定; "
+            'parser.add_argument("--local_rank", type=int)',
+            "000",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
+    # The launched points (suite/test_distributed.py): the name their finding records under, and the
+    # point's own name (recorded where the launch failed or was skipped).
+    launched={
+        "torchrun_env": "process_group_steps",
+        "test_setup_torchrun-torchrun_env-w2-cpu": "process_group_steps",
+        "spawn_args_int": "mp_spawn",
+        "test_setup_spawn-mp_spawn_tcp-w2-cpu": "mp_spawn",
+        "notes_local_rank": "local_rank",
+        "test_notes_launch_local_rank-notes_local_rank-w2-cpu": "local_rank",
+    },
     checks={
         "launch_deprecated": Check(check_launch_deprecated),
         "torchrun_omp_threads": Check(check_torchrun_omp_threads, devices=("cpu",)),
+        "notes_lines": Check(check_notes_lines, devices=("cpu",)),
     },
     requires=("distributed",),
     verdict=FromFindings(),
@@ -428,10 +503,25 @@ SAMPLER = Case(
     claim="DistributedSampler splits the dataset into disjoint subsets, one per process; "
     "set_epoch changes the shuffle.",
     source="000/001 Multi-GPU, 004 DDP",
+    claims=(
+        Claim(
+            "disjoint_subsets",
+            "the sampler process, DS 将数据集划分为几个互不相交的子集",
+            "000",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "loader_with_sampler",
+            "change the dataloader with distributed sampler and shuffle to false",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "partition": Check(check_partition, devices=("cpu",)),
+        "partition": Check(check_partition, devices=("cpu",), claim="disjoint_subsets"),
+        # The notes never call set_epoch: what it does is context.
         "set_epoch": Check(check_set_epoch, devices=("cpu",)),
-        "notes_loader": Check(check_notes_loader, devices=("cpu",)),
+        "notes_loader": Check(check_notes_loader, devices=("cpu",), claim="loader_with_sampler"),
     },
     requires=("distributed",),
     verdict=FromFindings(),

@@ -283,6 +283,10 @@ class Case(Comparison):
     # The notes' claims this ID judges (CATALOG.md: "Claims are the unit"); each is decided by the
     # checks, variants and rule nodes that name it.
     claims: tuple[Claim, ...] = ()
+    # The outcomes a launched point records under its own name (suite/test_distributed.py,
+    # `cases._lib.dist_launches.LaunchRecord`: e.g. ``spawn_args_int``, or the point's own name
+    # where it records no finding or is skipped) → the claim each decides.
+    launched: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if "." not in self.id or self.id != self.id.strip():
@@ -304,8 +308,11 @@ class Case(Comparison):
             raise ValueError(f"{self.id}: a claim id repeats ({ids})")
         named = {f"check {n}": c.claim for n, c in self.checks.items()}
         for part, comparison in self.comparisons().items():
-            named |= {f"variant {part + '/' if part else ''}{n}": v.claim for n, v in comparison.variants.items()}
+            named |= {
+                f"variant {part + '/' if part else ''}{n}": v.claim for n, v in comparison.variants.items()
+            }
         named |= {f"rule {type(r).__name__}": r.claim for r in _rules.claimed(self.verdict)}
+        named |= {f"launched {n}": claim for n, claim in self.launched.items()}
         unknown = {what: claim for what, claim in named.items() if claim and claim not in ids}
         if unknown:
             raise ValueError(f"{self.id}: these name claims the case does not declare: {unknown}")
@@ -315,6 +322,7 @@ class Case(Comparison):
         out = []
         for claim in self.claims:
             checks = tuple(n for n, c in self.checks.items() if c.claim == claim.id)
+            checks += tuple(n for n, c in self.launched.items() if c == claim.id)
             variants = tuple(
                 f"{part + '/' if part else ''}{n}"
                 for part, comparison in self.comparisons().items()

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from cases._lib import isolated as _isolated
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
 
 def _raises(fn, exc=RuntimeError) -> bool:
@@ -26,7 +26,11 @@ def _raises(fn, exc=RuntimeError) -> bool:
     return False
 
 
-INVALID_WEIGHTS = {"negative": [1.0, -1.0], "all-zero": [0.0, 0.0, 0.0]}
+INVALID_WEIGHTS = {
+    "negative": [1.0, -1.0],
+    "all-zero": [0.0, 0.0, 0.0],
+    "infinite": [1.0, float("inf")],
+}
 
 
 def multinomial_rejects(device: str, weights: list[float]) -> dict:
@@ -72,28 +76,49 @@ def _how(r: dict) -> str:
 
 def check_multinomial_shapes(device):
     g = torch.Generator(device=device).manual_seed(0)
-    w = torch.tensor([1.0, 2.0, 3.0, 4.0], device=device)  # unnormalised weights are fine
-    assert torch.multinomial(w, 3, generator=g).shape == (3,)
-    assert torch.multinomial(w.repeat(5, 1), 3, generator=g).shape == (5, 3)
+    w = torch.tensor([1.0, 2.0, 3.0, 4.0], device=device)
+    vector = tuple(torch.multinomial(w, 3, generator=g).shape)
+    matrix = tuple(torch.multinomial(w.repeat(5, 1), 3, generator=g).shape)
+    return judge_multinomial_shapes(vector, matrix, num_samples=3, rows=5)
+
+
+def judge_multinomial_shapes(vector: tuple, matrix: tuple, num_samples: int, rows: int) -> Finding:
+    """The notes: a vector gives a vector of num_samples indices, an (m, n) matrix an
+    (m, num_samples) one."""
+    right = vector == (num_samples,) and matrix == (rows, num_samples)
+    return Finding(
+        Verdict.HOLDS if right else Verdict.FAILS,
+        f"vector of 4 weights → {vector}, ({rows}, 4) → {matrix} for num_samples = {num_samples} "
+        f"(the notes: ({num_samples},) and ({rows}, {num_samples}))",
+    )
+
+
+def check_multinomial_weights(device):
+    g = torch.Generator(device=device).manual_seed(0)
+    w = torch.tensor([1.0, 2.0, 3.0, 4.0], device=device)  # unnormalised weights
     rejected = _rejections(device)
-    for name, r in rejected.items():
-        assert r["raised"], f"torch.multinomial accepted {name} weights on {device.type}"
-    isolated = any(r.get("isolated") for r in rejected.values())
     n = 200_000
     counts = (
         torch.bincount(torch.multinomial(w, n, replacement=True, generator=g), minlength=4).cpu().double()
     )
     p = w.cpu().double() / w.sum().item()
     z = ((counts - n * p) / (n * p * (1 - p)).sqrt()).abs().max().item()
-    # 6σ on each of 4 binomial counts: a false alarm once in 10⁸ runs; a probability off by 0.01 is ≥ 9σ.
-    assert z < 6, f"with-replacement frequencies off by {z:.1f} standard deviations"
+    return judge_multinomial_weights(rejected, z, n, device.type)
+
+
+def judge_multinomial_weights(rejected: dict[str, dict], z: float, n: int, where: str) -> Finding:
+    """The notes: weights need not sum to 1 but must be non-negative, finite, with a non-zero sum.
+    Unnormalised weights must draw with p = w/Σw (with replacement, each of 4 counts within 6σ of
+    n·p: a false alarm once in 10⁸ runs; a probability off by 0.01 is ≥ 9σ at n = 200,000), and
+    each invalid weight vector (`rejected`: what `multinomial_rejects` saw) must be refused."""
+    accepted = [name for name, r in rejected.items() if not r["raised"]]
+    isolated = any(r.get("isolated") for r in rejected.values())
+    holds = not accepted and z < 6
     return Finding(
-        Verdict.HOLDS,
-        f"vector → (num_samples,), (m, n) → (m, num_samples); weights need not sum to 1 but must be "
-        f"non-negative with a non-zero sum (on {device.type}: "
-        + "; ".join(f"{name} → {_how(r)}" for name, r in rejected.items())
-        + (", each seen in a fresh process" if isolated else "")
-        + f"); with replacement, {n} draws match p = w/Σw within {z:.1f} σ",
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"with replacement, {n} draws from unnormalised weights match p = w/Σw within {z:.1f} σ; on {where}: "
+        + "; ".join(f"{name} → {_how(r) if r['raised'] else 'ACCEPTED'}" for name, r in rejected.items())
+        + (" (each seen in a fresh process)" if isolated else ""),
     )
 
 
@@ -141,56 +166,179 @@ def check_multinomial_zero_weights_last(device):
     try:
         draws = torch.stack([torch.multinomial(w, 5, generator=g) for _ in range(200)]).cpu()
     except RuntimeError as exc:
-        return Finding(
-            Verdict.FAILS,
-            f"on {device.type}, num_samples = 5 > 3 non-zero weights raises: {str(exc).splitlines()[0]}",
-        )
-    assert (draws.sort(1).values == torch.arange(5)).all(), "each row must be a permutation"
-    positive_first = bool((draws[:, :3] % 2 == 0).all())
+        return judge_zero_weights_last(str(exc).splitlines()[0], 0, 0, device.type)
+    assert (draws.sort(1).values == torch.arange(5)).all(), "each row must be a permutation"  # torch's own
+    positive_first = int((draws[:, :3] % 2 == 0).all(1).sum())
+    return judge_zero_weights_last("", positive_first, len(draws), device.type)
+
+
+def judge_zero_weights_last(error: str, positive_first: int, draws: int, where: str) -> Finding:
+    """Drawing all 5 of 5 weights (3 non-zero) without replacement: every draw must put the three
+    positive-weight indices first. Raising instead (as some versions did past the non-zero count)
+    leaves the claim false as written."""
+    if error:
+        return Finding(Verdict.FAILS, f"on {where}, num_samples = 5 > 3 non-zero weights raises: {error}")
+    holds = draws > 0 and positive_first == draws
     return Finding(
-        Verdict.HOLDS if positive_first else Verdict.FAILS,
-        f"on {device.type} (torch {torch.__version__}), num_samples = 5 > 3 non-zero weights runs, and in "
-        f"200 draws the zero-weight indices came {'only' if positive_first else 'not only'} after all "
-        "positive ones",
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"on {where} (torch {torch.__version__}), num_samples = 5 > 3 non-zero weights runs, and in "
+        f"{positive_first} of {draws} draws the zero-weight indices came only after all positive ones",
     )
 
 
 def check_repeat_interleave(device):
     x = torch.tensor([[1, 2], [3, 4]], device=device)
     xn = x.cpu().numpy()
-    assert torch.equal(x.repeat_interleave(2).cpu(), torch.from_numpy(np.repeat(xn, 2)))  # flattens
-    assert torch.equal(x.repeat_interleave(2, dim=0).cpu(), torch.from_numpy(np.repeat(xn, 2, axis=0)))
+
+    def same(t, a):
+        return torch.equal(t.cpu(), torch.from_numpy(np.asarray(a)))
+
     reps = torch.tensor([1, 3], device=device)  # one count per row, each row then repeated whole
-    assert torch.equal(
-        x.repeat_interleave(reps, dim=0).cpu(), torch.from_numpy(np.repeat(xn, [1, 3], axis=0))
-    )
-    assert torch.equal(x.repeat(2, 1).cpu(), torch.from_numpy(np.tile(xn, (2, 1))))  # the whole tensor
-    assert _raises(lambda: x.repeat_interleave(torch.tensor([1, 2, 3], device=device), dim=0))
+    observed = {
+        "flattens without dim (as np.repeat)": same(x.repeat_interleave(2), np.repeat(xn, 2)),
+        "dim=0 (as np.repeat axis=0)": same(x.repeat_interleave(2, dim=0), np.repeat(xn, 2, axis=0)),
+        "a repeats tensor per row": same(x.repeat_interleave(reps, dim=0), np.repeat(xn, [1, 3], axis=0)),
+        "a repeats tensor of the wrong length raises": _raises(
+            lambda: x.repeat_interleave(torch.tensor([1, 2, 3], device=device), dim=0)
+        ),
+    }
+    return judge_repeat_interleave(observed)
+
+
+def judge_repeat_interleave(observed: dict[str, bool]) -> Finding:
+    """The notes: repeat_interleave works per element like np.repeat, flattens without a dim, and
+    a repeats tensor must have input.size(dim) entries. Each observation names one of these."""
+    wrong = [what for what, ok in observed.items() if not ok]
     return Finding(
-        Verdict.HOLDS,
-        "repeat_interleave = np.repeat (per element; no dim flattens first; a repeats tensor must have "
-        "input.size(dim) entries, a wrong length raises), repeat = np.tile (whole tensor), as the notes say",
+        Verdict.FAILS if wrong else Verdict.HOLDS,
+        "repeat_interleave: "
+        + "; ".join(f"{what}: {'yes' if ok else 'NO'}" for what, ok in observed.items()),
+    )
+
+
+def check_repeat(device):
+    x = torch.tensor([[1, 2], [3, 4]], device=device)
+    xn = x.cpu().numpy()
+    tiled = torch.equal(x.repeat(2, 1).cpu(), torch.from_numpy(np.tile(xn, (2, 1))))
+    flat_tiled = torch.equal(x.flatten().repeat(2).cpu(), torch.from_numpy(np.tile(xn.flatten(), 2)))
+    ndarray_repeat = xn.repeat(2)  # the notes' np.array.repeat: numpy's method
+    like_tensor_repeat = np.array_equal(ndarray_repeat, x.flatten().repeat(2).cpu().numpy())
+    return judge_repeat(tiled and flat_tiled, like_tensor_repeat, ndarray_repeat.tolist())
+
+
+def judge_repeat(tensor_repeat_tiles: bool, ndarray_repeat_same: bool, ndarray_repeat: list) -> Finding:
+    """The notes: tensor.repeat() works on the whole tensor (np.tile), "like np.array.repeat".
+    numpy's ndarray.repeat is np.repeat (per element): where it differs from tensor.repeat the
+    comparison is a wrong statement of the notes (an erratum), the technique being tensor.repeat."""
+    errata = ()
+    if not ndarray_repeat_same:
+        errata = (
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "而`tensor.repeat()`和`np.arrary.repeats()` 一样，是对整体的操作",
+                f"numpy's ndarray.repeat repeats each element (np.array([[1, 2], [3, 4]]).repeat(2) = "
+                f"{ndarray_repeat}), like repeat_interleave; tensor.repeat's numpy twin is np.tile",
+            ),
+        )
+    return Finding(
+        Verdict.HOLDS if tensor_repeat_tiles else Verdict.FAILS,
+        f"tensor.repeat {'repeats the whole tensor (= np.tile)' if tensor_repeat_tiles else 'is NOT np.tile'}"
+        f"; "
+        f"ndarray.repeat {'matches it' if ndarray_repeat_same else 'does not: it repeats elements'}",
+        errata,
     )
 
 
 def check_nan(device):
     nan = float("nan")
-    assert nan != nan and not (np.nan == np.nan) and not (torch.nan == torch.nan)
     t = torch.tensor([1.0, nan, float("inf")], device=device)
-    assert t.isnan().tolist() == [False, True, False] and t.isinf().tolist() == [False, False, True]
-    assert t.isfinite().tolist() == [True, False, False] and not bool((t == t).all())
+    observed = {
+        "nan != nan (python, numpy, torch)": nan != nan
+        and not (np.nan == np.nan)
+        and not (torch.nan == torch.nan),
+        "tensor == itself is False at nan": not bool((t == t).all()),
+        "isnan": t.isnan().tolist() == [False, True, False]
+        and np.isnan([1.0, nan, np.inf]).tolist() == [False, True, False],
+        "isinf": t.isinf().tolist() == [False, False, True]
+        and np.isinf([1.0, nan, np.inf]).tolist() == [False, False, True],
+        "isfinite": t.isfinite().tolist() == [True, False, False]
+        and np.isfinite([1.0, nan, np.inf]).tolist() == [True, False, False],
+    }
+    return judge_nan(observed)
+
+
+def judge_nan(observed: dict[str, bool]) -> Finding:
+    """The notes: np.nan == np.nan is always False; isnan, isinf, isfinite mark nan, inf, neither."""
+    wrong = [what for what, ok in observed.items() if not ok]
+    return Finding(
+        Verdict.FAILS if wrong else Verdict.HOLDS,
+        "; ".join(f"{what}: {'as stated' if ok else 'NOT as stated'}" for what, ok in observed.items()),
+    )
+
+
+def check_nan_reductions(device):
     x = np.arange(10.0)
     x[3] = np.nan
-    assert np.isnan(x.sum()) and np.nansum(x) == 42.0
     xt = torch.from_numpy(x).to(device)
-    assert torch.isnan(xt.sum()) and torch.nansum(xt).item() == 42.0 and torch.nanmean(xt).item() == 42.0 / 9
-    missing = [n for n in ("nanmax", "nanmin", "nanargmax", "nanargmin") if not hasattr(torch, n)]
-    assert all(hasattr(np, n) for n in ("nanmax", "nanmin", "nanargmax", "nanargmin"))
+    sums = {
+        "numpy sum": float(x.sum()),
+        "numpy nansum": float(np.nansum(x)),
+        "torch sum": xt.sum().item(),
+        "torch nansum": torch.nansum(xt).item(),
+    }
+    numpy_twins = {n: hasattr(torch, n) for n in ("nanmax", "nanmin", "nanargmax", "nanargmin")}
+    listed = all(hasattr(np, n) for n in ("nansum", "nanmax", "nanmin", "nanargmax", "nanargmin"))
+    return judge_nan_reductions(sums, listed, numpy_twins)
+
+
+def judge_nan_reductions(sums: dict[str, float], listed_exist: bool, torch_twins: dict[str, bool]) -> Finding:
+    """The notes' example: x = arange(10.) with x[3] = nan: x.sum() is nan, np.nansum(x) is 42.0
+    (torch alike); the functions they list exist in numpy. torch's missing twins are context."""
+    holds = (
+        np.isnan(sums["numpy sum"])
+        and np.isnan(sums["torch sum"])
+        and sums["numpy nansum"] == 42.0
+        and sums["torch nansum"] == 42.0
+        and listed_exist
+    )
+    missing = [n for n, ok in torch_twins.items() if not ok]
     return Finding(
-        Verdict.HOLDS,
-        f"nan != nan (numpy and torch), isnan/isinf/isfinite as stated; x.sum() is nan and nansum is 42.0 "
-        f"in numpy and torch. The notes' numpy list has no torch twin for {', '.join(missing) or 'none'} "
-        f"(torch has nansum, nanmean, nanmedian, nanquantile)",
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        ", ".join(f"{k} {v:g}" for k, v in sums.items())
+        + f" (the notes: nan and 42.0); numpy has nansum/nanmax/nanmin/nanargmax/nanargmin: {listed_exist}. "
+        f"No torch twin for {', '.join(missing) or 'none'} ("
+        f"torch has nansum, nanmean, nanmedian, nanquantile)",
+    )
+
+
+NOTES_SPELLINGS = {
+    "`torch.multinomial(input,num_samples,replacement-False) -> LongTensor`": (
+        "def multinomial(input, num_samples, replacement-False): pass"
+    ),
+    "x = x.asstype(np.float32)": "import numpy as np\nx = np.arange(10.)\nx = x.asstype(np.float32)",
+}
+
+
+def check_notes_spellings(device):
+    """Two lines of items 38 and 33 run as written: the signature (as a def) and the dtype cast."""
+    errors = {}
+    for quote, source in NOTES_SPELLINGS.items():
+        try:
+            exec(compile(source, "<notes>", "exec"), {})
+            errors[quote] = ""
+        except (SyntaxError, AttributeError, NameError) as exc:
+            errors[quote] = f"{type(exc).__name__}: {exc}"
+    return judge_notes_spellings(errors)
+
+
+def judge_notes_spellings(errors: dict[str, str]) -> Finding:
+    """A line that does not run as written is a typo of the notes (`replacement=False`,
+    `astype`); no verdict: the technique is the functions' behaviour, judged by the other checks."""
+    errata = tuple(Erratum(ErratumKind.TYPO, quote, error) for quote, error in errors.items() if error)
+    return Finding(
+        None,
+        "; ".join(f"{q} → {e or 'runs'}" for q, e in errors.items()),
+        errata,
     )
 
 
@@ -200,11 +348,66 @@ CASE = Case(
     claim="multinomial samples indices per row (without replacement num_samples < n, zero weights last); "
     "repeat_interleave repeats elements, repeat the whole tensor; nan != nan; nan-aware reductions.",
     source="004 items 33, 38, 39",
+    claims=(
+        Claim(
+            "multinomial_shapes",
+            "如果输入是一个 vector，输出也是个vector长度为num_samples"
+            "; 如果输入为一个长度为m*n的矩阵，输出为 m * num_samples的矩阵",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "multinomial_weights",
+            "输入的矩阵每一行的元素都代表weights（不要求weights和为1，但必须非负，有限，并且和非零）",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "multinomial_bound",
+            "无放回抽样的时候，num_samples数必须小于每一行的元素数",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "zero_weights_last",
+            "默认为无放回的抽样，对于那些value = 0的位置只有最后才会抽到",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "repeat_interleave",
+            "torch.repeat_interleave(input,repeats,dim) 类似"
+            "`np.repeat()` ,都是对每个元素的操作; repeats must have "
+            "the same size as input along dim; dim 默认将原来张量拉平成1维再对所有元素repeat",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "repeat_whole",
+            "`tensor.repeat()`和`np.arrary.repeats()` 一样，是对整体的操作",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "nan_comparisons",
+            "np.nan == np.nan永远为False; `np.isnan()`值为nan的时候为True; `np.isinf()` 值为inf的时候为True; "
+            "`np.isfinite()` 值不是nan或者inf的时候为True",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim("nan_reductions", ">>> x.sum()\nnan\n>>> np.nansum(x)\n42.0", "004", ClaimKind.BEHAVIOUR),
+    ),
     checks={
-        "multinomial_shapes": Check(check_multinomial_shapes),
-        "multinomial_bound": Check(check_multinomial_bound),
-        "multinomial_zero_weights_last": Check(check_multinomial_zero_weights_last),
-        "repeat_interleave": Check(check_repeat_interleave),
-        "nan": Check(check_nan),
+        "multinomial_shapes": Check(check_multinomial_shapes, claim="multinomial_shapes"),
+        "multinomial_weights": Check(check_multinomial_weights, claim="multinomial_weights"),
+        "multinomial_bound": Check(check_multinomial_bound, claim="multinomial_bound"),
+        "multinomial_zero_weights_last": Check(
+            check_multinomial_zero_weights_last, claim="zero_weights_last"
+        ),
+        "repeat_interleave": Check(check_repeat_interleave, claim="repeat_interleave"),
+        "repeat": Check(check_repeat, claim="repeat_whole"),
+        "nan": Check(check_nan, claim="nan_comparisons"),
+        "nan_reductions": Check(check_nan_reductions, claim="nan_reductions"),
+        "notes_spellings": Check(check_notes_spellings, devices=("cpu",)),
     },
 )

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import tempfile
 
 import numpy as np
 
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
 TAGS = ("Loss/train", "Loss/test", "Accuracy/train", "Accuracy/test")
 STEPS = 20
@@ -52,29 +53,70 @@ def check_two_writers_one_chart(device):
         other = os.path.join(tmp, "exp2")
         _write(other, first)
         runs = sorted(d for d in os.listdir(tmp) if os.path.isdir(os.path.join(tmp, d)))
-        tags = acc.Tags()["scalars"]
-        assert sorted(tags) == sorted(TAGS), tags
-        for tag in TAGS:
-            events = acc.Scalars(tag)
-            got = sorted((e.step, e.value) for e in events)
-            want = sorted(
-                [(i, float(np.float32(v))) for i, v in enumerate(first[tag])]
-                + [(i, float(np.float32(v))) for i, v in enumerate(second[tag])]
-            )
-            assert got == want, f"{tag}: read back {len(got)} points, expected both writers' {len(want)}"
-    assert len(files) == 2, f"two writers should write two event files, found {files}"
-    assert runs == ["exp1", "exp2"]
+        tags = sorted(acc.Tags()["scalars"])
+        read = {tag: sorted((e.step, e.value) for e in acc.Scalars(tag)) for tag in tags}
+    written = {
+        tag: sorted(
+            [(i, float(np.float32(v))) for i, v in enumerate(first[tag])]
+            + [(i, float(np.float32(v))) for i, v in enumerate(second[tag])]
+        )
+        for tag in TAGS
+    }
+    return judge_two_writers_one_chart(read, written, len(files), runs)
+
+
+def judge_two_writers_one_chart(
+    read: dict[str, list], written: dict[str, list], event_files: int, runs: list[str]
+) -> Finding:
+    """The notes: different SummaryWriter objects with the same tag (and log_dir) land in one
+    chart. TensorBoard draws one chart per (run, tag) and a run is a directory: holds where the one
+    run read back holds every tag with both writers' points (float32-exact), while another log_dir is
+    a run of its own."""
+    missing = [tag for tag in written if read.get(tag) != written[tag]]
+    holds = not missing and set(read) == set(written) and runs == ["exp1", "exp2"]
+    counts = ", ".join(f"{tag} {len(read.get(tag, []))}/{len(written[tag])}" for tag in written)
     return Finding(
-        Verdict.HOLDS,
-        f"two SummaryWriters on one log_dir wrote {len(files)} event files; EventAccumulator reads one run "
-        f"whose tag 'Loss/train' holds all {2 * STEPS} values (both writers, float32-exact, steps "
-        f"0..{STEPS - 1} twice); a different log_dir is a separate run (chart line)",
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"two SummaryWriters on one log_dir wrote {event_files} event files; EventAccumulator reads one run "
+        f"with points read/written per tag: {counts} (both writers, steps 0..{STEPS - 1} twice); runs "
+        f"under the root: {runs} (a different log_dir is a separate run)"
+        + (f"; NOT in one chart: {missing}" if missing else ""),
+    )
+
+
+def check_default_log_dir(device):
+    """004's comment: with no log_dir, the writer goes to ./runs/CURRENT_DATETIME_HOSTNAME."""
+    import socket
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        try:
+            writer = SummaryWriter()
+            log_dir = os.path.relpath(writer.log_dir, tmp)
+            made = os.path.isdir(os.path.join(tmp, log_dir))
+            writer.close()
+        finally:
+            os.chdir(here)
+    return judge_default_log_dir(log_dir, made, socket.gethostname())
+
+
+def judge_default_log_dir(log_dir: str, made: bool, hostname: str) -> Finding:
+    """Holds where the default directory is runs/<date>_<time>_<hostname> under the working directory."""
+    parent, _, name = log_dir.partition(os.sep)
+    dated = re.match(r"\w+\d{2}_\d{2}-\d{2}-\d{2}_", name) is not None
+    holds = made and parent == "runs" and dated and name.endswith(hostname)
+    return Finding(
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"SummaryWriter() wrote to ./{log_dir} ({'created' if made else 'NOT created'}); the notes: "
+        "./runs/CURRENT_DATETIME_HOSTNAME",
     )
 
 
 def check_notes_import_line(device):
     module = importlib.import_module("torch.utils.tensorboard")
-    assert hasattr(module, "SummaryWriter")
     misspelled = hasattr(module, "SummmaryWritter")  # the notes' 000/001 import line
     try:
         exec("from torch.utils.tensorboard import SummmaryWritter", {})
@@ -181,9 +223,33 @@ CASE = Case(
     "and log_dir land in one chart; add_image, add_graph and add_embedding write what they say.",
     source="004 Tensorboard 可视化, 000/001 Visualization",
     requires=("module:tensorboard",),
+    claims=(
+        Claim(
+            "one_chart", "不同的summary 对象，只要name一样，就可以放到同一个图里", "004", ClaimKind.BEHAVIOUR
+        ),
+        Claim(
+            "default_log_dir",
+            "# Writer will output to ./runs/ directory by defau"
+            "lt\n# 定义一个summary 对象 runs/CURRENT_DATETIME_HOSTNAME",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim("import_path", "from torch.utils.tensorboard import SummaryWriter", "004", ClaimKind.BEHAVIOUR),
+        Claim(
+            "image_graph_embedding",
+            "writer.add_image('batch_images', img_grid) # show the images in a batch\n# add network\n"
+            "writer.add_graph(net, input)\n...\nwriter.add_embedding(features, metadata=class_labels, "
+            "label_img=images.unsqueeze(1))",
+            "001",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "two_writers_one_chart": Check(check_two_writers_one_chart, devices=("cpu",)),
-        "notes_import_line": Check(check_notes_import_line, devices=("cpu",)),
-        "image_graph_embedding": Check(check_image_graph_embedding, devices=("cpu",)),
+        "two_writers_one_chart": Check(check_two_writers_one_chart, devices=("cpu",), claim="one_chart"),
+        "default_log_dir": Check(check_default_log_dir, devices=("cpu",), claim="default_log_dir"),
+        "notes_import_line": Check(check_notes_import_line, devices=("cpu",), claim="import_path"),
+        "image_graph_embedding": Check(
+            check_image_graph_embedding, devices=("cpu",), claim="image_graph_embedding"
+        ),
     },
 )

@@ -18,7 +18,7 @@ from torch import nn
 from cases._lib.data_parallel import make_batch, make_mlp, notes_average_gradient
 from cases._lib.dist_launches import LaunchRecord, Runs
 from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times, train_row, trained
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 from harness.rules import FromFindings
 
 # ---- the notes' call, as written ----------------------------------------------------------------------
@@ -99,10 +99,24 @@ CASE = Case(
     claim="Averaging gradients by hand with all_reduce after backward gives DDP's gradients "
     "(the notes' version uses all_reduce_multigpu).",
     source="000/001 Multi-GPU",
+    claims=(
+        Claim(
+            "averages_gradients",
+            "def average_gradient(model): size = float(dist.get_world_size()) … dist.all_reduce_multigpu("
+            "[param.grad.data], op=dist.ReduceOp.SUM)  # 将所有进程中 Tensor 求和并存储于个进程中 … "
+            "param.grad.data /= size",
+            "000",
+            ClaimKind.CORRECTNESS,
+        ),
+    ),
     checks={
+        # The notes' call, removed from torch: an erratum, deciding nothing.
         "all_reduce_multigpu_removed": Check(check_all_reduce_multigpu_removed),
-        "averages_to_full_batch": Check(check_average_gradient_full_batch, devices=("cpu",)),
+        "averages_to_full_batch": Check(
+            check_average_gradient_full_batch, devices=("cpu",), claim="averages_gradients"
+        ),
     },
+    # The launched comparison with DDP's gradients (`vs_ddp-w{N}`) is the catalogue's: context.
     requires=("distributed",),
     verdict=FromFindings(),
 )

@@ -24,8 +24,8 @@ from cases._lib.data_parallel import U32, make_batch, make_mlp, tensor_errors, t
 from cases._lib.dist_launches import LaunchRecord, Runs
 from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times, train_row, trained
 from cases._lib.precision import ieee_fp32
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, Verdict
-from harness import premises
+from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
+from harness import gain, premises
 from harness.rules import FromFindings
 
 # ---- DataParallel with the GPUs this process sees ---------------------------------------------------
@@ -216,10 +216,45 @@ CASE = Case(
     claim="DistributedDataParallel (one process per device, bucketed all-reduce overlapped with "
     "backward) scales better than DataParallel (one process, threads, GIL); both train like one device.",
     source="002 Multiple GPUs, 004 GIL / DISTRIBUTED DATA PARALLEL",
+    claims=(
+        Claim(
+            "ddp_faster_than_dp",
+            "Pytorch中DistributedDataParallel为multiprocessing，为每一个GPU创建一个进程；然而DataParallel为一个进程"
+            "创建多个线程，每一个GPU是一个线程，性能很容易受到GIL带来的影响。",
+            "004",
+            ClaimKind.SPEED,
+        ),
+        Claim(
+            "ddp_synchronous",
+            "The model is replicated on all the devices; each"
+            " replica calculates gradients and simultaneously "
+            "synchronizes with the others using the ring all-reduce algorithm. (同步更新)",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "multi_node",
+            "创建 nnodes 个node, 每个 node 有 nproc_pe"
+            "r_node 个进程(一般为 GPU 数量)，每个进程独立执行脚本训练。"
+            "… 以 0 为主节点，使用其 addr:port 作为 master 的参数 (可以用为局域网内训练)",
+            "000",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
+        # What DataParallel does with the GPUs in sight: context (no replication below 2 GPUs).
         "dataparallel_without_gpus": Check(check_dataparallel_without_gpus),
-        "ddp_equals_full_batch": Check(check_ddp_full_batch, devices=("cpu",)),
+        "ddp_equals_full_batch": Check(check_ddp_full_batch, devices=("cpu",), claim="ddp_synchronous"),
         "ddp_device_ids": Check(check_ddp_device_ids, devices=("cpu",)),
+    },
+    # The launched points (suite/test_distributed.py): the name their finding records under, and the
+    # point's own name (recorded where the launch failed or was skipped: DataParallel below 2 GPUs,
+    # so the speed claim reads `not measured` with the skip's reason). DDP's scaling is context.
+    launched={
+        "ddp_vs_dp": "ddp_faster_than_dp",
+        "test_dataparallel-dp-cuda": "ddp_faster_than_dp",
+        "two_nodes": "multi_node",
+        "test_two_nodes-two_nodes-cpu": "multi_node",
     },
     requires=("distributed",),
     verdict=FromFindings(),
@@ -287,12 +322,42 @@ def launched_ddp(runs: Runs, device: str, world: int) -> LaunchRecord:
     return LaunchRecord(f"ddp_scaling-w{world}", finding, group, (info, {**extra, **scaling}, times), scaling)
 
 
+def judge_ddp_faster_than_dp(dp_s: list[float], ddp_s: list[float], gpus: int, band: float) -> Finding:
+    """The notes: DDP (a process per GPU) outperforms DataParallel (a thread per GPU, GIL-bound).
+    Step i of DataParallel on the full batch against step i of DDP at world = `gpus` on the same
+    global batch: DDP faster when the ratio's 95% interval lies above 1 + `band` (holds), slower
+    below 1/(1 + band) (fails); an interval inside the band or crossing its edge: depends (no
+    measurable difference at this model size and GPU count). Below `gain.MIN_PAIRS` steps, every
+    step of one side must beat every step of the other by the band."""
+    n = min(len(dp_s), len(ddp_s))
+    ratio = gain.paired_ratio(dp_s[:n], ddp_s[:n])
+    seen = gain.classify(ratio, band)
+    if seen is gain.Gain.UNCLEAR and ratio.n < gain.MIN_PAIRS and n:
+        # Too few steps for an interval (the quick profile's 5): every step against every step.
+        if min(dp_s[:n]) > (1 + band) * max(ddp_s[:n]):
+            seen = gain.Gain.FASTER
+        elif max(dp_s[:n]) * (1 + band) < min(ddp_s[:n]):
+            seen = gain.Gain.SLOWER
+    verdict = {gain.Gain.FASTER: Verdict.HOLDS, gain.Gain.SLOWER: Verdict.FAILS}.get(seen, Verdict.DEPENDS)
+    return Finding(
+        verdict,
+        f"{gpus} GPUs, same global batch: DataParallel {median(dp_s) * 1e3:.1f} ms/step, DDP "
+        f"{median(ddp_s) * 1e3:.1f} ms/step; DP/DDP = {ratio} over {n} steps: {seen.value} "
+        f"(band ±{band:.0%})",
+    )
+
+
 def launched_dataparallel(runs: Runs, out_dir) -> LaunchRecord:
-    """nn.DataParallel: one process driving every GPU on the full batch (the DDP rows' baseline)."""
+    """nn.DataParallel: one process driving every GPU on the full batch, and the notes' claim that
+    DDP at world = the GPU count beats it."""
     info, extra, times = train_row(trained(runs.dataparallel(out_dir), "dp"), "dp", "cuda")
     gpus = torch.cuda.device_count()
+    ddp = step_times(trained(runs.train("cuda", gpus), "ddp"), "ddp")
     return LaunchRecord(
-        group=f"parallel.dp_vs_ddp dp {gpus}gpu cuda", row=(info, {**extra, "gpus": gpus}, times)
+        "ddp_vs_dp",
+        judge_ddp_faster_than_dp(times, ddp, gpus, gain.delta()),
+        group=f"parallel.dp_vs_ddp dp {gpus}gpu cuda",
+        row=(info, {**extra, "gpus": gpus}, times),
     )
 
 

@@ -8,13 +8,16 @@ Replicas go on distinct GPUs where there are enough, else share the device
 
 from __future__ import annotations
 
+import time
+
 import torch
 from torch import nn
 
 from cases._lib.collectives import d2l_allreduce
 from cases._lib.data_parallel import U32, replica_devices
 from cases._lib.inputs import generator
-from cases.spec import Case, Check, Finding, Tol, Verdict, library, naive
+from cases.spec import Case, Check, Claim, ClaimKind, Finding, Tol, Verdict, library, naive
+from harness import gain
 from harness.rules import FromFindings
 
 FP32, FP64 = torch.float32, torch.float64
@@ -121,15 +124,68 @@ def judge_manual_dp(error: float, bound: float, replicas: int) -> Finding:
     )
 
 
+def check_more_gpus_more_throughput(device):
+    """002: more GPUs, a larger minibatch, more efficient training. Weak scaling of the hand-written
+    data parallel: a fixed batch per GPU on 1 GPU and on every visible one (k), timed in
+    alternating rounds; the throughput gain is k·t₁/t_k."""
+    k = torch.cuda.device_count()
+    per_gpu = {"hidden": 2048, "d": 1024, "batch": 2048}
+    one = make_mlp_problem({**per_gpu, "replicas": 1}, FP32, device, seed=1)
+    many = make_mlp_problem({**per_gpu, "batch": k * per_gpu["batch"], "replicas": k}, FP32, device, seed=1)
+
+    def timed(inputs):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        manual_dp_train(*inputs, steps=1)
+        for i in range(torch.cuda.device_count()):
+            torch.cuda.synchronize(i)
+        return time.perf_counter() - start
+
+    timed(one), timed(many)  # warm-up: kernels, allocator, peer copies
+    t1, tk = [], []
+    for _ in range(10):
+        t1.append(timed(one))
+        tk.append(timed(many))
+    return judge_more_gpus_more_throughput([k * t for t in t1], tk, k, gain.delta())
+
+
+def judge_more_gpus_more_throughput(k_times_t1: list[float], tk: list[float], k: int, band: float) -> Finding:
+    """Holds where the throughput ratio k·t₁/t_k has its 95% interval above 1 + band; fails below
+    1/(1 + band); otherwise depends (no measurable gain at this size and GPU count)."""
+    ratio = gain.paired_ratio(k_times_t1, tk)
+    seen = gain.classify(ratio, band)
+    verdict = {gain.Gain.FASTER: Verdict.HOLDS, gain.Gain.SLOWER: Verdict.FAILS}.get(seen, Verdict.DEPENDS)
+    return Finding(
+        verdict,
+        f"hand-written data parallel, a fixed batch per GPU: throughput on {k} GPUs / on 1 = {ratio} "
+        f"({seen.value}, band ±{band:.0%})",
+    )
+
+
 CASE = Case(
     id="parallel.manual_dp",
     tier=2,
     claim="Hand-written data parallel (copy params, scatter the batch, per-device backward, "
     "allreduce, sgd) trains exactly like one device on the full batch.",
     source="002 拆分数据 / 实现多GPU训练",
+    claims=(
+        Claim(
+            "trains_like_one_device",
+            "将k个GPU中的局部梯度聚合，以获得当前小批量的随机梯度；聚合梯度被重新分发到每个GPU中；每个GPU使用这个小批量"
+            "随机梯度，来更新它所维护的完整的模型参数集。",
+            "002",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "more_gpus_more_efficient",
+            "GPU的数量越多，小批量包含的数据量就越大，从而就能提高训练效率。",
+            "002",
+            ClaimKind.SPEED,
+        ),
+    ),
     make_inputs=make_mlp_problem,
     variants={
-        "manual_dp": naive(manual_dp_train),
+        "manual_dp": naive(manual_dp_train, claim="trains_like_one_device"),
         "single_device": library(single_device_train),
     },
     oracle=manual_dp_oracle,
@@ -147,7 +203,18 @@ CASE = Case(
     },
     x="replicas",
     requires=("distributed",),
-    checks={"trains_like_one_device": Check(check_manual_dp_trains_like_one_device)},
-    # The claim is an equality with one device's training; the timing against it is context.
+    checks={
+        "trains_like_one_device": Check(
+            check_manual_dp_trains_like_one_device, claim="trains_like_one_device"
+        ),
+        # Needs distinct GPUs: below 2 the claim is not measured (the skip names the reason).
+        "more_gpus_more_throughput": Check(
+            check_more_gpus_more_throughput,
+            requires=("gpus>=2",),
+            devices=("cuda",),
+            claim="more_gpus_more_efficient",
+        ),
+    },
+    # The timing against one device on the same batch is context (the machinery's overhead).
     verdict=FromFindings(),
 )
