@@ -334,20 +334,6 @@ def judge_masked_weights(
     )
 
 
-def judge_fill_value(dtypes: list[str], raised: list[str], lines: list[str]) -> Finding:
-    """The notes' fill works in a dtype when masked_fill accepts -1e9 there (the masked weights
-    were checked exactly 0 where it does): holds in every dtype tried, depends on the dtype (named)
-    where some reject it, fails where none accepts it."""
-    works = [d for d in dtypes if d not in raised]
-    if not raised:
-        verdict, head = Verdict.HOLDS, f"-1e9 works in {', '.join(works)}"
-    elif works:
-        verdict, head = Verdict.DEPENDS, f"depends on the dtype: -1e9 works in {', '.join(works)} only"
-    else:
-        verdict, head = Verdict.FAILS, "-1e9 works in no dtype tried"
-    return Finding(verdict, head + ": " + "; ".join(lines))
-
-
 _NOTES_ATTENTION = """
 def attention(query, key, value, mask=None, dropout=None):
   "Compute 'Scaled Dot Product Attention'"

@@ -230,45 +230,6 @@ def judge_where_it_turns(per_size: list, device: str, busy: str | None = None) -
     return Finding(verdict, f"fp32 n×n times n×64 on {device}: {head}. " + "; ".join(lines))
 
 
-def judge_crossover(where, mem_coo, mem_csr, time_coo, time_csr, time_best, table, busy=None) -> Finding:
-    """The notes: sparse storage pays only for very sparse tensors, dense is efficient otherwise.
-    Borne out where sparse wins at the grid's lowest density and loses at its highest, in bytes
-    and in matmul time (for the better of COO and CSR): a crossover inside the grid, whose
-    density the evidence names. A crossover density is 0.0 where sparse never wins on the grid,
-    None where it never loses. The time crossover from a machine that was `busy` (the load probe's
-    reason) is reported but decides nothing: beside two CPU burners it was found at 0.2 in one
-    run and not at all in the next."""
-
-    def turns(x):
-        return x is not None and x > 0.0
-
-    fmt = lambda x: "never on this grid" if x == 0.0 else ("above 0.5" if x is None else f"{x:.3g}")  # noqa: E731
-    memory_turns = turns(mem_coo) and turns(mem_csr)
-    time_turns = turns(time_best)
-    if busy:
-        verdict = Verdict.DEPENDS
-    elif memory_turns and time_turns:
-        verdict = Verdict.HOLDS
-    elif memory_turns or time_turns:
-        verdict = Verdict.DEPENDS
-    else:
-        verdict = Verdict.FAILS
-    return Finding(
-        verdict,
-        f"{where}: memory crossover COO {fmt(mem_coo)}, CSR {fmt(mem_csr)} (20 and 12 bytes per "
-        f"non-zero vs 4 dense); matmul-time crossover (sparse slower above) COO {fmt(time_coo)}, "
-        f"CSR {fmt(time_csr)}, the better of the two {fmt(time_best)}"
-        + (
-            f"; the times, taken on a {busy}, decide nothing"
-            if busy
-            else ""
-            if verdict is Verdict.HOLDS
-            else "; in " + ("time" if memory_turns else "memory") + " no crossover"
-        )
-        + f". Medians: {table}",
-    )
-
-
 # Outputs are sums over k ≤ 16384 products (density·k of them non-zero) of N(0,1) values, of
 # scale √(density·k) ≤ 70 and any sign: in any summation order a sum of K terms is off by ~u·√K of
 # the terms' size, on small outputs as on large ones, so the bound is a floor at the output's

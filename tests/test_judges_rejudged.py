@@ -145,30 +145,6 @@ def test_tensorboard_image_graph_embedding_judged_on_what_was_read_back():
     assert tensorboard.judge_image_graph_embedding(0, ops, 1e-3, True, (32, 32)).verdict is Verdict.FAILS
 
 
-def test_attention_fill_value_verdict_follows_the_dtypes_that_accept_it():
-    from cases import attention
-
-    dtypes = ["torch.float32", "torch.bfloat16", "torch.float16"]
-    f = attention.judge_fill_value(dtypes, ["torch.float16"], ["fp16 raises"])
-    assert f.verdict is Verdict.DEPENDS and "float32, torch.bfloat16 only" in f.evidence
-    assert attention.judge_fill_value(dtypes, [], []).verdict is Verdict.HOLDS
-    assert attention.judge_fill_value(dtypes, dtypes, []).verdict is Verdict.FAILS
-
-
-def test_sparse_crossover_holds_only_where_it_turns_inside_the_grid():
-    from cases import sparse
-
-    judge = sparse.judge_crossover
-    assert judge("w", 0.2, 0.33, 0.024, 0.22, 0.22, "").verdict is Verdict.HOLDS
-    assert judge("w", 0.2, 0.33, 0.0, 0.0, 0.0, "").verdict is Verdict.DEPENDS  # time never pays
-    assert judge("w", 0.2, 0.33, 0.02, None, None, "").verdict is Verdict.DEPENDS  # CSR always pays
-    assert judge("w", 0.0, 0.0, 0.0, 0.0, 0.0, "").verdict is Verdict.FAILS
-    # Timed on a busy machine the time crossover decides nothing, whichever way it came out.
-    for times in ((0.024, 0.22, 0.22), (0.0, 0.0, 0.0)):
-        busy = judge("w", 0.2, 0.33, *times, "", busy="machine busy (x)")
-        assert busy.verdict is Verdict.DEPENDS and "machine busy (x)" in busy.evidence
-
-
 def test_jit_nested_example_judged_on_the_loaded_model_and_the_coverage_claim():
     from cases import jit
 
