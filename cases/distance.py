@@ -179,7 +179,7 @@ def check_cancellation(device):
     near = x + 1e-3 * torch.randn(x.shape, generator=g).to(device)  # distance ≈ 1e-6·D ≪ |x|²
     u = 2.0**-24
     gamma = (d + 2) * u / (1 - (d + 2) * u)
-    lines = []
+    observed = []
     for name, y in (("identical", x), ("near-duplicate", near)):
         truth = distances_float64(x, y).diagonal()
         expansion = matmul(x, y).diagonal().double()
@@ -187,22 +187,41 @@ def check_cancellation(device):
         err = (expansion - truth).abs()
         nx, ny = x.double().norm(dim=1), y.double().norm(dim=1)
         bound = gamma * (nx**2 + ny**2 + 2 * nx * ny)
-        assert (err <= bound).all(), f"{name}: expansion error {err.max().item():.3g} exceeds fp32 bound"
-        negative = int((expansion < 0).sum())
-        assert int(expansion.sqrt().isnan().sum()) == negative, "sqrt of a negative should be NaN"
-        assert not expansion.clamp_min(0).sqrt().isnan().any(), "clamp_min(0) should remove the NaNs"
-        if name == "identical":
-            # x - x is exactly 0 in floating point, so broadcasting is exact here and the
-            # expansion's error is absolute (the truth is 0).
-            assert (direct == 0).all(), "broadcast form should be exactly 0 for identical points"
-            detail = f"abs {err.max().item():.3g}, broadcast exact"
-        else:
-            rel = lambda e: (e / truth).max().item()  # noqa: E731 (truth > 0 here)
-            detail = f"rel {rel(err):.3g}, broadcast rel {rel((direct - truth).abs()):.3g}"
-        lines.append(
-            f"{name}: expansion error {detail}; {negative}/{n} diagonal entries negative (NaN after sqrt)"
+        observed.append(
+            {
+                "name": name,
+                "within_fp32_bound": bool((err <= bound).all()),
+                "expansion_err": err.max().item(),
+                # x - x is exactly 0 in floating point: broadcasting is exact on identical points.
+                "broadcast_err": (direct - truth).abs().max().item(),
+                "rel": name != "identical",  # relative to the truth (> 0) for near-duplicates
+                "truth_min": truth.min().item(),
+                "negative": int((expansion < 0).sum()),
+                "nan_after_sqrt": int(expansion.sqrt().isnan().sum()),
+                "nan_after_clamp": int(expansion.clamp_min(0).sqrt().isnan().sum()),
+            }
         )
-    return Finding(None, "; ".join(lines) + "; clamp_min(0) before sqrt removes the NaNs")
+    return judge_cancellation(observed, n)
+
+
+def judge_cancellation(observed: list[dict], n: int) -> Finding:
+    """Context (the notes say nothing of it): how much the expansion loses on identical and
+    near-duplicate points, where broadcasting keeps it; negatives become NaN after sqrt and
+    clamp_min(0) removes them. An error past the fp32 bound means the computation did not happen
+    in fp32 (a silent bf16/TF32 downcast): said plainly."""
+    lines = []
+    for o in observed:
+        scale = o["truth_min"] if o["rel"] and o["truth_min"] > 0 else 1.0
+        kind = "rel" if o["rel"] else "abs"
+        line = (
+            f"{o['name']}: expansion error {kind} {o['expansion_err'] / scale:.3g}, broadcast {kind} "
+            f"{o['broadcast_err'] / scale:.3g}; {o['negative']}/{n} diagonal entries negative "
+            f"({o['nan_after_sqrt']} NaN after sqrt, {o['nan_after_clamp']} after clamp_min(0))"
+        )
+        if not o["within_fp32_bound"]:
+            line += " — PAST the fp32 bound: not computed in fp32"
+        lines.append(line)
+    return Finding(None, "; ".join(lines))
 
 
 def check_notes_binary_snippet(device):

@@ -213,3 +213,13 @@ def test_workers_and_pin_memory_judges():
     assert loading.judge_pin_memory([True] * 4, True).verdict is Verdict.HOLDS
     assert loading.judge_pin_memory([True, False], True).verdict is Verdict.FAILS
     assert loading.judge_pin_memory([True] * 4, False).verdict is Verdict.FAILS
+
+
+def test_compile_time_context_says_plainly_where_compiled_differs():
+    from cases import jit
+
+    steady = {"eager": 1e-3, "scripted": 1e-3, "compiled": 5e-4}
+    right = jit.judge_compile_time(2.0, steady, {"a": True, "b": True}, "cpu")
+    wrong = jit.judge_compile_time(2.0, steady, {"a": True, "b": False}, "cpu")
+    assert right.verdict is None and "DIFFERS" not in right.evidence
+    assert wrong.verdict is None and "DIFFERS from eager on b" in wrong.evidence

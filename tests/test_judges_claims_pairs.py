@@ -154,3 +154,22 @@ def test_attention_sdpa_backend_is_context_and_says_a_refusal():
     assert attention.judge_sdpa_backend(True, "k").verdict is None
     assert "REFUSED" in attention.judge_sdpa_backend(False, "k").evidence
     assert "REFUSED" not in attention.judge_sdpa_backend(True, "k").evidence
+
+
+def test_cancellation_context_says_when_the_expansion_left_fp32():
+    from cases import distance
+
+    seen = {
+        "name": "near-duplicate",
+        "expansion_err": 1e-4,
+        "broadcast_err": 1e-7,
+        "rel": True,
+        "truth_min": 1e-3,
+        "negative": 3,
+        "nan_after_sqrt": 3,
+        "nan_after_clamp": 0,
+    }
+    inside = distance.judge_cancellation([{**seen, "within_fp32_bound": True}], 512)
+    past = distance.judge_cancellation([{**seen, "within_fp32_bound": False}], 512)
+    assert inside.verdict is None and "PAST" not in inside.evidence and "3/512" in inside.evidence
+    assert "PAST the fp32 bound" in past.evidence
