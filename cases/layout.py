@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import shutil
+import subprocess
+import tempfile
 import warnings
 from dataclasses import dataclass
 
@@ -30,6 +33,8 @@ from cases.spec import (
     UNIT_ROUNDOFF,
     Case,
     Check,
+    Claim,
+    ClaimKind,
     Comparison,
     Erratum,
     ErratumKind,
@@ -232,6 +237,45 @@ NOTES_IS_CONTIGUOUS_SOURCE = (
 )
 
 
+# notes 004's C version exactly as written, after a stub of the TH types it names (the notes give
+# the function only): `z*=self->size[d]` has no semicolon and `stride[d]` names no variable.
+NOTES_IS_CONTIGUOUS_C = """
+int THTensor(isContiguous)(const THTensor *self)
+{
+  long z=1;
+  int d;
+ \tfor (d=self->nDimension-1;d>=0;d--)
+  {
+    if (self->size[d]!=1)
+    {
+      if (stride[d]==z)
+        z*=self->size[d]
+      else
+        return 0;
+    }
+  }
+  return 1;
+}
+"""
+_TH_STUB = (
+    "typedef struct { int nDimension; long *size; long *stride; } THTensor;\n"
+    "#define THTensor(name) THTensor_##name\n"
+)
+
+
+def _c_compile_errors(source: str) -> str | None:
+    """The C compiler's errors on `source` ("" when it compiles), or None without a C compiler."""
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        return None
+    with tempfile.NamedTemporaryFile("w", suffix=".c") as f:
+        f.write(_TH_STUB + source)
+        f.flush()
+        done = subprocess.run([cc, "-fsyntax-only", "-x", "c", f.name], capture_output=True, text=True)
+    errors = [line.split("error: ", 1)[1] for line in done.stderr.splitlines() if "error: " in line]
+    return "; ".join(errors) if done.returncode else ""
+
+
 def _compile_error(source: str) -> str:
     try:
         compile(source, "<notes>", "exec")
@@ -277,11 +321,17 @@ def check_notes_is_contiguous(device):
         f"{empty_cex!r}" if empty_cex is not None else "",
         f"{formula_cex!r}" if formula_cex is not None else "",
         snippet_error=_compile_error(NOTES_IS_CONTIGUOUS_SOURCE),
+        c_snippet_error=_c_compile_errors(NOTES_IS_CONTIGUOUS_C),
     )
 
 
 def judge_notes_is_contiguous(
-    agrees_nonempty: bool, evidence: str, code_cex: str, formula_cex: str, snippet_error: str = ""
+    agrees_nonempty: bool,
+    evidence: str,
+    code_cex: str,
+    formula_cex: str,
+    snippet_error: str = "",
+    c_snippet_error: str | None = "",
 ) -> Finding:
     """The technique is the notes' rule of contiguity: their loop agrees with torch on every
     non-empty view drawn. Where their code or formula misses a corner torch defines otherwise
@@ -313,6 +363,18 @@ def judge_notes_is_contiguous(
                 "with the indentation repaired it is the loop judged here",
             )
         )
+    if c_snippet_error:
+        errata.append(
+            Erratum(
+                ErratumKind.TYPO,
+                "int THTensor(isContiguous)(const THTensor *self) … "
+                "if (stride[d]==z) z*=self->size[d] else …",
+                f"the notes' C version does not compile as written (with the TH types stubbed): "
+                f"{c_snippet_error}; self->stride[d] and a `;` are meant",
+            )
+        )
+    if c_snippet_error is None:
+        evidence += "; the notes' C version was not compiled (no C compiler here)"
     return Finding(Verdict.HOLDS if agrees_nonempty else Verdict.FAILS, evidence, tuple(errata))
 
 
@@ -349,22 +411,51 @@ def check_view_rule(device):
         transposed_raised = ""
     except RuntimeError as exc:
         transposed_raised = str(exc).split(".")[0]
+    # The notes: "torch.view()等方法需要连续的Tensor". Splitting the first dim of the transposed
+    # matrix needs no contiguity: strides (1, 4) → (2, 1, 4) address the same elements.
+    view_of_noncontiguous = ""
+    try:
+        split = t.view(2, 2, 3)
+        if not t.is_contiguous() and _same_storage(split, t):
+            view_of_noncontiguous = (
+                f"arange(12).reshape(3,4).t() (is_contiguous() False, strides {t.stride()}).view(2,2,3) "
+                f"succeeds, sharing its storage (strides {split.stride()})"
+            )
+    except RuntimeError:
+        pass
     return judge_view_rule(
-        counts, transposed_raised, f"{run}" + (f"; first mismatch: {first[0]}" if first else "")
+        counts,
+        transposed_raised,
+        f"{run}" + (f"; first mismatch: {first[0]}" if first else ""),
+        view_of_noncontiguous,
     )
 
 
-def judge_view_rule(counts: dict, transposed_raised: str, run: str) -> Finding:
+def judge_view_rule(
+    counts: dict, transposed_raised: str, run: str, view_of_noncontiguous: str = ""
+) -> Finding:
     """The technique: view succeeds, sharing storage in row-major order, exactly when strides for
     the new shape exist, and raises otherwise (a transposed matrix cannot be flattened). Both
-    outcomes must have been seen for the property to say anything."""
+    outcomes must have been seen for the property to say anything. The notes' "view needs a
+    contiguous tensor" is a wrong statement where a view of a non-contiguous tensor succeeded."""
     holds = counts["mismatch"] == 0 and counts["ok"] > 0 and counts["raised"] > 0 and bool(transposed_raised)
+    errata = ()
+    if view_of_noncontiguous:
+        errata = (
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "torch.view()等方法需要连续的Tensor",
+                f"{view_of_noncontiguous}: view needs strides compatible with the new shape, not a "
+                "contiguous tensor",
+            ),
+        )
     return Finding(
         Verdict.HOLDS if holds else Verdict.FAILS,
         f"{run}: view succeeded on {counts['ok']} and raised on {counts['raised']}; "
         f"{counts['mismatch']} disagreed with the brute-force stride search; view(12) on "
         "arange(12).reshape(3,4).t() "
         + (f"raises ({transposed_raised})" if transposed_raised else "does NOT raise"),
+        errata,
     )
 
 
@@ -524,35 +615,57 @@ def check_notes_snippet(device):
     c = b.contiguous()
     printed = (a.is_contiguous(), b.is_contiguous(), c.is_contiguous()) == (True, False, True)
     shared = a.data_ptr() == b.data_ptr() and b.data_ptr() != c.data_ptr()
-    return judge_notes_snippet(range_error, printed and shared, inclusive, deprecation)
+    # The notes' prose on the same transpose: an (a, b) array steps 1 along a row and "a" down a
+    # column, and its transpose has strides (a, 1). Here (a, b) = (3, 4).
+    strides = (tuple(a.shape), a.stride(), b.stride())
+    return judge_notes_snippet(range_error, printed and shared, inclusive, deprecation, strides)
 
 
 def judge_notes_snippet(
-    range_error: str | None, results_hold: bool, inclusive: int, deprecation: str = ""
+    range_error: str | None,
+    results_hold: bool,
+    inclusive: int,
+    deprecation: str = "",
+    strides: tuple | None = None,
 ) -> Finding:
     """The technique: the snippet's printed contiguity and storage sharing, with torch.arange.
     torch.range as written is a deprecated API of the notes (it warns so; it is end-inclusive, and
-    range(12) lacks its end), an erratum."""
-    errata = ()
+    range(12) lacks its end), an erratum. `strides`: ((a, b), the matrix's strides, its
+    transpose's), against the notes' "列相邻只需要a; 现在的stride为(a,1)": a wrong formula where
+    they differ."""
+    errata = []
+    if strides is not None:
+        (rows, cols), before, after = strides
+        said_before, said_after = (rows, 1), (rows, 1)
+        if before != said_before or after != said_after:
+            errata.append(
+                Erratum(
+                    ErratumKind.WRONG_SHAPE_OR_FORMULA,
+                    "原来数组(a,b)访问行相邻只需要1,列相邻只需要a;现在的stride为(a,1)",
+                    f"an ({rows}, {cols}) row-major array has strides {before} (the next row is b = {cols} "
+                    f"elements on, not a), and its transpose {after}, not (a, 1) = {said_after}",
+                )
+            )
     if range_error is not None or deprecation:
         said = [
             f"warns: {deprecation.split(' because')[0]}" if deprecation else "",
             f"range(12) raises ({range_error})" if range_error else "",
         ]
-        errata = (
+        errata.append(
             Erratum(
                 ErratumKind.DEPRECATED_API,
                 "a = torch.range(12).reshape(3,4)",
                 "; ".join(x for x in said if x)
                 + f"; it is end-inclusive (range(0, 12) has {inclusive} elements, not 12): torch.arange(12) "
                 "is meant",
-            ),
+            )
         )
     return Finding(
         Verdict.HOLDS if results_hold else Verdict.FAILS,
         "with torch.arange(12) the printed results "
-        + ("hold: (True, False, True), a/b share data_ptr, c does not" if results_hold else "do NOT hold"),
-        errata,
+        + ("hold: (True, False, True), a/b share data_ptr, c does not" if results_hold else "do NOT hold")
+        + (f"; strides {strides[1]} → {strides[2]} after transpose" if strides else ""),
+        tuple(errata),
     )
 
 
@@ -585,17 +698,31 @@ def check_timed_copies_are_row_major(device):
     """The timed variants are only comparable if both really produce a new row-major tensor;
     values alone (what the oracle sees) cannot tell a copy from a strided view."""
     size = {"n": 64, "m": 48}
+    seen = {}
     for name, fn, maker in (
         ("transposed_contiguous", transposed_copy, make_transposed),
         ("clone", straight_copy, make_matrix),
     ):
         (x,) = maker(size, FP32, device, 0)
         out = fn(x)
-        assert out.is_contiguous(), f"{name}: result has strides {out.stride()}, not row-major"
-        assert out.untyped_storage().data_ptr() != x.untyped_storage().data_ptr(), (
-            f"{name}: result shares the input's storage"
-        )
-    return None
+        seen[name] = (out.stride(), out.is_contiguous(), _same_storage(out, x), torch.equal(out, x))
+    return judge_copies_are_row_major(seen)
+
+
+def judge_copies_are_row_major(seen: dict) -> Finding:
+    """`seen`: name → (result's strides, is_contiguous, shares the input's storage, equal values).
+    The notes: contiguous() of a transposed tensor "额外开辟一个底层一维数组" laid out row-major: a
+    new storage, row-major, the same values (for the clone too, or the two timings compare
+    different work)."""
+    wrong = [n for n, (_, contiguous, shared, equal) in seen.items() if not contiguous or shared or not equal]
+    return Finding(
+        Verdict.FAILS if wrong or not seen else Verdict.HOLDS,
+        "; ".join(
+            f"{n}: strides {st}, {'row-major' if c else 'NOT row-major'}, "
+            f"{'SHARES the input storage' if sh else 'new storage'}, values {'equal' if eq else 'DIFFER'}"
+            for n, (st, c, sh, eq) in seen.items()
+        ),
+    )
 
 
 def copy_float64(x):
@@ -749,12 +876,28 @@ def check_timed_inputs_have_their_layouts(device):
     alone (what the oracle sees) cannot tell a column-major matrix from a row-major one."""
     size = {"n": 64}
     (x, _), (xt, _) = make_pair(size, FP32, device, 0), make_pair_colmajor(size, FP32, device, 0)
-    assert torch.equal(x, xt) and x.is_contiguous(), "row-major input is not row-major"
-    assert xt.stride() == (1, 64), f"column-major input has strides {xt.stride()}"
     (cl, weight, _) = make_conv_channels_last({"b": 2, "c": 4, "hw": 5}, FP32, device, 0)
-    assert cl.is_contiguous(memory_format=torch.channels_last) and not cl.is_contiguous()
-    assert weight.is_contiguous(memory_format=torch.channels_last) and not weight.is_contiguous()
-    return None
+    cl_ok = lambda t: t.is_contiguous(memory_format=torch.channels_last) and not t.is_contiguous()  # noqa: E731
+    return judge_timed_layouts(
+        {
+            "row-major matrix": x.is_contiguous() and torch.equal(x, xt),
+            f"column-major matrix (strides {xt.stride()})": xt.stride() == (1, 64),
+            "channels_last input": cl_ok(cl),
+            "channels_last weight": cl_ok(weight),
+        }
+    )
+
+
+def judge_timed_layouts(stored_as_named: dict) -> Finding:
+    """The suite's own precondition, context: each timed input stored in the layout its variant
+    names (values alone cannot tell). Decides no claim of the notes."""
+    wrong = [what for what, ok in stored_as_named.items() if not ok]
+    return Finding(
+        Verdict.FAILS if wrong or not stored_as_named else Verdict.HOLDS,
+        "timed inputs stored as named: " + ", ".join(stored_as_named)
+        if not wrong
+        else f"NOT stored as named: {', '.join(wrong)}",
+    )
 
 
 CASE = Case(
@@ -765,7 +908,8 @@ CASE = Case(
     source="004 pytorch contiguous; 002 补充",
     make_inputs=make_matrix,
     variants={
-        "transposed_contiguous": naive(transposed_copy, inputs=make_transposed),
+        # Its check against the truth: .contiguous() of a column-major view gives the same values.
+        "transposed_contiguous": naive(transposed_copy, inputs=make_transposed, claim="contiguous_copies"),
         "clone": library(straight_copy),
     },
     oracle=copy_float64,
@@ -775,14 +919,60 @@ CASE = Case(
         "quick": [{"n": n, "m": n} for n in (256, 1024, 2048)],
         "full": [{"n": n, "m": n} for n in (1024, 4096, 8192, 16384, 32768)],
     },
+    claims=(
+        Claim(
+            "is_contiguous",
+            "torch.tensor.is_contiguous(): "
+            "Tensor底层一维数组元素的存储顺序与Tensor按行优先一维展开的元素顺序是否一致 "
+            "(and def isContiguous(tensor): …)",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "transpose_strides",
+            "transpose,permute,并没有改变最初数组的底层按行存储的顺序,并不会额外开辟一个内存空间,只是改变了stride的元信息",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "contiguous_copies",
+            "torch.tensor.contiguous(): 额外开辟一个底层一维数组与tensor逻辑行优先展开数组存储方式相同的数据",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "snippet",
+            "a.is_contiguous(),b.is_contiguous(),c.is_contiguous() #True,False,True; "
+            "a.data_ptr() == b.data_ptr() #True; b.data_ptr() == c.data_ptr() #False",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "view_shares",
+            "torch.view()等方法需要连续的Tensor （由于历史的原因，大家默认规定view就必须共享内存）",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "reshape",
+            "reshape()可以开辟一个新的空间，也可以利用原有的空间如果原来的数组本来就是连续的",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "notes_is_contiguous": Check(check_notes_is_contiguous),
-        "view_rule": Check(check_view_rule),
-        "reshape_rule": Check(check_reshape_rule),
-        "contiguous_copies_only_when_needed": Check(check_contiguous_copies_only_when_needed),
-        "view_keeps_contiguity": Check(check_view_keeps_contiguity),
-        "notes_snippet": Check(check_notes_snippet),
-        "timed_copies_are_row_major": Check(check_timed_copies_are_row_major),
+        "notes_is_contiguous": Check(check_notes_is_contiguous, claim="is_contiguous"),
+        "view_rule": Check(check_view_rule, claim="view_shares"),
+        "reshape_rule": Check(check_reshape_rule, claim="reshape"),
+        "contiguous_copies_only_when_needed": Check(
+            check_contiguous_copies_only_when_needed, claim="contiguous_copies"
+        ),
+        # Permuting two dims of size > 1 leaves a contiguous tensor non-contiguous (strides changed);
+        # the notes' "view makes it non-contiguous too" is an erratum of this check.
+        "view_keeps_contiguity": Check(check_view_keeps_contiguity, claim="transpose_strides"),
+        "notes_snippet": Check(check_notes_snippet, claim="snippet"),
+        "timed_copies_are_row_major": Check(check_timed_copies_are_row_major, claim="contiguous_copies"),
+        # The suite's own precondition (each timed input stored as its variant names): context.
         "timed_inputs_have_their_layouts": Check(check_timed_inputs_have_their_layouts),
     },
     parts={**OPS, "conv3x3": CONV},

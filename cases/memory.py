@@ -33,6 +33,8 @@ from cases.spec import (
     UNIT_ROUNDOFF,
     Case,
     Check,
+    Claim,
+    ClaimKind,
     Erratum,
     ErratumKind,
     Finding,
@@ -227,16 +229,20 @@ def check_rng_preserved(device):
     # another order, each side is within the chain's bound of float64 (MLP_TOL: floor + rtol, 35u
     # here): twice it. Other masks change the gradients by O(1): differ > 1e-2 is 10⁴ bounds out.
     tol = MLP_TOL[FP32](size)
-    assert same <= 2 * (tol.floor + tol.rtol), (
-        f"checkpointed grads differ from plain backward by {same:.3g} (rel) with preserve_rng_state=True"
-    )
-    assert differ > 1e-2, (
-        f"without preserve_rng_state the grads still match plain ({differ:.3g}): the masks were not redrawn"
-    )
+    return judge_rng_preserved(same, differ, 2 * (tol.floor + tol.rtol))
+
+
+def judge_rng_preserved(same: float, differ: float, bound: float) -> Finding:
+    """preserve_rng_state=True: the checkpointed gradients (dropout inside) equal plain backward's
+    within `bound` (bit-equal expected: the replay runs the same kernels on the same masks; the
+    bound is twice the chain's, for a kernel that sums in another order). False: other masks, an
+    O(1) change (> 1e-2, 10⁴ bounds out), or the flag did nothing observable."""
+    kept, redrawn = same <= bound, differ > 1e-2
     return Finding(
-        Verdict.HOLDS,
-        f"per-block checkpoint with dropout: grads equal plain backward to {same:.2g} (rel) with "
-        f"preserve_rng_state=True; {differ:.2g} off with False",
+        Verdict.HOLDS if kept and redrawn else Verdict.FAILS,
+        f"per-block checkpoint with dropout: grads {'equal' if kept else 'DIFFER FROM'} plain backward "
+        f"({same:.2g} rel, bound {bound:.2g}) with preserve_rng_state=True; {differ:.2g} off with False"
+        + ("" if redrawn else " (the masks were NOT redrawn without it: the flag is not what kept them)"),
     )
 
 
@@ -264,19 +270,41 @@ def check_segments_sweep(device):
     predicted = math.sqrt(n * a)
     best_time = timed(lambda b, h: sqrt_segments_forward(b, h, best))
 
-    assert sweep[1] == plain_saved, f"1 segment (= no checkpoint) saved {sweep[1]} B, plain {plain_saved} B"
-    assert sweep[best] < plain_saved / 2, (
-        f"best k={best} saved {sweep[best]} B, not below half of plain {plain_saved} B"
-    )
-    assert sweep[best] < sweep[n] and sweep[best] < sweep[1], "memory vs segments is not U-shaped"
-    assert predicted / 2 <= best <= predicted * 2, f"optimum k={best} far from √(n·a/b) = {predicted:.1f}"
-    curve = ", ".join(f"{k}:{sweep[k] / boundary:.0f}" for k in sweep)
     overhead = best_time / plain_time - 1
+    return judge_segments_sweep(sweep, plain_saved, boundary, n, predicted, a, overhead, device.type)
+
+
+def judge_segments_sweep(
+    sweep: dict,
+    plain_saved: int,
+    boundary: int,
+    n: int,
+    predicted: float,
+    a: float,
+    overhead: float,
+    where: str,
+) -> Finding:
+    """The catalogue's model, context (the notes give no √n rule): saved bytes vs k segments equal
+    plain's at k = 1, fall below half of it at the best k, are U-shaped (the best below both ends)
+    and minimal within 2× of k* = √(n·a/b)."""
+    best = min(sweep, key=sweep.get)
+    problems = [
+        what
+        for what, ok in (
+            (f"1 segment saved {sweep.get(1)} B, plain {plain_saved} B", sweep.get(1) == plain_saved),
+            (f"best k={best} not below half of plain", sweep[best] < plain_saved / 2),
+            ("not U-shaped", sweep[best] < sweep[n] and sweep[best] < sweep.get(1, 0)),
+            (f"optimum k={best} far from √(n·a/b) = {predicted:.1f}", predicted / 2 <= best <= predicted * 2),
+        )
+        if not ok
+    ]
+    curve = ", ".join(f"{k}:{sweep[k] / boundary:.0f}" for k in sweep)
     return Finding(
-        Verdict.HOLDS,
-        f"MLP n={n}: saved bytes in boundaries (k:saved) {curve}; plain {plain_saved / boundary:.0f}. "
+        Verdict.FAILS if problems else Verdict.HOLDS,
+        (f"NOT as modelled: {'; '.join(problems)}. " if problems else "")
+        + f"MLP n={n}: saved bytes in boundaries (k:saved) {curve}; plain {plain_saved / boundary:.0f}. "
         f"Optimum k={best} (model √(n·a/b)={predicted:.1f}, a={a:.1f}b; plain √n={math.sqrt(n):.0f}): "
-        f"{plain_saved / sweep[best]:.1f}× less saved; time {overhead:+.0%} vs plain ({device.type}, median "
+        f"{plain_saved / sweep[best]:.1f}× less saved; time {overhead:+.0%} vs plain ({where}, median "
         "of 3). The curve is jagged where k does not divide n: checkpoint_sequential puts n//k blocks in "
         f"each segment and the remainder in the last, unchecked one (k={n // 2 + 1}: "
         f"{n - (n // 2 + 1 - 1) * (n // (n // 2 + 1))} blocks kept whole)",
@@ -294,15 +322,110 @@ def check_no_saving_block(device):
         return measure.saved_tensor_bytes(lambda: forward(net.blocks, xg), exclude=excluded)[1]
 
     plain, per_block = saved(plain_forward), saved(per_block_forward)
-    assert per_block >= plain, f"checkpointing h+W·h saved {plain - per_block} B; the model says it cannot"
     t_plain = median_time(lambda: _grads(plain_forward, x, r, params, net), device)
     t_ckpt = median_time(lambda: _grads(per_block_forward, x, r, params, net), device)
+    return judge_no_saving_block(plain, per_block, t_ckpt / t_plain - 1, device.type)
+
+
+def judge_no_saving_block(plain: int, per_block: int, overhead: float, where: str) -> Finding:
+    """The catalogue's model, context: a block whose only saved tensor is its input gains nothing
+    from checkpointing (per-block saves at least what plain saves)."""
+    as_modelled = per_block >= plain
     return Finding(
-        None,
+        Verdict.HOLDS if as_modelled else Verdict.FAILS,
         f"8 blocks h+W·h: plain keeps {plain} B, per-block checkpoint {per_block} B "
-        f"({per_block - plain:+d} B): nothing saved; time {t_ckpt / t_plain - 1:+.0%} ({device.type}, median "
-        "of 3)",
+        f"({per_block - plain:+d} B): "
+        + ("nothing saved" if as_modelled else "SAVED, where the model says it cannot")
+        + f"; time {overhead:+.0%} ({where}, median of 3)",
     )
+
+
+def check_saves_inputs_only(device):
+    """The notes (the docs they quote): in forward the checkpointed `function` runs "in
+    torch.no_grad() manner, i.e., not storing the intermediate activations. Instead, the forward
+    pass saves the inputs tuple". Counted with saved_tensors_hooks (parameters left out) for one
+    MLP block, in both modes; whether grad mode is off inside the function is observed too."""
+    x, r, *params, net = make_mlp({"depth": 1, "width": 64, "batch": 32}, FP32, device, seed=4)
+    block, boundary = net.blocks[0], x.numel() * x.element_size()
+    grad_mode = {}
+
+    def spy(reentrant):
+        def run(h):
+            grad_mode.setdefault(reentrant, torch.is_grad_enabled())
+            return block(h)
+
+        return run
+
+    def saved(forward):
+        xg = x.detach().requires_grad_(True)
+        return measure.saved_tensor_bytes(lambda: forward(xg), exclude=tuple(params))[1]
+
+    plain = saved(block)
+    modes = {
+        reentrant: saved(lambda h, re=reentrant: checkpoint(spy(re), h, use_reentrant=re))
+        for reentrant in (True, False)
+    }
+    return judge_saves_inputs_only(plain, modes, grad_mode, boundary)
+
+
+def judge_saves_inputs_only(plain: int, checkpointed: dict, grad_mode: dict, input_bytes: int) -> Finding:
+    """`checkpointed`: use_reentrant → bytes saved in forward. Holds when each mode saves no more
+    than the input itself while plain saves more (the intermediate activations); grad mode inside
+    the function is evidence only (off in the reentrant mode, on in the other, which drops what
+    it would save instead)."""
+    inputs_only = all(b <= input_bytes for b in checkpointed.values()) and plain > input_bytes
+    return Finding(
+        Verdict.HOLDS if inputs_only else Verdict.FAILS,
+        f"one MLP block, input {input_bytes} B: plain saves {plain} B; checkpointed "
+        + ", ".join(
+            f"use_reentrant={re}: {b} B (grad mode inside the function "
+            f"{'on' if grad_mode.get(re) else 'off'})"
+            for re, b in checkpointed.items()
+        )
+        + ("" if inputs_only else ": MORE than the inputs"),
+    )
+
+
+def check_outputs(device):
+    """The notes: "The output of function can contain non-Tensor values and gradient recording is
+    only performed for the Tensor values. … Tensors nested in custom structures will not be
+    considered as part of autograd." Observed in both modes on (tensor, 3, [tensor])."""
+    lin = nn.Linear(8, 8).to(device)
+
+    def fn(h):
+        return torch.tanh(lin(h)), 3, [lin(h) * 2]
+
+    seen = {}
+    for reentrant in (True, False):
+        x = torch.randn(4, 8, generator=generator(device, 12), device=device, requires_grad=True)
+        top, extra, nested = checkpoint(fn, x, use_reentrant=reentrant)
+        seen[reentrant] = (extra == 3 and top.requires_grad, nested[0].requires_grad)
+    return judge_outputs(seen)
+
+
+def judge_outputs(seen: dict) -> Finding:
+    """`seen`: use_reentrant → (non-Tensor output passed through and the Tensor output tracked,
+    the nested Tensor tracked). The statement holds where the top-level Tensor is tracked and
+    the nested one is not; a mode that tracks the nested one too makes it depend on the mode."""
+    if not all(top for top, _ in seen.values()):
+        return Finding(
+            Verdict.FAILS, f"a non-Tensor value or the Tensor output was not returned/tracked: {seen}"
+        )
+    untracked = [re for re, (_, nested) in seen.items() if not nested]
+    what = "; ".join(
+        f"use_reentrant={re}: the nested tensor is {'tracked' if nested else 'NOT tracked'}"
+        for re, (_, nested) in seen.items()
+    )
+    base = "a non-Tensor output (3) is returned as is and the Tensor output is tracked in both modes; "
+    if len(untracked) == len(seen):
+        return Finding(Verdict.HOLDS, base + what)
+    if untracked:
+        return Finding(
+            Verdict.DEPENDS,
+            base + what + f": the statement holds only with use_reentrant={untracked[0]} (the docs the notes "
+            "quote describe that mode)",
+        )
+    return Finding(Verdict.FAILS, base + what)
 
 
 NOTES_TOY = """
@@ -420,20 +543,32 @@ CASE = Case(
     source="004 内存分配 / check pointing",
     make_inputs=make_mlp,
     variants={
+        # plain backward is the baseline (context); each checkpointed way's gradients against the
+        # float64 truth decide "same_gradients".
         "mlp.plain": naive(_variant(plain_forward), tolerance=MLP_TOL),
-        "mlp.per_block": optimized(_variant(per_block_forward), tolerance=MLP_TOL),
-        "mlp.sqrt_segments": optimized(_variant(sqrt_segments_forward), tolerance=MLP_TOL),
+        "mlp.per_block": optimized(_variant(per_block_forward), tolerance=MLP_TOL, claim="same_gradients"),
+        "mlp.sqrt_segments": optimized(
+            _variant(sqrt_segments_forward), tolerance=MLP_TOL, claim="same_gradients"
+        ),
         "transformer.plain": naive(
             _variant(plain_forward), inputs=make_transformer, tolerance=TRANSFORMER_TOL
         ),
         "transformer.per_block": optimized(
-            _variant(per_block_forward), inputs=make_transformer, tolerance=TRANSFORMER_TOL
+            _variant(per_block_forward),
+            inputs=make_transformer,
+            tolerance=TRANSFORMER_TOL,
+            claim="same_gradients",
         ),
         "transformer.sqrt_segments": optimized(
-            _variant(sqrt_segments_forward), inputs=make_transformer, tolerance=TRANSFORMER_TOL
+            _variant(sqrt_segments_forward),
+            inputs=make_transformer,
+            tolerance=TRANSFORMER_TOL,
+            claim="same_gradients",
         ),
         "linear.plain": naive(_variant(plain_forward), inputs=make_linear, tolerance=LINEAR_TOL),
-        "linear.per_block": optimized(_variant(per_block_forward), inputs=make_linear, tolerance=LINEAR_TOL),
+        "linear.per_block": optimized(
+            _variant(per_block_forward), inputs=make_linear, tolerance=LINEAR_TOL, claim="same_gradients"
+        ),
     },
     oracle=grads_float64,
     # The float64 run has the same weights and dropout masks, so only rounding separates it from
@@ -442,17 +577,65 @@ CASE = Case(
     tolerance=MLP_TOL,
     dtypes={"cpu": (FP32,), "cuda": (FP32,)},
     sizes=_DEPTH_AND_WIDTH,
+    claims=(
+        Claim(
+            "trades_memory",
+            "Checkpointing works by trading compute for memory. Rather than storing all intermediate "
+            "activations of the entire computation graph for computing backward, the checkpointed part "
+            "does not save intermediate activations, and instead recomputes them in backward pass.",
+            "004",
+            ClaimKind.MEMORY,
+        ),
+        Claim(
+            "saves_inputs_only",
+            "in the forward pass, function will run in torch.no_grad() manner, i.e., not storing the "
+            "intermediate activations. Instead, the forward pass saves the inputs tuple and the function "
+            "parameter.",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "same_gradients",
+            "In the backwards pass, the saved inputs and function is retrieved, and the forward pass is "
+            "computed on function again, now tracking the intermediate activations, and then the "
+            "gradients are calculated using these activation values.",
+            "004",
+            ClaimKind.CORRECTNESS,
+        ),
+        Claim(
+            "preserve_rng_state",
+            "torch.utils.checkpoint.checkpoint(functions, *args, preserve_rng_state)",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "outputs",
+            "The output of function can contain non-Tensor values and gradient recording is only "
+            "performed for the Tensor values. … these Tensors nested in custom structures will not be "
+            "considered as part of autograd.",
+            "004",
+            ClaimKind.BEHAVIOUR,
+        ),
+    ),
     checks={
-        "rng_preserved": Check(check_rng_preserved),
+        "rng_preserved": Check(check_rng_preserved, claim="preserve_rng_state"),
+        # The √n rule and the h+W·h block are the catalogue's model, context.
         "segments_sweep": Check(check_segments_sweep),
         "no_saving_block": Check(check_no_saving_block),
-        "notes_toy": Check(check_notes_toy),
+        "notes_toy": Check(check_notes_toy, claim="same_gradients"),
+        "saves_inputs_only": Check(check_saves_inputs_only, claim="saves_inputs_only"),
+        "outputs": Check(check_outputs, claim="outputs"),
     },
     metrics=saved_activation_metrics,
     verdict=AllOf(
         (
-            Lighter("mlp.sqrt_segments", "mlp.plain"),
-            Lighter("transformer.sqrt_segments", "transformer.plain"),
+            AllOf(
+                (
+                    Lighter("mlp.sqrt_segments", "mlp.plain"),
+                    Lighter("transformer.sqrt_segments", "transformer.plain"),
+                ),
+                claim="trades_memory",
+            ),
             FromFindings(),
         )
     ),

@@ -18,7 +18,20 @@ import torch
 import torch.nn.functional as F
 
 from cases._lib.inputs import generator
-from cases.spec import Case, Check, Erratum, ErratumKind, Finding, InputFamily, Tol, Verdict, naive, optimized
+from cases.spec import (
+    Case,
+    Check,
+    Claim,
+    ClaimKind,
+    Erratum,
+    ErratumKind,
+    Finding,
+    InputFamily,
+    Tol,
+    Verdict,
+    naive,
+    optimized,
+)
 from harness import precision_flags as flags
 from harness import premises
 from harness.rules import AllOf, Faster
@@ -65,6 +78,15 @@ def _conv(reduced):
 
     run.__name__ = "conv_reduced" if reduced else "conv_ieee"
     return run
+
+
+def conv_notes_flag(x, w):
+    """The notes' own line, `torch.backends.cudnn.allow_tf32 = True`, over an IEEE start on every
+    backend (a oneDNN bf16 setting from the environment must not stand in for it). cuDNN's flag: on
+    a CPU it selects nothing, and the conv is the IEEE one."""
+    with flags.conv_precision(x.device, False):
+        torch.backends.cudnn.allow_tf32 = True
+        return F.conv2d(x, w, padding=1)
 
 
 def truth_float64(a, b):
@@ -131,12 +153,11 @@ def check_api_mixing(device):
     if not flags.has_new_api():
         with flags.preserved():
             torch.backends.cuda.matmul.allow_tf32 = True
-            assert torch.get_float32_matmul_precision() == "high", "legacy allow_tf32 should mean 'high'"
-        return Finding(None, f"torch {torch.__version__} has only the legacy API (no fp32_precision)")
+            legacy_high = torch.get_float32_matmul_precision()
+        return judge_api_mixing(None, None, True, legacy_high)
     with flags.preserved() as saved:
         torch.set_float32_matmul_precision("medium")
         mirrored = (torch.backends.cuda.matmul.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision)
-        assert mirrored == ("tf32", "bf16"), f"'medium' mirrored as (cuda, mkldnn) = {mirrored}"
         flags.restore(saved)
         torch.backends.mkldnn.matmul.fp32_precision = "bf16"
         try:
@@ -144,12 +165,29 @@ def check_api_mixing(device):
             raised = None
         except RuntimeError as exc:
             raised = str(exc).split(",")[0]
-    assert flags.snapshot() == saved, "state not restored after mixing the APIs"
+    return judge_api_mixing(mirrored, raised, flags.snapshot() == saved)
+
+
+def judge_api_mixing(mirrored, raised, restored: bool, legacy_high: str = "") -> Finding:
+    """The catalogue's description of the two flag APIs, context (the notes know only the legacy
+    flags): 'medium' mirrored as (cuda, mkldnn) = ('tf32', 'bf16'), the legacy getter raising after
+    a new-API write it cannot express, the state restored. Legacy-only torch (`mirrored` None):
+    allow_tf32 = True must read back as 'high'."""
+    if mirrored is None:
+        ok = legacy_high == "high" and restored
+        return Finding(
+            Verdict.HOLDS if ok else Verdict.FAILS,
+            f"torch {torch.__version__} has only the legacy API (no fp32_precision); allow_tf32 = True reads "
+            f"as {legacy_high!r}",
+        )
+    ok = tuple(mirrored) == ("tf32", "bf16") and restored
     return Finding(
-        None,
-        f"torch {torch.__version__}: set_float32_matmul_precision('medium') sets cuda.matmul='tf32' and "
-        f"mkldnn.matmul='bf16'; after mkldnn.matmul.fp32_precision='bf16' the legacy getter "
-        + (f"raises RuntimeError ({raised!r})" if raised else "still reads"),
+        Verdict.HOLDS if ok else Verdict.FAILS,
+        f"torch {torch.__version__}: set_float32_matmul_precision('medium') sets "
+        f"(cuda.matmul, mkldnn.matmul) "
+        f"= {tuple(mirrored)}; after mkldnn.matmul.fp32_precision='bf16' the legacy getter "
+        + (f"raises RuntimeError ({raised!r})" if raised else "still reads")
+        + ("" if restored else "; the state was NOT restored"),
     )
 
 
@@ -205,19 +243,92 @@ def check_cpu_high_is_noop(device):
     highest, high = _matmul_at("highest")(a, b), _matmul_at("high")(a, b)
     err, same = _rel_error(high, truth), torch.equal(highest, high)
     premise = premises.onednn_reduced("matmul", "tf32", shapes=[tuple(a.shape), tuple(b.shape)])
-    if not premise.present:
-        assert err <= k * U_FP32, f"'high' on CPU: rel error {err:.3g} > K·u_fp32 = {k * U_FP32:.3g}"
+    return judge_cpu_high(err, k, same, premise.present, str(premise))
+
+
+def judge_cpu_high(err: float, k: int, same: bool, tf32_path: bool, premise: str) -> Finding:
+    """Context: what 'high' (= the notes' allow_tf32 = True) does to a CPU matmul. Without a oneDNN
+    TF32 path it must keep fp32's bound (K·u_fp32; no verdict: the catalogue's measurement); with
+    one, TF32's bound, and the claim "'high' leaves CPUs alone" depends on the CPU."""
+    if not tf32_path:
+        within = err <= k * U_FP32
         return Finding(
-            None,
-            f"on CPU, 'high' keeps fp32 matmuls in fp32 (256³: rel error {err:.2g}, "
-            f"{'bitwise the same as' if same else 'summed in another order than'} 'highest'); "
-            f"{premise}",
+            None if within else Verdict.FAILS,
+            f"on CPU, 'high' keeps fp32 matmuls in fp32 (256³: rel error {err:.2g}"
+            + ("" if within else f" > K·u_fp32 = {k * U_FP32:.3g}: NOT fp32")
+            + f", {'bitwise the same as' if same else 'summed in another order than'} 'highest'); {premise}",
         )
-    assert err <= k * U_TF32, f"'high' on CPU: rel error {err:.3g} > K·u_tf32 = {k * U_TF32:.3g}"
+    within = err <= k * U_TF32
     return Finding(
-        Verdict.DEPENDS,
-        f"{premise}: on this CPU 'high' rounds fp32 matmuls to TF32 (rel error "
-        f"{err:.2g} vs float64, within K·u_tf32), where the claim is that it leaves them alone",
+        Verdict.DEPENDS if within else Verdict.FAILS,
+        f"{premise}: on this CPU 'high' rounds fp32 matmuls to TF32 (rel error {err:.2g} vs float64, "
+        + ("within K·u_tf32" if within else f"beyond K·u_tf32 = {k * U_TF32:.3g}")
+        + "), where the claim is that it leaves them alone",
+    )
+
+
+def check_notes_flags_error(what):
+    """The notes: with their two flags set, "运算精度会变低许多". The flags as written
+    (cuda.matmul.allow_tf32 = True, i.e. 'high'; cudnn.allow_tf32 = True) against IEEE fp32, on
+    this device. They are CUDA's: whether they select a TF32 kernel here is measured (TF32 tensor
+    cores on CUDA; on a CPU, a oneDNN TF32 path for 'high' or any effect of cuDNN's flag)."""
+    make, full, notes = (
+        (make_matmul, _matmul_at("highest"), _matmul_at("high"))
+        if what == "matmul"
+        else (make_conv, _conv(False), conv_notes_flag)
+    )
+
+    def check(device):
+        inputs = make({"n": 512}, FP32, device, seed=13)
+        truth = truth_float64(*inputs)
+        k = inputs[0].shape[1] if what == "matmul" else inputs[1][0].numel()
+        ieee_out, notes_out = full(*inputs), notes(*inputs)
+        shapes = [tuple(t.shape) for t in inputs]
+        if device.type == "cuda":
+            premise = premises.cuda_tf32(device, what, shapes=shapes)
+            present, said = premise.present, str(premise)
+        elif what == "matmul":
+            premise = premises.onednn_reduced("matmul", "tf32", shapes=shapes)
+            present, said = premise.present, str(premise)
+        else:
+            present = not torch.equal(ieee_out, notes_out)
+            said = (
+                f"premise 'TF32 for fp32 conv under cudnn.allow_tf32 on cpu' "
+                f"{'present' if present else 'absent'} "
+                f"(the flag is cuDNN's: the CPU conv with it set is "
+                f"{'NOT ' if present else ''}bitwise the IEEE one)"
+            )
+        return judge_notes_flags_error(
+            what, device.type, k, _rel_error(ieee_out, truth), _rel_error(notes_out, truth), present, said
+        )
+
+    check.__name__ = f"check_notes_flags_{what}_error"
+    return check
+
+
+def judge_notes_flags_error(
+    what: str, device_type: str, k: int, full: float, flagged: float, premise_present: bool, premise: str
+) -> Finding:
+    """The notes' "precision much lower" under their flags. Where the flags select no TF32 kernel
+    on this device (no TF32 hardware: a CPU, a GPU before sm_80) the claim is not about this
+    machine: depends, the premise named. Where they do: the flagged error must exceed fp32's
+    observed one tenfold (TF32 rounds operands to 10 bits, ~2⁻¹¹ against 2⁻²⁴) and stay within
+    K·u_tf32 (a larger error is not TF32's)."""
+    measured = (
+        f"{what} (K={k}) on {device_type} with the notes' flags: rel error vs float64 {flagged:.2g}, "
+        f"{full:.2g} in IEEE fp32"
+    )
+    if not premise_present:
+        return Finding(
+            Verdict.DEPENDS, f"{premise}: the notes' flags do not lower precision here; {measured}"
+        )
+    lower, within = flagged > 10 * full, flagged <= k * U_TF32
+    return Finding(
+        Verdict.HOLDS if lower and within else Verdict.FAILS,
+        f"{measured} ({flagged / full if full else float('inf'):.0f}× fp32's"
+        + ("" if lower else ": NOT much lower precision")
+        + ("" if within else f"; beyond TF32's K·u = {k * U_TF32:.3g}")
+        + f"); {premise}",
     )
 
 
@@ -246,6 +357,10 @@ INPUT_FAMILIES = {"near_fp32_max": InputFamily(_scaled(60)), "tiny": InputFamily
 REDUCED_KERNEL = (
     "a reduced-precision fp32 kernel under the flag (TF32 tensor cores; oneDNN's AMX/AVX-512 bf16)"
 )
+TF32_KERNEL = (
+    "a TF32 kernel under the notes' flags (TF32 tensor cores, an sm_80+ GPU; the flags are CUDA's, "
+    "and a CPU has no TF32 hardware for them)"
+)
 
 
 CASE = Case(
@@ -257,10 +372,13 @@ CASE = Case(
     make_inputs=make_matmul,
     variants={
         "matmul.highest": naive(_matmul_at("highest"), tolerance=IEEE_FP32),
+        # 'high' is what the notes' torch.backends.cuda.matmul.allow_tf32 = True sets.
         "matmul.high": optimized(_matmul_at("high")),
+        # oneDNN's bf16 (the CPU) / TF32 (CUDA): a reduced mode the notes never mention, context.
         "matmul.medium": optimized(_matmul_at("medium")),
         "conv.ieee": naive(_conv(False), inputs=make_conv, tolerance=IEEE_FP32),
-        "conv.reduced": optimized(_conv(True), inputs=make_conv),
+        # The notes' torch.backends.cudnn.allow_tf32 = True: TF32 under cuDNN, nothing on a CPU.
+        "conv.reduced": optimized(conv_notes_flag, inputs=make_conv),
     },
     oracle=truth_float64,
     # The case tolerance admits the reduced modes on purpose: TF32 (u = 2⁻¹¹) or oneDNN's bf16
@@ -275,8 +393,20 @@ CASE = Case(
         "quick": [{"n": 256}, {"n": 512}],
         "full": [{"n": n} for n in (2048, 4096, 8192, 16384)],
     },
+    claims=(
+        Claim(
+            "faster",
+            "pytorch 1.7 之后，可以通过设置这两个参数为 True 提升 32 位浮点运算的速度 … 但速度会快很多",
+            "003",
+            ClaimKind.SPEED,
+        ),
+        Claim("lower_precision", "设置为 True 之后，运算精度会变低许多", "003", ClaimKind.BEHAVIOUR),
+    ),
     checks={
+        # The notes' "This flag defaults to True": a statement, its errata decide nothing.
         "defaults": Check(check_defaults, devices=("cpu",)),
+        # The catalogue's own measurements and the backends' reduced modes (TF32 on CUDA, oneDNN bf16
+        # on a CPU, which the notes never mention): context.
         "api_mixing": Check(check_api_mixing, devices=("cpu",)),
         "matmul_error": Check(
             _error_check(
@@ -288,14 +418,24 @@ CASE = Case(
         ),
         "conv_error": Check(_error_check(make_conv, _conv(False), _conv(True), "conv")),
         "cpu_high_is_noop": Check(check_cpu_high_is_noop, devices=("cpu",)),
+        # The notes' flags as written: what decides "lower_precision".
+        "notes_flags_matmul_error": Check(check_notes_flags_error("matmul"), claim="lower_precision"),
+        "notes_flags_conv_error": Check(check_notes_flags_error("conv"), claim="lower_precision"),
     },
-    # A gain needs a reduced-precision kernel under the flag (TF32 tensor cores, oneDNN's AMX/bf16):
-    # where the two sides give bitwise-identical results there is none, and the claim depends on
-    # that hardware (measured on an AMD EPYC without AMX: 1.00× [0.99, 1.00], identical outputs).
+    # The notes' flags are CUDA's: their gain needs a TF32 kernel under them (TF32 tensor cores;
+    # oneDNN's AMX-TF32, which no CPU met so far has). Where the two sides give bitwise-identical
+    # results (every CPU met: 'high' and cuDNN's flag change nothing there) the premise is absent
+    # and the claim depends, named. oneDNN's bf16 path ('medium') is timed beside it as context.
     verdict=AllOf(
         (
-            Faster("matmul.high", "matmul.highest", premise=REDUCED_KERNEL),
-            Faster("conv.reduced", "conv.ieee", premise=REDUCED_KERNEL),
+            AllOf(
+                (
+                    Faster("matmul.high", "matmul.highest", premise=TF32_KERNEL),
+                    Faster("conv.reduced", "conv.ieee", premise=TF32_KERNEL),
+                ),
+                claim="faster",
+            ),
+            Faster("matmul.medium", "matmul.highest", premise=REDUCED_KERNEL),
         )
     ),
 )
