@@ -351,7 +351,10 @@ class Outcome:
         elif outcome == "failed":
             crash = getattr(report.longrepr, "reprcrash", None)
             message = (crash.message if crash else str(report.longrepr))[:2000]
-            error_type = message.split(":", 1)[0] if ":" in message[:80] else "Failed"
+            # pytest.fail's crash line is "Failed: <message>"; a message that names its own error
+            # ("WrongAnswer: ...", a variant outside its tolerance) is that error.
+            head = message.removeprefix("Failed: ").split(":", 1)[0]
+            error_type = head if head.isidentifier() and ":" in message[:80] else "Failed"
         finding = props.get("finding")
         return cls.at(
             PointKey.from_data(props["point"]),

@@ -33,7 +33,9 @@ def _as_test_outcome(fn, *args, **kwargs):
         failed = str(exc)
     if skipped is not None:
         pytest.skip(skipped)
-    pytest.fail(failed, pytrace=False)
+    # Named like an exception's crash line, so the record's error_type is WrongAnswer: the claim
+    # the variant decides fails (reports.verdicts), where another red test leaves it undecided.
+    pytest.fail(f"{WrongAnswer.__name__}: {failed}", pytrace=False)
 
 
 # A compiled variant is checked by its benchmark (every benchmark checks its variant against the
