@@ -31,6 +31,7 @@ of version 3 has none, and its IDs are judged per case, as they were then.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
@@ -511,8 +512,13 @@ class PairTiming:
         where = f"pair {data['case']} {data['fast']}/{data['slow']}"
         fast_s, slow_s = _times(data["fast_s"], f"{where} fast_s"), _times(data["slow_s"], f"{where} slow_s")
         floor = data.get("noise_floor")
-        if floor is not None and not isinstance(floor, (int, float)):
-            raise RecordError(f"{where}: noise_floor is not a number")
+        if floor is not None and (
+            isinstance(floor, bool)
+            or not isinstance(floor, (int, float))
+            or not math.isfinite(floor)
+            or floor < 0
+        ):
+            raise RecordError(f"{where}: noise_floor is {floor!r:.30}; a noise floor is a finite number ≥ 0")
         return cls(
             case=str(data["case"]),
             fast=str(data["fast"]),
@@ -577,11 +583,21 @@ class CaseInfo:
             source=str(data.get("source", "")),
             rule=rule_from_data(rule) if rule else None,
             declared=bool(data.get("declared", True)),
-            gate_tolerance=data.get("gate_tolerance"),
+            gate_tolerance=_fraction(data.get("gate_tolerance"), f"cases[{data['id']}].gate_tolerance"),
             uncompilable=dict(data.get("uncompilable") or {}),
             devices=tuple(str(d) for d in data.get("devices") or ()),
             claims=_claims_from_data(data.get("claims"), str(data["id"])),
         )
+
+
+def _fraction(value, where: str) -> float | None:
+    """A tolerance: None, or a number in (0, 1). NaN would turn the gate off (every comparison with
+    it false), 1 or more allows any drop, 0 or less none at all."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise RecordError(f"{where} is {value!r:.30}; a tolerance is a number in (0, 1)")
+    return float(value)
 
 
 def _claims_from_data(data, case_id: str) -> tuple[Claim, ...]:

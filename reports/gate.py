@@ -483,6 +483,8 @@ def compare(
     base_machine, cur_machine = _machine(baseline, names[0]), _machine(current, names[1])
     if not (_cases(baseline) & _cases(current)):
         raise load.ResultsError(f"{names[0]} and {names[1]} have no case in common")
+    for rc, rc_name in zip(rechecks, names[2:] or [f"--recheck {i + 1}" for i in range(len(rechecks))]):
+        _same_run_kind(rc, current, rc_name, names[1])
     lines: list[Line] = []
     failed = current.outcomes[current.outcomes["outcome"] == "failed"]
     for r in failed.itertuples():
@@ -588,7 +590,67 @@ def compare(
             lines.append(
                 Line(case_id, "", "", "", verdict=VANISHED, note="case missing from the current run")
             )
-    return lines
+    return lines + _not_compared(lines, baseline, current)
+
+
+def _timed_pairs(results: load.Results, known) -> set[tuple]:
+    """Every (case, size, "dtype device", "fast ÷ slow") a run timed: its side-by-side pairs and
+    the gated pairs of its solo rows."""
+    found = {
+        (p.case, p.size_label, f"{p.dtype} {p.device}", f"{p.fast} ÷ {p.slow}")
+        for p in results.pairs.itertuples()
+        if p.against in ("rule", "context")
+    }
+    for (case_id, size, dtype, device), group in _groups(results).items():
+        found |= {(case_id, size, f"{dtype} {device}", f"{f} ÷ {s}") for f, s in _pairs(group, known)}
+    return found
+
+
+def _not_compared(lines: list[Line], baseline: load.Results, current: load.Results) -> list[Line]:
+    """Exit 0 means "judged, and held": a pair both runs timed that no line judged, or a comparison
+    that judged no pair at all, is `could not judge` (exit 3), never a silent pass."""
+    known = current.cases_of()
+    judged = {(x.case, x.size, x.where, x.pair) for x in lines if x.verdict in JUDGED}
+    decided = {(x.case, x.size, x.where, x.pair) for x in lines if x.verdict not in (NEW, VANISHED)}
+    both = _timed_pairs(baseline, known) & _timed_pairs(current, known)
+    out = [
+        Line(*key, verdict=UNJUDGED, note="both runs timed this pair, but not as the gate compares it")
+        for key in sorted(both - decided)
+    ]
+    if not judged and not any(x.verdict in FAILING for x in lines):
+        out.append(
+            Line(
+                "",
+                "",
+                "",
+                "",
+                verdict=UNJUDGED,
+                note=f"judged no pair: baseline and current have {len(both)} timed pairs in common "
+                "with both sides timed in each (a pairs-only, one-sided or skipped run judges nothing)",
+            )
+        )
+    return out
+
+
+def _same_run_kind(recheck: load.Results, current: load.Results, name: str, current_name: str) -> None:
+    """A recheck re-measures the current run: the same machine key (CPU, GPU, torch, CUDA) and the
+    same commit, or it is refused (exit 2) naming what differs; pooled, another machine's runs
+    would decide."""
+    rc_machine, cur_machine = _machine(recheck, name), _machine(current, current_name)
+    if rc_machine != cur_machine:
+        raise load.ResultsError(
+            f"{name}: a recheck from another machine ({rc_machine}) than the current run ({cur_machine}); "
+            "rechecks must re-measure the current run on its machine"
+        )
+    rc_commits, cur_commits = set(recheck.runs["commit"]), set(current.runs["commit"])
+    if rc_commits != cur_commits:
+        raise load.ResultsError(
+            f"{name}: a recheck of commit {', '.join(sorted(rc_commits)) or '?'}, the current run is of "
+            f"{', '.join(sorted(cur_commits)) or '?'}; rechecks must re-measure the current commit"
+        )
+
+
+JUDGED = (OK, NOISY, REGRESSED, MEMORY)  # a line whose pair the test decided, either way
 
 
 def exit_code(lines: list[Line], allow_unjudged: bool = False) -> int:
@@ -687,9 +749,16 @@ def run(
         absolute=absolute,
         rechecks=rechecks,
         known=known,
-        names=(str(baseline_path), str(current_path)),
+        names=(str(baseline_path), str(current_path), *map(str, recheck_paths)),
     )
     text = markdown(lines, tolerance, baseline_runs=len(baseline.runs), allow_unjudged=allow_unjudged)
+    once = [
+        f"{dup} (the same run as {first})"
+        for results in (baseline, current, *rechecks)
+        for dup, first in results.duplicates
+    ]
+    if once:
+        text += "\nCounted once: " + "; ".join(once) + "\n"
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         with open(summary_file, "a", encoding="utf-8") as f:

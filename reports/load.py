@@ -23,6 +23,7 @@ never mixed in one speedup either.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field, fields
@@ -111,6 +112,8 @@ class Results:
     runs: pd.DataFrame
     cases: dict[str, dict[str, record.CaseInfo]] = field(default_factory=dict)  # machine → ID → as recorded
     pairs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PAIR_COLUMNS))
+    # (path, the path of the same run read first): one run reached twice (a link, a copy) counts once.
+    duplicates: list[tuple[str, str]] = field(default_factory=list)
 
     def cases_of(self, machine: str | None = None) -> dict[str, record.CaseInfo]:
         """The declarations of one machine's runs, or of every run (later files win)."""
@@ -236,6 +239,11 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
             f"(median {stats['median']!r:.30}); times must be positive and finite"
         )
     iqr = _num(stats.get("iqr"))
+    if "iqr" in stats and not (math.isfinite(iqr) and iqr >= 0):
+        raise ResultsError(
+            f"{path}: benchmark {bench.get('name', '?')!r}: stats.iqr is {stats.get('iqr')!r:.30}; "
+            "a spread is a finite number ≥ 0"
+        )
     flops, moved, dtype, device = _num(point.flops), _num(point.bytes), point.dtype, point.device
     ceilings = (run["ceilings"] or {}).get(device, {}) if isinstance(run["ceilings"], dict) else {}
     if not isinstance(ceilings, dict):
@@ -300,8 +308,17 @@ def load(args) -> Results:
     rows, datas, outcomes, runs, pairs = [], [], [], [], []
     cases: dict[str, dict[str, record.CaseInfo]] = {}
     names = {}
+    seen: dict[str, str] = {}
+    duplicates = []
     for path in paths:
         doc = read_json(path)
+        # A run is identified by its content, not its path: a link or a copy of one run read twice
+        # would count as two runs of the same code (its σ 0, its interval too narrow).
+        identity = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+        if identity in seen:
+            duplicates.append((str(path), seen[identity]))
+            continue
+        seen[identity] = str(path)
         torch_info = doc["machine_info"].get("torch") or {}
         if not isinstance(torch_info, dict):
             raise ResultsError(f"{path}: machine_info.torch is not an object")
@@ -410,4 +427,5 @@ def load(args) -> Results:
         pd.DataFrame(runs),
         cases,
         pd.DataFrame(pairs, columns=PAIR_COLUMNS),
+        duplicates,
     )
