@@ -4,6 +4,10 @@ into pytest's usage error)."""
 
 from __future__ import annotations
 
+import math
+import os
+from pathlib import Path
+
 from harness.load import usable_cores
 from harness.timing import TIMING_MODES
 
@@ -27,9 +31,17 @@ def timing_modes(text: str) -> tuple[str, ...]:
 
 
 def check(
-    *, threads: int | None, seed: int, time_budget: float | None, timing_mode: str, device: str | None
+    *,
+    threads: int | None,
+    seed: int,
+    time_budget: float | None,
+    timing_mode: str,
+    device: str | None,
+    max_time: float | None = None,  # NaN or None: not given
+    results: str | None = None,
 ) -> None:
-    """Raise ValueError for the first option (as spelled on the command line) whose value is wrong."""
+    """Raise ValueError for the first option (as spelled on the command line) whose value is wrong,
+    before the first test: a value found wrong at the end of a run costs every outcome."""
     cores = usable_cores()
     if threads is not None and not 1 <= threads <= MAX_THREADS_PER_CORE * cores:
         raise ValueError(
@@ -38,8 +50,20 @@ def check(
         )
     if not 0 <= seed < 2**63:
         raise ValueError(f"--seed {seed}: use an integer from 0 to 2**63 - 1 (a generator's seed)")
-    if time_budget is not None and not time_budget > 0:
-        raise ValueError(f"--time-budget {time_budget}: use a positive number of seconds")
+    if time_budget is not None and not (time_budget > 0 and math.isfinite(time_budget)):
+        raise ValueError(f"--time-budget {time_budget}: use a positive, finite number of seconds")
+    if max_time is not None and not math.isnan(max_time) and not (max_time > 0 and math.isfinite(max_time)):
+        raise ValueError(
+            f"--benchmark-max-time {max_time}: use a positive, finite number of seconds "
+            "(the cap of one point's timed rounds)"
+        )
+    if results is not None:
+        target = Path(results)
+        if target.is_dir():
+            raise ValueError(f"--results {results}: is a folder; name the results file to write")
+        folder = target.parent if str(target.parent) else Path(".")
+        if folder.exists() and not os.access(folder, os.W_OK | os.X_OK):
+            raise ValueError(f"--results {results}: cannot write into {folder}")
     modes = timing_modes(timing_mode)
     if not modes or any(m not in TIMING_MODES for m in modes):
         raise ValueError(

@@ -13,6 +13,7 @@ build`).
 from __future__ import annotations
 
 import collections
+import shlex
 
 from harness import gain, record
 
@@ -85,7 +86,9 @@ def lines(
             "(a variant outside its tolerance) or leaves it 'could not judge'; none of these IDs reads holds"
         )
     if results_path:
-        out.append(f"results: {results_path}; the report: python -m reports build {results_path}")
+        out.append(
+            f"results: {results_path}; the report: python -m reports build {shlex.quote(str(results_path))}"
+        )
     return out
 
 

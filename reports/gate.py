@@ -91,6 +91,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -763,8 +764,16 @@ def run(
         text += "\nCounted once: " + "; ".join(once) + "\n"
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
-        with open(summary_file, "a", encoding="utf-8") as f:
-            f.write(text + "\n")
+        # The table and the exit code are the answer; a summary file CI cannot take must not lose them.
+        try:
+            with open(summary_file, "a", encoding="utf-8") as f:
+                f.write(text + "\n")
+        except OSError as exc:
+            print(
+                f"reports: GITHUB_STEP_SUMMARY {summary_file}: not written ({exc.strerror or exc}); "
+                "the table is below",
+                file=sys.stderr,
+            )
     if suspects_path:
         try:
             Path(suspects_path).write_text(suspects(lines) + "\n", encoding="utf-8")

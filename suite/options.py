@@ -99,6 +99,8 @@ def validate(config) -> None:
             time_budget=config.getoption("--time-budget"),
             timing_mode=config.getoption("--timing-mode"),
             device=config.getoption("--device"),
+            max_time=float(config.getoption("--benchmark-max-time", None) or "nan"),
+            results=config.getoption("--results"),
         )
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -93,3 +93,10 @@ def test_ddp_scaling_is_tabulated_per_world_size():
     text = answer.lines([], [outcome], None)
     (row,) = [line for line in text if line.strip().startswith("cpu")]
     assert row.split() == ["cpu", "2", "25.0", "40.0", "0.80"]
+
+
+def test_the_report_hint_is_a_command_that_works_for_a_path_with_spaces():
+    from reports import answer
+
+    last = answer.lines([], [], "my results/run 1.json")[-1]
+    assert last.endswith("python -m reports build 'my results/run 1.json'")

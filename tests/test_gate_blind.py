@@ -199,3 +199,12 @@ def test_exit_0_only_when_every_pair_both_runs_hold_was_judged(tmp_path, capsys)
             assert rows and all("| ok" in row for row in rows), (list(kinds), out)
         if slow["fast_v"] == 3.0:
             assert code != 0, (list(kinds), out)
+
+
+def test_an_unwritable_step_summary_keeps_the_table_and_the_exit_code(tmp_path, capsys, monkeypatch):
+    b = baseline(tmp_path)
+    c = write(tmp_path / "c.json", synthetic.result(seed=1, paired=True, slow=SLOW_3X))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))  # a folder: open() fails
+    code, out, err = gate(capsys, "--baseline", b, "--current", c)
+    assert code == 1 and "**regressed**" in out
+    assert "GITHUB_STEP_SUMMARY" in err and "not written" in err

@@ -2,6 +2,8 @@
 wrong value names the values allowed; the subprocess tests in test_suite_glue/test_options show
 pytest turning these into usage errors."""
 
+import os
+
 import pytest
 
 from harness import compiled, option_values
@@ -16,7 +18,11 @@ GOOD = dict(threads=None, seed=0, time_budget=None, timing_mode="warm", device="
         ({"threads": 10**6}, "usable cores; more only oversubscribes them"),
         ({"seed": -1}, "--seed -1: use an integer from 0 to 2**63 - 1"),
         ({"seed": 2**63}, "a generator's seed"),
-        ({"time_budget": 0.0}, "--time-budget 0.0: use a positive number of seconds"),
+        ({"time_budget": 0.0}, "--time-budget 0.0: use a positive, finite number of seconds"),
+        ({"time_budget": float("inf")}, "--time-budget inf: use a positive, finite number"),
+        ({"max_time": -1.0}, "--benchmark-max-time -1.0: use a positive, finite number of seconds"),
+        ({"max_time": 0.0}, "--benchmark-max-time 0.0"),
+        ({"max_time": float("inf")}, "--benchmark-max-time inf"),
         (
             {"timing_mode": "warm,hot"},
             "--timing-mode 'warm,hot': use a comma-separated list of warm, cold_l2, graph, or all",
@@ -45,3 +51,19 @@ def test_every_compile_scope_is_one_the_plan_knows():
     for scope in compiled.COMPILE_SCOPES:
         for profile in ("quick", "full"):
             compiled.compiled_cases(scope, profile)  # a scope without cases would raise KeyError
+
+
+def test_a_results_path_that_cannot_be_written_is_refused_before_the_first_test(tmp_path):
+    """A --results naming a folder ran everything, printed 'results: <folder>' and then lost every
+    outcome to IsADirectoryError; an unwritable folder lost them the same way."""
+    with pytest.raises(ValueError, match="is a folder; name the results file"):
+        option_values.check(**GOOD, results=str(tmp_path))
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        if not os.access(locked, os.W_OK):  # root writes anywhere: nothing to refuse there
+            with pytest.raises(ValueError, match="cannot write into"):
+                option_values.check(**GOOD, results=str(locked / "r.json"))
+    finally:
+        locked.chmod(0o700)
+    option_values.check(**GOOD, results=str(tmp_path / "new" / "r.json"), max_time=float("nan"))
