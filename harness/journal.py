@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -223,15 +224,52 @@ def main(argv=None) -> int:
     except (OSError, JournalError) as exc:
         print(f"{args.journals[0]}: {exc}", file=sys.stderr)
         return 2
-    first = args.journals[0]
-    out = args.out or (
-        first.with_name(first.name[: -len(SUFFIX)])
-        if first.name.endswith(SUFFIX)
-        else first.with_suffix(".json")
-    )
-    out.write_text(json.dumps(doc, indent=4, default=lambda o: f"UNSERIALIZABLE[{o!r}]"), encoding="utf-8")
-    print(f"{out}: {len(doc['benchmarks'])} benchmark points, marked partial")
+    out, note = rebuilt_path(args.out or default_out(args.journals[0]))
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        # Through a temporary file and a rename: a rebuild cut short leaves nothing half-written.
+        tmp.write_text(
+            json.dumps(doc, indent=4, default=lambda o: f"UNSERIALIZABLE[{o!r}]"), encoding="utf-8"
+        )
+        os.replace(tmp, out)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        print(f"{out}: cannot write the rebuilt results ({exc.strerror or exc})", file=sys.stderr)
+        return 2
+    print(f"{out}: {len(doc['benchmarks'])} benchmark points, marked partial{note}")
     return 0
+
+
+def default_out(journal: Path) -> Path:
+    """The results file a journal belongs to (``r.json.journal.jsonl`` → ``r.json``); a journal
+    of another name (a leftover kept beside a newer one) rebuilds into ``<its name>.json``, a
+    name the report's and the gate's folders read."""
+    if journal.name.endswith(SUFFIX):
+        out = journal.with_name(journal.name[: -len(SUFFIX)])
+        return out if out.name.endswith(".json") else out.with_name(out.name + ".json")
+    return journal.with_name(journal.name + ".json")
+
+
+def rebuilt_path(out: Path) -> tuple[Path, str]:
+    """Where the rebuild goes: `out`, unless it holds a complete results file (one not marked
+    partial), which a rebuild of fewer points must never replace: then beside it, as
+    ``<stem>.rebuilt.json`` (numbered if that exists too)."""
+    if not _complete(out):
+        return out, ""
+    stem = out.name[: -len(".json")] if out.name.endswith(".json") else out.name
+    candidate, n = out.with_name(f"{stem}.rebuilt.json"), 1
+    while candidate.exists():
+        n += 1
+        candidate = out.with_name(f"{stem}.rebuilt-{n}.json")
+    return candidate, f" (beside {out}, a complete results file, which is left as it was)"
+
+
+def _complete(path: Path) -> bool:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # absent, empty or cut short: the rebuild is what recovers it
+    return isinstance(doc, dict) and not (doc.get("suite") or {}).get("partial", False)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,48 @@
+"""Rebuilding a results file from a run's journal (python -m harness.journal): never over a
+complete results file, through a temporary file, into a name the report's folders read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness import journal
+
+
+def _journal(path: Path, points: int) -> Path:
+    j = journal.Journal(path)
+    j.header({"machine_info": {"node": "x"}, "commit_info": {}, "datetime": "now", "version": "5"})
+    for i in range(points):
+        j.benchmark({"name": f"p{i}", "fullname": f"t::p{i}", "stats": {"median": 1.0, "rounds": 3}})
+    j._file.close()
+    return path
+
+
+def test_a_rebuild_never_replaces_a_complete_results_file(tmp_path, capsys):
+    results = tmp_path / "r.json"
+    complete = {"suite": {"partial": False}, "benchmarks": [{"name": f"p{i}"} for i in range(7)]}
+    results.write_text(json.dumps(complete))
+    _journal(tmp_path / f"r.json{journal.SUFFIX}", 2)
+    assert journal.main([str(tmp_path / f"r.json{journal.SUFFIX}")]) == 0
+    assert json.loads(results.read_text()) == complete, "the complete 7-point file was overwritten"
+    rebuilt = tmp_path / "r.rebuilt.json"
+    assert len(json.loads(rebuilt.read_text())["benchmarks"]) == 2
+    assert "a complete results file, which is left as it was" in capsys.readouterr().out
+    assert not list(tmp_path.glob(".*.tmp")), "a temporary file was left behind"
+
+
+def test_an_empty_or_partial_results_file_is_what_the_rebuild_recovers(tmp_path):
+    results = tmp_path / "r.json"
+    results.write_text("")  # pytest-benchmark truncated it, then the run was killed
+    _journal(tmp_path / f"r.json{journal.SUFFIX}", 3)
+    assert journal.main([str(tmp_path / f"r.json{journal.SUFFIX}")]) == 0
+    doc = json.loads(results.read_text())
+    assert len(doc["benchmarks"]) == 3 and doc["suite"]["partial"] is True
+
+
+def test_a_kept_leftover_journal_rebuilds_into_a_json_name(tmp_path):
+    leftover = _journal(tmp_path / f"r.json.leftover-123{journal.SUFFIX}", 1)
+    assert journal.default_out(leftover).name == "r.json.leftover-123.json"
+    assert journal.default_out(tmp_path / "odd.log").name == "odd.log.json"
+    assert journal.main([str(leftover)]) == 0
+    assert (tmp_path / "r.json.leftover-123.json").exists()
