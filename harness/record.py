@@ -455,6 +455,8 @@ def _times(values, where: str) -> tuple[float, ...]:
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
     ):
         raise RecordError(f"{where} is not a list of numbers")
+    if not values:
+        raise RecordError(f"{where} is an empty list: a pair timed no round")
     times = tuple(float(v) for v in values)
     if not all(0 < t < float("inf") for t in times):
         raise RecordError(f"{where} holds a time that is not positive and finite")
@@ -534,7 +536,7 @@ class PairTiming:
             x=data.get("x"),
             identical=data.get("identical"),
             noise_floor=float(floor) if floor is not None else None,
-            load=data.get("load"),
+            load=_object(data.get("load"), f"{where}: load"),
             iterations=dict(data.get("iterations") or {}),
         )
 
@@ -588,6 +590,12 @@ class CaseInfo:
             devices=tuple(str(d) for d in data.get("devices") or ()),
             claims=_claims_from_data(data.get("claims"), str(data["id"])),
         )
+
+
+def _object(value, where: str) -> Mapping | None:
+    if value is not None and not isinstance(value, Mapping):
+        raise RecordError(f"{where} is {value!r:.30}, not an object")
+    return value
 
 
 def _fraction(value, where: str) -> float | None:

@@ -596,15 +596,19 @@ def compare(
 
 def _timed_pairs(results: load.Results, known) -> set[tuple]:
     """Every (case, size, "dtype device", "fast ÷ slow") a run timed as the gate compares it: the
-    gated pairs of each point with solo rows, and, at a point with none (a pairs-only run), the
-    pairs it timed side by side."""
-    groups = _groups(results)
-    found = {
-        (p.case, p.size_label, f"{p.dtype} {p.device}", f"{p.fast} ÷ {p.slow}")
-        for p in results.pairs.itertuples()
-        if p.against in ("rule", "context") and (p.case, p.size_label, p.dtype, p.device) not in groups
-    }
-    for (case_id, size, dtype, device), group in groups.items():
+    gated pairs of its solo rows, and the pairs it timed side by side as the rule names them (the
+    rule's pairs where the point has any, else the context ones: harness.rules.compared_pairs)."""
+    found = set()
+    for (case_id, size, dtype, device), timed in results.pairs.groupby(
+        ["case", "size_label", "dtype", "device"], sort=False
+    ):
+        timed = timed[timed["against"].isin(["rule", "context"])]
+        if (timed["against"] == "rule").any():
+            timed = timed[timed["against"] == "rule"]
+        found |= {
+            (case_id, size, f"{dtype} {device}", f"{f} ÷ {s}") for f, s in zip(timed["fast"], timed["slow"])
+        }
+    for (case_id, size, dtype, device), group in _groups(results).items():
         found |= {(case_id, size, f"{dtype} {device}", f"{f} ÷ {s}") for f, s in _pairs(group, known)}
     return found
 

@@ -26,6 +26,7 @@ import gzip
 import hashlib
 import json
 import math
+import zlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -152,7 +153,7 @@ def read_json(path: Path) -> dict:
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
         text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise ResultsError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
     if not text.strip():
         raise ResultsError(f"{path}: empty file")
@@ -160,12 +161,17 @@ def read_json(path: Path) -> dict:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path}: not valid JSON, truncated? ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise ResultsError(f"{path}: JSON nested too deeply to be a results file") from None
     if (
         not isinstance(doc, dict)
         or not isinstance(doc.get("benchmarks"), list)
         or not isinstance(doc.get("machine_info"), dict)
     ):
         raise ResultsError(f"{path}: not a pytest-benchmark result (no 'benchmarks' list and 'machine_info')")
+    for field_name in ("commit_info", "suite"):
+        if doc.get(field_name) is not None and not isinstance(doc[field_name], dict):
+            raise ResultsError(f"{path}: {field_name} is not an object")
     return doc
 
 

@@ -208,3 +208,41 @@ def test_an_unwritable_step_summary_keeps_the_table_and_the_exit_code(tmp_path, 
     code, out, err = gate(capsys, "--baseline", b, "--current", c)
     assert code == 1 and "**regressed**" in out
     assert "GITHUB_STEP_SUMMARY" in err and "not written" in err
+
+
+def test_a_pair_whose_side_has_no_rows_in_the_baseline_is_not_passed_silently(tmp_path, capsys):
+    """The baseline timed fast_v beside naive_v (pairs[]) but kept no solo row of fast_v (a -k
+    selection): the gate falls back to the library pair, and the rule's pair, which both runs
+    timed, must not vanish into an exit 0."""
+    doc = synthetic.result(seed=10, paired=True)
+    doc["benchmarks"] = [b for b in doc["benchmarks"] if b["extra_info"]["variant"] != "fast_v"]
+    b = write(tmp_path / "b.json", doc)
+    c = write(tmp_path / "c.json", synthetic.result(seed=1, paired=True, slow=SLOW_3X))
+    code, out, _ = gate(capsys, "--baseline", b, "--current", c)
+    assert code == 3, out
+    assert "| fast_v ÷ naive_v |" in out and "both runs timed this pair" in out
+
+
+@pytest.mark.parametrize(
+    "spoil, field",
+    [
+        (lambda d: d.update(commit_info="abc"), "commit_info is not an object"),
+        (lambda d: d["pairs"][0].update(load="busy"), "load is 'busy', not an object"),
+        (lambda d: d["pairs"][0].update(fast_s=[], slow_s=[]), "fast_s is an empty list"),
+    ],
+)
+def test_wrong_typed_fields_are_bad_input_naming_the_field(tmp_path, capsys, spoil, field):
+    doc = synthetic.result(seed=1, paired=True)
+    spoil(doc)
+    c = write(tmp_path / "c.json", doc)
+    code, _, err = gate(capsys, "--baseline", baseline(tmp_path), "--current", c)
+    assert code == 2 and "c.json" in err and field in err, err
+
+
+def test_a_corrupt_deflate_body_and_a_200000_deep_document_are_bad_input(tmp_path, capsys):
+    (tmp_path / "z.json.gz").write_bytes(b"\x1f\x8b\x08\x00" + b"garbage" * 10)
+    (tmp_path / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    b = baseline(tmp_path)
+    for bad in ("z.json.gz", "deep.json"):
+        code, _, err = gate(capsys, "--baseline", b, "--current", tmp_path / bad)
+        assert code == 2 and bad in err, err
