@@ -203,9 +203,15 @@ def check_masks(device):
     by broadcasting equals a per-element loop over (b, i, j): allowed iff j ≤ i and j < length."""
     s, lengths = 12, [12, 7, 1]
     notes = subsequent_mask(s).to(device)
-    assert notes.dtype == torch.bool and notes.shape == (1, s, s)
-    assert torch.equal(notes[0], torch.triu(torch.ones(s, s, device=device), diagonal=1) == 0)
-    assert torch.equal(notes[0], torch.ones(s, s, dtype=torch.bool, device=device).tril())
+    square = notes[0] if notes.dim() == 3 else notes
+    sequence = {
+        "dtype": str(notes.dtype),
+        "shape": tuple(notes.shape),
+        "equals_torch_triu": notes.shape == (1, s, s)
+        and bool(torch.equal(notes[0], torch.triu(torch.ones(s, s, device=device), diagonal=1) == 0)),
+        "lower_triangular": square.shape == (s, s)
+        and bool(torch.equal(square, torch.ones(s, s, dtype=notes.dtype, device=device).tril())),
+    }
     got = combined_mask(torch.tensor(lengths, device=device), s, device)
     padding = torch.arange(s, device=device)[None, :] < torch.tensor(lengths, device=device)[:, None]
     notes_combined = padding.unsqueeze(-2) & notes  # the notes' two masks, their shapes as written
@@ -223,21 +229,23 @@ def check_masks(device):
     except RuntimeError:
         uint8_refused = True
     return judge_masks(
-        bool(torch.equal(notes[0], notes[0].tril())) and notes.dtype == torch.bool,
-        bool(torch.equal(notes_combined, loop)),
+        sequence,
+        bool(notes_combined.shape == loop.shape and torch.equal(notes_combined, loop)),
         uint8_refused,
-        f"np.triu(ones,1)==0 equals torch.triu on {device.type}; (B,1,S) padding & (1,S,S) sequence "
-        f"broadcasts to (B,S,S), lengths {lengths}",
+        f"on {device.type}, S = {s}: (B,1,S) padding & (1,S,S) sequence broadcasts to (B,S,S), "
+        f"lengths {lengths}",
+        size=s,
     )
 
 
 def judge_masks(
-    sequence_is_lower: bool, combined_equals_loop: bool, uint8_refused: bool, detail: str
+    sequence: dict, combined_equals_loop: bool, uint8_refused: bool, detail: str, size: int = 12
 ) -> Finding:
-    """The notes' masks: `subsequent_mask` is True on and below the diagonal ("True为不需要mask的部分"),
-    and padding & sequence combined by broadcasting allows exactly j ≤ i and j < length (a loop).
-    The notes' "the mask must be boolean" is a statement checked beside it: an erratum if masked_fill
-    took a uint8 mask."""
+    """The notes' masks: `subsequent_mask` (`sequence`: its dtype, shape, whether it equals
+    torch.triu(ones, 1) == 0 and whether it is lower-triangular, as observed) is a (1, S, S) bool
+    mask True on and below the diagonal ("True为不需要mask的部分"), and padding & sequence combined by
+    broadcasting allows exactly j ≤ i and j < length (a loop). The notes' "the mask must be
+    boolean" is a statement checked beside it: an erratum if masked_fill took a uint8 mask."""
     errata = ()
     if not uint8_refused:
         errata = (
@@ -247,11 +255,25 @@ def judge_masks(
                 f"masked_fill accepted a uint8 mask in torch {torch.__version__}",
             ),
         )
-    holds = sequence_is_lower and combined_equals_loop
+    wrong = []
+    if sequence["dtype"] != str(torch.bool):
+        wrong.append(f"dtype {sequence['dtype']}, not torch.bool")
+    if tuple(sequence["shape"]) != (1, size, size):
+        wrong.append(f"shape {tuple(sequence['shape'])}, not (1, {size}, {size})")
+    if not sequence["equals_torch_triu"]:
+        wrong.append("differs from torch.triu(ones, 1) == 0")
+    if not sequence["lower_triangular"]:
+        wrong.append("is NOT True exactly on and below the diagonal")
+    holds = not wrong and combined_equals_loop
     return Finding(
         Verdict.HOLDS if holds else Verdict.FAILS,
-        f"{detail}: subsequent_mask {'is' if sequence_is_lower else 'is NOT'} True on and below the "
-        f"diagonal; padding & subsequent_mask {'equals' if combined_equals_loop else 'DIFFERS FROM'} the "
+        f"{detail}: subsequent_mask "
+        + (
+            "; ".join(wrong)
+            if wrong
+            else "is (1,S,S) bool, equal to torch.triu(ones,1)==0, True on and below the diagonal"
+        )
+        + f"; padding & subsequent_mask {'equals' if combined_equals_loop else 'DIFFERS FROM'} the "
         f"(b,i,j) loop; masked_fill {'refuses' if uint8_refused else 'accepts'} a uint8 mask",
         errata,
     )
@@ -264,32 +286,28 @@ def check_fill_value(device):
     q, k, v = (torch.randn(1, 1, 4, 8, generator=g) for _ in range(3))
     mask = torch.ones(1, 1, 4, 4, dtype=torch.bool).tril()
     mask[..., 3, :] = False  # a query with nothing to attend to (e.g. a padded query, length 0)
-    lines, raised = [], []
+    observed = []
     for dtype in (FP32, BF16, FP16):
         args = [t.to(device=device, dtype=dtype) for t in (q, k, v)] + [mask.to(device), None]
+        seen = {"dtype": str(dtype), "raised": ""}
         try:
             naive_out = masked_fill_attention(*args)
         except RuntimeError as exc:
-            assert "overflow" in str(exc), exc
-            raised.append(str(dtype))
-            lines.append(f"{dtype}: masked_fill(-1e9) raises ({exc})")
+            assert "overflow" in str(exc), exc  # any other error is the suite's, not the fill's
+            observed.append({**seen, "raised": str(exc).splitlines()[0]})
             continue
         scores = (args[0] @ args[1].transpose(-2, -1)).masked_fill(args[3] == 0, -1e9).softmax(-1)
-        # exp(−1e9 − max) underflows to 0 in every dtype: exactly 0.
-        assert scores[..., :3, :][~mask[..., :3, :].to(device)].max().item() == 0.0, "masked weight not 0"
+        # exp(−1e9 − max) underflows to 0 in every dtype: exactly 0 expected.
+        seen["masked_weight_max"] = scores[..., :3, :][~mask[..., :3, :].to(device)].max().item()
         uniform = args[2].double().mean(-2)[..., 0, :]
         # Four equal scores: weights exactly 1/4, products 0.25·v exact; the 3 additions in the dtype
         # are within γ₃·Σ|0.25·v| < 4u·mean|v| of the mean, elementwise.
         bound = 4 * U[dtype] * args[2].double().abs().mean(-2)[..., 0, :]
-        assert ((naive_out[..., 3, :].double() - uniform).abs() <= bound).all(), (
-            "fully masked row is not the mean of V"
-        )
+        excess = (naive_out[..., 3, :].double() - uniform).abs() - bound
+        seen["masked_row_excess"] = excess.max().item()  # ≤ 0: the fully masked row is V's mean
         fused = sdpa(*args)[..., 3, :]
-        fused_row = "NaN" if fused.isnan().any() else ("0" if (fused == 0).all() else "other values")
-        lines.append(
-            f"{dtype}: masked weights exactly 0; a fully masked row gives the mean of V (masked_fill) vs "
-            f"{fused_row} (SDPA)"
-        )
+        seen["sdpa_row"] = "NaN" if fused.isnan().any() else ("0" if (fused == 0).all() else "other values")
+        observed.append(seen)
     # The technique with a fill every dtype holds: finfo(dtype).min (what the notes' -1e9 stands for).
     lowest_ok = []
     for dtype in (FP32, BF16, FP16):
@@ -298,24 +316,25 @@ def check_fill_value(device):
             (qd @ kd.transpose(-2, -1)).masked_fill(~mask.to(device), torch.finfo(dtype).min).softmax(-1)
         )
         lowest_ok.append(bool((weights[..., :3, :][~mask[..., :3, :].to(device)] == 0).all()))
-    return judge_masked_weights(
-        [str(d) for d in (FP32, BF16, FP16)],
-        raised,
-        [str(d) for d, ok in zip((FP32, BF16, FP16), lowest_ok) if ok],
-        lines,
-    )
+    return judge_masked_weights(observed, [str(d) for d, ok in zip((FP32, BF16, FP16), lowest_ok) if ok])
 
 
-def judge_masked_weights(
-    dtypes: list[str], raised: list[str], lowest_zero: list[str], lines: list[str]
-) -> Finding:
+def judge_masked_weights(observed: list[dict], lowest_zero: list[str]) -> Finding:
     """The notes' claim: a masked score, filled with a large negative number, gets weight ≈ 0 after
-    softmax. The technique holds where the masked weights are exactly 0 in every dtype tried with a
-    fill the dtype can hold (-1e9 where masked_fill accepts it, finfo(dtype).min in every dtype).
-    That -1e9 itself overflows a dtype (fp16's largest is 65504) is the notes' constant at fault,
-    an erratum, never a condition of the technique."""
-    accepted = [d for d in dtypes if d not in raised]
-    works = all(d in lowest_zero for d in dtypes)
+    softmax. Per dtype `observed` holds what masked_fill(-1e9) did: `raised` (its error, or ""),
+    else the largest masked weight (`masked_weight_max`, exactly 0 expected: exp(−1e9 − max)
+    underflows), how far a fully masked row lies outside the rounding bound of V's mean
+    (`masked_row_excess`, ≤ 0 expected: four equal fills give weights of exactly 1/4) and what
+    SDPA gives that row (context). The technique holds where the masked weights are exactly 0 in
+    every dtype with a fill the dtype can hold (-1e9 where masked_fill accepts it, finfo(dtype).min
+    in every dtype) and the masked row is V's mean. That -1e9 itself overflows a dtype (fp16's
+    largest is 65504) is the notes' constant at fault, an erratum, never a condition of the technique."""
+    dtypes = [o["dtype"] for o in observed]
+    raised = [o["dtype"] for o in observed if o["raised"]]
+    accepted = [o for o in observed if not o["raised"]]
+    not_zero = [o["dtype"] for o in accepted if o["masked_weight_max"] != 0]
+    off_mean = [o["dtype"] for o in accepted if o["masked_row_excess"] > 0]
+    works = all(d in lowest_zero for d in dtypes) and bool(accepted) and not not_zero and not off_mean
     errata = ()
     if raised:
         errata = (
@@ -326,10 +345,23 @@ def judge_masked_weights(
                 "(or F.scaled_dot_product_attention with the boolean mask) masks in every dtype",
             ),
         )
+    lines = []
+    for o in observed:
+        if o["raised"]:
+            lines.append(f"{o['dtype']}: masked_fill(-1e9) raises ({o['raised']})")
+            continue
+        lines.append(
+            f"{o['dtype']}: masked weights "
+            + ("exactly 0" if o["masked_weight_max"] == 0 else f"up to {o['masked_weight_max']:.3g}, NOT 0")
+            + "; a fully masked row gives "
+            + ("the mean of V" if o["masked_row_excess"] <= 0 else "NOT the mean of V")
+            + f" (masked_fill) vs {o['sdpa_row']} (SDPA)"
+        )
     return Finding(
-        Verdict.HOLDS if works and accepted else Verdict.FAILS,
+        Verdict.HOLDS if works else Verdict.FAILS,
         f"masked weights exactly 0 with finfo(dtype).min in {', '.join(lowest_zero) or 'no dtype'} of "
-        f"{', '.join(dtypes)}; -1e9 accepted in {', '.join(accepted) or 'none'}: " + "; ".join(lines),
+        f"{', '.join(dtypes)}; -1e9 accepted in {', '.join(o['dtype'] for o in accepted) or 'none'}: "
+        + "; ".join(lines),
         errata,
     )
 
@@ -479,7 +511,9 @@ ATTENTION = Case(
         ),
         Claim(
             "masked_attention",
-            "scores = scores.masked_fill(mask == 0, -1e9) … 被设置成-1e9的数对应的值~0,被忽视",
+            "#使用mask，对已经计算好的scores，按照mask矩阵，填[a large negative number: the notes' -1e9, "
+            "an erratum where the dtype cannot hold it] … "
+            "在下一步计算softmax的时候，被设置成…的数对应的值~0,被忽视",
             "004",
             ClaimKind.CORRECTNESS,
         ),

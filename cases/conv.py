@@ -312,7 +312,7 @@ IM2COL = Case(
         ),
         Claim(
             "conv_as_matmul",
-            "卷积在pytorch中实现是通过构造稀疏矩阵进行矩阵乘法实现卷积操作而不是滑动窗口的方式",
+            "卷积 … 进行矩阵乘法实现卷积操作 [a convolution is one matrix product over the unfolded patches]",
             "004",
             ClaimKind.CORRECTNESS,
         ),
@@ -1170,7 +1170,7 @@ SHAPES = Case(
         Claim(
             "vgg16",
             "VGG-16：input : 224 * 224 *3，conv 为3 * 3,padding 1 stride 1, maxpool stride=size=2 "
-            "(the table)",
+            "[the table]",
             "004",
             ClaimKind.BEHAVIOUR,
         ),

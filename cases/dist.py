@@ -63,7 +63,8 @@ def judge_partition(rows: list[tuple], notes_use: tuple | None = None) -> Findin
     """The notes: DistributedSampler splits the data into disjoint subsets. Each row is
     `split_row`'s (n, p, drop_last, repeated, dropped, documented). Disjoint and complete
     everywhere: holds; a split other than the documented one: fails; repeats or drops where p does
-    not divide n: depends, on p | n (or drop_last, which drops n mod p instead)."""
+    not divide n: depends, on p | n (or drop_last, which drops n mod p instead), and the notes'
+    unconditional "互不相交的子集" is then a wrong statement, an erratum."""
     off = [r for r in rows if not r[5]]
     uneven = [r for r in rows if r[3] or r[4]]
     if notes_use is not None and (notes_use[3] or notes_use[4]):
@@ -90,6 +91,15 @@ def judge_partition(rows: list[tuple], notes_use: tuple | None = None) -> Findin
         + "); otherwise drop_last=False pads by repeating samples and drop_last=True drops n mod p: "
         + "; ".join(say(r) for r in uneven if r is not notes_use)
         + where,
+        (
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "DS 将数据集划分为几个互不相交的子集",
+                "disjoint and complete only where p divides n: "
+                + "; ".join(say(r) for r in uneven)
+                + " (drop_last=False pads by repeating samples, drop_last=True drops n mod p)",
+            ),
+        ),
     )
 
 
@@ -457,8 +467,7 @@ SETUP = Case(
             "在使用 distributed 包的任何其他函数之前，需要使用 ini"
             "t_process_group 初始化进程组 … 如果需要进行小组内集体"
             "通信，用 new_group 创建子分组 … 保存时，只需要保"
-            "存一个线程中的模型 (一般为 rank 0) … 销毁进程组; "
-            "torchrun将mp.spawn的所有变量全部使用系统变量",
+            "存一个线程中的模型 (一般为 rank 0) … 销毁进程组",
             "000",
             ClaimKind.BEHAVIOUR,
         ),
@@ -506,7 +515,8 @@ SAMPLER = Case(
     claims=(
         Claim(
             "disjoint_subsets",
-            "the sampler process, DS 将数据集划分为几个互不相交的子集",
+            "the sampler process, DS 将数据集划分为几个互不相交的子集 [where the world size divides the "
+            "dataset's length]",
             "000",
             ClaimKind.BEHAVIOUR,
         ),

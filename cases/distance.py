@@ -364,7 +364,7 @@ CASE = Case(
         ),
         Claim(
             "faster",
-            "# terrible ways: (the broadcast form, against the matmul expansion)",
+            "# terrible ways: [the broadcast form, against the matmul expansion]",
             "001",
             ClaimKind.SPEED,
         ),

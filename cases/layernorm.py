@@ -279,7 +279,7 @@ CASE = Case(
         Claim(
             "step_by_step",
             "mean = x.mean(-1, keepdim=True); std = x.std(-1, keepdim=True) "
-            "(LayerNorm computed step by step)",
+            "[LayerNorm computed step by step]",
             "004",
             ClaimKind.CORRECTNESS,
         ),

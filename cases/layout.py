@@ -444,7 +444,7 @@ def judge_view_rule(
         errata = (
             Erratum(
                 ErratumKind.WRONG_STATEMENT,
-                "torch.view()等方法需要连续的Tensor",
+                "`torch.view()`等方法需要连续的Tensor",
                 f"{view_of_noncontiguous}: view needs strides compatible with the new shape, not a "
                 "contiguous tensor",
             ),
@@ -949,7 +949,7 @@ CASE = Case(
         ),
         Claim(
             "view_shares",
-            "torch.view()等方法需要连续的Tensor （由于历史的原因，大家默认规定view就必须共享内存）",
+            "`torch.view()`等方法 … （由于历史的原因，大家默认规定view就必须共享内存）",
             "004",
             ClaimKind.BEHAVIOUR,
         ),

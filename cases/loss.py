@@ -305,14 +305,14 @@ CASE = Case(
         ),
         Claim(
             "weighted",
-            "l_n = -ω_{y_n} log(exp(x_{n,y_n}) / Σ_c exp(x_{n,c})) (reduction='mean': the weighted mean)",
+            "l_n = -ω_{y_n} log(exp(x_{n,y_n}) / Σ_c exp(x_{n,c})) [reduction='mean': the weighted mean]",
             "004",
             ClaimKind.CORRECTNESS,
         ),
         Claim("ignore_index", "× 1{y_n ≠ ignore} (ignore_index=-100)", "004", ClaimKind.BEHAVIOUR),
         Claim(
             "label_smoothing",
-            "对于添加了label smoothing的标签而言 (the documented formula)",
+            "对于添加了label smoothing的标签而言 [the documented formula]",
             "004",
             ClaimKind.CORRECTNESS,
         ),

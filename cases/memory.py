@@ -466,13 +466,19 @@ def check_notes_toy(device):
 
 def judge_notes_toy(init_error: str, default_gets_grads: bool, deprecation: str, equal: bool) -> Finding:
     """The technique: a checkpointed part gets the plain gradients (use_reentrant=False). The
-    toy's missing super().__init__() is a typo; calling checkpoint without use_reentrant is
-    deprecated, and with that (reentrant) default and an input that does not require grad the
-    part gets no gradient at all: both are errata of the snippet, not of checkpointing."""
+    toy's missing super().__init__() compiles and raises when the toy is built, where the notes
+    imply it works (a wrong statement, as fill_ outside no_grad in optim.param_groups); calling
+    checkpoint without use_reentrant is deprecated, and with that (reentrant) default and an
+    input that does not require grad the part gets no gradient at all: both are errata of the
+    snippet, not of checkpointing."""
     errata = []
     if init_error:
         errata.append(
-            Erratum(ErratumKind.TYPO, "def __init__(self): self.net = nn.Linear(10,10)", init_error)
+            Erratum(
+                ErratumKind.WRONG_STATEMENT,
+                "def __init__(self): self.net = nn.Linear(10,10)",
+                f"runs and raises AttributeError ({init_error}): super().__init__() is missing",
+            )
         )
     if deprecation or not default_gets_grads:
         errata.append(

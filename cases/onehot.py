@@ -65,21 +65,24 @@ def check_notes_names(device):
 
     label = torch.tensor([0, 1, 0, 2, 3, 2], device=device)
     inferred = F.one_hot(label)  # num_classes=-1: max + 1
-    assert inferred.shape == (6, 4) and inferred.dtype == torch.int64
-    assert F.one_hot(label.view(2, 3), 5).shape == (2, 3, 5)  # input (*) → output (*, num_classes)
+    batched = F.one_hot(label.view(2, 3), 5)  # input (*) → output (*, num_classes)
     missing = [
         n
         for n, mod in (("torch.one_hot", torch), ("torch.functional.one_hot", torch.functional))
         if not hasattr(mod, "one_hot")
     ]
-    semantics = inferred.shape == (6, 4) and inferred.dtype == torch.int64
-    return judge_notes_names(semantics, missing, torch.__version__)
+    return judge_notes_names(
+        tuple(inferred.shape), str(inferred.dtype), tuple(batched.shape), missing, torch.__version__
+    )
 
 
-def judge_notes_names(semantics_hold: bool, missing: list[str], version: str) -> Finding:
-    """The technique: one-hot with num_classes=-1 inferring max+1, (*) → (*, C), int64, as the
-    notes describe. The names the notes give it are their own matter: each name this torch does
-    not have is an erratum (a name that never existed is a typo for torch.nn.functional's)."""
+def judge_notes_names(
+    inferred_shape: tuple, dtype: str, batched_shape: tuple, missing: list[str], version: str
+) -> Finding:
+    """The technique: one-hot with num_classes=-1 inferring max+1 (labels 0..3 of 6 → (6, 4)),
+    (*) → (*, C) ((2, 3) with C = 5 → (2, 3, 5)), int64, as the notes describe. The names the
+    notes give it are their own matter: each name this torch does not have is an erratum (a name
+    that never existed is a typo for torch.nn.functional's)."""
     errata = tuple(
         Erratum(
             ErratumKind.TYPO,
@@ -88,11 +91,15 @@ def judge_notes_names(semantics_hold: bool, missing: list[str], version: str) ->
         )
         for name in missing
     )
+    inferred_ok = tuple(inferred_shape) == (6, 4)
+    batched_ok = tuple(batched_shape) == (2, 3, 5)
+    int64 = dtype == str(torch.int64)
+    holds = inferred_ok and batched_ok and int64
     return Finding(
-        Verdict.HOLDS if semantics_hold else Verdict.FAILS,
-        "torch.nn.functional.one_hot: num_classes=-1 infers max+1 (shape (6, 4) for labels up to 3), "
-        "input (*) → output (*, C), dtype int64"
-        + (" as the notes describe" if semantics_hold else ": NOT as described"),
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"torch.nn.functional.one_hot: num_classes=-1 on labels up to 3 → shape {tuple(inferred_shape)} "
+        f"(max+1: (6, 4)); input (2, 3) with C = 5 → {tuple(batched_shape)} ((*, C): (2, 3, 5)); "
+        f"dtype {dtype} (int64)" + (" as the notes describe" if holds else ": NOT as described"),
         errata,
     )
 
@@ -260,7 +267,7 @@ CASE = Case(
         ),
         Claim(
             "scatter_formula",
-            "self[index[i][j][k]][j][k] = src[i][j][k]  # if dim == 0 (and dims 1, 2 alike)",
+            "self[index[i][j][k]][j][k] = src[i][j][k]  # if dim == 0 [and dims 1, 2 alike]",
             "004",
             ClaimKind.BEHAVIOUR,
         ),

@@ -365,8 +365,7 @@ CASE = Case(
         ),
         Claim(
             "minibatch_first",
-            "nn.Module的所有模块都是带有minibatch的 ... 你传递进去的数据全部都应该是(minibatch,dim1...)，"
-            "即保证第一个维度是minibatch的维度",
+            "(minibatch,dim1...)，即保证第一个维度是minibatch的维度",
             "004",
             ClaimKind.BEHAVIOUR,
         ),

@@ -124,7 +124,10 @@ def test_param_groups_init_snippet_slips_are_typos():
     from cases.optim import param_groups as pg
 
     f = pg.judge_apply_init(True, True, "a leaf Variable", "TypeError", False, "name 'tirch' is not defined")
-    assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.TYPO] * 4
+    assert (
+        f.verdict is Verdict.HOLDS
+        and [e.kind for e in f.errata] == [ErratumKind.WRONG_STATEMENT] + [ErratumKind.TYPO] * 3
+    )
     assert "tirch" in f.errata[-1].quote
     assert pg.judge_apply_init(True, True, None, None, True, None).errata == ()
     assert pg.judge_apply_init(False, True, None, None, True, None).verdict is Verdict.FAILS

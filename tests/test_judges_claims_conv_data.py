@@ -172,6 +172,15 @@ def test_collate_fn_input_list_is_an_erratum_not_a_failure():
     assert loading.judge_collate_fn_input("list", 4, False, ["DataLoader"]).verdict is Verdict.FAILS
 
 
+def test_collate_fn_claim_quotes_the_technique_and_the_tuple_is_the_erratum_alone():
+    from cases import get_case
+
+    f = loading.judge_collate_fn_input("list", 4, True, ["DataLoader"])
+    assert f.errata[0].quote == "so the input is a tuple."
+    (claim,) = [c for c in get_case("data.loading").claims if c.id == "collate_fn_input"]
+    assert "tuple" not in claim.quote and "__getitem__" in claim.quote
+
+
 def test_notes_signature_wrong_default_is_computed():
     actual = {**loading.NOTES_LOADER_DEFAULTS, "shuffle": None, "prefetch_factor": None}
     f = loading.judge_notes_signature(loading.NOTES_LOADER_DEFAULTS, actual, "ValueError: prefetch", "2.13")

@@ -136,6 +136,15 @@ def test_repeat_interleave_and_repeat():
     assert sampling_ops.judge_repeat(False, False, [1, 1, 2, 2]).verdict is Verdict.FAILS
 
 
+def test_multinomial_bound_n_of_n_is_an_erratum_not_the_claim():
+    f = sampling_ops.judge_multinomial_bound(n_of_n_runs=True, permutation=True, over_raises=True)
+    assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_STATEMENT
+    assert "必须小于" in f.errata[0].quote
+    (claim,) = [c for c in get_case("misc.sampling_ops").claims if c.id == "multinomial_bound"]
+    assert "必须小于" not in claim.quote
+    assert sampling_ops.judge_multinomial_bound(True, True, over_raises=False).verdict is Verdict.FAILS
+
+
 def test_repeat_erratum_is_observed():
     import torch
 
@@ -196,6 +205,22 @@ def test_notes_lines_are_typos():
     assert dist.judge_notes_lines({"x": ""}).errata == ()
 
 
+def test_partition_depends_on_p_dividing_n_and_the_unconditional_wording_is_an_erratum():
+    even = [(12, 4, False, 0, 0, True)]
+    held = dist.judge_partition(even)
+    assert held.verdict is Verdict.HOLDS and held.errata == ()
+    uneven = dist.judge_partition([*even, (10, 4, False, 2, 0, True)])
+    assert uneven.verdict is Verdict.DEPENDS
+    assert [e.kind for e in uneven.errata] == [ErratumKind.WRONG_STATEMENT]
+    assert "互不相交的子集" in uneven.errata[0].quote and "n=10, p=4" in uneven.errata[0].evidence
+    assert dist.judge_partition([(10, 4, False, 2, 0, False)]).verdict is Verdict.FAILS
+
+
+def test_process_group_steps_quotes_one_note():
+    (claim,) = [c for c in get_case("dist.setup").claims if c.id == "process_group_steps"]
+    assert claim.file == "000" and "torchrun" not in claim.quote
+
+
 # ---- parallel.* ----------------------------------------------------------------------------------
 
 
@@ -227,6 +252,74 @@ def test_allreduce_problems_seen_in_a_table():
         allreduce.judge_allreduce_traffic(allreduce.allreduce_problems(table, p), p, "").verdict
         is Verdict.FAILS
     )
+
+
+MIB64 = 1 << 26
+
+
+def test_ring_faster_than_master_holds_where_the_ring_is_faster():
+    sweep = [(1024, [1e-4] * 5, [2e-4] * 5), (MIB64, [0.2, 0.21, 0.22], [0.1, 0.1, 0.11])]
+    f = allreduce.judge_ring_faster_than_master(sweep, 2, 0.05)
+    assert f.verdict is Verdict.HOLDS and "faster from 67,108,864 B on" in f.evidence
+
+
+def test_ring_slower_than_master_depends_at_two_ranks_and_fails_beyond():
+    sweep = [(1024, [1e-4] * 5, [2e-4] * 5), (MIB64, [0.1, 0.1, 0.1], [0.2, 0.2, 0.2])]
+    two = allreduce.judge_ring_faster_than_master(sweep, 2, 0.05)
+    assert two.verdict is Verdict.DEPENDS and "p=2" in two.evidence
+    assert allreduce.judge_ring_faster_than_master(sweep, 4, 0.05).verdict is Verdict.FAILS
+    same = [(MIB64, [0.1 + 1e-3 * i for i in range(20)], [0.1 + 1e-3 * i for i in range(20)])]
+    assert allreduce.judge_ring_faster_than_master(same, 4, 0.05).verdict is Verdict.DEPENDS
+    assert allreduce.judge_ring_faster_than_master([], 2, 0.05).verdict is Verdict.DEPENDS
+
+
+def test_ring_vs_master_reads_the_sweep_table():
+    from tests.test_distributed_judges import S_BYTES, _allreduce_rows
+
+    table, p = allreduce.allreduce_table(_allreduce_rows(2))
+    assert allreduce.ring_vs_master(table) == [(S_BYTES, [1e-3, 2e-3], [1e-3, 2e-3])]
+    f = allreduce.judge_ring_faster_than_master(allreduce.ring_vs_master(table), p, 0.05)
+    assert f.verdict is Verdict.DEPENDS  # equal times: no gain, at two ranks
+
+
+def test_the_ring_speed_claim_is_decided_by_the_timed_sweep():
+    (claim,) = [c for c in get_case("parallel.allreduce").decided_claims() if c.id == "ring_faster"]
+    assert claim.kind.value == "speed"
+    assert "ring_vs_master-w2" in claim.checks and "test_allreduce_sizes-ring-w2-cpu" in claim.checks
+
+
+def test_launched_keys_are_points_plan_launches_produces(monkeypatch):
+    """Every key of every case's `launched` that names a point (``<test>-…``, the name a point
+    records where its launch failed or was skipped) is one plan.launches produces for this case,
+    on the CPU at the default world sizes (SUITE_WORLD_SIZES unset) and on CUDA at every GPU count
+    up to 8; every other key is the finding's own name, and each claim a launch decides has a point
+    name beside it. A renamed launch then goes red here instead of leaving its claim undecided."""
+    from cases import all_cases
+    from harness import premises
+    from plan import launches
+
+    monkeypatch.delenv("SUITE_WORLD_SIZES", raising=False)
+    produced: dict[str, set[str]] = {}
+    for gpus in range(0, 9):
+        monkeypatch.setattr(premises, "gpu_count", lambda gpus=gpus: gpus)
+        for test in launches.LAUNCHES:
+            for point in launches.points(test, ["cpu", "cuda"]):
+                produced.setdefault(point.case, set()).add(point.key.name)
+    cpu_default = {
+        p.key.name for test in launches.LAUNCHES for p in launches.points(test, ["cpu"]) if p.device == "cpu"
+    }
+    tests = tuple(f"{t}-" for t in launches.LAUNCHES)
+    seen = 0
+    for case in all_cases():
+        point_keys = [k for k in case.launched if k.startswith(tests)]
+        for key in point_keys:
+            assert key in produced.get(case.id, set()), (case.id, key, sorted(produced.get(case.id, ())))
+            if key.endswith("-cpu"):
+                assert key in cpu_default, (case.id, key, "not a point at the default CPU world sizes")
+            seen += 1
+        for claim in set(case.launched.values()):
+            assert any(case.launched[k] == claim for k in point_keys), (case.id, claim, "no point name")
+    assert seen >= 6
 
 
 def test_more_gpus_more_throughput():

@@ -70,6 +70,12 @@ def test_layout_copies_and_timed_layouts():
 # ---- memory.checkpoint -----------------------------------------------------------------------------
 
 
+def test_checkpoint_toy_missing_super_init_raises_a_wrong_statement():
+    f = memory.judge_notes_toy("cannot assign module before Module.__init__() call", True, "", True)
+    assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.WRONG_STATEMENT]
+    assert memory.judge_notes_toy("cannot assign module", True, "", False).verdict is Verdict.FAILS
+
+
 def test_checkpoint_rng_preserved():
     assert memory.judge_rng_preserved(0.0, 1.0, 4e-6).verdict is Verdict.HOLDS
     assert memory.judge_rng_preserved(1e-3, 1.0, 4e-6).verdict is Verdict.FAILS  # masks not replayed
@@ -109,7 +115,7 @@ def test_checkpoint_outputs_depend_on_the_mode():
 
 def test_amp_scale_and_the_65535_erratum():
     f = amp.judge_scale_multiplies(8.0, 524288.0, 65536.0, [65536.0] * 4, 65536.0)
-    assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.WRONG_STATEMENT]
+    assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.WRONG_SHAPE_OR_FORMULA]
     assert "65536" in f.errata[0].evidence
     assert amp.judge_scale_multiplies(8.0, 524288.0, 65536.0, [65536.0] * 4, 65535.0).errata == ()
     unshared = amp.judge_scale_multiplies(8.0, 524288.0, 65536.0, [65536.0, 1.0], 65536.0)
@@ -169,6 +175,27 @@ def test_tf32_notes_flags_error():
     assert tf32.judge_notes_flags_error("matmul", "cuda", k, 3e-7, 3e-7, True, "p").verdict is Verdict.FAILS
     too_far = tf32.judge_notes_flags_error("matmul", "cuda", k, 3e-7, 2 * k * tf32.U_TF32, True, "p")
     assert too_far.verdict is Verdict.FAILS
+
+
+class _Premise:
+    def __init__(self, present: bool):
+        self.present = present
+
+    def __str__(self) -> str:
+        return f"premise {'present' if self.present else 'absent'}"
+
+
+def test_tf32_reduced_error_returns_fails_never_asserts():
+    k, u_bf16 = 512, tf32.U_BF16
+    assert tf32.judge_reduced_error("matmul", "cpu", k, 4e-7, 2e-3, _Premise(True)).verdict is Verdict.HOLDS
+    absent = tf32.judge_reduced_error("matmul", "cpu", k, 4e-7, 4e-7, _Premise(False))
+    assert absent.verdict is Verdict.DEPENDS and "premise absent" in absent.evidence
+    unchanged = tf32.judge_reduced_error("matmul", "cpu", k, 4e-7, 5e-7, _Premise(True))
+    assert unchanged.verdict is Verdict.FAILS and "did not lower precision" in unchanged.evidence
+    fp32_off = tf32.judge_reduced_error("conv", "cpu", k, 2 * k * tf32.U_FP32, 2e-3, _Premise(False))
+    assert fp32_off.verdict is Verdict.FAILS and "NOT fp32" in fp32_off.evidence
+    beyond = tf32.judge_reduced_error("matmul", "cpu", k, 4e-7, 2 * k * u_bf16, _Premise(True))
+    assert beyond.verdict is Verdict.FAILS and "K·u" in beyond.evidence
 
 
 def test_tf32_api_mixing_and_cpu_high():

@@ -65,6 +65,21 @@ def test_kd_distance_concentration_judge():
     assert kd.judge_distance_concentration({2: 0.5, 256: 0.27}).verdict is Verdict.FAILS
 
 
+# ---- autograd.custom_function ----------------------------------------------------------------------
+
+
+def test_ste_backward_claim_quotes_the_technique_and_the_faulty_code_is_the_erratum():
+    from cases import get_case
+    from cases.autograd import custom_function as cf
+
+    f = cf.judge_ste_backward(True, 3.47, True)
+    assert f.verdict is Verdict.HOLDS and _kinds(f) == [ErratumKind.WRONG_SHAPE_OR_FORMULA]
+    assert "torch.where(input_abs <= 1, ones, zeros)" in f.errata[0].quote
+    assert cf.judge_ste_backward(False, 3.47, True).verdict is Verdict.FAILS
+    (claim,) = [c for c in get_case("autograd.custom_function").claims if c.id == "ste_backward"]
+    assert "torch.where" not in claim.quote and "backward" in claim.quote
+
+
 # ---- optim.param_groups --------------------------------------------------------------------------
 
 
@@ -76,6 +91,16 @@ def test_param_groups_add_param_group_typo_and_verdict():
     assert f.verdict is Verdict.HOLDS and _kinds(f) == [ErratumKind.TYPO]
     assert pg.judge_add_param_group(dup, as_set, [0.1, 0.5], [0.1, 0.5]).errata == ()
     assert pg.judge_add_param_group(None, as_set, [0.1, 0.5], [0.1, 0.5]).verdict is Verdict.FAILS
+
+
+def test_param_groups_fill_without_no_grad_is_a_wrong_statement_the_misspellings_typos():
+    from cases.optim import param_groups as pg
+
+    f = pg.judge_apply_init(True, True, "a leaf Variable", "TypeError", False, "name 'tirch' is not defined")
+    assert f.verdict is Verdict.HOLDS
+    assert _kinds(f) == [ErratumKind.WRONG_STATEMENT] + [ErratumKind.TYPO] * 3
+    assert "[no torch.no_grad()]" in f.errata[0].quote
+    assert pg.judge_apply_init(True, False, "a leaf Variable", None, True).verdict is Verdict.FAILS
 
 
 # ---- state.save_load -----------------------------------------------------------------------------

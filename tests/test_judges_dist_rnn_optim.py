@@ -43,7 +43,10 @@ def test_all_reduce_multigpu_is_a_removed_api_erratum_deciding_nothing():
 
 def test_param_groups_init_slips_are_typos_and_apply_decides():
     f = param_groups.judge_apply_init(True, True, "a leaf Variable", "TypeError", False)
-    assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.TYPO] * 3
+    assert (
+        f.verdict is Verdict.HOLDS
+        and [e.kind for e in f.errata] == [ErratumKind.WRONG_STATEMENT] + [ErratumKind.TYPO] * 2
+    )
     assert param_groups.judge_apply_init(True, True, None, None, True).errata == ()
     assert param_groups.judge_apply_init(True, False, None, None, True).verdict is Verdict.FAILS
 

@@ -8,10 +8,11 @@ from harness.record import ErratumKind, Verdict
 
 
 def test_onehot_names_are_errata_and_the_semantics_decide():
-    f = onehot.judge_notes_names(True, ["torch.one_hot"], "2.13.0")
+    seen = ((6, 4), "torch.int64", (2, 3, 5))
+    f = onehot.judge_notes_names(*seen, ["torch.one_hot"], "2.13.0")
     assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.TYPO]
-    assert not onehot.judge_notes_names(True, [], "9.9").errata
-    assert onehot.judge_notes_names(False, [], "2.13.0").verdict is Verdict.FAILS
+    assert not onehot.judge_notes_names(*seen, [], "9.9").errata
+    assert onehot.judge_notes_names((6, 3), "torch.int64", (2, 3, 5), [], "2.13.0").verdict is Verdict.FAILS
 
 
 def test_layernorm_relation_verdict_follows_the_measured_relation():
@@ -130,7 +131,7 @@ def test_checkpoint_toy_slips_are_errata_and_the_gradients_decide():
 
     f = memory.judge_notes_toy("cannot assign module", False, "pass use_reentrant explicitly", True)
     assert f.verdict is Verdict.HOLDS
-    assert [e.kind for e in f.errata] == [ErratumKind.TYPO, ErratumKind.DEPRECATED_API]
+    assert [e.kind for e in f.errata] == [ErratumKind.WRONG_STATEMENT, ErratumKind.DEPRECATED_API]
     assert memory.judge_notes_toy("", True, "", True).errata == ()
     assert memory.judge_notes_toy("", True, "", False).verdict is Verdict.FAILS
 

@@ -120,8 +120,13 @@ def judge_ste_backward(chain_rule_exact: bool, notes_err: float, notes_exact_for
         errata = (
             Erratum(
                 ErratumKind.WRONG_SHAPE_OR_FORMULA,
-                "backward: return grad_input = 1{|input| <= 1} (no output_grad factor)",
-                ("right for loss=out.sum() only" if notes_exact_for_sum else "wrong even for loss=out.sum()")
+                "input_grad = torch.where(input_abs <= 1, ones, zeros)\nreturn input_grad",
+                "the gradient drops output_grad (no output_grad factor): "
+                + (
+                    "right for loss=out.sum() only"
+                    if notes_exact_for_sum
+                    else "wrong even for loss=out.sum()"
+                )
                 + f"; off by up to {notes_err:.3g} for loss=(out·w).sum() (w ~ N(0, 1))",
             ),
         )
@@ -208,7 +213,8 @@ CASE = Case(
         Claim("forward", "output = torch.where(input_ >= 0, a, b)", "001", ClaimKind.CORRECTNESS),
         Claim(
             "ste_backward",
-            "input_grad = torch.where(input_abs <= 1, ones, zeros)\nreturn input_grad",
+            "自定义处理层，实现backward 处理。 从auto_grad 中继承 Function 实现 forward & backward "
+            "[BinarizedF's backward: the straight-through gradient, output_grad passed where |input| ≤ 1]",
             "001",
             ClaimKind.CORRECTNESS,
         ),

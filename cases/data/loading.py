@@ -314,7 +314,6 @@ def judge_collate_fn_input(container: str, count: int, as_returned: bool, owners
         errata += (
             Erratum(
                 ErratumKind.WRONG_STATEMENT,
-                "`collate_fn` ... this function is called when the batch is gathered ..., "
                 "so the input is a tuple.",
                 f"collate_fn receives a {container} of the {count} samples (each an (x, y) tuple), "
                 "not a tuple",
@@ -515,7 +514,7 @@ CASE = Case(
         Claim(
             "collate_fn_input",
             "`collate_fn` ... this function is called when the batch is gathered (value has been returned by "
-            "the `__getitem__` method and combined), so the input is a tuple.",
+            "the `__getitem__` method and combined)",
             "001",
             ClaimKind.BEHAVIOUR,
         ),

@@ -552,7 +552,7 @@ CASE = Case(
         ),
         Claim(
             "sequential_read",
-            "record = mx.recordio.MXRecordIO('tmp.rec', 'r'); item = record.read() (records in order)",
+            "record = mx.recordio.MXRecordIO('tmp.rec', 'r'); item = record.read() [records in order]",
             "003",
             ClaimKind.CORRECTNESS,
         ),
@@ -565,7 +565,7 @@ CASE = Case(
         ),
         Claim(
             "idx_offsets",
-            "data.idx: 1 0 / 2 5768 / 3 12520 / 4 19304 (records of 5760, 6742, 6773 bytes)",
+            "data.idx: 1 0 / 2 5768 / 3 12520 / 4 19304 [records of 5760, 6742, 6773 bytes]",
             "003",
             ClaimKind.BEHAVIOUR,
         ),

@@ -164,7 +164,8 @@ CASE = Case(
         ),
         Claim(
             "reset_max_memory_allocated",
-            "torch.cuda.reset_max_memory_allocated()函数用于将程序从开始运行到目前为止GPU占用的最大内存设置为0",
+            "torch.cuda.reset_max_memory_allocated()函数用于将程序从开始运行到目前为止GPU占用的最大内存 … "
+            "[reset: the peak starts again from what is allocated now]",
             "003",
             ClaimKind.BEHAVIOUR,
         ),

@@ -146,7 +146,7 @@ def judge_multinomial_bound(n_of_n_runs: bool, permutation: bool, over_raises: b
         errata = (
             Erratum(
                 ErratumKind.WRONG_STATEMENT,
-                "无放回抽样的时候，num_samples数必须小于每一行的元素数 (must be less than)",
+                "无放回抽样的时候，num_samples数必须小于每一行的元素数 [must be less than]",
                 "num_samples = n runs and returns a permutation; only n + 1 raises: the bound is ≤ n "
                 "(torch's own docstring also says 'lower than')",
             ),
@@ -235,7 +235,7 @@ def judge_repeat(tensor_repeat_tiles: bool, ndarray_repeat_same: bool, ndarray_r
         errata = (
             Erratum(
                 ErratumKind.WRONG_STATEMENT,
-                "而`tensor.repeat()`和`np.arrary.repeats()` 一样，是对整体的操作",
+                "`tensor.repeat()`和`np.arrary.repeats()` 一样",
                 f"numpy's ndarray.repeat repeats each element (np.array([[1, 2], [3, 4]]).repeat(2) = "
                 f"{ndarray_repeat}), like repeat_interleave; tensor.repeat's numpy twin is np.tile",
             ),
@@ -364,7 +364,8 @@ CASE = Case(
         ),
         Claim(
             "multinomial_bound",
-            "无放回抽样的时候，num_samples数必须小于每一行的元素数",
+            "无放回抽样的时候，num_samples数 … 每一行的元素数 "
+            "[bounded by: more draws than entries are refused]",
             "004",
             ClaimKind.BEHAVIOUR,
         ),
@@ -384,7 +385,7 @@ CASE = Case(
         ),
         Claim(
             "repeat_whole",
-            "`tensor.repeat()`和`np.arrary.repeats()` 一样，是对整体的操作",
+            "`tensor.repeat()` … 是对整体的操作",
             "004",
             ClaimKind.BEHAVIOUR,
         ),

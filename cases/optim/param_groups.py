@@ -297,14 +297,15 @@ def judge_apply_init(
 ) -> Finding:
     """The technique: apply() runs an init function on every submodule, children before the
     parent; in-place writes to parameters belong inside torch.no_grad(). The notes' snippet slips
-    are errata, each a typo (a snippet that does not run as written): fill_ on a parameter outside
-    no_grad raises, torch.fill is torch.full, net.appply is net.apply, tirch is torch."""
+    are errata: fill_ on a parameter outside no_grad runs and raises where the notes imply it works
+    (a wrong statement); torch.fill is torch.full, net.appply is net.apply, tirch is torch (typos:
+    misspelt names)."""
     errata = []
     if raised:
         errata.append(
             Erratum(
-                ErratumKind.TYPO,
-                "def init_weights(m): … m.weight.fill_(1.0)  (no torch.no_grad())",
+                ErratumKind.WRONG_STATEMENT,
+                "def init_weights(m): … m.weight.fill_(1.0) [no torch.no_grad()]",
                 f"raises under apply(): '{raised[:70]}…'",
             )
         )

@@ -19,6 +19,7 @@ from cases._lib.collectives import bus_bandwidth, d2l_allreduce, fit_alpha_beta,
 from cases._lib.data_parallel import U32, replica_devices
 from cases._lib.dist_launches import LaunchRecord, Runs
 from cases.spec import Case, Check, Claim, ClaimKind, Finding, Verdict
+from harness import gain
 from harness.rules import FromFindings
 
 ALLREDUCE_ROLES = {"naive": "naive", "master": "naive", "ring": "optimized", "all_reduce": "library"}
@@ -51,13 +52,24 @@ def judge_d2l_allreduce(
     )
 
 
-# The launched cost model's outcome names at each world size the hardware may give (the finding's
-# own, and the point's where the launch failed or was skipped), all deciding one claim.
+# The launched cost model's outcome names (the finding's own at any world size, and the point's
+# where the launch failed or was skipped: plan.launches' CPU sizes ≥ 2 of the default 1, 2, 4; every
+# GPU count up to 8), all deciding one claim.
 _COST_MODEL_NAMES = {
-    name: "master_vs_ring_traffic"
-    for w in range(2, 9)
-    for name in (f"cost_model-w{w}", f"test_allreduce-w{w}-cpu", f"test_allreduce-w{w}-cuda")
+    **{f"cost_model-w{w}": "master_vs_ring_traffic" for w in range(2, 9)},
+    **{f"test_allreduce-w{w}-cpu": "master_vs_ring_traffic" for w in (2, 4)},
+    **{f"test_allreduce-w{w}-cuda": "master_vs_ring_traffic" for w in range(2, 9)},
 }
+# The timed sweep (plan.launches' test_allreduce_sizes: each algorithm at 2 CPU ranks): the ring's
+# point judges the ring against the master at each message size; its finding's name at any world
+# size, and the point's own where the launch failed or was skipped.
+_SWEEP_NAMES = {
+    **{f"ring_vs_master-w{w}": "ring_faster" for w in range(2, 9)},
+    "test_allreduce_sizes-ring-w2-cpu": "ring_faster",
+}
+# The ring's per-rank traffic 2(p−1)/p·S equals the master's (p−1)·S at p = 2 and falls below it
+# from p = 3 on: below this many ranks a ring no faster than the master is what the traffic predicts.
+SCALING_P = 3
 
 CASE = Case(
     id="parallel.allreduce",
@@ -83,9 +95,16 @@ CASE = Case(
             "004",
             ClaimKind.BEHAVIOUR,
         ),
+        Claim(
+            "ring_faster",
+            "Faster and more scalable algorithms have been proposed. … "
+            "Such algorithms include Ring-AllReduce",
+            "004",
+            ClaimKind.SPEED,
+        ),
     ),
     checks={"d2l_allreduce": Check(check_d2l_allreduce, claim="allreduce_sums")},
-    launched=_COST_MODEL_NAMES,
+    launched={**_COST_MODEL_NAMES, **_SWEEP_NAMES},
     requires=("distributed",),
     verdict=FromFindings(),
     uncompilable={
@@ -291,10 +310,80 @@ def launched_cost_model(runs: Runs, device: str, world: int) -> LaunchRecord:
     return LaunchRecord(f"cost_model-w{p}", finding, f"parallel.allreduce model w{p} {device}", row)
 
 
+def ring_vs_master(table: list[dict]) -> list[tuple[int, list[float], list[float]]]:
+    """(bytes, the master's times, the ring's times) per message size of a sweep, smallest first."""
+    by = {(r["algorithm"], r["bytes"]): r["times_s"] for r in table}
+    sizes = sorted({b for a, b in by if a == "ring"} & {b for a, b in by if a == "master"})
+    return [(s, list(by[("master", s)]), list(by[("ring", s)])) for s in sizes]
+
+
+def _gain_at(master_s: list[float], ring_s: list[float], band: float) -> tuple[gain.Ratio, gain.Gain]:
+    """master/ring: the paired ratio of the repetitions and what it shows against ±band. Below
+    `gain.MIN_PAIRS` repetitions (the sweep's 3 to 5), every repetition of one side must beat every
+    repetition of the other by the band."""
+    n = min(len(master_s), len(ring_s))
+    ratio = gain.paired_ratio(master_s[:n], ring_s[:n])
+    seen = gain.classify(ratio, band)
+    if seen is gain.Gain.UNCLEAR and ratio.n < gain.MIN_PAIRS and n:
+        if min(master_s[:n]) > (1 + band) * max(ring_s[:n]):
+            seen = gain.Gain.FASTER
+        elif max(master_s[:n]) * (1 + band) < min(ring_s[:n]):
+            seen = gain.Gain.SLOWER
+    return ratio, seen
+
+
+def judge_ring_faster_than_master(
+    sweep: list[tuple[int, list[float], list[float]]], p: int, band: float
+) -> Finding:
+    """The notes (004): Ring-AllReduce is "faster and more scalable" than the master algorithm.
+    `sweep`: (bytes, master times, ring times) per message size, timed over `p` ranks. Decided at
+    the largest message, where bandwidth, the ring's advantage, dominates: the ring faster by the
+    band holds. Slower: fails from `SCALING_P` ranks on, and depends below (at p = 2 each rank of
+    either sends S, so the traffic predicts no gain: the notes' gain grows with p, not measured
+    here); no measurable difference or too noisy: depends. Where it turns over the sizes is said."""
+    if not sweep:
+        return Finding(Verdict.DEPENDS, f"p={p}: no message size timed both the ring and the master")
+    seen_at = [(s, *_gain_at(m, r, band)) for s, m, r in sweep]
+    size, ratio, seen = seen_at[-1]
+    faster = [s for s, _, g in seen_at if g is gain.Gain.FASTER]
+    where = (
+        f"the ring is faster from {faster[0]:,} B on"
+        if faster and all(g is gain.Gain.FASTER for s, _, g in seen_at if s >= faster[0])
+        else (
+            f"the ring is faster at {', '.join(f'{s:,}' for s in faster)} B"
+            if faster
+            else "the ring is faster at no size"
+        )
+    )
+    evidence = (
+        f"p={p}, master/ring per message size: "
+        + "; ".join(f"{s:,} B {r} {g.value}" for s, r, g in seen_at)
+        + f" (band ±{band:.0%}); {where}"
+    )
+    if seen is gain.Gain.FASTER:
+        return Finding(Verdict.HOLDS, f"at {size:,} B the ring is faster: " + evidence)
+    if seen is gain.Gain.SLOWER and p >= SCALING_P:
+        return Finding(Verdict.FAILS, f"at {size:,} B over {p} ranks the ring is SLOWER: " + evidence)
+    why = (
+        f"at p={p} < {SCALING_P} the ring sends 2(p−1)/p·S = {2 * (p - 1) / p:.2g}·S per rank against "
+        f"the master's {p - 1}·S, so no gain is predicted here; the notes' gain grows with p"
+        if p < SCALING_P
+        else f"at {size:,} B: {seen.value}"
+    )
+    return Finding(Verdict.DEPENDS, f"depends on the world size: {why}; " + evidence)
+
+
 def launched_sweep(runs: Runs, algorithm: str, world: int) -> LaunchRecord:
     """One algorithm's row per message size on CPU (the sweep the reports plot: bus bandwidth vs
-    size, one line per algorithm)."""
+    size, one line per algorithm). The ring's point also judges the ring against the master
+    (`judge_ring_faster_than_master`), the notes' speed claim."""
     table, p = launched_table(runs.allreduce("cpu", world))
+    row = allreduce_sweep_row(table, p, algorithm, "cpu")
+    if algorithm != "ring":
+        return LaunchRecord(group=f"parallel.allreduce w{p} cpu", row=row)
     return LaunchRecord(
-        group=f"parallel.allreduce w{p} cpu", row=allreduce_sweep_row(table, p, algorithm, "cpu")
+        f"ring_vs_master-w{p}",
+        judge_ring_faster_than_master(ring_vs_master(table), p, gain.delta()),
+        group=f"parallel.allreduce w{p} cpu",
+        row=row,
     )

@@ -214,13 +214,14 @@ def judge_scale_multiplies(
 ) -> Finding:
     """Holds when scale(loss) = loss·get_scale() and every parameter's grad (all 1 in the notes'
     example) is that one factor. The notes' comment "# [1, 1], 65535" for get_scale() after
-    unscale_ is a wrong statement where the scale read is another number (2**16 = 65536)."""
+    unscale_ is a wrong number (an erratum of kind wrong shape or formula) where the scale read is
+    another number (2**16 = 65536)."""
     shared = scaled == loss * scale and all(g == scale for g in grads)
     errata = ()
     if scale_after_unscale != 65535:
         errata = (
             Erratum(
-                ErratumKind.WRONG_STATEMENT,
+                ErratumKind.WRONG_SHAPE_OR_FORMULA,
                 "print(x.grad, scaler.get_scale()) # [1, 1], 65535",
                 f"get_scale() after unscale_ is {scale_after_unscale:.0f} (the default init_scale 2**16), "
                 "not 65535",

@@ -268,7 +268,8 @@ CASE = Case(
         ),
         Claim(
             "dropout2d",
-            "nn.Dropout2d 是将输入中的一个位置处的所有通道全部置 0",
+            "nn.Dropout2d … 置 0 [zeroes whole channels; which elements the notes say it zeroes, "
+            "'一个位置处的所有通道', is an erratum]",
             "001",
             ClaimKind.BEHAVIOUR,
         ),
