@@ -538,7 +538,7 @@ def by_claims(case, rows, summary, outcomes, errors, errata) -> Judgement:
         evidence = "; ".join(dict.fromkeys(p.evidence for p in shown if p.evidence))
         if not parts:
             evidence = (
-                "nothing in this run decided it"
+                f"not run on this machine ({'; '.join(by)}: no point here, e.g. one that needs a GPU)"
                 if by
                 else "no check, variant or timed pair of the suite decides it"
             )
