@@ -149,6 +149,15 @@ def collect(pytest_args) -> list[Planned]:
     return plan.items
 
 
+def pytest_args_for(pytest_args: list[str], gpus: int) -> list[str]:
+    """The run's pytest arguments as the machine it is for would take them: without ``--device``
+    a run defaults to the devices present, so on a machine of `gpus` ≥ 1 it has CUDA points this
+    machine would not collect (``--gpus 1`` on a CPU-only machine priced the quick GPU run at
+    0.1 min: its CPU points only)."""
+    given = any(a == "--device" or a.startswith("--device=") for a in pytest_args)
+    return pytest_args if given or gpus < 1 else [*pytest_args, "--device", "cpu,cuda"]
+
+
 # Totals' fields as printed, per case: counts, then seconds.
 COLUMNS = {
     "points": "points",
@@ -318,7 +327,7 @@ def main(argv=None) -> int:
             compiles.update(compiled)
         else:
             reference.update(read_benchmark_log(path))
-    by_case = estimate(collect(args.pytest_args), reference, args, compiles)
+    by_case = estimate(collect(pytest_args_for(args.pytest_args, args.gpus)), reference, args, compiles)
     print(f"{'case':28} " + " ".join(f"{header:>10}" for header in COLUMNS.values()))
     total = Totals()
     for case, t in [*sorted(by_case.items()), ("total", total)]:
