@@ -8,8 +8,10 @@ This is asv's ``--interleave-rounds``, Google Benchmark's random interleaving an
 side-a/side-b, for two callables; none of them times arbitrary Python callables in-process with
 a precision-driven round count, so it is written here.
 
-Callables must finish their work before returning (CUDA work synchronized: `measure.synchronized`)
-or the clock must be one that waits for the device. Plain Python, no torch.
+The clock is the device's (`harness.device`): on CUDA a DeviceClock, whose readings at a round's
+start and end wait for the device, so the round's calls run back to back with no barrier and the
+figure is device time; on the CPU the host's, around calls that return with their work done.
+Plain Python, no torch.
 """
 
 from __future__ import annotations

@@ -37,12 +37,13 @@ def of(point, role: str = "", timed: bool = False) -> Marks:
 
 
 def _clock(point):
-    """Warm CUDA points are timed in device time (harness.timing.DeviceClock); cold-L2 and graph
-    rounds keep the host clock around a synchronized call. Points timed inside launched processes
-    (timing ``replay``) hand those times over through a harness.timing.ReplayClock, one per test."""
+    """CUDA points are timed in device time (harness.timing.DeviceClock) in every mode: warm,
+    cold-L2 and graph rounds alike, so no figure of a run is host time where the others are the
+    device's. Points timed inside launched processes (timing ``replay``) hand those times over
+    through a harness.timing.ReplayClock, one per test."""
     mode = getattr(point, "timing", "")
     if mode == "replay":
         return timing.ReplayClock()
-    if point.device == "cuda" and mode == "warm":
+    if point.device == "cuda" and mode in timing.TIMING_MODES:
         return timing.DeviceClock(point.device)
     return None

@@ -21,22 +21,24 @@ from typing import Any, Callable, Iterator
 import torch
 
 from harness import allocator, mutation, signals
+from harness import device as harness_device
 
 
 def synchronize(device: torch.device | str) -> None:
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
+    harness_device.of(device).synchronize()
 
 
 def synchronized(fn: Callable[[], Any], device: torch.device | str) -> Callable[[], Any]:
-    """`fn` followed by a device barrier, so a timer around the call sees the finished work."""
+    """`fn` followed by a device barrier, so a host timer around the call sees the finished work.
+    The harness's own timings use the device's clock instead (harness.device): a barrier after
+    every call puts its cost, and the host's, in the figure."""
     if torch.device(device).type != "cuda":
         return fn
-    dev = torch.device(device)
+    dev = harness_device.of(device)
 
     def call():
         result = fn()
-        torch.cuda.synchronize(dev)
+        dev.synchronize()
         return result
 
     return call
@@ -47,14 +49,14 @@ def peak_memory(fn: Callable[[], Any], device: torch.device | str) -> tuple[Any,
 
     The result stays alive until this returns, so an output that is the peak is counted.
     """
-    dev = torch.device(device)
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-        torch.cuda.reset_peak_memory_stats(dev)
-        before = torch.cuda.memory_allocated(dev)
+    dev = harness_device.of(device)
+    if dev.has_allocator_stats():
+        dev.synchronize()
+        dev.reset_peak_memory()
+        before = dev.memory_allocated()
         result = fn()
-        torch.cuda.synchronize(dev)
-        return result, torch.cuda.max_memory_allocated(dev) - before
+        dev.synchronize()
+        return result, dev.max_memory_allocated() - before
     return _cpu_peak(fn)
 
 

@@ -4,9 +4,11 @@
 Each side is checked against the oracle before any round is timed: a fast wrong answer is not a
 speed-up, so a side outside its tolerance (or writing into its inputs) leaves the pair untimed
 (`NotMeasured`; ``test_check`` says what it broke). The rounds alternate between the sides
-(`harness.interleave`) within one point's cap, and the record (`harness.record.PairTiming`)
-carries the device's A/A noise floor and the machine's load, both measured after the rounds, so
-the reports can tell a gain from noise. Plain Python: no pytest, no cases, no plan.
+(`harness.interleave`) within one point's cap, on the device's clock (`harness.device`: CUDA
+events at each round's start and end, no barrier between the calls; the host's clock on a CPU),
+and the record (`harness.record.PairTiming`) names that clock and carries the device's A/A noise
+floor and the machine's load, both measured after the rounds, so the reports can tell a gain from
+noise. Plain Python: no pytest, no cases, no plan.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Callable
 
 import torch
 
+from harness import device as harness_device
 from harness import interleave, load, measure, record, rounds
 from harness.variant_benchmark import NotMeasured, VariantAtPoint
 
@@ -57,15 +60,17 @@ def run(
             what = "changes its inputs in place" if err.changed_inputs else "is outside its tolerance"
             raise NotMeasured(f"{name} {what} here; not timed")
         outputs[name] = out
-        calls[name] = measure.synchronized(functools.partial(side.fn, *inputs), side.device)
+        # No barrier after the call: the device's clock waits at each round's start and end.
+        calls[name] = functools.partial(side.fn, *inputs)
     identical = measure.bitwise_identical(outputs[pair.fast], outputs[pair.slow])
     del outputs  # the rounds' own outputs need the memory
-    device = pair.key.device
+    device = harness_device.of(pair.key.device)
     paired = interleave.timed_pair(
         calls,
         cap_s=cap_s,
         min_rounds=max(interleave.MIN_PAIRED_ROUNDS, min_rounds),
-        min_round_s=rounds.MIN_ROUND_S.get(torch.device(device).type, rounds.MIN_ROUND_S["cpu"]),
+        min_round_s=rounds.MIN_ROUND_S.get(torch.device(pair.key.device).type, rounds.MIN_ROUND_S["cpu"]),
+        clock=device.clock(),
     )
     return record.PairTiming.at(
         pair.key,
@@ -79,4 +84,5 @@ def run(
         noise_floor=noise_floor(),
         load=load.measure(probe_s=0).to_data(),
         iterations=dict(paired.iterations),
+        timer=device.timer_name,
     )

@@ -470,7 +470,9 @@ class PairTiming:
     ``fast``/``slow`` are the rule's names for the sides (the claim says `fast` is faster), not a
     result. ``identical``: the two outputs were bitwise equal on the timed inputs. ``load`` is the
     machine's load measured right after the rounds (harness.load), ``noise_floor`` the A/A noise
-    floor measured on the device in the same run (harness.gain.noise_floor)."""
+    floor measured on the device in the same run (harness.gain.noise_floor). ``timer`` names the
+    clock the rounds were read on (harness.device: ``cuda_events``, ``perf_counter``); "" in a file
+    written before it was recorded."""
 
     case: str
     fast: str
@@ -488,6 +490,7 @@ class PairTiming:
     noise_floor: float | None = None
     load: Mapping[str, Any] | None = None
     iterations: Mapping[str, int] = field(default_factory=dict)
+    timer: str = ""
 
     def __post_init__(self):
         if len(self.fast_s) != len(self.slow_s):
@@ -538,6 +541,7 @@ class PairTiming:
             noise_floor=float(floor) if floor is not None else None,
             load=_object(data.get("load"), f"{where}: load"),
             iterations=dict(data.get("iterations") or {}),
+            timer=str(data.get("timer") or ""),
         )
 
 

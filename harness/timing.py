@@ -3,8 +3,8 @@ fixture they drive is pytest-benchmark's, handed in by the pytest glue in suite/
 
 Timing modes (what "the time of a call" means on a GPU):
 
-* ``warm``: back-to-back calls, each followed by a device barrier. Inputs and weights sit in L2
-  from the previous call when they fit; this is the steady state of a training loop.
+* ``warm``: back-to-back calls. Inputs and weights sit in L2 from the previous call when they
+  fit; this is the steady state of a training loop.
 * ``cold_l2``: a buffer the size of twice the L2 is written before each call (outside the timed
   region), so the call reads its inputs from HBM, as the first use of a tensor does. NVBench and
   ``triton.testing.do_bench`` flush the same way; twice the L2 because the replacement policy is
@@ -19,6 +19,12 @@ spread over `harness.rounds.SPREAD_LIMIT` (IQR/median), first rounds much slower
 mostly host overhead (the GPU busy for a small part of the wall time: the number measures Python
 and the launch, not the kernel).
 
+On CUDA every mode is timed by the device's clock (``DeviceClock``, harness.device): events
+recorded at the start and end of each round, the round's calls back to back with no barrier
+between them, the clock waiting for the device at its readings only. Host time around a
+synchronised call is kept only where a caller hands no clock (``perf_counter_synchronized``);
+``extra_info["timer"]`` names the clock either way.
+
 Timers handed to pytest-benchmark (``pytest.mark.benchmark(timer=...)``): ``DeviceClock`` reads
 the GPU's clock; ``ReplayClock`` reads back times measured in other processes (a launch's ranks).
 """
@@ -31,7 +37,9 @@ from typing import Any, Callable
 
 import torch
 
+from harness import device as harness_device
 from harness import load, measure, rounds, sync_lint
+from harness.device import DeviceClock  # noqa: F401  (its name in marks, results and tests)
 from harness.rounds import SPREAD_LIMIT
 
 TIMING_MODES = ("warm", "cold_l2", "graph")
@@ -43,25 +51,32 @@ LAUNCH_BOUND_LIMIT = 0.5  # GPU-busy time / wall time below this: host-bound
 
 def l2_bytes(device: torch.device | str) -> int:
     """The L2 size of a CUDA device (``L2_cache_size`` is in the properties since torch 2.1)."""
-    props = torch.cuda.get_device_properties(torch.device(device))
-    return int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)  # 50 MiB: H100/H200
+    return harness_device.of(device).l2_bytes()
 
 
 class L2Flush:
-    """Writes a buffer of twice the device's L2 and waits for it: the setup of a cold-L2 round."""
+    """Writes a buffer of twice the device's L2: the setup of a cold-L2 round. With `wait`, it
+    also waits for the write, as a host clock started after it needs; a device clock needs no
+    barrier here, since its start event is recorded after the write on the same stream."""
 
-    def __init__(self, device: torch.device | str):
-        self.device = torch.device(device)
-        self.buffer = torch.empty(2 * l2_bytes(self.device) // 4, dtype=torch.int32, device=self.device)
+    def __init__(self, device: torch.device | str, wait: bool = True):
+        self.device = harness_device.of(device)
+        self.wait = wait
+        self.buffer = torch.empty(
+            2 * self.device.l2_bytes() // 4, dtype=torch.int32, device=self.device.torch_device
+        )
 
     def __call__(self) -> None:
         self.buffer.zero_()
-        torch.cuda.synchronize(self.device)
+        if self.wait:
+            self.device.synchronize()
 
 
 def capture_graph(fn: Callable[[], Any], device: torch.device | str) -> tuple[Callable[[], Any], Any]:
-    """Capture one call of `fn` in a CUDA graph; return (replay-and-wait, the graph's output).
+    """Capture one call of `fn` in a CUDA graph; return (replay, the graph's output).
 
+    The replay does not wait for the device: a timing reads the device's clock around its replays
+    (or wraps it in `measure.synchronized`), and a check reading the output waits on the stream.
     The warm-up calls run on a side stream, as capture requires (the caching allocator and
     cuBLAS workspaces must be set up before capture; lazy init inside a capture is an error).
     The returned output tensors are overwritten by each replay.
@@ -90,7 +105,6 @@ def capture_graph(fn: Callable[[], Any], device: torch.device | str) -> tuple[Ca
 
     def replay():
         graph.replay()
-        torch.cuda.synchronize(dev)
         return out
 
     replay.graph = graph  # keeps the graph (and its memory pool) alive with the callable
@@ -106,37 +120,6 @@ def _fails_on_host_synchronization(fn: Callable[[], Any]) -> None:
             fn()
     except RuntimeError as exc:
         raise RuntimeError(f"synchronizes with the host: {str(exc).splitlines()[0][:200]}") from exc
-
-
-class DeviceClock:
-    """A timer for pytest-benchmark that reads the GPU's clock: each reading records a CUDA event
-    on the current stream and waits for it; the value is the device time since the first reading.
-
-    Given to pytest-benchmark as a point's timer (``pytest.mark.benchmark(timer=...)``), it turns
-    a round of back-to-back calls into the device time of that round, with no host synchronize
-    inside it: the figure is the GPU's, not Python's plus the launch plus the barrier (at 1024²
-    distances an H100 showed 94 µs host-timed against ~50 µs of device time). The value accumulates
-    event-to-event intervals in float64, because one event pair's float32 milliseconds would lose
-    microseconds once the origin lies minutes back. No CUDA call happens before the first reading,
-    so a clock can be made at collection time.
-    """
-
-    def __init__(self, device: torch.device | str = "cuda"):
-        self.device = torch.device(device)
-        self._last = None
-        self._total = 0.0
-
-    def __call__(self) -> float:
-        event = torch.cuda.Event(enable_timing=True)
-        event.record(torch.cuda.current_stream(self.device))
-        event.synchronize()
-        if self._last is not None:
-            self._total += self._last.elapsed_time(event) / 1e3
-        self._last = event
-        return self._total
-
-    def __repr__(self) -> str:  # pytest-benchmark stores the timer's name in the results JSON
-        return f"harness.timing.DeviceClock({self.device})"
 
 
 class ReplayClock:
@@ -184,19 +167,19 @@ def device_and_wall_seconds(
     barrier) over `reps` calls. Their ratio tells whether a timing measures the kernels or the
     host: for one small kernel the events see microseconds while the wall clock sees the Python
     call, the launch and the synchronisation."""
-    dev = torch.device(device)
-    stream = torch.cuda.current_stream(dev)
+    dev = harness_device.of(device)
+    stream = dev.current_stream()
     device_s, wall_s = [], []
     if warmup:
         fn()
-    torch.cuda.synchronize(dev)
+    dev.synchronize()
     for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start, end = dev.event(), dev.event()
         t0 = time.perf_counter()
         start.record(stream)
         fn()
         end.record(stream)
-        torch.cuda.synchronize(dev)
+        dev.synchronize()
         wall_s.append(time.perf_counter() - t0)
         device_s.append(start.elapsed_time(end) / 1e3)
     return statistics.median(device_s), statistics.median(wall_s)
@@ -204,12 +187,19 @@ def device_and_wall_seconds(
 
 def wall_median(fn: Callable[[], Any], reps: int = 10, budget_s: float = 1.0) -> float:
     """Median wall seconds of `fn` (which must itself end with the device idle)."""
+    return clock_median(fn, time.perf_counter, reps, budget_s)
+
+
+def clock_median(fn: Callable[[], Any], clock, reps: int = 10, budget_s: float = 1.0) -> float:
+    """Median seconds of one call of `fn` on `clock` (a device clock, or the host's around a call
+    that ends with the device idle), after one warm-up call; `reps` calls within `budget_s` of
+    wall time, at least 3."""
     fn()
     times, start = [], time.perf_counter()
     while len(times) < 3 or (len(times) < reps and time.perf_counter() - start < budget_s):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return statistics.median(times)
 
 
@@ -279,52 +269,55 @@ def timed_rounds(
     """Time `call` in `mode` with `benchmark` (pytest-benchmark's fixture, so its JSON, calibration
     and comparisons keep working); return the output of its last timed call (for the check after
     the rounds; under --benchmark-disable, of its one call) and the extra_info the mode adds (mode,
-    rounds plan, launch-overhead fraction, GPU-busy vs wall time, warnings).
+    the clock, rounds plan, launch-overhead fraction, GPU-busy vs wall time, warnings).
 
-    ``warm`` rounds are planned for precision (harness.rounds) within `cap_s` seconds (default
-    `max_time_s`, ``--benchmark-max-time``); ``cold_l2`` rounds fill `max_time_s`. On CUDA `clock`
-    is the point's DeviceClock (the benchmark's timer), so the calls go back to back with no
-    barrier inside a round and the figure is device time. `replay`: a CUDA-graph capture of `call`
-    already made (and checked) by the caller, for ``graph``.
+    ``warm`` and ``graph`` rounds are planned for precision (harness.rounds) within `cap_s` seconds
+    (default `max_time_s`, ``--benchmark-max-time``); ``cold_l2`` rounds fill `max_time_s`. On CUDA
+    `clock` is the point's DeviceClock (the benchmark's timer): the calls go back to back with no
+    barrier inside a round, the clock waits at its readings, and the figure is device time. A CUDA
+    point handed no clock is host-timed around a synchronised call, and says so. `replay`: a
+    CUDA-graph capture of `call` already made (and checked) by the caller, for ``graph``.
     """
     info: dict = {"timing_mode": mode}
     cuda = torch.device(device).type == "cuda"
+    if mode not in TIMING_MODES:
+        raise ValueError(f"unknown timing mode {mode!r}; use one of {TIMING_MODES}")
+    device_timed = cuda and clock is not None
+    if cuda:
+        info["timer"] = harness_device.timer_name(clock) if device_timed else harness_device.HOST_SYNCHRONIZED
+    clock = clock or time.perf_counter
+    cap = cap_s if cap_s is not None else max_time_s
+
+    def timed(fn):  # what the rounds time: the bare call on the device's clock, else one ending idle
+        return fn if device_timed or not cuda else measure.synchronized(fn, device)
+
     if mode == "warm":
-        if benchmark.disabled:
-            result = benchmark(call)
-        else:
-            cap = cap_s if cap_s is not None else max_time_s
-            round_s = rounds.MIN_ROUND_S["cuda" if cuda else "cpu"]
-            plan = rounds.pilot_plan(call, clock or time.perf_counter, round_s, cap, min_rounds)
-            timed, last = keep_last_output(call, plan.rounds * plan.iterations)
-            benchmark.pedantic(timed, rounds=plan.rounds, iterations=plan.iterations)
-            result = last.pop()
-            info.update(plan.info())
-            if cuda:
-                info["timer"] = "cuda_events"
-                # The host's view beside the device's: one synchronized call, wall and events.
-                info.update(_busy_vs_wall(call, device, benchmark.stats.stats.median))
+        result = _planned_rounds(benchmark, timed(call), clock, device, info, cap, min_rounds)
+        if cuda and not benchmark.disabled:
+            # The host's view beside the device's: one synchronized call, wall and events.
+            info.update(_busy_vs_wall(call, device, benchmark.stats.stats.median))
     elif mode == "cold_l2":
-        flush = L2Flush(device)
-        timed = measure.synchronized(call, device)
+        flush = L2Flush(device, wait=not device_timed)
         flush()
-        estimate = wall_median(timed, reps=3, budget_s=0.5)
+        estimate = clock_median(timed(call), clock, reps=3, budget_s=0.5)
         n_rounds = rounds.fixed_time_rounds(estimate, max_time_s, min_rounds)
         # The flush is pedantic's `setup`: it runs before every round and is not timed.
-        result = benchmark.pedantic(timed, setup=flush, rounds=n_rounds, warmup_rounds=1, iterations=1)
+        result = benchmark.pedantic(timed(call), setup=flush, rounds=n_rounds, warmup_rounds=1, iterations=1)
         info["l2_flush_bytes"] = flush.buffer.nbytes
         del flush
-    elif mode == "graph":
+    else:  # graph
         if replay is None:
             replay, _ = capture_graph(call, device)
-        result = benchmark(replay)
-        graph_s = benchmark.stats.stats.median if not benchmark.disabled else wall_median(replay, 3)
-        eager_s = wall_median(measure.synchronized(call, device), reps=10, budget_s=1.0)
+        result = _planned_rounds(benchmark, timed(replay), clock, device, info, cap, min_rounds)
+        graph_s = (
+            benchmark.stats.stats.median if not benchmark.disabled else clock_median(timed(replay), clock, 3)
+        )
+        # Eager on the same clock: the device time it adds over the replay is time the GPU waited
+        # for the host to launch the next kernel.
+        eager_s = clock_median(timed(call), clock, reps=10, budget_s=1.0)
         info.update(eager_seconds=eager_s, launch_overhead_fraction=max(0.0, 1.0 - graph_s / eager_s))
-    else:
-        raise ValueError(f"unknown timing mode {mode!r}; use one of {TIMING_MODES}")
     if not benchmark.disabled:
-        imprecise = rounds.precision_warning(list(benchmark.stats.stats.data)) if mode == "warm" else None
+        imprecise = rounds.precision_warning(list(benchmark.stats.stats.data)) if mode != "cold_l2" else None
         machine = load.measure(probe_s=0)
         info["warnings"] = ([imprecise] if imprecise else []) + timer_warnings(
             list(benchmark.stats.stats.data),
@@ -334,6 +327,19 @@ def timed_rounds(
             machine.cores,
         )
     return result, info
+
+
+def _planned_rounds(benchmark, call, clock, device: str, info: dict, cap_s: float, min_rounds: int):
+    """`call` in rounds planned for precision (harness.rounds.pilot_plan on `clock`), timed by
+    pedantic; its plan goes into `info`; returns the last timed call's output."""
+    if benchmark.disabled:
+        return benchmark(call)
+    round_s = rounds.MIN_ROUND_S["cuda" if torch.device(device).type == "cuda" else "cpu"]
+    plan = rounds.pilot_plan(call, clock, round_s, cap_s, min_rounds)
+    timed, last = keep_last_output(call, plan.rounds * plan.iterations)
+    benchmark.pedantic(timed, rounds=plan.rounds, iterations=plan.iterations)
+    info.update(plan.info())
+    return last.pop()
 
 
 def keep_last_output(call: Callable[[], Any], calls: int) -> tuple[Callable[[], None], list]:

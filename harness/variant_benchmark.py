@@ -117,7 +117,7 @@ def run(benchmark, variant: VariantAtPoint, *, budget, min_rounds: int, clock=No
 
     `budget`: the run's time budget (harness.progress.Progress: ``round_cap_s(point_id)``,
     ``max_time_s``, ``spent_in_rounds(seconds)``), asked for the cap just before the rounds;
-    `min_rounds`: ``--benchmark-min-rounds``; `clock`: a CUDA warm point's DeviceClock;
+    `min_rounds`: ``--benchmark-min-rounds``; `clock`: a CUDA point's DeviceClock (every mode);
     `device_ceilings`: the machine's measured ceilings for the device ({} for none)."""
     benchmark.group = variant.group
     benchmark.extra_info.update(variant.recorded)

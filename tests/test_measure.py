@@ -10,12 +10,13 @@ from cases.spec import Tol
 from harness import measure
 
 
-def test_synchronized_calls_cuda_barrier_after_the_work(monkeypatch):
-    calls = []
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: calls.append(("sync", device)))
-    wrapped = measure.synchronized(lambda: calls.append("work") or 42, "cuda")
-    assert wrapped() == 42
-    assert calls == ["work", ("sync", torch.device("cuda"))]
+def test_synchronized_calls_cuda_barrier_after_the_work():
+    from harness.device import FakeDevice, installed
+
+    with installed(FakeDevice()) as fake:
+        wrapped = measure.synchronized(lambda: fake.log.append("work") or 42, "cuda")
+        assert wrapped() == 42
+    assert fake.log == ["work", "sync"]
 
 
 def test_synchronized_is_identity_on_cpu():

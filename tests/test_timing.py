@@ -129,7 +129,7 @@ def test_graph_replay_removes_launch_overhead():
     replay, out = timing.capture_graph(many, "cuda")
     torch.testing.assert_close(replay(), many())
     eager = timing.wall_median(lambda: (many(), torch.cuda.synchronize()), reps=20)
-    graph = timing.wall_median(replay, reps=20)
+    graph = timing.wall_median(lambda: (replay(), torch.cuda.synchronize()), reps=20)
     assert graph < 0.7 * eager, f"graph {graph * 1e6:.1f} us vs eager {eager * 1e6:.1f} us"
     busy, wall = timing.device_and_wall_seconds(lambda: x * 2, "cuda")
     assert busy < wall
@@ -235,35 +235,22 @@ def test_a_point_above_its_ceiling_is_flagged():
     assert above_ceiling_warning({"roofline_fraction": 0.8}) == [] and above_ceiling_warning({}) == []
 
 
-def test_device_clock_sums_event_intervals_in_float64(monkeypatch):
-    """The CUDA timer, with fake events: each reading is the device time since the first, built
-    from event-to-event intervals (float32 ms each) so that a late reading keeps its microseconds."""
+def test_device_clock_sums_event_intervals_in_float64():
+    """The CUDA timer, on a fake device (harness.device.FakeDevice): each reading is the device
+    time since the first, built from event-to-event intervals (float32 ms each) so that a late
+    reading keeps its microseconds; each reading waits for its event, the one barrier it makes."""
+    from harness.device import FakeDevice
     from harness.timing import DeviceClock
 
-    now = {"ms": 0.0}
-
-    class FakeEvent:
-        def __init__(self, enable_timing):
-            assert enable_timing
-
-        def record(self, stream):
-            self.at = now["ms"]
-
-        def synchronize(self):
-            pass
-
-        def elapsed_time(self, later):
-            return float(torch.tensor(later.at - self.at, dtype=torch.float32))
-
-    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: None)
-    clock = DeviceClock("cuda")
+    fake = FakeDevice()
+    clock = DeviceClock(fake)
     assert clock() == 0.0
-    now["ms"] += 3_600_000.0  # an hour later: one float32 interval from the origin would lose µs
+    fake.advance(3600.0)  # an hour later: one float32 interval from the origin would lose µs
     start = clock()
-    now["ms"] += 0.0123  # a 12.3 µs kernel
+    fake.advance(12.3e-6)  # a 12.3 µs kernel
     assert abs((clock() - start) - 12.3e-6) < 1e-9
-    assert "DeviceClock" in repr(clock)
+    assert (fake.event_waits, fake.syncs) == (3, 0)
+    assert "DeviceClock" in repr(clock) and clock.name == "cuda_events"
 
 
 REPLAYED_TEST = """

@@ -1,0 +1,260 @@
+"""The device a point runs on, as the harness needs it: a barrier, a clock, peak memory.
+
+Why one interface. On CUDA a figure is the device's time only when the clock is the device's (an
+event recorded on the stream at each reading) and no barrier sits between the calls it times. A
+host clock around a synchronised call times Python, the launch and the barrier too: the first H100
+run read distance.pairwise (n = 1024) as 17.6x host-timed where the device gives ~47x. Every
+timing path (a variant's rounds, a pair's, the noise floor's A/A pair, cold-L2 and graph rounds)
+asks `of(device)` for its clock, so no path can time with another clock than the rest, and each
+records the clock's name (`Device.timer_name`) beside its figures.
+
+`CudaDevice` uses ``torch.accelerator`` (barrier, current stream, memory statistics) and the
+generic ``torch.Event``, falling back to ``torch.cuda`` on a torch without them. `FakeDevice`
+stands in for CUDA on a machine without a GPU: events read a counter the test moves, and every
+barrier is counted, so a test sees what a timing path would ask of a GPU. `installed` puts one in
+place of a device kind for a block. Plain Python over torch; no pytest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Callable, Iterator, Protocol
+
+import torch
+
+# The names a timing records for the clock behind its figures (PairTiming.timer, a point's
+# extra_info["timer"], the noise floor's "timer").
+HOST_TIMER = "perf_counter"  # time.perf_counter: the host's clock (the CPU, whose calls end with their work)
+DEVICE_TIMER = "cuda_events"  # DeviceClock: events on the stream, a barrier at each reading only
+HOST_SYNCHRONIZED = "perf_counter_synchronized"  # the host's clock around calls each ending in a barrier
+
+
+class Device(Protocol):
+    kind: str  # "cpu", "cuda": the torch device type this stands for
+    torch_device: torch.device  # where its tensors are made
+    timer_name: str  # the name of `clock()`'s clock, recorded with each figure it times
+
+    def synchronize(self) -> None: ...
+    def clock(self) -> Callable[[], float]: ...
+    def has_allocator_stats(self) -> bool: ...
+    def reset_peak_memory(self) -> None: ...
+    def memory_allocated(self) -> int: ...
+    def max_memory_allocated(self) -> int: ...
+
+
+class HostDevice:
+    """The CPU: its calls return with their work done, so its clock is the host's and its barrier
+    nothing. torch keeps no allocator statistics for it (harness.measure replays the profiler's
+    allocation events instead)."""
+
+    kind = "cpu"
+    timer_name = HOST_TIMER
+
+    def __init__(self, device: torch.device | str = "cpu"):
+        self.torch_device = torch.device(device)
+
+    def synchronize(self) -> None:
+        pass
+
+    def clock(self) -> Callable[[], float]:
+        return time.perf_counter
+
+    def has_allocator_stats(self) -> bool:
+        return False
+
+    def reset_peak_memory(self) -> None:
+        raise NotImplementedError("the host has no allocator statistics (harness.measure._cpu_peak)")
+
+    memory_allocated = max_memory_allocated = reset_peak_memory
+
+
+def _accelerator(name: str):
+    """``torch.accelerator.<name>`` where this torch has it (2.6+; memory statistics 2.8+), else None."""
+    return getattr(getattr(torch, "accelerator", None), name, None)
+
+
+class CudaDevice:
+    """A CUDA device over ``torch.accelerator`` and ``torch.Event`` (``torch.cuda`` where the
+    installed torch lacks them). Making one makes no CUDA call: a clock can be built at collection."""
+
+    kind = "cuda"
+    timer_name = DEVICE_TIMER
+
+    def __init__(self, device: torch.device | str = "cuda"):
+        self.torch_device = torch.device(device)
+
+    def synchronize(self) -> None:
+        (_accelerator("synchronize") or torch.cuda.synchronize)(self.torch_device)
+
+    def current_stream(self):
+        return (_accelerator("current_stream") or torch.cuda.current_stream)(self.torch_device)
+
+    def event(self):
+        """An event that can time: recorded on the current stream, waited for, subtracted (ms)."""
+        if hasattr(torch, "Event"):
+            return torch.Event(self.torch_device, enable_timing=True)
+        return torch.cuda.Event(enable_timing=True)
+
+    def clock(self) -> Callable[[], float]:
+        return DeviceClock(self)
+
+    def has_allocator_stats(self) -> bool:
+        return True
+
+    def reset_peak_memory(self) -> None:
+        (_accelerator("reset_peak_memory_stats") or torch.cuda.reset_peak_memory_stats)(self.torch_device)
+
+    def memory_allocated(self) -> int:
+        return (_accelerator("memory_allocated") or torch.cuda.memory_allocated)(self.torch_device)
+
+    def max_memory_allocated(self) -> int:
+        return (_accelerator("max_memory_allocated") or torch.cuda.max_memory_allocated)(self.torch_device)
+
+    def l2_bytes(self) -> int:
+        """The L2 size (``L2_cache_size`` is in the properties since torch 2.1)."""
+        props = torch.cuda.get_device_properties(self.torch_device)
+        return int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)  # 50 MiB: H100/H200
+
+
+class DeviceClock:
+    """A clock that reads the device's time: each reading records an event on the current stream
+    and waits for it (the one barrier of a reading); the value is the device time since the first.
+
+    Given to pytest-benchmark as a point's timer (``pytest.mark.benchmark(timer=...)``), or to
+    `harness.interleave` as a pair's clock, it turns a round of back-to-back calls into the device
+    time of that round, with no barrier inside it. The value accumulates event-to-event intervals
+    in float64, because one event pair's float32 milliseconds would lose microseconds once the
+    origin lies minutes back. No device call happens before the first reading.
+    """
+
+    def __init__(self, device: Device | torch.device | str = "cuda"):
+        self.device = device if hasattr(device, "event") else of(device)
+        self._last = None
+        self._total = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.device.timer_name
+
+    def __call__(self) -> float:
+        event = self.device.event()
+        event.record(self.device.current_stream())
+        event.synchronize()
+        if self._last is not None:
+            self._total += self._last.elapsed_time(event) / 1e3
+        self._last = event
+        return self._total
+
+    def __repr__(self) -> str:  # pytest-benchmark stores the timer's name in the results JSON
+        return f"harness.timing.DeviceClock({self.device.torch_device.type})"
+
+
+def timer_name(clock) -> str:
+    """The recorded name of a clock: a DeviceClock's device's, else the host's."""
+    return getattr(clock, "name", HOST_TIMER)
+
+
+class FakeDevice:
+    """A CUDA device for tests on a machine without one. Its time is a counter: the test's fake
+    kernels move it (`advance`), or `ticks` supplies it (``time.perf_counter`` for a device that
+    follows the host). Its events read the counter when recorded and hand back float32
+    milliseconds as CUDA's do; every barrier is counted, a device synchronize in `syncs` and an
+    event's wait in `event_waits`, and `log` keeps them in order beside what the test appends
+    (its calls), so a test can see where the barriers fall. Tensors live on the host."""
+
+    kind = "cuda"
+    timer_name = DEVICE_TIMER
+
+    def __init__(self, ticks: Callable[[], float] | None = None, l2: int = 2**20):
+        self.torch_device = torch.device("cpu")
+        self._ticks = ticks
+        self._now = 0.0
+        self.syncs = 0
+        self.event_waits = 0
+        self.log: list[str] = []
+        self._l2 = l2
+        self.allocated = 0
+        self.peak = 0
+
+    @property
+    def now(self) -> float:
+        return self._ticks() if self._ticks is not None else self._now
+
+    def advance(self, seconds: float) -> None:
+        self._now += seconds
+
+    def synchronize(self) -> None:
+        self.syncs += 1
+        self.log.append("sync")
+
+    def current_stream(self):
+        return "fake-stream"
+
+    def event(self):
+        return _FakeEvent(self)
+
+    def clock(self) -> Callable[[], float]:
+        return DeviceClock(self)
+
+    @property
+    def barriers(self) -> int:
+        return self.syncs + self.event_waits
+
+    def has_allocator_stats(self) -> bool:
+        return True
+
+    def reset_peak_memory(self) -> None:
+        self.peak = self.allocated
+
+    def memory_allocated(self) -> int:
+        return self.allocated
+
+    def max_memory_allocated(self) -> int:
+        return self.peak
+
+    def l2_bytes(self) -> int:
+        return self._l2
+
+
+class _FakeEvent:
+    def __init__(self, device: FakeDevice):
+        self._device = device
+        self.at: float | None = None
+
+    def record(self, stream=None) -> None:
+        self.at = self._device.now
+
+    def synchronize(self) -> None:
+        self._device.event_waits += 1
+        self._device.log.append("read")
+
+    def elapsed_time(self, end: _FakeEvent) -> float:
+        if self.at is None or end.at is None:
+            raise RuntimeError("elapsed_time of an event that was never recorded")
+        return float(torch.tensor((end.at - self.at) * 1e3, dtype=torch.float32))
+
+
+_installed: dict[str, Device] = {}
+
+
+def of(device: torch.device | str) -> Device:
+    """The device `device` names (a fake where one is `installed` for its kind)."""
+    dev = torch.device(device)
+    if dev.type in _installed:
+        return _installed[dev.type]
+    return CudaDevice(dev) if dev.type == "cuda" else HostDevice(dev)
+
+
+@contextlib.contextmanager
+def installed(fake: Device) -> Iterator[Device]:
+    """`fake` answers `of()` for its kind during the block."""
+    previous = _installed.get(fake.kind)
+    _installed[fake.kind] = fake
+    try:
+        yield fake
+    finally:
+        if previous is None:
+            del _installed[fake.kind]
+        else:
+            _installed[fake.kind] = previous

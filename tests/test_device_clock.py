@@ -1,0 +1,245 @@
+"""One clock per device in every timing path (issue 37, item 1): on CUDA a timed pair's rounds, the
+noise floor's A/A pair, cold-L2 and graph rounds are read on the device's clock (an event at each
+round's start and end, the clock waiting at its readings), with no barrier between the calls.
+
+Run on the CPU with CUDA faked by `harness.device.FakeDevice`: its events read a counter that the
+fake kernels below move, and it counts every barrier (a device synchronize in ``syncs``, an
+event's wait in ``event_waits``) and logs them beside the calls. A path still timed by the host
+around a synchronised call shows as a ``sync`` after every call and figures that are not the
+kernels' (the first H100 run read 17.6x host-timed where the device gives ~47x).
+"""
+
+from __future__ import annotations
+
+import time
+import types
+
+import pytest
+import torch
+
+from cases.spec import Tol
+from harness import device as harness_device
+from harness import interleave, marks, measure, noise, pair_benchmark, record, timing
+from harness.variant_benchmark import VariantAtPoint
+
+KEY = record.PointKey(
+    case="distance.pairwise",
+    kind="pair",
+    name="matmul/broadcast",
+    device="cuda",
+    size={"n": 1024},
+    size_label="n1024",
+    dtype="float32",
+)
+
+
+@pytest.fixture
+def fake():
+    with harness_device.installed(harness_device.FakeDevice()) as device:
+        yield device
+
+
+def kernel(fake, seconds: float, out):
+    """A fake variant: its 'kernel' takes `seconds` of device time and returns `out` at once."""
+
+    def call(*args):
+        fake.advance(seconds)
+        fake.log.append("call")
+        return out
+
+    return call
+
+
+def between_readings(log: list[str]) -> list[list[str]]:
+    """What happened between consecutive clock readings."""
+    blocks, block = [], []
+    for entry in log:
+        if entry == "read":
+            blocks.append(block)
+            block = []
+        else:
+            block.append(entry)
+    return blocks[1:]
+
+
+def _pair(fake, fast_s: float, slow_s: float) -> pair_benchmark.PairAtPoint:
+    x = torch.randn(8, 8, generator=torch.Generator().manual_seed(0))
+    truth = x.double()
+
+    def side(name, seconds):
+        return VariantAtPoint(
+            id=name,
+            fn=kernel(fake, seconds, x.clone()),
+            device="cuda",
+            dtype=torch.float32,
+            tolerance=Tol(rtol=1e-6, atol=1e-6),
+            inputs=lambda: ((x,), truth),
+        )
+
+    return pair_benchmark.PairAtPoint(
+        key=KEY,
+        fast="matmul",
+        slow="broadcast",
+        sides={"matmul": side("matmul", fast_s), "broadcast": side("broadcast", slow_s)},
+    )
+
+
+def test_a_pairs_rounds_are_device_time_with_one_barrier_per_reading(fake):
+    """47 µs and 2.2 ms of device time per call: each side's per-call figure is its kernel's, the
+    short side runs several calls per round (0.5 ms rounds on CUDA) with no barrier between them,
+    and the only barriers are the clock's readings, two per round."""
+    timing_ = pair_benchmark.run(
+        _pair(fake, 47e-6, 2.209e-3), cap_s=0.05, min_rounds=5, noise_floor=lambda: None
+    )
+    assert timing_.timer == "cuda_events"
+    assert timing_.fast_s == pytest.approx([47e-6] * len(timing_.fast_s), rel=1e-4)
+    assert timing_.slow_s == pytest.approx([2.209e-3] * len(timing_.slow_s), rel=1e-4)
+    assert timing_.iterations == {"matmul": 11, "broadcast": 1}
+    assert fake.syncs == 0, f"{fake.syncs} device barriers outside the clock's readings"
+    rounds = 2 * len(timing_.fast_s) + 2  # every paired round of both sides, and each side's sizing round
+    assert fake.event_waits == 2 * rounds
+    assert all(block in ([], ["call"] * 11, ["call"]) for block in between_readings(fake.log))
+    assert record.PairTiming.from_data(timing_.to_data()).timer == "cuda_events"
+
+
+def test_a_pair_on_the_cpu_is_timed_by_the_host_and_says_so():
+    x = torch.ones(4)
+    side = VariantAtPoint(
+        id="s",
+        fn=lambda t: t * 2,
+        device="cpu",
+        dtype=torch.float32,
+        tolerance=Tol(rtol=0.0),
+        inputs=lambda: ((x,), x.double() * 2),
+    )
+    key = record.PointKey(
+        case="c", kind="pair", name="a/b", device="cpu", size={"n": 4}, size_label="n4", dtype="float32"
+    )
+    pair = pair_benchmark.PairAtPoint(key=key, fast="a", slow="b", sides={"a": side, "b": side})
+    assert (
+        pair_benchmark.run(pair, cap_s=0.01, min_rounds=5, noise_floor=lambda: None).timer == "perf_counter"
+    )
+
+
+def test_the_noise_floors_a_a_pair_is_read_on_the_device_clock():
+    """The A/A pair's rounds on the device's clock (here one that follows the host's time, as the
+    fake's matmul runs on the host): the floor judges figures timed the way the pairs are."""
+    fake = harness_device.FakeDevice(ticks=time.perf_counter)
+    with harness_device.installed(fake):
+        measured = noise.measured("cuda")
+    assert measured["timer"] == "cuda_events"
+    assert measured["rounds"] >= noise.MIN_ROUNDS
+    assert fake.syncs == 0, f"{fake.syncs} device barriers outside the clock's readings"
+    assert fake.event_waits == 2 * (2 * measured["rounds"] + 2)
+
+
+def fresh_benchmark(request, timer):
+    """A pytest-benchmark fixture built as its plugin builds one, enabled, with `timer` as the
+    point's timer (as the `benchmark` marker hands a CUDA point's DeviceClock), reporting to nobody."""
+    from pytest_benchmark.fixture import BenchmarkFixture
+    from pytest_benchmark.utils import NameWrapper
+
+    session = request.config._benchmarksession
+    options = dict(session.options, max_time=0.05, min_rounds=5, timer=NameWrapper(timer))
+    return BenchmarkFixture(
+        request.node,
+        add_stats=lambda stats: None,
+        logger=session.logger,
+        warner=request.node.warn,
+        disabled=False,
+        **options,
+    )
+
+
+def test_cold_l2_rounds_are_device_time_with_the_flush_outside_them(fake, request):
+    """Each round: the flush (pedantic's setup, no barrier of its own), a reading, the call, a
+    reading. The figure is the call's 2 ms of device time, not the flush's nor the host's."""
+    out = torch.ones(3)
+    clock = timing.DeviceClock("cuda")
+    bench = fresh_benchmark(request, clock)
+    result, info = timing.timed_rounds(
+        bench, kernel(fake, 2e-3, out), "cuda", "cold_l2", max_time_s=0.05, min_rounds=5, clock=clock
+    )
+    assert result is out and info["timer"] == "cuda_events"
+    assert info["l2_flush_bytes"] == 2 * fake.l2_bytes()
+    assert bench.stats.stats.data == pytest.approx([2e-3] * len(bench.stats.stats.data), rel=1e-4)
+    assert fake.syncs == 0, f"{fake.syncs} device barriers outside the clock's readings"
+    assert all(block in ([], ["call"]) for block in between_readings(fake.log))
+
+
+def test_graph_rounds_and_their_eager_twin_are_read_on_the_same_device_clock(fake, request):
+    """The replay's rounds are device time (1 ms a replay), and so is the eager call it is set
+    against (3 ms, its launches' gaps included): the launch-overhead fraction compares one clock's
+    figures, 1 - 1/3."""
+    out = torch.ones(3)
+
+    def replay():
+        fake.advance(1e-3)
+        fake.log.append("replay")
+        return out
+
+    clock = timing.DeviceClock("cuda")
+    bench = fresh_benchmark(request, clock)
+    result, info = timing.timed_rounds(
+        bench,
+        kernel(fake, 3e-3, out),
+        "cuda",
+        "graph",
+        max_time_s=0.05,
+        min_rounds=5,
+        cap_s=0.05,
+        replay=replay,
+        clock=clock,
+    )
+    assert result is out and info["timer"] == "cuda_events"
+    assert bench.stats.stats.data == pytest.approx([1e-3] * len(bench.stats.stats.data), rel=1e-4)
+    assert info["eager_seconds"] == pytest.approx(3e-3, rel=1e-4)
+    assert info["launch_overhead_fraction"] == pytest.approx(2 / 3, rel=1e-3)
+    assert fake.syncs == 0, f"{fake.syncs} device barriers outside the clock's readings"
+    assert all(set(block) <= {"replay", "call"} for block in between_readings(fake.log))
+
+
+def test_a_cuda_point_handed_no_clock_is_host_timed_and_says_so(fake, request):
+    bench = fresh_benchmark(request, time.perf_counter)
+    _, info = timing.timed_rounds(
+        bench, kernel(fake, 1e-3, None), "cuda", "warm", max_time_s=0.02, min_rounds=3
+    )
+    assert info["timer"] == "perf_counter_synchronized"
+    # A barrier after every call (the busy-vs-wall probe's own, and one before it), no clock readings
+    # but the probe's events.
+    assert fake.syncs == fake.log.count("call") + 1 and fake.event_waits == 0
+
+
+@pytest.mark.parametrize("mode", timing.TIMING_MODES)
+def test_every_cuda_timing_mode_gets_the_device_clock(mode):
+    clock = marks._clock(types.SimpleNamespace(device="cuda", timing=mode))
+    assert isinstance(clock, timing.DeviceClock) and "DeviceClock(cuda)" in repr(clock)
+    assert marks._clock(types.SimpleNamespace(device="cpu", timing=mode)) is None
+
+
+def test_a_synchronized_call_waits_after_its_work(fake):
+    wrapped = measure.synchronized(lambda: fake.log.append("call") or 42, "cuda")
+    assert wrapped() == 42 and fake.log == ["call", "sync"]
+    assert measure.synchronized(abs, "cpu") is abs
+
+
+def test_peak_memory_reads_the_devices_allocator_statistics(fake):
+    fake.allocated, fake.peak = 100, 500
+
+    def work():
+        fake.peak = fake.allocated + 64
+        return "out"
+
+    assert measure.peak_memory(work, "cuda") == ("out", 64)
+    assert fake.syncs == 2  # before the reset and before the read
+
+
+def test_interleave_times_with_the_clock_it_is_handed(fake):
+    paired = interleave.timed_pair(
+        {"a": kernel(fake, 1e-3, None), "b": kernel(fake, 3e-3, None)},
+        cap_s=0.01,
+        min_rounds=6,
+        clock=fake.clock(),
+    )
+    assert paired.seconds["a"] == pytest.approx([1e-3] * 6, rel=1e-4)
+    assert paired.seconds["b"] == pytest.approx([3e-3] * 6, rel=1e-4)
