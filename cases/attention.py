@@ -420,20 +420,84 @@ def judge_notes_snippet(syntax_error: str, out_shape: tuple, p_shape: tuple) -> 
     )
 
 
+# ---- the working set of a size: what must fit on the device before anything is made -------------
+#
+# Per variant, in bytes: the inputs (q, k, v and the (B, 1, S, S) boolean mask), then the larger of
+# the float64 oracle's working set and the truth it leaves held plus the variant's own. Measured on
+# the H100 (torch 2.11, allocator peaks at S = 8192, B = 2, H = 16): masked_fill 8.1 B per score in
+# fp32 and 4.1 in bf16, sdpa_math 9.3 in fp32 and in bf16, sdpa 0.3; each estimate is above.
+FLOAT64_BYTES = 8
+
+
+def _scores(s) -> int:
+    return s["b"] * s["h"] * s["s"] ** 2  # B·H·S² scores
+
+
+def _head_rows(s) -> int:
+    return s["b"] * s["h"] * s["s"] * s["d"]  # one of q, k, v, or the output
+
+
+def _oracle_bytes(s) -> int:
+    """`attention_float64`: q, k, v and the output in float64, and per block of query rows (at most
+    2²⁵ scores, as it cuts them) the scores, their scaled and masked copies."""
+    rows = min(max(1, 2**25 // (s["b"] * s["h"] * s["s"])), s["s"])
+    return FLOAT64_BYTES * (5 * _head_rows(s) + 3 * s["b"] * s["h"] * rows * s["s"])
+
+
+def _with_oracle(variant_bytes):
+    """`peak_bytes(size, itemsize)`: the inputs, then the larger of the oracle's working set and the
+    variant's with the float64 truth held."""
+
+    def peak_bytes(s, itemsize: int) -> int:
+        inputs = 3 * _head_rows(s) * itemsize + s["b"] * s["s"] ** 2
+        truth = FLOAT64_BYTES * _head_rows(s)
+        return inputs + max(_oracle_bytes(s), truth + variant_bytes(s, itemsize))
+
+    return peak_bytes
+
+
+def _masked_fill_bytes(s, itemsize: int) -> int:
+    # At most three B·H·S² score tensors alive (matmul output and its scaled copy, then the masked
+    # copy and the softmax), and `mask == 0`, one byte per B·S².
+    return 3 * _scores(s) * itemsize + s["b"] * s["s"] ** 2
+
+
+def _sdpa_bytes(s, itemsize: int) -> int:
+    # Fused: the boolean mask as an additive bias (B·S² in the dtype, and its logical_not), and
+    # O(B·H·S·D) buffers; no B·H·S² tensor.
+    return 2 * s["b"] * s["s"] ** 2 * itemsize + 8 * _head_rows(s) * itemsize
+
+
+def math_sdpa_dtype_bytes(itemsize: int) -> int:
+    """The element size the math kernel computes its scores in. ATen's
+    `_scaled_dot_product_attention_math` (aten/src/ATen/native/transformers/attention.cpp, "Keep
+    query, key, value in high precision for accuracy") converts fp16 and bf16 query, key and value
+    to float32 before the matmul, unless torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)
+    was called; its scores and softmax are then fp32 tensors, and only the output is cast back."""
+    if itemsize < 4 and not torch.backends.cuda.fp16_bf16_reduction_math_sdp_allowed():
+        return 4
+    return itemsize
+
+
+def _sdpa_math_bytes(s, itemsize: int) -> int:
+    # Scores and their softmax in the upcast dtype, a byte per score where the softmax tests for
+    # fully masked rows, the mask as an additive bias in the query's dtype (with its logical_not),
+    # and q, k, v upcast with q and k scaled.
+    acc = math_sdpa_dtype_bytes(itemsize)
+    return (2 * acc + 1) * _scores(s) + s["b"] * s["s"] ** 2 * (itemsize + 1) + 5 * _head_rows(s) * acc
+
+
 VARIANTS = {
     # fp16 cannot hold -1e9: the notes' code raises there (see `fill_value`).
     "masked_fill": naive(
         masked_fill_attention,
         dtypes=(FP32, BF16),
         claim="masked_attention",
-        peak_bytes=lambda s, b: 3 * s["b"] * s["h"] * s["s"] ** 2 * b + s["b"] * s["s"] ** 2,
+        peak_bytes=_with_oracle(_masked_fill_bytes),
     ),
-    "sdpa": library(
-        sdpa,
-        peak_bytes=lambda s, b: 2 * s["b"] * s["s"] ** 2 * b + 8 * s["b"] * s["h"] * s["s"] * s["d"] * b,
-    ),
+    "sdpa": library(sdpa, peak_bytes=_with_oracle(_sdpa_bytes)),
     **(
-        {"sdpa_math": library(sdpa_math, peak_bytes=lambda s, b: 4 * s["b"] * s["h"] * s["s"] ** 2 * b)}
+        {"sdpa_math": library(sdpa_math, peak_bytes=_with_oracle(_sdpa_math_bytes))}
         if "math" in _backends()
         else {}
     ),

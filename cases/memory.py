@@ -536,6 +536,64 @@ def _chain_tolerance(block_terms: int) -> dict:
     return {FP32: at}
 
 
+# ---- the working set: what a size needs on the device, the float64 oracle included --------------
+#
+# Counted in elements of one boundary tensor b = tokens × width and of the parameters P, from the
+# blocks above and measured (the CPU profiler's allocation events at depths 4-9, widths 64-256;
+# the H100's allocator peaks at depth 16/64, width 2048: plain MLP 67b and 259b, plain transformer
+# 303b, its √n segments 115b, all at or under these figures):
+#   a: what one block saves for backward, in b: the MLP 4, the transformer 20 (measured 18.4 on the
+#      CPU, 18.9 on the H100), h + W·h 1;
+#   8b of transients on top (GEMM outputs, the dropout draw, the loss and its gradient), and the P
+#   gradients.
+# The oracle runs the same plain backward in float64 on a float64 copy of the model (2P: the copy
+# and its gradients), with the inputs (P + 3b: parameters, x, r) held in the dtype; its truth
+# (P + b float64 gradients) is held while a variant runs. The first variant of a size reaches the
+# larger of the two, which is what the harness must find room for before it makes anything
+# (plan.oversize_reason). At depth 64, width 2048 the transformer's 3.2 B parameters and 1280
+# saved b of 64 MiB make the oracle ~220 GiB: no 80 GiB or 141 GiB GPU takes that size.
+_SAVED_PER_BLOCK = {"mlp": 4, "transformer": 20, "linear": 1}
+_PARAMS_PER_BLOCK = {  # weights and biases (and the transformer's two LayerNorms) of one block
+    "mlp": lambda w: 2 * (w * w + w),
+    "transformer": lambda w: 12 * w * w + 13 * w,
+    "linear": lambda w: w * w + w,
+}
+_TRANSIENTS = 8
+FLOAT64_BYTES = 8
+
+
+def _tokens(family: str, size) -> int:
+    return max(size["batch"] // 16, 1) * 16 if family == "transformer" else size["batch"]
+
+
+def saved_boundaries(forward: str, depth: int, a: int) -> int:
+    """What `forward` keeps for backward at its forward's end, in b: every block's activations
+    (plain); one boundary per block plus one block recomputed (per_block); √n segments' inputs plus
+    one segment's activations (checkpoint_sequential)."""
+    if forward == "plain":
+        return a * depth
+    if forward == "per_block":
+        return depth + a
+    k = segments_for(depth)
+    return k + math.ceil(depth / k) * a
+
+
+def peak_estimate(family: str, forward: str):
+    """`peak_bytes(size, itemsize)` for `forward` on `family`'s blocks, the oracle included."""
+    a, per_block = _SAVED_PER_BLOCK[family], _PARAMS_PER_BLOCK[family]
+
+    def peak_bytes(size, itemsize: int) -> int:
+        b = _tokens(family, size) * size["width"]
+        p = size["depth"] * per_block(size["width"])
+        inputs = itemsize * (p + 3 * b)
+        oracle = FLOAT64_BYTES * (a * size["depth"] * b + _TRANSIENTS * b + 2 * p)
+        truth = FLOAT64_BYTES * (p + b)
+        variant = itemsize * (saved_boundaries(forward, size["depth"], a) * b + _TRANSIENTS * b + p)
+        return inputs + max(oracle, truth + variant)
+
+    return peak_bytes
+
+
 # Reductions per block, in units of the width: h + W·h one (W·h); the MLP block two (fc1, fc2);
 # the transformer block qkv, proj and fc1 one each, fc2 four (it reads 4·width), scores and
 # att·v a head dimension (32) and a sequence (16), under one width: 7 + 1.
@@ -551,29 +609,53 @@ CASE = Case(
     variants={
         # plain backward is the baseline (context); each checkpointed way's gradients against the
         # float64 truth decide "same_gradients".
-        "mlp.plain": naive(_variant(plain_forward), tolerance=MLP_TOL),
-        "mlp.per_block": optimized(_variant(per_block_forward), tolerance=MLP_TOL, claim="same_gradients"),
+        "mlp.plain": naive(
+            _variant(plain_forward), tolerance=MLP_TOL, peak_bytes=peak_estimate("mlp", "plain")
+        ),
+        "mlp.per_block": optimized(
+            _variant(per_block_forward),
+            tolerance=MLP_TOL,
+            claim="same_gradients",
+            peak_bytes=peak_estimate("mlp", "per_block"),
+        ),
         "mlp.sqrt_segments": optimized(
-            _variant(sqrt_segments_forward), tolerance=MLP_TOL, claim="same_gradients"
+            _variant(sqrt_segments_forward),
+            tolerance=MLP_TOL,
+            claim="same_gradients",
+            peak_bytes=peak_estimate("mlp", "sqrt_segments"),
         ),
         "transformer.plain": naive(
-            _variant(plain_forward), inputs=make_transformer, tolerance=TRANSFORMER_TOL
+            _variant(plain_forward),
+            inputs=make_transformer,
+            tolerance=TRANSFORMER_TOL,
+            peak_bytes=peak_estimate("transformer", "plain"),
         ),
         "transformer.per_block": optimized(
             _variant(per_block_forward),
             inputs=make_transformer,
             tolerance=TRANSFORMER_TOL,
             claim="same_gradients",
+            peak_bytes=peak_estimate("transformer", "per_block"),
         ),
         "transformer.sqrt_segments": optimized(
             _variant(sqrt_segments_forward),
             inputs=make_transformer,
             tolerance=TRANSFORMER_TOL,
             claim="same_gradients",
+            peak_bytes=peak_estimate("transformer", "sqrt_segments"),
         ),
-        "linear.plain": naive(_variant(plain_forward), inputs=make_linear, tolerance=LINEAR_TOL),
+        "linear.plain": naive(
+            _variant(plain_forward),
+            inputs=make_linear,
+            tolerance=LINEAR_TOL,
+            peak_bytes=peak_estimate("linear", "plain"),
+        ),
         "linear.per_block": optimized(
-            _variant(per_block_forward), inputs=make_linear, tolerance=LINEAR_TOL, claim="same_gradients"
+            _variant(per_block_forward),
+            inputs=make_linear,
+            tolerance=LINEAR_TOL,
+            claim="same_gradients",
+            peak_bytes=peak_estimate("linear", "per_block"),
         ),
     },
     oracle=grads_float64,

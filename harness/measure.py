@@ -123,11 +123,32 @@ def saved_tensor_bytes(fn: Callable[[], Any], exclude: tuple[torch.Tensor, ...] 
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` says the device (or the host) ran out of memory, so the point is `not
+    measured` rather than red: torch's OutOfMemoryError, the allocators' own words, and the CUDA
+    libraries' allocation statuses. cuBLAS's handle and workspace come from outside PyTorch's
+    caching allocator, so a full device fails there first ("CUDA error: CUBLAS_STATUS_ALLOC_FAILED
+    when calling `cublasCreate(handle)`"); cuDNN reports its own allocations as
+    CUDNN_STATUS_ALLOC_FAILED and, from cuDNN 9, CUDNN_STATUS_INTERNAL_ERROR_{HOST,DEVICE}_
+    ALLOCATION_FAILED. Only these statuses count: CUDNN_STATUS_NOT_SUPPORTED, EXECUTION_FAILED or
+    BAD_PARAM are errors of the call, and stay errors."""
     if isinstance(exc, torch.OutOfMemoryError):
         return True
+    if not isinstance(exc, RuntimeError):  # torch.AcceleratorError is a RuntimeError
+        return False
     text = str(exc)
-    return isinstance(exc, RuntimeError) and (
-        "out of memory" in text or "can't allocate memory" in text or "not enough memory" in text
+    allocation_statuses = (
+        "CUBLAS_STATUS_ALLOC_FAILED",
+        "CUDNN_STATUS_ALLOC_FAILED",
+        "CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED",
+        "CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED",
+        "CUSOLVER_STATUS_ALLOC_FAILED",
+        "CUSPARSE_STATUS_ALLOC_FAILED",
+    )
+    return (
+        "out of memory" in text
+        or "can't allocate memory" in text
+        or "not enough memory" in text
+        or any(status in text for status in allocation_statuses)
     )
 
 
