@@ -13,6 +13,9 @@ outcome; and the only points the results JSON keeps when the run is cut short.
 * A worker of `harness.isolation` journals to the file it was given, from the start (the events it
   streams flow through it); its points go under the header of the process that started it, which
   also settles that journal at the end.
+* A journal that cannot be written (a full disk) stops the run after the test at hand (`stop`),
+  with one line: what follows could be kept nowhere, and the results JSON at the end needs the
+  same disk. The journal is left whole records, and the line names its rebuild.
 
 Plain Python; the pytest glue is `suite.persist`.
 """
@@ -38,11 +41,13 @@ class FinishedPoints:
         header: Callable[[], dict],
         own_keys: Callable[[], dict],
         say: Callable[[str], None],
+        stop: Callable[[str], None] = lambda why: None,
     ):
         self.worker = worker  # the journal a worker was given (`journal.WORKER_JOURNAL_ENV`), or None
         self.header = header
         self.own_keys = own_keys
         self.say = say
+        self.stop = stop  # ends the run after the test at hand, saying why
         self.journal: journals.Journal | None = None
         self.json_path: Path | None = None  # the results JSON the journal sits beside
         self.finished: set[int] = set()  # id() of the Metadata of every point whose call phase ended
@@ -84,6 +89,13 @@ class FinishedPoints:
                 journal.header(self.header())
             self._write_own_keys()  # first: a point in the journal always has its outcome there too
         journal.benchmark(row)
+        if journal.error:
+            kept = (
+                f"the journal keeps {journal.benchmarks} whole points: python -m harness.journal {journal.path}"
+                if journal.benchmarks
+                else "the journal holds no point"
+            )
+            self.stop(f"the journal could not be written ({journal.error}); the run stops here; {kept}")
 
     def add_recorded(self, row: dict, session) -> None:
         """A point another process measured for this run: into the points of pytest-benchmark's

@@ -29,6 +29,7 @@ partial, for when the run died before pytest-benchmark could write its own.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -75,18 +76,29 @@ class Journal:
         self._sent: dict[str, Any] = {}  # extra key → items already written (list) or last value
         self.has_header = False
         self.benchmarks = 0
-        self.error: str = ""  # the first write error (a full disk): journaling stops, the run goes on
+        self.error: str = ""  # the first write error (a full disk): journaling stops there
+        self._whole = 0  # bytes of whole records written
 
     def write(self, record: dict) -> None:
         if self.error:
             return
+        line = dumps(record) + "\n"
         try:
-            self._file.write(dumps(record) + "\n")
+            self._file.write(line)
             self._file.flush()
         except OSError as exc:
-            # The results JSON at the end still holds every point: a journal is the fallback for
-            # a run that dies, not a reason for one to.
+            # A full disk: the half-written record is cut off, so the journal stays whole records
+            # that `read` and the rebuild take; the caller decides whether the run goes on.
             self.error = f"{self.path}: {exc.strerror or exc}"
+            self._cut_to_whole_records()
+            return
+        self._whole += len(line.encode("utf-8"))
+
+    def _cut_to_whole_records(self) -> None:
+        with contextlib.suppress(OSError):
+            self._file.close()  # its buffer cannot be flushed either; what it held is dropped
+        with contextlib.suppress(OSError):
+            os.truncate(self.path, self._whole)
 
     def header(self, results: dict) -> None:
         self.write({"kind": "header", "results": {k: v for k, v in results.items() if k != "benchmarks"}})
@@ -94,7 +106,8 @@ class Journal:
 
     def benchmark(self, row: dict) -> None:
         self.write({"kind": "benchmark", "row": row})
-        self.benchmarks += 1
+        if not self.error:
+            self.benchmarks += 1
 
     def extras(self, doc: dict) -> None:
         """The run's own keys of `doc` that changed since the last call: the new tail of each
@@ -117,6 +130,7 @@ class Journal:
             self._file.close()
         except OSError as exc:
             self.error = self.error or f"{self.path}: {exc.strerror or exc}"
+            self._cut_to_whole_records()
 
 
 _UNSET = object()

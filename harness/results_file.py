@@ -1,10 +1,13 @@
 """A run's results JSON, written so that nothing measured is lost and a reader never sees half a
 file; the run's journal (`harness.journal`) is the fallback for a run that dies first.
 
-* pytest-benchmark writes its JSON once, into the handle of ``--benchmark-json`` (truncated when
-  the options are read). The handle given to it is a temporary file beside the target, renamed over
-  it when the run ends (`ResultsFile`): with ``--results`` the previous file stays until then, and
-  an exclusive lock on ``<target>.lock`` keeps a second run from writing into the same path.
+* pytest-benchmark writes its JSON once, into the handle of ``--benchmark-json``, which its option
+  type opens (truncating the file) as the options are parsed; the suite replaces that type with
+  `PendingJson`, a path opened at the first write, so nothing is truncated before the lock. The
+  handle given to pytest-benchmark is a temporary file beside the target, renamed over it when
+  the run ends (`ResultsFile`): the previous file stays until then, and an exclusive lock on
+  ``<target>.lock`` keeps a second run from writing into the same path. The temporaries a killed
+  run left beside the target are removed by the next run that takes the lock.
 * A run cut short keeps only the points whose call finished (`keep_finished`): an interrupted
   point has too few rounds and an incomplete extra_info, and one with no round at all made
   pytest-benchmark's writer crash (``min() iterable argument is empty``) and leave an empty file.
@@ -13,7 +16,9 @@ file; the run's journal (`harness.journal`) is the fallback for a run that dies 
   died, the writer failed), the journal stays and the run says how to rebuild the JSON from it
   (`settle_journal`).
 * SIGINT and SIGTERM wait while the JSON is written (`writing`): a second Ctrl-C, or a `timeout`
-  that fires at the end, would cut the one write short.
+  that fires at the end, would cut the one write short. A write that fails (a full disk) or that
+  a third signal cuts short replaces nothing: the previous file stays, the journal is kept whole,
+  and the run says so in one line with the command that rebuilds the JSON.
 * The parts of the document written outside pytest-benchmark's writer (the journal's header, the
   whole file of a run that timed nothing) are composed by its own hooks (`Document`), so they
   hold what its JSON would.
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import glob
 import json
 import os
 import signal
@@ -39,35 +45,110 @@ class ResultsFileBusy(RuntimeError):
     """Another run holds the results file's lock; the message names it."""
 
 
+class PendingJson:
+    """The value of ``--benchmark-json``: its path, opened (and so truncated) only when
+    pytest-benchmark writes into it. pytest-benchmark's own option type (``argparse.FileType``)
+    truncates the file while the options are parsed, before any lock is taken: a second run
+    refused by the lock had already emptied the first run's results."""
+
+    def __init__(self, path: str):
+        self.name = path
+
+    def __enter__(self):
+        self._file = open(self.name, "wb")  # noqa: SIM115  (closed by __exit__)
+        return self._file
+
+    def __exit__(self, *exc) -> None:
+        self._file.close()
+
+    def close(self) -> None:  # nothing is open before the write
+        pass
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class _Handle:
+    """The writer's handle on the temporary file, named after the target it is renamed to: the
+    writer says where it wrote (pytest-benchmark's "Wrote benchmark data in: ...") and the
+    temporary is gone by then."""
+
+    def __init__(self, temporary: Path, target: Path):
+        self._file = open(temporary, "wb")  # noqa: SIM115  (closed by the writer or `commit`)
+        self.name = str(temporary)
+        self._target = target
+
+    def __enter__(self):
+        return self._file
+
+    def __exit__(self, *exc) -> None:
+        self._file.close()
+
+    def write(self, data: bytes) -> int:
+        return self._file.write(data)
+
+    def close(self) -> None:
+        self._file.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def __str__(self) -> str:
+        return str(self._target)
+
+
 class ResultsFile:
     """The results JSON at `target`, written into `temporary` and renamed over it by `commit`."""
 
     def __init__(self, target: str | Path):
         self.target = Path(os.path.abspath(target))
+        if self.target.is_dir():
+            raise ResultsFileBusy(f"{self.target}: is a folder; name a file for the results")
         self.target.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _lock(self.target)
+        self.removed = _remove_stale_temporaries(self.target)  # safe: no other run holds the lock
         self.temporary: Path | None = self.target.with_name(f".{self.target.name}.{os.getpid()}.tmp")
 
-    def open(self):
-        return open(self.temporary, "wb")  # noqa: SIM115  (the writer's handle, closed by `commit`)
+    def open(self) -> _Handle:
+        return _Handle(self.temporary, self.target)
 
-    def commit(self, handle, empty: Callable[[], dict]) -> None:
+    def commit(self, handle, empty: Callable[[], dict], *, written: bool = True) -> bool:
         """The temporary file renamed over the target; where the writer wrote nothing (no point
         was timed: a run of checks, or --benchmark-disable) the document `empty()` gives is written
-        instead, so outcomes and findings are never lost."""
+        instead, so outcomes and findings are never lost. Where the writer did not finish
+        (`written` false: it raised) a temporary that is not a whole document is discarded and the
+        target left as it was. True where the target was replaced. An OSError (a full disk)
+        discards the temporary and propagates."""
         if self.temporary is None:
-            return
-        if handle is not None and not handle.closed:
-            handle.close()
-        if points_in(self.temporary) < 0:
-            self.temporary.write_text(json.dumps(empty(), indent=4, default=str), encoding="utf-8")
-        os.replace(self.temporary, self.target)
+            return False
+        try:
+            if handle is not None and not handle.closed:
+                handle.close()
+            if points_in(self.temporary) < 0:
+                if not written:
+                    self.discard()
+                    return False
+                self.temporary.write_text(json.dumps(empty(), indent=4, default=str), encoding="utf-8")
+            os.replace(self.temporary, self.target)
+        except OSError:
+            self.discard()
+            raise
         self.temporary = None
+        return True
 
-    def close(self) -> None:
-        """The lock released; a temporary file never committed (a usage error, a crash) removed."""
+    def discard(self) -> None:
         if self.temporary is not None:
             self.temporary.unlink(missing_ok=True)
+            self.temporary = None
+
+    def close(self) -> None:
+        """The lock released (its file removed: a lock file is no result); a temporary file never
+        committed (a usage error, a crash) removed."""
+        self.discard()
+        # Unlinked while still held: a run that opened it before is refused by the lock, and one
+        # that opens it after gets a new file, by which time this run has written its results.
+        Path(self._lock.name).unlink(missing_ok=True)
         self._lock.close()
 
 
@@ -81,9 +162,28 @@ def redirect(target: str | None, options) -> ResultsFile | None:
         return None
     results = ResultsFile(target or handle.name)
     if handle is not None:
-        handle.close()  # pytest-benchmark's own handle on the target (already truncated by it)
+        handle.close()  # a `PendingJson` (nothing open), or a handle some caller opened
     options.benchmark_json = results.open()
     return results
+
+
+def _remove_stale_temporaries(target: Path) -> list[Path]:
+    """The temporary files a killed run left beside `target` (``.<name>.<pid>.tmp``), removed."""
+    removed = []
+    for stale in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
+        pid = stale.name[len(target.name) + 2 : -len(".tmp")]
+        if pid.isdigit() and int(pid) != os.getpid():
+            stale.unlink(missing_ok=True)
+            removed.append(stale)
+    return removed
+
+
+class WriteFailed:
+    """What `writing` saw go wrong: "" where the results were written."""
+
+    def __init__(self):
+        self.reason = ""
+        self.interrupted = False  # cut short by a signal, not by the disk
 
 
 @contextlib.contextmanager
@@ -96,17 +196,37 @@ def writing(
 ) -> Iterator[None]:
     """The block in which pytest-benchmark writes the JSON into `handle`, with SIGINT and SIGTERM
     held; they are not raised again after it: the run is ending, and `settle` says which arrived.
-    After the block, whether it raised or not: the file committed (`ResultsFile.commit`, `empty`
-    as there), then `settle(held)` given the signals that arrived
-    (`finished_points.FinishedPoints.settle`), and each line it gives said."""
+    After the block: the file committed (`ResultsFile.commit`, `empty` as there), then
+    `settle(held)` given the signals that arrived (`finished_points.FinishedPoints.settle`), and
+    each line it gives said. A write that fails with an OSError (a full disk, a target that
+    cannot be written) or that the escape signal cuts short is not raised: it is said in one line
+    and yielded `WriteFailed.reason` says it, for the caller's exit status; the previous file
+    stays and `settle` keeps the journal, whose rebuild it names."""
+    failed = WriteFailed()
     with signals.held(redeliver=False) as held:
         try:
-            yield
-        finally:
+            yield failed
+        except OSError as exc:
+            failed.reason = f"could not write the results ({_describe(exc)})"
+        except KeyboardInterrupt:
+            failed.interrupted = True
+            failed.reason = f"the results write was cut short by a {signals.ESCAPE_AFTER}rd signal"
+        finally:  # any other error of the writer (a bug) is raised after this, the run's record kept
             if results is not None:
-                results.commit(handle, empty)
+                try:
+                    results.commit(handle, empty, written=not failed.reason)
+                except OSError as exc:
+                    failed.reason = failed.reason or f"could not write the results ({_describe(exc)})"
+            if failed.reason:
+                target = results.target if results is not None else getattr(handle, "name", "the results file")
+                say(f"{failed.reason}; {target} was left as it was")
             for line in settle(held):
                 say(line)
+
+
+def _describe(exc: OSError) -> str:
+    where = exc.filename or ""
+    return f"{where}: {exc.strerror}" if where and exc.strerror else str(exc.strerror or exc)
 
 
 def _lock(target: Path):

@@ -46,7 +46,8 @@ class Persist:
         self.results: results_file.ResultsFile | None = None
         self.document = results_file.Document(config.hook, config)
         worker = os.environ.pop(WORKER_JOURNAL_ENV, None)
-        self.points = FinishedPoints(worker, self.document.header, self.document.own_keys, self._say)
+        self.session = None
+        self.points = FinishedPoints(worker, self.document.header, self.document.own_keys, self._say, self._stop)
         self.interrupts = signals.Interrupts()
         self.interrupts.install()
 
@@ -83,8 +84,13 @@ class Persist:
         if reporter is not None:
             reporter.write_line(line, yellow=True)
 
+    def _stop(self, why: str) -> None:
+        if self.session is not None and not self.session.shouldstop:
+            self.session.shouldstop = why  # pytest ends the run after this test: "Interrupted: <why>"
+
     # the journal ---------------------------------------------------------------------------------
     def pytest_sessionstart(self, session):
+        self.session = session
         self.points.start(self.benchmark_session, self.final_path)
 
     def add_recorded(self, row: dict) -> None:  # a point an isolation worker measured
@@ -122,8 +128,13 @@ class Persist:
     def pytest_sessionfinish(self, session):
         self.points.keep(self.benchmark_session, bool(self.interrupts.reason))
         handle = self.config.option.benchmark_json
-        with results_file.writing(self.results, handle, self.document.empty, self.points.settle, self._say):
-            return (yield)
+        result = None
+        with results_file.writing(self.results, handle, self.document.empty, self.points.settle, self._say) as failed:
+            result = yield
+        if failed.reason and session.exitstatus == pytest.ExitCode.OK:
+            # the run's results are not where it said they would be
+            session.exitstatus = pytest.ExitCode.INTERRUPTED if failed.interrupted else pytest.ExitCode.INTERNAL_ERROR
+        return result
 
     @pytest.hookimpl(trylast=True)  # after the hook that builds `suite`, into the dict it built
     def pytest_benchmark_update_json(self, config, benchmarks, output_json):

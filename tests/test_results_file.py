@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness import journal, results_file
+from harness.finished_points import FinishedPoints
 from tests.launcher import PYTEST, ROOT
 
 CHECKS_ONLY = ["suite", "--device", "cpu", "-k", "shape.ops and test_rule", "--benchmark-only", "-q"]
@@ -85,24 +86,120 @@ def test_a_leftover_journal_is_kept_not_truncated(tmp_path):
     assert f"rebuild its results with: python -m harness.journal {kept[0]}" in run.stdout
 
 
-def test_a_journal_write_error_is_reported_once_and_the_run_goes_on(tmp_path, monkeypatch):
-    log = journal.Journal(tmp_path / "j.journal.jsonl")
+def test_a_journal_write_error_leaves_whole_records_and_stops_the_run(tmp_path):
+    """A full disk once cut the journal mid-record and the run went on, journaling nothing more."""
+    path = tmp_path / "j.journal.jsonl"
+    log = journal.Journal(path)
+    log.header({"machine_info": {}, "benchmarks": []})
+    log.benchmark({"name": "a point"})
+    real = log._file
 
-    class Full:
+    class FullAfterHalf:  # the disk fills halfway through a record (of the journal `real` writes)
         def write(self, text):
+            real.write(text[: len(text) // 2])
+            real.flush()
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
         def flush(self):
             pass
 
         def close(self):
-            pass
+            real.close()
 
-    monkeypatch.setattr(log, "_file", Full())
-    log.benchmark({"name": "a point"})
+    log._file = FullAfterHalf()
     log.benchmark({"name": "another"})
-    assert log.error.endswith("No space left on device")
+    log.benchmark({"name": "a third"})
+    assert log.error.endswith("No space left on device") and log.benchmarks == 1
     log.close()
+    assert path.read_text().endswith("\n"), "the half-written record is cut off"
+    assert [r["kind"] for r in journal.read(path)] == ["header", "benchmark"]
+
+    stopped = []
+    points = FinishedPoints(None, lambda: {"benchmarks": []}, dict, lambda line: None, stopped.append)
+    points.json_path = tmp_path / "r.json"
+    points.add({"name": "p"})
+    real = points.journal._file
+    points.journal._file = FullAfterHalf()
+    points.add({"name": "q"})
+    assert len(stopped) == 1 and "the run stops here" in stopped[0]
+    assert f"python -m harness.journal {journal.path_for(tmp_path / 'r.json')}" in stopped[0]
+
+
+@pytest.mark.integration
+def test_a_full_disk_stops_the_run_in_one_line(tmp_path):
+    """A full disk once gave two raw ENOSPC tracebacks, no summary and a journal cut to 2 of 6
+    points while the run went on. /dev/full stands in for the full disk under the journal."""
+    results = tmp_path / "r.json"
+    journal.path_for(results).symlink_to("/dev/full")
+    run = _run(["suite", "--device", "cpu", "-k", "distance.pairwise and test_benchmark and (n128 or n256) "
+                "and matmul", "--benchmark-max-time=0.05", "-q", f"--results={results}"])
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out[-2000:]
+    assert "Interrupted: the journal could not be written" in out and "No space left on device" in out
+    assert "Traceback" not in out and "1 passed" in out, out[-2000:]
+    assert json.loads(results.read_text())["suite"]["partial"] is True
+
+
+def test_a_results_write_that_fails_replaces_nothing_and_raises_nothing(tmp_path):
+    target = tmp_path / "r.json"
+    target.write_text('{"benchmarks": [], "previous": true}')
+    said = []
+    file = results_file.ResultsFile(target)
+    handle = file.open()
+    with results_file.writing(file, handle, lambda: {"benchmarks": []}, lambda held: [], said.append) as failed:
+        handle.write(b'{"benchmarks": [{"na')
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(file.temporary))
+    assert failed.reason and not failed.interrupted
+    assert json.loads(target.read_text())["previous"] is True
+    assert len(said) == 1 and "No space left on device" in said[0] and f"{target} was left as it was" in said[0]
+    file.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"], "no temporary, no lock left"
+
+
+@pytest.mark.integration
+def test_three_interrupts_during_the_write_end_in_one_line_and_keep_the_journal(tmp_path):
+    """Three SIGINTs at the end of a complete run once gave two tracebacks and a stale journal."""
+    from tests.launcher import INTERRUPTIBLE_PYTEST
+
+    results = tmp_path / "r.json"
+    run = subprocess.run(
+        [*INTERRUPTIBLE_PYTEST, "-p", "no:cacheprovider", "-p", "tests.interrupt_during_write", "suite",
+         "--device", "cpu", "-k", "distance.pairwise and test_benchmark and n128 and matmul",
+         "--benchmark-max-time=0.05", "-q", f"--results={results}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 2 and "Traceback" not in out and "KeyboardInterrupt" not in out, out[-2000:]
+    assert "the results write was cut short by a 3rd signal" in out
+    kept = journal.path_for(results)
+    assert f"rebuild it from the journal: python -m harness.journal {kept}" in out
+    assert sum(r["kind"] == "benchmark" for r in journal.read(kept)) == 1 and not results.exists()
+
+
+@pytest.mark.integration
+def test_benchmark_json_is_not_truncated_before_the_lock_and_stale_temporaries_go(tmp_path):
+    """--benchmark-json X while another run held X once said "refused" with X already 0 bytes;
+    a killed run's ``.X.json.PID.tmp`` stayed for good; "Wrote benchmark data in" named the
+    temporary, renamed by then."""
+    target = tmp_path / "bench.json"
+    target.write_text('{"the first run": "its results"}')
+    with open(tmp_path / "bench.json.lock", "a+") as held:
+        held.write("pid 12345")
+        held.flush()
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        refused = _run([*CHECKS_ONLY, f"--benchmark-json={target}"])
+    assert refused.returncode == 4 and "pid 12345 is writing this results file" in refused.stderr
+    assert json.loads(target.read_text()) == {"the first run": "its results"}
+    (tmp_path / "bench.json.lock").unlink()
+
+    stale = tmp_path / ".bench.json.99999999.tmp"
+    stale.write_text("left by a run that was killed")
+    run = _run(["suite", "--device", "cpu", "-k", "distance.pairwise and test_benchmark and n128 and matmul",
+                "--benchmark-max-time=0.05", "-q", f"--benchmark-json={target}"])
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert f"Wrote benchmark data in: {target}" in run.stdout + run.stderr
+    assert len(json.loads(target.read_text())["benchmarks"]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.json"], "no temporary, no lock left"
 
 
 def test_journal_of_a_run_is_rebuilt_into_results(tmp_path):
@@ -215,7 +312,7 @@ def test_the_results_file_replaces_its_target_whole_and_one_run_holds_it(tmp_pat
     assert json.loads(target.read_text())["outcomes"] == [{"case": "x.y"}] and handle.closed
     file.close()
     results_file.ResultsFile(target).close()  # the lock went with the run
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "r.json.lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
 
 
 def test_a_cut_short_run_keeps_only_the_points_whose_call_finished():

@@ -1,0 +1,48 @@
+"""pytest-benchmark's ``--benchmark-json`` opened at the write, not at the parse: a pytest plugin
+loaded by the package's ``pytest11`` entry point, beside pytest-benchmark's.
+
+pytest-benchmark declares the option with ``type=argparse.FileType('wb')``, so the file is opened,
+and truncated, while pytest parses the command line: before any conftest runs and before the
+suite's results lock (`harness.results_file`) can refuse a second run, whose refusal then came
+after the first run's results were already emptied. pytest parses the known options right after
+loading the entry-point plugins, so only another entry-point plugin is early enough; it swaps the
+option's type for `results_file.PendingJson` (a path opened at the first write) as soon as
+pytest-benchmark's option exists. pytest has no API for changing another plugin's option: the
+type is set where each pytest keeps it, on the argparse action (pytest 9 adds options to its
+argparse parser at once) and on pytest's `Argument` (pytest 8 builds the parser from those).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+_PARSERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # plugin manager → its parser
+
+
+def pytest_addoption(parser, pluginmanager):
+    _PARSERS[pluginmanager] = parser
+    defer_open(parser)
+
+
+def pytest_plugin_registered(plugin, manager):
+    # pytest-benchmark may be registered after this plugin: its option is then added now.
+    parser = _PARSERS.get(manager)
+    if parser is not None:
+        defer_open(parser)
+
+
+def defer_open(parser) -> bool:
+    """``--benchmark-json``'s type made `PendingJson`, where the option exists; True if it does."""
+    from harness.results_file import PendingJson
+
+    found = False
+    for action in getattr(getattr(parser, "optparser", None), "_actions", ()):
+        if "--benchmark-json" in action.option_strings:
+            action.type = PendingJson
+            found = True
+    for group in parser._groups:
+        for argument in group.options:
+            if "--benchmark-json" in argument.names():
+                argument.type = argument._attrs["type"] = PendingJson
+                found = True
+    return found
