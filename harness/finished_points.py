@@ -90,10 +90,11 @@ class FinishedPoints:
             self._write_own_keys()  # first: a point in the journal always has its outcome there too
         journal.benchmark(row)
         if journal.error:
+            rebuild = f"python -m harness.journal {journal.path}"
             kept = (
-                f"the journal keeps {journal.benchmarks} whole points: python -m harness.journal {journal.path}"
+                f"the journal keeps {journal.benchmarks} whole points: {rebuild}"
                 if journal.benchmarks
-                else "the journal holds no point"
+                else ("the journal holds no point")
             )
             self.stop(f"the journal could not be written ({journal.error}); the run stops here; {kept}")
 

@@ -218,7 +218,9 @@ def writing(
                 except OSError as exc:
                     failed.reason = failed.reason or f"could not write the results ({_describe(exc)})"
             if failed.reason:
-                target = results.target if results is not None else getattr(handle, "name", "the results file")
+                target = (
+                    results.target if results is not None else getattr(handle, "name", "the results file")
+                )
                 say(f"{failed.reason}; {target} was left as it was")
             for line in settle(held):
                 say(line)

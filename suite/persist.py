@@ -47,7 +47,9 @@ class Persist:
         self.document = results_file.Document(config.hook, config)
         worker = os.environ.pop(WORKER_JOURNAL_ENV, None)
         self.session = None
-        self.points = FinishedPoints(worker, self.document.header, self.document.own_keys, self._say, self._stop)
+        self.points = FinishedPoints(
+            worker, self.document.header, self.document.own_keys, self._say, self._stop
+        )
         self.interrupts = signals.Interrupts()
         self.interrupts.install()
 
@@ -129,11 +131,15 @@ class Persist:
         self.points.keep(self.benchmark_session, bool(self.interrupts.reason))
         handle = self.config.option.benchmark_json
         result = None
-        with results_file.writing(self.results, handle, self.document.empty, self.points.settle, self._say) as failed:
+        with results_file.writing(
+            self.results, handle, self.document.empty, self.points.settle, self._say
+        ) as failed:
             result = yield
         if failed.reason and session.exitstatus == pytest.ExitCode.OK:
             # the run's results are not where it said they would be
-            session.exitstatus = pytest.ExitCode.INTERRUPTED if failed.interrupted else pytest.ExitCode.INTERNAL_ERROR
+            session.exitstatus = (
+                pytest.ExitCode.INTERRUPTED if failed.interrupted else pytest.ExitCode.INTERNAL_ERROR
+            )
         return result
 
     @pytest.hookimpl(trylast=True)  # after the hook that builds `suite`, into the dict it built

@@ -173,10 +173,11 @@ def test_one_run_reached_three_times_counts_once(tmp_path, capsys):
 
 def test_exit_0_only_when_every_pair_both_runs_hold_was_judged(tmp_path, capsys):
     """Generated baseline/current combinations: sides missing, pairs-only runs, skipped runs,
-    duplicated runs. Whatever the mix, a pass judged every pair both runs timed."""
+    duplicated runs, rechecks from this machine or another. Whatever the mix, a pass judged every
+    pair both runs timed."""
     rng = np.random.default_rng(0)
     variants = synthetic.VARIANTS
-    for trial in range(12):
+    for trial in range(16):
         folder = tmp_path / f"b{trial}"
         folder.mkdir()
         kinds = rng.choice(["full", "pairs_only", "one_side", "skipped", "duplicate"], size=2)
@@ -193,7 +194,17 @@ def test_exit_0_only_when_every_pair_both_runs_hold_was_judged(tmp_path, capsys)
                 shutil.copy(folder / f"run{i}.json", folder / f"dup{i}.json")
         slow = {"fast_v": float(rng.choice([1.0, 3.0]))}
         c = write(tmp_path / f"c{trial}.json", synthetic.result(seed=7 + trial, paired=True, slow=slow))
-        code, out, _ = gate(capsys, "--baseline", folder, "--current", c)
+        recheck = str(rng.choice(["none", "same machine", "another machine"]))
+        args = []
+        if recheck != "none":
+            doc = synthetic.result(seed=50 + trial, paired=True, slow=slow)
+            args = [
+                "--recheck",
+                write(tmp_path / f"r{trial}.json", doc if recheck == "same machine" else other_machine(doc)),
+            ]
+        code, out, _ = gate(capsys, "--baseline", folder, "--current", c, *args)
+        if recheck == "another machine":
+            assert code == 2, (list(kinds), out)
         if code == 0:
             rows = [line for line in out.splitlines() if line.startswith("| distance")]
             assert rows and all("| ok" in row for row in rows), (list(kinds), out)
@@ -246,3 +257,15 @@ def test_a_corrupt_deflate_body_and_a_200000_deep_document_are_bad_input(tmp_pat
     for bad in ("z.json.gz", "deep.json"):
         code, _, err = gate(capsys, "--baseline", b, "--current", tmp_path / bad)
         assert code == 2 and bad in err, err
+
+
+def test_a_pair_naming_a_variant_the_benchmarks_lack_is_judged_or_named_never_a_crash(tmp_path, capsys):
+    """A pair whose side has no benchmark row (a `-k test_pair` selection writes such pairs) once
+    ended the gate and the report with exit 4 and an exception name."""
+    folder = baseline(tmp_path)
+    current = synthetic.result(seed=20, paired=True)
+    current["pairs"][0]["fast"] = "a_variant_with_no_rows"
+    path = write(tmp_path / "current.json", current)
+    code, out, err = gate(capsys, "--baseline", folder, "--current", path)
+    assert code in (0, 3) and "Traceback" not in out + err and "Error" not in err, out + err
+    assert main(["build", str(path), "--out", str(tmp_path / "report")]) == 0

@@ -131,8 +131,18 @@ def test_a_full_disk_stops_the_run_in_one_line(tmp_path):
     points while the run went on. /dev/full stands in for the full disk under the journal."""
     results = tmp_path / "r.json"
     journal.path_for(results).symlink_to("/dev/full")
-    run = _run(["suite", "--device", "cpu", "-k", "distance.pairwise and test_benchmark and (n128 or n256) "
-                "and matmul", "--benchmark-max-time=0.05", "-q", f"--results={results}"])
+    run = _run(
+        [
+            "suite",
+            "--device",
+            "cpu",
+            "-k",
+            "distance.pairwise and test_benchmark and (n128 or n256) and matmul",
+            "--benchmark-max-time=0.05",
+            "-q",
+            f"--results={results}",
+        ]
+    )
     out = run.stdout + run.stderr
     assert run.returncode == 2, out[-2000:]
     assert "Interrupted: the journal could not be written" in out and "No space left on device" in out
@@ -146,12 +156,16 @@ def test_a_results_write_that_fails_replaces_nothing_and_raises_nothing(tmp_path
     said = []
     file = results_file.ResultsFile(target)
     handle = file.open()
-    with results_file.writing(file, handle, lambda: {"benchmarks": []}, lambda held: [], said.append) as failed:
+    with results_file.writing(
+        file, handle, lambda: {"benchmarks": []}, lambda held: [], said.append
+    ) as failed:
         handle.write(b'{"benchmarks": [{"na')
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(file.temporary))
     assert failed.reason and not failed.interrupted
     assert json.loads(target.read_text())["previous"] is True
-    assert len(said) == 1 and "No space left on device" in said[0] and f"{target} was left as it was" in said[0]
+    assert (
+        len(said) == 1 and "No space left on device" in said[0] and f"{target} was left as it was" in said[0]
+    )
     file.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"], "no temporary, no lock left"
 
@@ -163,10 +177,25 @@ def test_three_interrupts_during_the_write_end_in_one_line_and_keep_the_journal(
 
     results = tmp_path / "r.json"
     run = subprocess.run(
-        [*INTERRUPTIBLE_PYTEST, "-p", "no:cacheprovider", "-p", "tests.interrupt_during_write", "suite",
-         "--device", "cpu", "-k", "distance.pairwise and test_benchmark and n128 and matmul",
-         "--benchmark-max-time=0.05", "-q", f"--results={results}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        [
+            *INTERRUPTIBLE_PYTEST,
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.interrupt_during_write",
+            "suite",
+            "--device",
+            "cpu",
+            "-k",
+            "distance.pairwise and test_benchmark and n128 and matmul",
+            "--benchmark-max-time=0.05",
+            "-q",
+            f"--results={results}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     out = run.stdout + run.stderr
     assert run.returncode == 2 and "Traceback" not in out and "KeyboardInterrupt" not in out, out[-2000:]
@@ -194,8 +223,18 @@ def test_benchmark_json_is_not_truncated_before_the_lock_and_stale_temporaries_g
 
     stale = tmp_path / ".bench.json.99999999.tmp"
     stale.write_text("left by a run that was killed")
-    run = _run(["suite", "--device", "cpu", "-k", "distance.pairwise and test_benchmark and n128 and matmul",
-                "--benchmark-max-time=0.05", "-q", f"--benchmark-json={target}"])
+    run = _run(
+        [
+            "suite",
+            "--device",
+            "cpu",
+            "-k",
+            "distance.pairwise and test_benchmark and n128 and matmul",
+            "--benchmark-max-time=0.05",
+            "-q",
+            f"--benchmark-json={target}",
+        ]
+    )
     assert run.returncode == 0, run.stdout[-2000:]
     assert f"Wrote benchmark data in: {target}" in run.stdout + run.stderr
     assert len(json.loads(target.read_text())["benchmarks"]) == 1
