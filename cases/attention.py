@@ -545,6 +545,9 @@ ATTENTION = Case(
     "softmax + matmul then gives the masked attention (F.scaled_dot_product_attention with that mask, "
     "the better way, is timed beside it as context).",
     source="004 NLP中的两种mask",
+    # The fp32 bound is IEEE's: under TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 the score matmuls are TF32.
+    # (The token has no dtype: the bf16/fp16 points go with it.)
+    requires=("ieee_fp32",),
     make_inputs=make_attention,
     variants=VARIANTS,
     oracle=attention_float64,

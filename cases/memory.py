@@ -605,6 +605,8 @@ CASE = Case(
     claim="torch.utils.checkpoint trades compute for memory: the checkpointed part keeps only its inputs and "
     "recomputes activations in backward (same results, same dropout with preserve_rng_state).",
     source="004 内存分配 / check pointing",
+    # fp32 gradients held to IEEE-derived bounds: a forced TF32 cuBLAS would fail them, not the technique.
+    requires=("ieee_fp32",),
     make_inputs=make_mlp,
     variants={
         # plain backward is the baseline (context); each checkpointed way's gradients against the

@@ -206,6 +206,72 @@ def reduced_fp32(device, op: str, shapes=None) -> Premise:
     return onednn_reduced(op, "bf16", shapes)
 
 
+# ---- environment variables that overrule the precision flags on CUDA ------------------------------
+
+# The variable, the value that acts, and what it then does. NVIDIA_TF32_OVERRIDE is read by cuBLAS
+# and cuDNN themselves: 0 keeps them off TF32 whatever a caller asks; NVIDIA documents no other
+# value as doing anything. TORCH_ALLOW_TF32_CUBLAS_OVERRIDE is read by torch (once, at the first
+# precision query: at::Context::allowTF32CuBLAS), and only "1" acts (measured: "true", "ON", "yes"
+# and "2" leave torch.backends.cuda.matmul.allow_tf32 False): every fp32 cuBLAS matmul then runs in
+# TF32, and allow_tf32 reads True even after it is set to False. NVIDIA's PyTorch containers set it.
+TF32_OVERRIDES = {
+    "NVIDIA_TF32_OVERRIDE": ("0", "keeps cuBLAS and cuDNN off TF32 whatever torch's flags ask"),
+    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": (
+        "1",
+        "makes torch run every fp32 cuBLAS matmul in TF32 whatever torch.backends.cuda.matmul.allow_tf32 "
+        "and torch.set_float32_matmul_precision say",
+    ),
+}
+# What each premise below needs absent: the flags deciding TF32 on *and* off; IEEE fp32 available.
+_TF32_FLAGS_NEED_ABSENT = tuple(TF32_OVERRIDES)
+_IEEE_FP32_NEEDS_ABSENT = ("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",)
+
+
+def tf32_overrides_in_force(names=tuple(TF32_OVERRIDES)) -> dict[str, str]:
+    """Those of `names` set in this process's environment to the value that acts: {name: value}."""
+    return {n: os.environ[n] for n in names if os.environ.get(n) == TF32_OVERRIDES[n][0]}
+
+
+def _overrides_premise(name: str, device, needs_absent: tuple[str, ...]) -> Premise:
+    device = torch.device(device)
+    acting = tf32_overrides_in_force(needs_absent)
+    if device.type != "cuda":
+        set_here = {n: os.environ[n] for n in TF32_OVERRIDES if n in os.environ}
+        seen = ", ".join(f"{n}={v!r}" for n, v in set_here.items()) or "neither is set"
+        return Premise(
+            name,
+            True,
+            f"{' and '.join(TF32_OVERRIDES)} act on cuBLAS and cuDNN only: on {device.type} they change "
+            f"nothing ({seen})",
+        )
+    if not acting:
+        seen = ", ".join(f"{n}={os.environ.get(n)!r}" for n in needs_absent)
+        return Premise(name, True, f"no override in force ({seen})")
+    return Premise(
+        name,
+        False,
+        "; ".join(f"{n}={v} in the environment {TF32_OVERRIDES[n][1]}" for n, v in acting.items()),
+    )
+
+
+def tf32_flags_decide(device) -> Premise:
+    """The TF32 flags (allow_tf32, set_float32_matmul_precision, fp32_precision) decide whether fp32
+    matmuls and convolutions on `device` run in TF32: neither override variable acts. What a check
+    of TF32 on against TF32 off needs; on a CPU the variables do nothing, so it holds there."""
+    return _overrides_premise(
+        f"TF32 flags decide fp32 precision on {torch.device(device).type}", device, _TF32_FLAGS_NEED_ABSENT
+    )
+
+
+def ieee_fp32(device) -> Premise:
+    """IEEE fp32 matmuls available on `device` when the flags ask for them (the default, and what
+    cases._lib.precision.ieee_fp32 sets): TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 takes them away on
+    CUDA. NVIDIA_TF32_OVERRIDE=0 only keeps TF32 off, which an IEEE check does not mind."""
+    return _overrides_premise(
+        f"IEEE fp32 matmuls on {torch.device(device).type}", device, _IEEE_FP32_NEEDS_ABSENT
+    )
+
+
 def nccl() -> Premise:
     built = torch.distributed.is_available() and torch.distributed.is_nccl_available()
     return Premise("NCCL", built, f"torch {torch.__version__} {'is' if built else 'is not'} built with NCCL")
@@ -279,7 +345,7 @@ def torch_compile(device: str) -> Premise:
 def summary() -> dict[str, dict]:
     """Every premise above that can be read without a GPU measurement, for the results file's
     machine info: the CPU's oneDNN modes (measured), GPU count, tensor cores per dtype (read),
-    torch.compile and NCCL."""
+    torch.compile, NCCL and the TF32 override variables."""
     found = [
         onednn_reduced("matmul", "bf16"),
         onednn_reduced("conv", "bf16"),
@@ -292,4 +358,8 @@ def summary() -> dict[str, dict]:
         cuda = torch.device("cuda", torch.cuda.current_device())
         found += [cuda_tensor_cores(cuda, d) for d in ("tf32", "bf16", "fp16")]
         found += [torch_compile("cuda"), nccl()]
+    # Read on every machine: a results file from a GPU box says whether the flags were overruled,
+    # and one from a CPU box that the variables, where set, did nothing.
+    device = "cuda" if gpu_count() else "cpu"
+    found += [tf32_flags_decide(device), ieee_fp32(device)]
     return {p.name: {"present": p.present, "evidence": p.evidence} for p in found}

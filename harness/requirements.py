@@ -3,9 +3,15 @@
 Tokens: ``cuda``; ``cuda>=8.0`` (compute capability); ``gpus>=2``; ``module:NAME`` (an optional
 package); ``distributed`` (torch.distributed built in); ``nccl`` (torch built with NCCL, for
 one-process-per-GPU launches); ``compiler`` (torch.compile can build kernels for the device: a working
-C++ compiler on CPU, Triton on CUDA). The pytest markers and skip reasons are derived from these in
-one place (`conftest.py`), so a case never writes ``skipif`` itself. What the machine has is read in
-`harness.premises`; this module only turns it into reasons.
+C++ compiler on CPU, Triton on CUDA); ``tf32_flags`` (torch's TF32 flags decide whether fp32 runs
+in TF32 on CUDA: neither NVIDIA_TF32_OVERRIDE=0 nor TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 in the
+environment) and ``ieee_fp32`` (IEEE fp32 cuBLAS matmuls on CUDA when asked for: no
+TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1). Those two are met on a CPU, where the variables do nothing;
+on CUDA a check that measures TF32 on against off, or holds fp32 to an IEEE bound, would go red
+for the environment's sake, so it is not measured, and says which variable to unset. The pytest
+markers and skip reasons are derived from these in one place (`conftest.py`), so a case never
+writes ``skipif`` itself. What the machine has is read in `harness.premises`; this module only
+turns it into reasons.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from harness import premises
 
 CUDA_MISSING = "CUDA not available"
 _COMPARE = re.compile(r"^(cuda|gpus)>=(\d+(?:\.\d+)?)$")
-_PLAIN = {"cuda", "distributed", "nccl", "compiler"}
+_PLAIN = {"cuda", "distributed", "nccl", "compiler", "tf32_flags", "ieee_fp32"}
+_OVERRIDES = {"tf32_flags": premises.tf32_flags_decide, "ieee_fp32": premises.ieee_fp32}
 
 
 def validate(token: str) -> None:
@@ -27,7 +34,7 @@ def validate(token: str) -> None:
         return
     raise ValueError(
         f"unknown requirement {token!r}; use cuda, cuda>=MAJOR.MINOR, gpus>=N, module:NAME, distributed, "
-        "nccl or compiler"
+        "nccl, compiler, tf32_flags or ieee_fp32"
     )
 
 
@@ -57,6 +64,9 @@ def unmet(requires, device: str) -> str | None:
             return f"needs NCCL: {found.evidence}"
         elif token == "compiler" and not (found := premises.torch_compile(device)).present:
             return f"torch.compile cannot build kernels for {device} here: {found.evidence}"
+        elif token in _OVERRIDES and not (found := _OVERRIDES[token](device)).present:
+            names = ", ".join(premises.tf32_overrides_in_force())
+            return f"{found.evidence}: not measured on {device} (unset {names} to measure it)"
         elif m := _COMPARE.match(token):
             kind, value = m.group(1), float(m.group(2))
             if kind == "gpus" and premises.gpu_count() < value:

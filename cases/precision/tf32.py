@@ -378,6 +378,8 @@ CASE = Case(
     claim="torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32 (both default True "
     "since 1.7) make fp32 matmul and convolution much faster at lower precision.",
     source="003 cuda",
+    # TF32 on against off: on CUDA the flags must decide it (harness.premises.tf32_flags_decide).
+    requires=("tf32_flags",),
     make_inputs=make_matmul,
     variants={
         "matmul.highest": naive(_matmul_at("highest"), tolerance=IEEE_FP32),
