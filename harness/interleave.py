@@ -11,15 +11,18 @@ a precision-driven round count, so it is written here.
 The clock is the device's (`harness.device`): on CUDA a DeviceClock, whose readings at a round's
 start and end wait for the device, so the round's calls run back to back with no barrier and the
 figure is device time; on the CPU the host's, around calls that return with their work done.
-Plain Python, no torch.
+A side may have a context to run in (its precision flags: `harness.precision_flags.split`): it
+is entered around each of that side's round blocks, outside the clock's readings, never around
+each call. Plain Python, no torch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, ContextManager, Mapping
 
 from harness import rounds
 
@@ -50,6 +53,9 @@ class PairedRounds:
         }
 
 
+Contexts = Mapping[str, Callable[[], ContextManager]]
+
+
 def _one_round(call: Callable[[], object], iterations: int, clock) -> float:
     t0 = clock()
     for _ in range(iterations):
@@ -63,10 +69,12 @@ def run_rounds(
     n: int,
     clock=None,
     start: int = 0,
+    contexts: Contexts | None = None,
 ):
     """`n` rounds; round i (counted from `start`) runs the sides in the given order when i is
-    even, reversed when odd."""
+    even, reversed when odd, each side's block of calls inside its context (if it has one)."""
     clock = clock or time.perf_counter
+    contexts = contexts or {}
     names = list(calls)
     out: dict[str, list[float]] = {name: [] for name in names}
     first = []
@@ -74,7 +82,8 @@ def run_rounds(
         order = names if i % 2 == 0 else names[::-1]
         first.append(order[0])
         for name in order:
-            out[name].append(_one_round(calls[name], iterations[name], clock))
+            with contexts.get(name, contextlib.nullcontext)():
+                out[name].append(_one_round(calls[name], iterations[name], clock))
     return out, first
 
 
@@ -86,24 +95,29 @@ def timed_pair(
     min_round_s: float = rounds.MIN_ROUND_S["cpu"],
     target: float = rounds.TARGET,
     clock=None,
+    contexts: Contexts | None = None,
 ) -> PairedRounds:
     """Both sides warmed, sized (calls per round so a round lasts ≥ `min_round_s`), then a pilot
     of paired rounds plans how many make the median ratio's 95% interval ±`target`, within
     `cap_s` seconds for the whole pair and at least `min_rounds` (the pilot's rounds are kept:
     they are paired rounds like the rest). A cap of 0 (a spent --time-budget) leaves the floor:
-    `min_rounds`, as a variant timed alone keeps its minimum rounds."""
+    `min_rounds`, as a variant timed alone keeps its minimum rounds. `clock`: the device's
+    (default the host's); `contexts`: a side's context, entered once around its warm-up and once
+    around each of its round blocks."""
     if len(calls) != 2:
         raise ValueError(f"a pair has two sides, not {len(calls)}")
     if not cap_s >= 0 or min_rounds < 1:
         raise ValueError("cap_s must be 0 or more and min_rounds at least 1")
     clock = clock or time.perf_counter
+    contexts = contexts or {}
     iterations = {}
     for name, call in calls.items():
-        call()  # warm-up: allocator, kernel selection, first-touch of the output
-        iterations[name] = rounds.iterations_for(_one_round(call, 1, clock), min_round_s)
+        with contexts.get(name, contextlib.nullcontext)():
+            call()  # warm-up: allocator, kernel selection, first-touch of the output
+            iterations[name] = rounds.iterations_for(_one_round(call, 1, clock), min_round_s)
     started = time.perf_counter()
     pilot = max(min(rounds.PILOT_SAMPLES, min_rounds), 2)
-    seconds, first = run_rounds(calls, iterations, pilot, clock)
+    seconds, first = run_rounds(calls, iterations, pilot, clock, contexts=contexts)
     spent = time.perf_counter() - started
     per_round = spent / pilot
     a, b = (seconds[name] for name in calls)
@@ -115,7 +129,7 @@ def timed_pair(
     # interval needs that many rounds, and a pair without one cannot be judged at all.
     total = max(total, min_rounds)
     if total > pilot:
-        more, more_first = run_rounds(calls, iterations, total - pilot, clock, start=pilot)
+        more, more_first = run_rounds(calls, iterations, total - pilot, clock, start=pilot, contexts=contexts)
         for name in calls:
             seconds[name] += more[name]
         first += more_first

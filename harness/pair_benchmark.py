@@ -8,19 +8,19 @@ speed-up, so a side outside its tolerance (or writing into its inputs) leaves th
 events at each round's start and end, no barrier between the calls; the host's clock on a CPU),
 and the record (`harness.record.PairTiming`) names that clock and carries the device's A/A noise
 floor and the machine's load, both measured after the rounds, so the reports can tell a gain from
-noise. Plain Python: no pytest, no cases, no plan.
+noise. A side's precision flags (`harness.precision_flags.scoped`) are set once around each of its
+round blocks, and the rounds time the bare computation. Plain Python: no pytest, no cases, no plan.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
 from harness import device as harness_device
-from harness import interleave, load, measure, record, rounds
+from harness import interleave, load, measure, precision_flags, record, rounds
 from harness.variant_benchmark import NotMeasured, VariantAtPoint
 
 
@@ -50,7 +50,7 @@ def run(
     measurement never runs between them. `oversize(name)` says why a side's size cannot be tried
     here (or None); it is asked just before that side's inputs are made, so the second side's
     memory budget is read with the first side's inputs, truth and output held, as they are then."""
-    calls, outputs = {}, {}
+    calls, contexts, outputs = {}, {}, {}
     for name, side in pair.sides.items():
         if reason := oversize(name):
             raise NotMeasured(f"{name}: {reason}")
@@ -59,9 +59,10 @@ def run(
         if not err.within:
             what = "changes its inputs in place" if err.changed_inputs else "is outside its tolerance"
             raise NotMeasured(f"{name} {what} here; not timed")
-        outputs[name] = out
-        # No barrier after the call: the device's clock waits at each round's start and end.
-        calls[name] = functools.partial(side.fn, *inputs)
+        outputs[name] = out  # checked as called directly: the variant set its own flags
+        # No barrier after the call: the device's clock waits at each round's start and end. The
+        # flags: entered around each round block of this side, not inside each call.
+        calls[name], contexts[name] = precision_flags.entered(side.fn, inputs)
     identical = measure.bitwise_identical(outputs[pair.fast], outputs[pair.slow])
     del outputs  # the rounds' own outputs need the memory
     device = harness_device.of(pair.key.device)
@@ -71,6 +72,7 @@ def run(
         min_rounds=max(interleave.MIN_PAIRED_ROUNDS, min_rounds),
         min_round_s=rounds.MIN_ROUND_S.get(torch.device(pair.key.device).type, rounds.MIN_ROUND_S["cpu"]),
         clock=device.clock(),
+        contexts=contexts,
     )
     return record.PairTiming.at(
         pair.key,

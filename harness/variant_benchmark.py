@@ -9,7 +9,9 @@ fixture, in this order, each step for a reason:
    warm-up, the peak-memory pass and the check, which must pass before any timing is recorded
    (the timings of a wrong answer are not results);
 3. the case's own metrics, and for the ``graph`` mode a capture whose replay is checked too;
-4. the timed rounds in the point's mode (`harness.timing.timed_rounds`) within the point's cap;
+4. the timed rounds in the point's mode (`harness.timing.timed_rounds`) within the point's cap,
+   of the bare computation inside the variant's precision flags, set once around them all
+   (`harness.precision_flags.split`; the checked call of step 2 sets them itself);
 5. the last timed call's output checked again: a variant that goes wrong once warm (a stale cache,
    a buffer reused across calls, an input it writes into) shows only there;
 6. the roofline fraction against the machine's ceilings, flagged where it is above them.
@@ -138,34 +140,38 @@ def run(benchmark, variant: VariantAtPoint, *, budget, min_rounds: int, clock=No
         # The first call is also the warm-up (allocator, cuDNN/oneDNN kernel selection); on memory
         # that holds no answer another variant left (measure.fresh_call).
         out, peak = measure.fresh_call(lambda: measure.peak_memory(call, variant.device), truth)
-        return call, before, peak, measure.check(out, truth, variant.tolerance, inputs, before)
+        return inputs, before, peak, measure.check(out, truth, variant.tolerance, inputs, before)
 
     started = time.perf_counter()
-    call, before, peak, err = not_measured_on_oom(variant, measured_once)
+    inputs, before, peak, err = not_measured_on_oom(variant, measured_once)
+    # What the rounds time: the bare computation, its flags entered once around them (a variant
+    # that sets none: the call itself).
+    call, flags_in_force = precision_flags.entered(variant.fn, inputs)
     phases["memory_pass"] = time.perf_counter() - started
     benchmark.extra_info.update(peak_bytes=peak, max_abs_err=err.max_abs, max_rel_err=err.max_rel)
     if variant.metrics is not None:
         inputs, _ = variant.inputs()
         benchmark.extra_info.update(variant.metrics(inputs, torch.device(variant.device)))
     _raise_if_wrong(variant, err)  # timings of a wrong answer are not recorded as results
-    replay = _checked_graph_replay(variant, call) if variant.mode == "graph" else None
-    cap = budget.round_cap_s(variant.id)
-    started = time.perf_counter()
-    last, info = not_measured_on_oom(
-        variant,
-        lambda: timing.timed_rounds(
-            benchmark,
-            call,
-            variant.device,
-            variant.mode,
-            max_time_s=budget.max_time_s,
-            min_rounds=min_rounds,
-            cap_s=cap,
-            replay=replay,
-            clock=clock,
-        ),
-    )
-    phases["timing"] = time.perf_counter() - started
+    with flags_in_force():  # restored, and checked restored, on the way out
+        replay = _checked_graph_replay(variant, call) if variant.mode == "graph" else None
+        cap = budget.round_cap_s(variant.id)
+        started = time.perf_counter()
+        last, info = not_measured_on_oom(
+            variant,
+            lambda: timing.timed_rounds(
+                benchmark,
+                call,
+                variant.device,
+                variant.mode,
+                max_time_s=budget.max_time_s,
+                min_rounds=min_rounds,
+                cap_s=cap,
+                replay=replay,
+                clock=clock,
+            ),
+        )
+        phases["timing"] = time.perf_counter() - started
     # The first call was checked; a variant that goes wrong once warm (a stale cache, a buffer
     # reused across calls, an input it writes into) shows in the last timed call's output.
     inputs, truth = variant.inputs()

@@ -106,10 +106,19 @@ def _id(p: VariantPoint) -> str:
     return f"{p.case.id}-{p.part + '.' if p.part else ''}{p.variant_name}"
 
 
+def _as_the_harness_calls_it(fn, inputs):
+    """The bare computation inside the variant's context, entered once (harness.precision_flags.split)."""
+    bare, context = flags.split(fn)
+    with context(*inputs):
+        return bare(*inputs)
+
+
+@pytest.mark.parametrize("called", ["directly", "by_the_harness"])
 @pytest.mark.parametrize("point", POINTS, ids=[_id(p) for p in POINTS])
-def test_fp32_variants_call_cudnn_with_tf32_off(point, monkeypatch):
+def test_fp32_variants_call_cudnn_with_tf32_off(point, called, monkeypatch):
     """With CUDA present, a convolution or RNN inside a variant held to an fp32 bound runs with TF32
-    off (an fp32 bound is ~1e-5 or tighter; TF32's 10-bit mantissa is off by ~1e-3)."""
+    off (an fp32 bound is ~1e-5 or tighter; TF32's 10-bit mantissa is off by ~1e-3): called
+    directly (a check) or as the harness times it (the bare call inside its context)."""
     inputs = point.make_inputs(0)  # drawn before CUDA is faked: the inputs live on the CPU
     calls = []
     for module, name in _CUDNN:
@@ -124,7 +133,10 @@ def test_fp32_variants_call_cudnn_with_tf32_off(point, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     with flags.preserved():
         torch.backends.cudnn.allow_tf32 = True  # cuDNN's default, whatever this process was left with
-        point.variant.fn(*inputs)
+        if called == "directly":
+            point.variant.fn(*inputs)
+        else:
+            _as_the_harness_calls_it(point.variant.fn, inputs)
     reduced = sorted({name for name, tf32 in calls if tf32})
     assert not reduced, (
         f"{point.id}: {reduced} ran with TF32 allowed, against an fp32 bound "
