@@ -27,8 +27,10 @@ import csv
 import gzip
 import io
 import json
+import math
 import re
 import sys
+import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,15 +45,52 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLE_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
+class BadReference(ValueError):
+    """A reference that cannot price a run; the message is one line naming the file and field.
+    A median of -1 s or NaN priced its points at nothing: every estimate from it was wrong."""
+
+
+def _number(value) -> float:
+    if isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+
+
+def _time(path, where: str, value) -> float:
+    seconds = _number(value)
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise BadReference(f"{path}: {where} {value!r:.30}: a time is a positive, finite number of seconds")
+    return seconds
+
+
+def _spread(path, where: str, value, what: str = "a spread") -> float:
+    spread = _number(value)
+    if not (spread >= 0 and math.isfinite(spread)):
+        raise BadReference(f"{path}: {where} {value!r:.30}: {what} is a finite number ≥ 0")
+    return spread
+
+
+def _text(path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise BadReference(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
 def read_benchmark_log(path) -> dict[str, tuple[float, float]]:
     """{param id: (median seconds, relative spread)} from pytest-benchmark's terminal tables in a
     saved log (the H100 run kept logs, not JSON). Spread: IQR/1.349 over the median, a σ that
     outliers do not inflate."""
     out, unit = {}, None
-    for line in Path(path).read_text(errors="replace").splitlines():
+    for number, line in enumerate(_text(path).splitlines(), 1):
         header = re.match(r"Name \(time in (\w+)\)", line)
         if header:
-            unit = TABLE_UNIT[header.group(1)]
+            unit = TABLE_UNIT.get(header.group(1))
+            if unit is None:
+                raise BadReference(f"{path}: line {number}: unknown time unit {header.group(1)!r:.20}")
             continue
         row = re.match(r"test_\w+\[([^\]]+)\]\s+(.*)", line)
         if not (row and unit):
@@ -59,34 +98,96 @@ def read_benchmark_log(path) -> dict[str, tuple[float, float]]:
         values = [t for t in row.group(2).split() if not t.startswith("(")]
         if len(values) < 10:
             continue
-        number = [float(v.replace(",", "")) for v in values[:6]]
-        median, iqr = number[4] * unit, number[5] * unit
-        out[row.group(1)] = (median, iqr / 1.349 / median if median > 0 else 0.0)
+        where = f"line {number} ({row.group(1):.60})"
+        median = _time(path, f"{where}: Median", _number(values[4].replace(",", "")) * unit)
+        iqr = _spread(path, f"{where}: IQR", _number(values[5].replace(",", "")) * unit)
+        out[row.group(1)] = (median, iqr / 1.349 / median)
     return out
 
 
 def read_reference(path) -> dict[str, tuple[float, float]]:
-    with open(path, newline="") as f:
-        return {r["id"]: (float(r["median_s"]), float(r["spread"])) for r in csv.DictReader(f)}
+    """{id: (median_s, spread)} from a points CSV (columns id, median_s, spread)."""
+    rows = csv.DictReader(io.StringIO(_text(path), newline=""))
+    missing = [c for c in ("id", "median_s", "spread") if c not in (rows.fieldnames or [])]
+    if missing:
+        raise BadReference(f"{path}: no {', '.join(missing)} column (a points CSV has id, median_s, spread)")
+    out = {}
+    for row in rows:
+        where = f"line {rows.line_num} ({str(row['id']):.60})"
+        out[row["id"]] = (
+            _time(path, f"{where}: median_s", row["median_s"]),
+            _spread(path, f"{where}: spread", row["spread"]),
+        )
+    return out
+
+
+def _document(path) -> dict:
+    """A results document, gzip-compressed or not (told by its first bytes), as the reports read
+    it: what cannot be read is one line naming the file."""
+    try:
+        raw = Path(path).read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        text = raw.decode("utf-8")
+    except OSError as exc:
+        raise BadReference(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except (EOFError, zlib.error, UnicodeDecodeError) as exc:
+        raise BadReference(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
+    if not text.strip():
+        raise BadReference(f"{path}: empty file")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadReference(f"{path}: not valid JSON, truncated? ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise BadReference(f"{path}: JSON nested too deeply to be a results file") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        raise BadReference(f"{path}: not a suite results file (no 'benchmarks' list)")
+    return doc
 
 
 def read_results(path) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
     """({param id: (median seconds, relative spread)}, {param id: compile seconds}) from a suite
     results JSON (.json or .json.gz, partial runs too): a machine's own earlier run calibrates the
-    estimate of its next one, compiles included."""
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt") as f:
-        doc = json.load(f)
+    estimate of its next one, compiles included. A benchmark without a median (it never finished)
+    prices nothing."""
     points, compiles = {}, {}
-    for bench in doc.get("benchmarks", []):
+    for i, bench in enumerate(_document(path)["benchmarks"]):
+        if not isinstance(bench, dict):
+            raise BadReference(f"{path}: benchmarks[{i}] is not an object")
         stats, extra = bench.get("stats") or {}, bench.get("extra_info") or {}
-        median = stats.get("median")
-        if not median:
+        if not isinstance(stats, dict) or not isinstance(extra, dict):
+            raise BadReference(f"{path}: benchmarks[{i}]: stats or extra_info is not an object")
+        if stats.get("median") is None:
             continue
-        points[bench["param"]] = (median, stats.get("iqr", 0.0) / 1.349 / median)
+        param = bench.get("param")
+        if not isinstance(param, str):
+            raise BadReference(f"{path}: benchmarks[{i}]: param {param!r:.30} is not a point id")
+        where = f"benchmarks[{i}] ({param:.60})"
+        median = _time(path, f"{where}: stats.median", stats["median"])
+        iqr = _spread(path, f"{where}: stats.iqr", stats.get("iqr", 0.0))
+        points[param] = (median, iqr / 1.349 / median)
         if extra.get("compile_s") is not None:
-            compiles[bench["param"]] = float(extra["compile_s"])
+            compiles[param] = _spread(
+                path, f"{where}: extra_info.compile_s", extra["compile_s"], "a compile time"
+            )
     return points, compiles
+
+
+def read_references(paths) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
+    """Every --reference, by its name: a points CSV, a results JSON, else a saved log."""
+    reference: dict[str, tuple[float, float]] = {}
+    compiles: dict[str, float] = {}
+    for path in paths:
+        if str(path).endswith(".csv"):
+            reference.update(read_reference(path))
+        elif str(path).endswith((".json", ".json.gz")):
+            points, compiled = read_results(path)
+            reference.update(points)
+            compiles.update(compiled)
+        else:
+            reference.update(read_benchmark_log(path))
+    return reference, compiles
 
 
 @dataclass(frozen=True)
@@ -275,9 +376,34 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
     return dict(by_case)
 
 
+def _option(kind: type, low: float, *, above: bool, what: str):
+    """An argparse type: a finite `kind` above (or at least) `low`, else a usage error naming the
+    range. argparse took --gpus -1 and --memory-gib -5 and priced a run that cannot happen."""
+
+    def value(text: str):
+        try:
+            number = kind(text)
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and (number > low if above else number >= low)):
+            raise argparse.ArgumentTypeError(f"{text!r}: use {what}")
+        return number
+
+    value.__name__ = kind.__name__  # argparse names the type in its own messages
+    return value
+
+
+SECONDS = _option(float, 0.0, above=True, what="a positive, finite number of seconds")
+COST = _option(float, 0.0, above=False, what="a finite number ≥ 0")
+GIB = _option(float, 0.0, above=True, what="a positive, finite number of GiB")
+GPUS = _option(int, 0, above=False, what="a whole number of GPUs ≥ 0")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m plan.estimate",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--reference",
@@ -285,48 +411,46 @@ def main(argv=None) -> int:
         default=[],
         help="points CSV (id,median_s,spread), a suite results JSON (.json, .json.gz) or a saved log",
     )
-    parser.add_argument("--cap-s", type=float, default=1.0, help="per-point round cap (--benchmark-max-time)")
-    parser.add_argument("--fixed-s", type=float, default=0.05, help="per timed point outside its calls")
-    parser.add_argument("--group-s", type=float, default=0.05, help="per group: garbage collection, inputs")
     parser.add_argument(
-        "--oracle-factor", type=float, default=4.0, help="float64 oracle / fastest variant's call"
+        "--cap-s", type=SECONDS, default=1.0, help="per-point round cap (--benchmark-max-time)"
+    )
+    parser.add_argument("--fixed-s", type=COST, default=0.05, help="per timed point outside its calls")
+    parser.add_argument("--group-s", type=COST, default=0.05, help="per group: garbage collection, inputs")
+    parser.add_argument(
+        "--oracle-factor", type=COST, default=4.0, help="float64 oracle / fastest variant's call"
     )
     # The CPU's 128 rule checks took 9.1 s (0.07 s each, 2-core CI machine); ×3 for CUDA's launches.
-    parser.add_argument("--check-s", type=float, default=0.2, help="per rule check")
+    parser.add_argument("--check-s", type=COST, default=0.2, help="per rule check")
     # A torchrun launch of 1-2 ranks took 4-7 s on the CPU (gloo); CUDA and NCCL start slower.
-    parser.add_argument("--launch-s", type=float, default=20.0, help="per process launch (distributed tests)")
+    parser.add_argument("--launch-s", type=COST, default=20.0, help="per process launch (distributed tests)")
     parser.add_argument(
         "--compile-s",
-        type=float,
+        type=COST,
         default=20.0,
         help="per torch.compile (default mode), the jit compile test's too",
     )
-    parser.add_argument("--autotune-s", type=float, default=120.0, help="per max-autotune compile")
-    parser.add_argument("--memory-gib", type=float, default=80.0, help="the device's memory (an H100: 80)")
+    parser.add_argument("--autotune-s", type=COST, default=120.0, help="per max-autotune compile")
+    parser.add_argument("--memory-gib", type=GIB, default=80.0, help="the device's memory (an H100: 80)")
     parser.add_argument(
         "--gpus",
-        type=int,
+        type=GPUS,
         default=None,
         help="GPUs on the machine the run is for (default: this machine's): tests that need a GPU "
         "skip at 0, multigpu tests below 2",
     )
-    parser.add_argument("--default-call-s", type=float, default=1e-3, help="a point with no reference at all")
-    parser.add_argument("--default-spread", type=float, default=0.02)
+    parser.add_argument(
+        "--default-call-s", type=SECONDS, default=1e-3, help="a point with no reference at all"
+    )
+    parser.add_argument("--default-spread", type=COST, default=0.02)
     parser.add_argument("pytest_args", nargs="*", help="the run's pytest arguments, after --")
     args = parser.parse_args(argv)
     if args.gpus is None:
         args.gpus = premises.gpu_count()
-    reference: dict[str, tuple[float, float]] = {}
-    compiles: dict[str, float] = {}
-    for path in args.reference:
-        if str(path).endswith(".csv"):
-            reference.update(read_reference(path))
-        elif str(path).endswith((".json", ".json.gz")):
-            points, compiled = read_results(path)
-            reference.update(points)
-            compiles.update(compiled)
-        else:
-            reference.update(read_benchmark_log(path))
+    try:  # before the plan is collected: a bad file is found in a second, not after the collection
+        reference, compiles = read_references(args.reference)
+    except BadReference as exc:
+        print(f"plan.estimate: {exc}", file=sys.stderr)
+        return 2
     by_case = estimate(collect(pytest_args_for(args.pytest_args, args.gpus)), reference, args, compiles)
     print(f"{'case':28} " + " ".join(f"{header:>10}" for header in COLUMNS.values()))
     total = Totals()
