@@ -81,6 +81,9 @@ class ResultRow:
     extra: str  # the case's extra metrics (extra_info keys beyond the standard ones), as JSON
     # Last, so the columns before it keep their places for readers of older results.csv files.
     compiled_from: str  # a compiled twin's naive variant, "" otherwise (and in older results files)
+    # The GPU timing mode that timed the row (harness.timing: warm, cold_l2, graph): part of every
+    # key, so the modes of one variant are never pooled into one sample. "warm" in older files.
+    timing_mode: str
 
 
 COLUMNS = [f.name for f in fields(ResultRow)]
@@ -303,6 +306,7 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
         flops_fraction=rate / flops_ceiling,
         bandwidth_fraction=bandwidth / copy_ceiling,
         extra=json.dumps(extra, sort_keys=True, default=str) if extra else "",
+        timing_mode=str(extra.get("timing_mode") or "warm"),
     )
     if data.size == 0:
         data = np.array([median])  # saved without --benchmark-save-data: the median stands alone

@@ -43,9 +43,22 @@ def _spans_decades(values) -> bool:
     return values.size > 1 and values.max() / values.min() >= 10
 
 
+def by_timing_mode(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows timed in a GPU mode other than warm drawn as their own line (``variant [cold_l2]``),
+    never averaged into the warm one."""
+    if "timing_mode" not in rows:
+        return rows
+    other = rows["timing_mode"].fillna("warm") != "warm"
+    if not other.any():
+        return rows
+    labels = rows["variant"].where(~other, rows["variant"] + " [" + rows["timing_mode"] + "]")
+    return rows.assign(variant=labels)
+
+
 def case_plot(rows: pd.DataFrame, title: str) -> bytes:
     """Rows of one machine × case: time (and memory) vs size, one line per variant, one column per
     device × dtype, shaded between the first and third quartiles."""
+    rows = by_timing_mode(rows)
     has_memory = rows["peak_bytes"].notna().any()
     # One column per part × device × dtype: each part of a case is its own comparison, with its
     # own x axis (layout.contiguous's ops over n, its conv over channels).
@@ -263,6 +276,7 @@ def roofline_plot(rows: pd.DataFrame, title: str) -> bytes | None:
     ]
     if usable.empty:
         return None
+    usable = by_timing_mode(usable)
     entries = (
         usable.groupby(["device", "dtype"]).ngroups
         + usable.groupby(["case", "variant", "device", "dtype"]).ngroups

@@ -49,6 +49,7 @@ SUMMARY_COLUMNS = [
     "gain",
     "identical",
     "quality",
+    "timing_mode",  # last: the columns before it keep their places for readers of older files
 ]
 
 
@@ -84,7 +85,9 @@ class Group:
         return out
 
 
-KEYS = ["machine", "case", "size_label", "dtype", "device"]
+# The timing mode is part of the key: a variant timed warm, cold-L2 and as a graph replay is three
+# samples of three things, never one.
+KEYS = ["machine", "case", "size_label", "dtype", "device", "timing_mode"]
 
 
 def groups(rows: pd.DataFrame) -> list[Group]:
@@ -189,9 +192,10 @@ def build(rows: pd.DataFrame, cases: dict, pairs: pd.DataFrame | None = None) ->
     for group in groups(rows):
         case = cases.get(group.key["machine"], {}).get(group.key["case"])
         key = tuple(group.key[k] for k in PAIR_KEYS[:5])
+        warm = group.key["timing_mode"] == "warm"  # pairs are timed warm (harness.pair_benchmark)
         for fast, slow, against in group.pairs(case):
-            together = paired_data.get((*key, fast, slow))
-            reverse = paired_data.get((*key, slow, fast))
+            together = paired_data.get((*key, fast, slow)) if warm else None
+            reverse = paired_data.get((*key, slow, fast)) if warm else None
             if together is None and reverse is not None:
                 # A rule naming the pair the other way round (a file whose rule was changed, a
                 # claim that the naive way wins) reads the same paired rounds, busy flag included.

@@ -688,10 +688,17 @@ VERDICT_COLUMNS = [
 CLAIM_COLUMNS = ["machine", "case", "claim", "kind", "file", "quote", "verdict", "decided_by", "evidence"]
 
 
+def _warm(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["timing_mode"] == "warm"] if "timing_mode" in frame else frame
+
+
 def judge_all(results, table: pd.DataFrame, entries) -> dict[tuple[str, str], Judgement]:
     """The judging stage: one `Judgement` per machine × catalogue ID that machine's runs mention,
     from the rule each run recorded (not today's code), the summary and the outcomes."""
     rows, outcomes, runs = results.rows, results.outcomes, results.runs
+    # A verdict reads the warm timings, as the pairs that decide it are timed; the cold-L2 and
+    # graph rows of `--timing-mode all` are figures beside it, not more samples of it.
+    rows, table = _warm(rows), _warm(table)
     known = {c.id: c for c in entries if c.declared}
     ids = [e.id for e in entries]
     seen = list(dict.fromkeys(list(rows["case"]) + list(outcomes["case"])))
