@@ -13,7 +13,7 @@ import copy
 import pytest
 import torch
 
-from harness import allocator, machine
+from harness import allocator, machine, requirements
 from suite import options
 from suite.progress_plugin import PROGRESS, ProgressPlugin
 from suite.recorder import RECORDER, Recorder
@@ -25,6 +25,14 @@ ALLOCATOR = pytest.StashKey[dict]()
 
 def pytest_addoption(parser):
     options.add_options(parser)
+
+
+def pytest_report_header(config):
+    # Said before the first test: on CUDA an override variable takes fp32 precision away from
+    # torch's flags, and the checks that need the flags are not measured (harness.requirements).
+    if not torch.cuda.is_available() or "cuda" not in options.devices(config):
+        return None
+    return requirements.overridden("cuda") or None
 
 
 def pytest_configure(config):

@@ -280,6 +280,8 @@ def judge_conv_is_a_matrix_product(builds_matrix: bool, evidence: str) -> Findin
 
 
 IM2COL = Case(
+    # fp32 held to IEEE bounds: not measured on CUDA where TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 forces TF32
+    requires=("ieee_fp32",),
     id="conv.im2col",
     tier=2,
     claim="A convolution is Unfold (im2col) + one matmul, equal to F.conv2d; Unfold((2,3)) maps "
@@ -523,6 +525,8 @@ def judge_notes_layer_name(exists: bool, positional: list[str], notes: list[str]
 
 
 TRANSPOSED = Case(
+    # fp32 held to IEEE bounds: not measured on CUDA where TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 forces TF32
+    requires=("ieee_fp32",),
     id="conv.transposed",
     tier=2,
     claim="A transposed convolution equals zero insertion (s−1 inside), padding k−p−1 outside, a flipped "
@@ -704,6 +708,8 @@ def judge_gridding(
 
 
 DILATED = Case(
+    # fp32 held to IEEE bounds: not measured on CUDA where TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 forces TF32
+    requires=("ieee_fp32",),
     id="conv.dilated",
     tier=2,
     claim="A dilated convolution is a convolution with d−1 zeros inserted between kernel taps; the "
@@ -1150,6 +1156,8 @@ def judge_stacked_3x3(extents: dict, counts: dict, channels: int) -> Finding:
 
 
 SHAPES = Case(
+    # fp32 held to IEEE bounds: not measured on CUDA where TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 forces TF32
+    requires=("ieee_fp32",),
     id="conv.shapes",
     tier=3,
     claim="Conv output is ⌊(n+2p−f)/s⌋+1, 'same' padding is p=(f−1)/2, the weight is (C_out, C_in, kH, kW), "
@@ -1304,6 +1312,8 @@ def check_fractional_max_pool(device):
 
 
 POOLING = Case(
+    # fp32 held to IEEE bounds: not measured on CUDA where TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 forces TF32
+    requires=("ieee_fp32",),
     id="conv.pooling",
     tier=3,
     claim="FractionalMaxPool2d max-pools kH×kW regions with a stochastic step; LPPool returns the "

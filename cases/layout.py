@@ -901,6 +901,8 @@ def judge_timed_layouts(stored_as_named: dict) -> Finding:
 
 
 CASE = Case(
+    # fp32 held to IEEE bounds: not measured on CUDA where TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 forces TF32
+    requires=("ieee_fp32",),
     id="layout.contiguous",
     tier=1,
     claim="transpose/permute change strides, not storage; view needs compatible strides; reshape = view when "

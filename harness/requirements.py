@@ -29,6 +29,16 @@ _PLAIN = {"cuda", "distributed", "nccl", "compiler", "tf32_flags", "ieee_fp32"}
 _OVERRIDES = {"tf32_flags": premises.tf32_flags_decide, "ieee_fp32": premises.ieee_fp32}
 
 
+def overridden(device: str) -> list[str]:
+    """One line per requirement the environment's override variables take away on `device`, for
+    the run to say before its first test."""
+    return [
+        f"{premise}: the checks that need it are not measured"
+        for premise in (check(device) for check in _OVERRIDES.values())
+        if not premise.present
+    ]
+
+
 def validate(token: str) -> None:
     if token in _PLAIN or token.startswith("module:") or _COMPARE.match(token):
         return

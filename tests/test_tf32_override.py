@@ -14,7 +14,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cases import attention, memory
+from cases import attention, conv, distance, layout, memory, rnn, sparse
+from cases.parallel import dp_vs_ddp
 from cases.precision import tf32
 from harness import marks, premises, requirements
 from plan import CheckPoint, VariantPoint
@@ -90,7 +91,23 @@ def test_precision_tf32_is_not_measured_on_cuda_under_either_override(env, name,
         assert marks.of(point).skip == "", point.id
 
 
-@pytest.mark.parametrize("case", [memory.CASE, attention.ATTENTION], ids=lambda c: c.id)
+IEEE_FP32_CASES = [
+    memory.CASE,
+    attention.ATTENTION,
+    conv.IM2COL,
+    conv.TRANSPOSED,
+    conv.DILATED,
+    conv.SHAPES,
+    conv.POOLING,
+    layout.CASE,
+    rnn.HIDDEN_DETACH,
+    distance.CASE,
+    sparse.CASE,
+    dp_vs_ddp.CASE,
+]
+
+
+@pytest.mark.parametrize("case", IEEE_FP32_CASES, ids=lambda c: c.id)
 def test_ieee_fp32_cases_are_not_measured_on_cuda_under_the_cublas_override(env, case):
     env.setenv(TORCH, "1")
     for point in _points(case, "cuda"):
@@ -107,3 +124,13 @@ def test_the_premises_are_recorded_with_the_machine(env):
     found = premises.summary()
     assert found["TF32 flags decide fp32 precision on cpu"]["present"]
     assert "change nothing" in found["IEEE fp32 matmuls on cpu"]["evidence"]
+
+
+def test_the_run_says_so_before_the_first_test(env):
+    assert requirements.overridden("cuda") == []
+    env.setenv(NVIDIA, "0")
+    lines = requirements.overridden("cuda")
+    assert len(lines) == 1 and "TF32 flags decide" in lines[0] and "not measured" in lines[0]
+    env.setenv(TORCH, "1")
+    assert any("IEEE fp32 matmuls on cuda" in line for line in requirements.overridden("cuda"))
+    assert requirements.overridden("cpu") == []

@@ -256,7 +256,7 @@ CASE = Case(
         "two_nodes": "multi_node",
         "test_two_nodes-two_nodes-cpu": "multi_node",
     },
-    requires=("distributed",),
+    requires=("distributed", "ieee_fp32"),  # ieee_fp32: see harness.requirements
     verdict=FromFindings(),
     # Timed in worker processes (suite/test_distributed.py), not as variants the suite could compile.
     uncompilable={
