@@ -43,7 +43,13 @@ class Compiled:
         self.fn = fn
         self.mode = mode
         self._compiled = None
+        self._bare = None  # the compiled computation without the wrapper's flags
         self.__name__ = f"compiled({getattr(fn, '__name__', 'fn')}, {mode})"
+        # Flags set around the computation (harness.precision_flags.scoped) stay outside the timed
+        # calls, as the eager variant's do: the harness enters them once around its rounds.
+        if getattr(fn, "precision_context", None) is not None:
+            self.precision_context = fn.precision_context
+            self.precision_bare = self._call_bare
 
     def _compile(self):
         mode = None if self.mode == DEFAULT else self.mode
@@ -53,6 +59,7 @@ class Compiled:
         target = getattr(self.fn, "__compile_target__", self.fn)
         wrap = getattr(self.fn, "__compile_wrapper__", None)
         compiled = torch.compile(target, mode=mode)
+        self._bare = compiled
         return wrap(compiled) if wrap else compiled
 
     def compile_and_time(self, *inputs) -> tuple[Any, float, int]:
@@ -78,6 +85,14 @@ class Compiled:
             with _compile_config(cold=False):
                 return self._compiled(*inputs)
         return self._compiled(*inputs)
+
+    def _call_bare(self, *inputs):
+        """The compiled computation alone, inside flags the caller entered (`precision_context`)."""
+        if self._compiled is None:
+            self._compiled = self._compile()
+            with _compile_config(cold=False):
+                return self._bare(*inputs)
+        return self._bare(*inputs)
 
 
 def _compile_config(cold: bool):

@@ -243,3 +243,16 @@ def test_interleave_times_with_the_clock_it_is_handed(fake):
     )
     assert paired.seconds["a"] == pytest.approx([1e-3] * 6, rel=1e-4)
     assert paired.seconds["b"] == pytest.approx([3e-3] * 6, rel=1e-4)
+
+
+def test_a_checks_own_timed_claim_and_context_timers_read_the_device_clock(fake):
+    """cases._lib.timing (a check whose finding is "A is faster than B", and the context figures
+    beside it) once timed each call on the host around a device barrier."""
+    from cases._lib import timing as case_timing
+
+    fast, slow = kernel(fake, 47e-6, None), kernel(fake, 2.209e-3, None)
+    ratio, _ = case_timing.timed_claim({"fast": fast, "slow": slow}, "fast", "slow", torch.device("cuda"))
+    assert ratio.point == pytest.approx(2.209e-3 / 47e-6, rel=1e-3)
+    assert case_timing.best_time(slow, torch.device("cuda")) == pytest.approx(2.209e-3, rel=1e-4)
+    assert case_timing.median_time(fast, torch.device("cuda")) == pytest.approx(47e-6, rel=1e-3)
+    assert fake.syncs == 0, f"{fake.syncs} device barriers outside the clock's readings"

@@ -161,3 +161,24 @@ def test_a_variants_timed_rounds_enter_its_flags_once(entries, request):
     assert flags.snapshot() == before
     calls = bench.stats.stats.rounds * bench.stats.iterations
     assert calls > 10 and entries["n"] == 2, f"{entries['n']} context entries for {calls} timed calls"
+
+
+def test_a_compiled_twin_keeps_its_flags_outside_the_timed_calls(entries, monkeypatch):
+    """A compiled twin of an fp32 variant once set its flags on every call (the wrapper around the
+    compiled function), so its pair against the eager side carried the flags' cost on one side."""
+    from harness.compiled import Compiled
+
+    monkeypatch.setattr(torch, "compile", lambda fn, mode=None: fn)  # the wrapping, not Inductor
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # ieee_fp32 sets flags on CUDA only
+    twin = Compiled(ieee_fp32(torch.matmul))
+    a = torch.randn(8, 8)
+    bare, context = flags.split(twin)
+    assert bare is not twin, "the harness gets the computation without its flags"
+    entries["n"] = 0
+    with context(a, a):
+        for _ in range(50):
+            bare(a, a)
+    assert entries["n"] == 1
+    entries["n"] = 0
+    twin(a, a)  # called directly, as a check calls it: the flags are set
+    assert entries["n"] == 1

@@ -5,39 +5,40 @@ check whose finding is "A is faster than B" uses `timed_claim` and `judge_faster
 call of each side taken one side after the other compares two machines when a neighbour comes
 and goes, so the sides are timed in alternating rounds and judged by the suite's gain policy (a
 band of ±5%, an interval, and no verdict from a busy machine).
+
+All three read the device's clock (`harness.device`: CUDA events on a GPU, no barrier between
+calls; the host's clock on a CPU), as the harness's own timings do.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Callable, Mapping
 
 import torch
 
 from cases.spec import Verdict
+from harness import device as devices
 from harness import gain, interleave, load, timing
-from harness.measure import synchronize, synchronized
 
 
 def best_time(fn: Callable[[], object], device: torch.device, repeats: int = 5) -> float:
     """Seconds of the fastest of `repeats` device-synchronized calls, after one warm-up call: for
     figures given as context, never a verdict (noise only adds time, so the minimum is the best
     guess of the uncontended cost, but two sides timed apart still see two machines)."""
+    clock = devices.of(device).clock()
     fn()
     best = float("inf")
     for _ in range(repeats):
-        synchronize(device)
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        synchronize(device)
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, clock() - t0)
     return best
 
 
 def median_time(fn: Callable[[], object], device: torch.device) -> float:
     """Median of 3 device-synchronized calls after a warm-up: enough for a sweep's trend (the
     case's benchmarks time its own sizes properly, with statistics)."""
-    return timing.wall_median(synchronized(fn, device), reps=3, budget_s=0.0)
+    return timing.clock_median(fn, devices.of(device).clock(), reps=3, budget_s=0.0)
 
 
 def timed_claim(
@@ -50,9 +51,10 @@ def timed_claim(
     neighbour on the other core decides the answer (the fastest of 5 calls of cross-entropy's two
     targets gave 1.40× quiet and 0.24× beside two CPU burners)."""
     paired = interleave.timed_pair(
-        {name: synchronized(fn, device) for name, fn in calls.items()},
+        dict(calls),
         cap_s=cap_s,
         min_rounds=2 * gain.MIN_PAIRS,
+        clock=devices.of(device).clock(),
     )
     ratio = gain.paired_ratio(paired.seconds[slow], paired.seconds[fast])
     return ratio, load.measure(probe_s=0).busy_reason()
