@@ -1,4 +1,5 @@
-"""``python -m reports build RESULTS... [--out DIR]`` and ``python -m reports gate --baseline B --current C``.
+"""``python -m reports build RESULTS... [--out DIR]``, ``python -m reports gate --baseline B --current C``
+(or ``--history H``) and ``python -m reports history add|changes|runs``.
 
 Exit status: 0 success (gate: no regression); 1 the gate found a regression or a failed check,
 and nothing else; 2 bad input, with a one-line message naming the file on stderr; 3 the gate could
@@ -31,8 +32,26 @@ def _parser() -> argparse.ArgumentParser:
         help=f"output folder (default ./{DEFAULT_OUT}); a folder holding other files, or the results read, "
         "is refused",
     )
+    build.add_argument(
+        "--history",
+        metavar="PATH",
+        help="add a History section per ID from this history (default: a history.sqlite beside the results)",
+    )
     gate = sub.add_parser("gate", help="fail (exit 1) on a significant drop of within-run speedups")
-    gate.add_argument("--baseline", required=True, help="results JSON of the stored baseline run")
+    where = gate.add_mutually_exclusive_group(required=True)
+    where.add_argument("--baseline", help="results JSON (or a folder of runs) of the stored baseline")
+    where.add_argument(
+        "--history",
+        metavar="PATH",
+        help="draw the baseline from this history: the last --last runs of the current run's machine key "
+        "on --baseline-branch",
+    )
+    gate.add_argument("--last", type=int, default=5, help="with --history: how many runs (default 5)")
+    gate.add_argument(
+        "--baseline-branch",
+        default="main",
+        help="with --history: the branch whose runs are the baseline (default main; '*' any)",
+    )
     gate.add_argument("--current", required=True, help="results JSON of this run")
     gate.add_argument(
         "--tolerance",
@@ -60,7 +79,44 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 0 instead of 3 when a pair could not be judged (unstable in the run and every recheck)",
     )
+    history = sub.add_parser("history", help="the history of runs: add results files, find change points")
+    hsub = history.add_subparsers(dest="history_command", required=True)
+    add = hsub.add_parser("add", help="append results files (.json, .json.gz, folders); a run is kept once")
+    add.add_argument("results", nargs="+")
+    changes = hsub.add_parser("changes", help="change points of every speed-up and verdict series")
+    changes.add_argument("--since", help="only changes from this date (ISO) or commit on")
+    changes.add_argument(
+        "--by",
+        choices=("machine", "torch"),
+        default="machine",
+        help="series per machine key (default), or per hardware across torch versions (names upgrades)",
+    )
+    listing = hsub.add_parser("runs", help="list the runs in the history")
+    for p in (add, changes, listing):
+        p.add_argument(
+            "--history",
+            default=str(Path("results") / "history.sqlite"),
+            help="the history file (default results/history.sqlite)",
+        )
     return parser
+
+
+def _history(args) -> int:
+    from reports.history import changes, store
+
+    if args.history_command == "add":
+        added = store.add_files(args.history, args.results)
+        for a in added:
+            print(f"{a.path}: {'added as run' if a.new else 'already in the history as run'} {a.run_id}")
+        return 0
+    if args.history_command == "changes":
+        print(changes.markdown(changes.changes(args.history, args.by, args.since), args.by), end="")
+        return 0
+    with store.connect(args.history, create=False) as db:
+        table = store.runs(db)
+    cols = ["id", "time", "commit_id", "branch", "dirty", "machine", "profile", "source"]
+    print(table[cols].to_string(index=False) if not table.empty else "no runs")
+    return 0
 
 
 def main(argv=None) -> int:
@@ -71,13 +127,24 @@ def main(argv=None) -> int:
 
             start = time.perf_counter()
             index = build(args.results, args.out)
-            print(f"report built in {time.perf_counter() - start:.1f} s: {index}")
+            from reports.history import report
+
+            found = report.add_to_report(index, args.results, args.history)
+            print(
+                f"report built in {time.perf_counter() - start:.1f} s: {index}"
+                + (f" (history: {found})" if found else "")
+            )
             return 0
+        if args.command == "history":
+            return _history(args)
         from reports.gate import run
 
         code, text = run(
             args.baseline,
             args.current,
+            history=args.history,
+            last=args.last,
+            branch=args.baseline_branch,
             tolerance=args.tolerance,
             absolute=args.absolute,
             recheck_paths=args.recheck,

@@ -78,7 +78,7 @@ so the memory saving (slow peak / fast peak) fails when it shrank by more than t
 without a significance test.
 
 Which pairs: every case that times anything is gated on its compared pairs (its rule's, else
-optimized over naive, else the library over the naive way: harness.rules.compared_pairs), so a
+optimized over naive, else the library over the naive way: harness.contract.rules.compared_pairs), so a
 case judged by its findings that times the library against the notes' way is gated too.
 
 Exit status: 0 all holds; 1 a correctness check failed in the current run, a pair regressed, a
@@ -479,7 +479,8 @@ def compare(
     known: dict | None = None,
     names=("baseline", "current"),
 ) -> list[Line]:
-    # The pairs and tolerances a case is gated on are those its current run recorded (harness.record).
+    # The pairs and tolerances a case is gated on are those its current run recorded
+    # (harness.contract.record).
     known = known if known is not None else current.cases_of()
     base_machine, cur_machine = _machine(baseline, names[0]), _machine(current, names[1])
     if not (_cases(baseline) & _cases(current)):
@@ -597,7 +598,7 @@ def compare(
 def _timed_pairs(results: load.Results, known) -> set[tuple]:
     """Every (case, size, "dtype device", "fast ÷ slow") a run timed as the gate compares it: the
     gated pairs of its solo rows, and the pairs it timed side by side as the rule names them (the
-    rule's pairs where the point has any, else the context ones: harness.rules.compared_pairs)."""
+    rule's pairs where the point has any, else the context ones: harness.contract.rules.compared_pairs)."""
     found = set()
     for (case_id, size, dtype, device), timed in results.pairs.groupby(
         ["case", "size_label", "dtype", "device"], sort=False
@@ -743,11 +744,23 @@ def run(
     suspects_path=None,
     known=None,
     allow_unjudged=False,
+    history=None,
+    last=5,
+    branch="main",
 ) -> tuple[int, str]:
     if not 0 <= tolerance < 1:
         raise load.ResultsError(f"--tolerance {tolerance} must be in [0, 1)")
-    baseline = load.load([baseline_path])
-    current = load.load([current_path])
+    if history is None:
+        baseline = load.load([baseline_path])
+        current = load.load([current_path])
+    else:  # the last runs of the current run's machine key, read back as a baseline folder is
+        from reports.history.store import baseline_results
+
+        current = load.load([current_path])
+        baseline, used = baseline_results(
+            history, current, [current_path, *recheck_paths], last=last, branch=branch
+        )
+        baseline_path = f"{history} (last {len(used)} runs)"
     rechecks = tuple(load.load([p]) for p in recheck_paths)
     lines = compare(
         baseline,

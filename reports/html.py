@@ -380,3 +380,60 @@ def page(
         body.extend(_section(v, machines, "unknown") for v in unknown)
     body.append("</body></html>")
     return "\n".join(body)
+
+
+@dataclass
+class HistoryView:
+    """One catalogue ID's history on one machine key (reports.history.report)."""
+
+    id: str
+    machine: str
+    runs: int
+    plot: bytes | None
+    changes: list = field(
+        default_factory=list
+    )  # (run, commit, torch, size, where, pair, before, after, change)
+    verdicts: list = field(default_factory=list)  # (run, commit, torch, claim, before, after)
+
+
+def history_section(views: list[HistoryView], source: str) -> str:
+    """The History part of the page: per ID and machine key, the speed-up over runs (one line per
+    size, change points marked) and the verdict changes between runs, each with commit and torch."""
+    if not views:
+        return ""
+    out = [
+        "<h2 id=history>History</h2>",
+        f"<p class=meta>From {esc(source)}: every run kept, oldest first. Dashed lines mark the change "
+        "points found in a pair's speed-up (reports.history.changes); verdict changes are listed with "
+        "the run, commit and torch that first showed them.</p>",
+    ]
+    for v in views:
+        rows = "".join(
+            f"<tr><td>{esc(run)}</td><td><code>{esc(commit[:10])}</code></td><td>{esc(torch)}</td><td>{esc(size)}</td>"
+            f"<td>{esc(where)}</td><td>{esc(pair)}</td><td>{esc(before)}</td><td>{esc(after)}</td>"
+            f"<td>{esc(fmt(change, '+.1%'))}</td></tr>"
+            for run, commit, torch, size, where, pair, before, after, change in v.changes
+        )
+        changes = (
+            "<table><tr><th>run</th><th>commit</th><th>torch</th><th>size</th><th>dtype device</th>"
+            f"<th>pair</th><th>speed-up before</th><th>after</th><th>change</th></tr>{rows}</table>"
+            if rows
+            else "<p class=meta>No change point in its speed-ups.</p>"
+        )
+        verdict_rows = "".join(
+            f"<tr><td>{esc(run)}</td><td><code>{esc(commit[:10])}</code></td><td>{esc(torch)}</td>"
+            f"<td>{esc(claim or '(technique)')}</td><td>{badge(before)}</td><td>{badge(after)}</td></tr>"
+            for run, commit, torch, claim, before, after in v.verdicts
+        )
+        verdicts = (
+            "<table><tr><th>run</th><th>commit</th><th>torch</th><th>claim</th><th>verdict before</th>"
+            f"<th>after</th></tr>{verdict_rows}</table>"
+            if verdict_rows
+            else "<p class=meta>The verdicts did not change between runs.</p>"
+        )
+        out.append(
+            f'<section class="history" id="history-{esc(v.id)}"><h3><code>{esc(v.id)}</code> — '
+            f"{esc(v.machine)}, {v.runs} runs</h3>{img(v.plot, f'{v.id} speed-up over runs on {v.machine}')}"
+            f"<h4>Change points</h4>{changes}<h4>Verdict changes</h4>{verdicts}</section>"
+        )
+    return "\n".join(out)

@@ -1,5 +1,5 @@
 """The suite's command-line options, declared for pytest and read in one place (never at import
-time); their values are parsed and checked by harness.option_values, whose ValueError is a usage
+time); their values are parsed and checked by harness.run.option_values, whose ValueError is a usage
 error here."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from cases.spec import PROFILES
-from harness import option_values
-from harness.compiled import COMPILE_SCOPES
+from harness.measure.compiled import COMPILE_SCOPES
+from harness.run import option_values
 
 
 def min_rounds(config) -> int:
@@ -44,6 +44,19 @@ def add_options(parser) -> None:
         "the run ends, so the previous file survives a run that dies, and a run of checks only still "
         "writes its outcomes. (pytest-benchmark's --benchmark-json truncates its file when the "
         "options are read.)",
+    )
+    group.addoption(
+        "--history",
+        default=None,
+        metavar="PATH",
+        help="append the finished run to this history (reports.history, SQLite). Default: "
+        "history.sqlite beside --results; only runs that write --results are appended.",
+    )
+    group.addoption(
+        "--no-history",
+        action="store_true",
+        default=False,
+        help="do not append the run to a history",
     )
     group.addoption(
         "--threads",

@@ -1,7 +1,7 @@
-"""Nothing measured is lost when a run is cut short: the pytest glue of `harness.results_file`
-(the JSON written through a temporary file while signals wait), `harness.finished_points` (each
+"""Nothing measured is lost when a run is cut short: the pytest glue of `harness.run.results_file`
+(the JSON written through a temporary file while signals wait), `harness.run.finished_points` (each
 finished point journaled as its test is reported, and the only points a cut-short run keeps; a
-worker of `suite/isolation_plugin.py` journals to the file it was given) and `harness.signals`
+worker of `suite/isolation_plugin.py` journals to the file it was given) and `harness.host.signals`
 (SIGTERM raised like SIGINT, so pytest's own finish runs and pytest-benchmark writes its JSON).
 """
 
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import results_file, signals
-from harness.finished_points import FinishedPoints
-from harness.journal import WORKER_JOURNAL_ENV, Journal
+from harness.host import signals
+from harness.run import results_file
+from harness.run.finished_points import FinishedPoints
+from harness.run.journal import WORKER_JOURNAL_ENV, Journal
 
 PERSIST = pytest.StashKey["Persist"]()
 
@@ -67,7 +68,7 @@ class Persist:
 
     def redirect_results(self) -> None:
         """pytest-benchmark's handle of --benchmark-json (or the suite's --results) becomes the
-        temporary file of a `harness.results_file.ResultsFile`."""
+        temporary file of a `harness.run.results_file.ResultsFile`."""
         if self.points.worker:
             return
         try:
@@ -140,7 +141,32 @@ class Persist:
             session.exitstatus = (
                 pytest.ExitCode.INTERRUPTED if failed.interrupted else pytest.ExitCode.INTERNAL_ERROR
             )
+        elif not self.interrupts.reason:
+            self.append_to_history()
         return result
+
+    def append_to_history(self) -> None:
+        """A finished run written with --results joins the history (reports.history): --history
+        PATH, else history.sqlite beside the results; --no-history skips it. A history that cannot
+        take it (damaged, another program's file) is said in one line; the results stay written."""
+        target = self.final_path
+        if (
+            target is None
+            or not self.config.getoption("--results", None)
+            or self.config.getoption("--no-history", False)
+            or not Path(target).is_file()
+        ):
+            return
+        from reports.history import store
+        from reports.load import ResultsError
+
+        path = Path(self.config.getoption("--history", None) or Path(target).parent / store.FILENAME)
+        try:
+            added = store.add_files(path, [target])[0]
+        except (ResultsError, OSError) as exc:
+            self._say(f"history: not appended ({exc}); add it later: python -m reports history add {target}")
+            return
+        self._say(f"history: run {added.run_id} {'appended to' if added.new else 'already in'} {path}")
 
     @pytest.hookimpl(trylast=True)  # after the hook that builds `suite`, into the dict it built
     def pytest_benchmark_update_json(self, config, benchmarks, output_json):

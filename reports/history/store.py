@@ -1,0 +1,447 @@
+"""The history: every run kept, in one SQLite file (the standard library's `sqlite3`, nothing to serve).
+
+One row per run (``runs``), keyed by the content hash `reports.load` identifies runs by (the same run
+added twice is kept once), with what tells runs apart: commit, branch, dirty, time, the machine key
+the gate pools by (`reports.load.machine_key`: CPU vector units, GPU, torch, CUDA), the hardware
+alone (the key without its versions, for ``--by torch``), torch and CUDA versions, driver, profile,
+threads and the load probe. Beside it, per run:
+
+* ``speedups`` — per pair and size, as the gate reads a run (`reports.gate.Runs`: the median of the
+  paired rounds' log ratios, else of the medians; its within-run variance, rounds, spread, busy) and
+  as the report does (`reports.summary`: the speed-up and its 95% interval), with the paired rounds'
+  log ratios themselves;
+* ``points`` — per variant point: median and IQR of its rounds, peak memory;
+* ``verdicts`` — per ID the technique's verdict, per claim its verdict (`reports.verdicts`);
+* ``documents`` — the results file itself, compressed: the gate's baseline is drawn from it and
+  judged by the gate's own statistics, unchanged (`baseline_results`).
+
+Concurrency: every write is one ``BEGIN IMMEDIATE`` transaction with a busy timeout, so processes
+appending at once queue instead of losing rows. Safety: a file that is not this history (not SQLite,
+truncated, another program's database, a newer schema) is refused with one line and never written.
+The schema is versioned (``PRAGMA user_version``); `MIGRATIONS` bring an older file up to date in
+one transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import sqlite3
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reports import load
+
+APPLICATION_ID = 0x54545348  # "TTSH": a technique-suite history (PRAGMA application_id)
+SCHEMA_VERSION = 2
+BUSY_TIMEOUT_MS = 120_000  # a writer waits this long for another's transaction (a run's add: ~5 s)
+FILENAME = "history.sqlite"
+
+# Version 1: runs without branch, hardware or driver; speedups without the report's interval.
+SCHEMA_V1 = """
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    identity TEXT NOT NULL UNIQUE,
+    machine TEXT NOT NULL,
+    torch TEXT NOT NULL DEFAULT '',
+    cuda TEXT NOT NULL DEFAULT '',
+    commit_id TEXT NOT NULL DEFAULT '',
+    dirty INTEGER,
+    time TEXT NOT NULL DEFAULT '',
+    profile TEXT NOT NULL DEFAULT '',
+    threads INTEGER,
+    load TEXT NOT NULL DEFAULT '',
+    partial INTEGER NOT NULL DEFAULT 0,
+    source TEXT NOT NULL DEFAULT '',
+    added TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+);
+CREATE TABLE documents (run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE, doc BLOB NOT NULL);
+CREATE TABLE speedups (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    case_id TEXT NOT NULL, size_label TEXT NOT NULL, x REAL, dtype TEXT NOT NULL, device TEXT NOT NULL,
+    fast TEXT NOT NULL, slow TEXT NOT NULL,
+    log REAL NOT NULL, var REAL, rounds INTEGER, spread REAL, busy TEXT NOT NULL DEFAULT '',
+    paired INTEGER NOT NULL DEFAULT 0, ratios BLOB
+);
+CREATE INDEX speedups_run ON speedups(run_id);
+CREATE TABLE points (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    case_id TEXT NOT NULL, variant TEXT NOT NULL, size_label TEXT NOT NULL, dtype TEXT NOT NULL,
+    device TEXT NOT NULL, rounds INTEGER, median_s REAL, iqr_s REAL, peak_bytes REAL
+);
+CREATE INDEX points_run ON points(run_id);
+CREATE TABLE verdicts (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    case_id TEXT NOT NULL, claim TEXT NOT NULL DEFAULT '', verdict TEXT NOT NULL,
+    evidence TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX verdicts_run ON verdicts(run_id);
+"""
+# Each entry brings a file from version k to k + 1 (run in the same transaction as the check).
+MIGRATIONS = {
+    1: """
+ALTER TABLE runs ADD COLUMN branch TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN hardware TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN driver TEXT NOT NULL DEFAULT '';
+ALTER TABLE speedups ADD COLUMN speedup REAL;
+ALTER TABLE speedups ADD COLUMN ci_low REAL;
+ALTER TABLE speedups ADD COLUMN ci_high REAL;
+ALTER TABLE speedups ADD COLUMN against TEXT NOT NULL DEFAULT '';
+UPDATE runs SET hardware = substr(machine, 1, instr(machine || ' · ', ' · ') - 1);
+CREATE INDEX runs_machine ON runs(machine, time);
+""",
+}
+RUN_COLUMNS = [
+    "id",
+    "identity",
+    "machine",
+    "hardware",
+    "torch",
+    "cuda",
+    "driver",
+    "commit_id",
+    "branch",
+    "dirty",
+    "time",
+    "profile",
+    "threads",
+    "load",
+    "partial",
+    "source",
+]
+
+
+class HistoryError(load.ResultsError):
+    """A history file that cannot be used (exit 2, one line naming the file)."""
+
+
+# --- opening -------------------------------------------------------------------------------------
+def _check(db: sqlite3.Connection, path: Path) -> int:
+    """The file's schema version, after making sure it is a history this code can read."""
+    try:
+        integrity = db.execute("PRAGMA quick_check").fetchone()[0]
+        app = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise HistoryError(f"{path}: not a history (SQLite: {exc}); left unchanged") from None
+    if integrity != "ok":
+        raise HistoryError(
+            f"{path}: damaged or truncated SQLite file ({str(integrity).splitlines()[0][:120]}); "
+            "left unchanged"
+        )
+    if app != APPLICATION_ID and (tables or app):
+        raise HistoryError(
+            f"{path}: another program's SQLite database (application_id {app}, tables "
+            f"{', '.join(sorted(tables))[:80] or 'none'}), not a history; left unchanged"
+        )
+    if version > SCHEMA_VERSION:
+        raise HistoryError(
+            f"{path}: history schema {version}, newer than this code's {SCHEMA_VERSION}; update the suite"
+        )
+    return version if app == APPLICATION_ID else 0
+
+
+def _script(db: sqlite3.Connection, script: str) -> None:
+    """Statements one by one (executescript would commit the transaction they belong to)."""
+    for statement in script.strip().split(";\n"):
+        if statement.strip():
+            db.execute(statement)
+
+
+@contextlib.contextmanager
+def connect(path, *, create: bool = True):
+    """An open history, checked (and migrated or created inside one write transaction where it is
+    older or new). A path that does not exist is created only with ``create``."""
+    path = Path(path)
+    if not path.exists():
+        if not create:
+            raise HistoryError(f"{path}: no such history")
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif path.is_dir():
+        raise HistoryError(f"{path}: a folder, not a history file")
+    elif path.stat().st_size == 0:
+        # SQLite reads an empty file as an empty database; here it is a history cut to nothing.
+        raise HistoryError(f"{path}: empty file, not a history (truncated?); left unchanged")
+    else:
+        with path.open("rb") as f:
+            if f.read(16) != b"SQLite format 3\x00":
+                raise HistoryError(f"{path}: not an SQLite file, so not a history; left unchanged")
+    db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    try:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        db.execute("PRAGMA foreign_keys = ON")
+        version = _check(db, path)
+        if version < SCHEMA_VERSION:
+            with transaction(db):
+                version = _check(db, path)  # another process may have done it while this one waited
+                if version == 0:
+                    _script(db, SCHEMA_V1)
+                    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    version = 1
+                while version < SCHEMA_VERSION:
+                    _script(db, MIGRATIONS[version])
+                    version += 1
+                db.execute(f"PRAGMA user_version = {version}")
+        yield db
+    finally:
+        db.close()
+
+
+@contextlib.contextmanager
+def transaction(db: sqlite3.Connection):
+    """One write transaction, taken before the first read (BEGIN IMMEDIATE: a second writer waits
+    on the busy timeout instead of failing half-way); rolled back on any error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+# --- adding --------------------------------------------------------------------------------------
+def identity(doc: dict) -> str:
+    """A run's identity: the hash of its content, as `reports.load.load` counts duplicates."""
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _float(value) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+@dataclass
+class Added:
+    path: str
+    run_id: int
+    new: bool  # False: the same run was in the history already
+
+
+def _run_row(doc: dict, results: load.Results, path: Path) -> dict:
+    run = results.runs.iloc[0]
+    torch_info = run["machine_info"] if isinstance(run["machine_info"], dict) else {}
+    commit = doc.get("commit_info") or {}
+    gpu = torch_info.get("gpu") if isinstance(torch_info.get("gpu"), dict) else {}
+    cpu = torch_info.get("cpu_detail") if isinstance(torch_info.get("cpu_detail"), dict) else {}
+    floors = torch_info.get("noise_floor") if isinstance(torch_info.get("noise_floor"), dict) else {}
+    probe = {dev: f.get("load") for dev, f in floors.items() if isinstance(f, dict) and f.get("load")}
+    threads = cpu.get("torch_threads") or torch_info.get("threads")
+    dirty = commit.get("dirty")
+    return dict(
+        machine=str(run["machine"]),
+        hardware=str(run["machine"]).split(" · ")[0],
+        torch=str(run["torch_version"] or ""),
+        cuda=str(run["cuda_version"] or ""),
+        driver=str(gpu.get("driver") or torch_info.get("driver_version") or ""),
+        commit_id=str(commit.get("id") or ""),
+        branch=str(commit.get("branch") or ""),
+        dirty=None if dirty is None else int(bool(dirty)),
+        time=str(doc.get("datetime") or ""),
+        profile=str(run["profile"] or ""),
+        threads=int(threads) if isinstance(threads, (int, float)) and not isinstance(threads, bool) else None,
+        load=json.dumps(probe, sort_keys=True, default=str) if probe else "",
+        partial=int(bool(run["partial"])),
+        source=str(path),
+    )
+
+
+def _speedup_rows(results: load.Results, table: pd.DataFrame) -> list[tuple]:
+    from reports import gate
+
+    runs = gate.Runs(results)
+    known = results.cases_of()
+    interval = {
+        (r.case, r.size_label, r.dtype, r.device, r.fast, r.slow): (r.speedup, r.ci_low, r.ci_high, r.against)
+        for r in table.itertuples()
+        if getattr(r, "timing_mode", "warm") == "warm"
+    }
+    out = []
+    for key, group in gate._groups(results).items():
+        for fast, slow in gate._pairs(group, known):
+            paired = runs.paired.get((*key, fast, slow), {})
+            for r in runs.of(key, fast, slow):
+                logs = paired.get(r.run)
+                ratios = np.concatenate(logs[0]).astype("<f8").tobytes() if logs else None
+                sp, lo, hi, against = interval.get((*key, fast, slow), (None, None, None, ""))
+                out.append(
+                    (
+                        *key[:2],
+                        _float(group.key.get("x")),
+                        *key[2:],
+                        fast,
+                        slow,
+                        r.log,
+                        _float(r.var),
+                        r.rounds,
+                        _float(r.spread),
+                        r.busy or "",
+                        int(r.paired),
+                        ratios,
+                        _float(sp),
+                        _float(lo),
+                        _float(hi),
+                        str(against or ""),
+                    )
+                )
+    return out
+
+
+def _verdict_rows(results: load.Results, table: pd.DataFrame) -> list[tuple]:
+    from reports import verdicts
+
+    judged = verdicts.judge_all(results, table, verdicts.catalogue_of(results))
+    out = []
+    for (_, case_id), j in judged.items():
+        out.append((case_id, "", j.verdict, j.evidence[:500]))
+        out.extend((case_id, c.claim.id, c.verdict, c.evidence[:500]) for c in j.claims)
+    return out
+
+
+def add(db: sqlite3.Connection, path) -> Added:
+    """Append one results file (``.json`` or ``.json.gz``, read by `reports.load`); a run already
+    in the history (same content hash) is not added again."""
+    path = Path(path)
+    doc = load.read_json(path)
+    ident = identity(doc)
+    known = db.execute("SELECT id FROM runs WHERE identity = ?", (ident,)).fetchone()
+    if known:
+        return Added(str(path), known[0], False)
+    results = load.load([path])
+    if len(results.runs) != 1:
+        raise HistoryError(f"{path}: holds {len(results.runs)} runs; add one results file at a time")
+    # Everything is computed before the transaction: a writer holds the lock for the inserts only.
+    run = _run_row(doc, results, path)
+    from reports import summary
+
+    table = summary.build(results.rows, results.cases, results.pairs)
+    speedups = _speedup_rows(results, table)
+    verdict_rows = _verdict_rows(results, table)
+    rows = results.rows
+    points = list(
+        zip(
+            rows["case"],
+            rows["variant"],
+            rows["size_label"],
+            rows["dtype"],
+            rows["device"],
+            rows["rounds"].astype(int).tolist(),
+            map(_float, rows["median_s"]),
+            map(_float, rows["iqr_s"]),
+            map(_float, rows["peak_bytes"]),
+        )
+    )
+    blob = zlib.compress(json.dumps(doc, default=str).encode(), 6)
+    with transaction(db):
+        again = db.execute("SELECT id FROM runs WHERE identity = ?", (ident,)).fetchone()
+        if again:  # another process added it while this one computed
+            return Added(str(path), again[0], False)
+        cols = ["identity", *run]
+        cur = db.execute(
+            f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+            (ident, *run.values()),
+        )
+        run_id = cur.lastrowid
+        db.execute("INSERT INTO documents (run_id, doc) VALUES (?, ?)", (run_id, blob))
+        db.executemany(
+            "INSERT INTO speedups (run_id, case_id, size_label, x, dtype, device, fast, slow, log, var, "
+            "rounds, spread, busy, paired, ratios, speedup, ci_low, ci_high, against) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, *s) for s in speedups],
+        )
+        db.executemany(
+            "INSERT INTO points (run_id, case_id, variant, size_label, dtype, device, rounds, median_s, "
+            "iqr_s, peak_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, *p) for p in points],
+        )
+        db.executemany(
+            "INSERT INTO verdicts (run_id, case_id, claim, verdict, evidence) VALUES (?, ?, ?, ?, ?)",
+            [(run_id, *v) for v in verdict_rows],
+        )
+    return Added(str(path), run_id, True)
+
+
+def add_files(history, paths) -> list[Added]:
+    files = load.collect_paths(paths)
+    with connect(history) as db:
+        return [add(db, p) for p in files]
+
+
+# --- reading -------------------------------------------------------------------------------------
+def runs(db: sqlite3.Connection) -> pd.DataFrame:
+    """Every run, oldest first (by its time, then the order added)."""
+    return pd.read_sql_query(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY time, id", db)
+
+
+def speedups(db: sqlite3.Connection) -> pd.DataFrame:
+    return pd.read_sql_query(
+        "SELECT run_id, case_id, size_label, x, dtype, device, fast, slow, against, log, var, rounds, "
+        "spread, busy, paired, speedup, ci_low, ci_high FROM speedups",
+        db,
+    )
+
+
+def verdicts(db: sqlite3.Connection) -> pd.DataFrame:
+    return pd.read_sql_query("SELECT run_id, case_id, claim, verdict, evidence FROM verdicts", db)
+
+
+def document(db: sqlite3.Connection, run_id: int) -> dict:
+    row = db.execute("SELECT doc FROM documents WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        raise HistoryError(f"run {run_id}: not in the history")
+    return json.loads(zlib.decompress(row[0]))
+
+
+def baseline_runs(
+    db: sqlite3.Connection, machine: str, *, last: int = 5, branch: str = "main", exclude=()
+) -> pd.DataFrame:
+    """The last ``last`` runs of one machine key on ``branch`` ('' or '*': any), clean trees only,
+    none of ``exclude`` (identities: the current run and its rechecks), not cut short."""
+    table = runs(db)
+    keep = (table["machine"] == machine) & (table["dirty"].fillna(0) == 0) & (table["partial"] == 0)
+    if branch not in ("", "*"):
+        keep &= table["branch"] == branch
+    keep &= ~table["identity"].isin(list(exclude))
+    return table[keep].tail(last)
+
+
+def baseline_results(
+    history, current: load.Results, current_paths=(), *, last: int = 5, branch: str = "main"
+):
+    """The gate's baseline drawn from the history: the last runs of the current run's machine key
+    on the baseline branch, read back through `reports.load` exactly as a baseline folder is, so the
+    gate's statistics are unchanged; the current run and its rechecks (``current_paths``) are never
+    their own baseline. (results, names of the runs used)."""
+    if last < 1:
+        raise HistoryError(f"--last {last}: at least one run")
+    machines = list(dict.fromkeys(current.runs["machine"]))
+    if len(machines) != 1:
+        raise HistoryError(f"--current holds {len(machines)} machines; gate one machine at a time")
+    with connect(history, create=False) as db:
+        exclude = (
+            [identity(load.read_json(p)) for p in load.collect_paths(current_paths)] if current_paths else []
+        )
+        chosen = baseline_runs(db, machines[0], last=last, branch=branch, exclude=exclude)
+        if chosen.empty:
+            on = f" on branch {branch}" if branch not in ("", "*") else ""
+            raise HistoryError(
+                f"{history}: no run of {machines[0]}{on} to gate against (record a few runs first)"
+            )
+        with tempfile.TemporaryDirectory(prefix="history-baseline-") as tmp:
+            names = []
+            for r in chosen.itertuples():
+                name = f"history-run{r.id}-{(r.commit_id or 'nocommit')[:10]}.json"
+                (Path(tmp) / name).write_text(json.dumps(document(db, int(r.id))), encoding="utf-8")
+                names.append(name)
+            return load.load([tmp]), names

@@ -1,0 +1,240 @@
+"""The history (reports.history): every run kept once, a damaged or foreign file refused and left
+as it was, the schema migrated, change points found at the right run, the gate's baseline drawn from
+it, the report's History section."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reports import gate, load
+from reports.__main__ import main
+from reports.history import changes, report, store
+from tests import synthetic
+from tests.launcher import ROOT
+
+SMALL = dict(sizes=(128,), variants=synthetic.VARIANTS[:2], n_rounds=8, paired=True)
+
+
+def _doc(i: int, *, step_at: int | None = None, step: float = 0.0, torch: str | None = None, **kw) -> dict:
+    """Run i of a history: its own commit and time; from run ``step_at`` on, the fast variant
+    1/(1−step) slower (its speed-up down by ``step``)."""
+    slow = {"fast_v": 1 / (1 - step)} if step_at is not None and i >= step_at else None
+    machine = dict(synthetic.MACHINE, torch_version=torch) if torch else None
+    doc = synthetic.result(seed=i, slow=slow, machine=machine, **{**SMALL, **kw})
+    doc["commit_info"] = {"id": f"{i:040x}", "branch": "main", "dirty": False}
+    doc["datetime"] = f"2026-02-{i + 1:02d}T00:00:00"
+    return doc
+
+
+def _write(folder: Path, docs) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, doc in enumerate(docs):
+        paths.append(folder / f"run{i:03d}.json")
+        paths[-1].write_text(json.dumps(doc))
+    return paths
+
+
+def test_a_run_added_twice_is_kept_once_by_its_content(tmp_path):
+    (path,) = _write(tmp_path / "r", [_doc(0)])
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(path.read_bytes())
+    history = tmp_path / "h.sqlite"
+    first = store.add_files(history, [path])
+    again = store.add_files(history, [copy, path])
+    assert first[0].new and not any(a.new for a in again)
+    with store.connect(history) as db:
+        runs = store.runs(db)
+    assert len(runs) == 1
+    # the same identity reports.load counts duplicates by
+    assert load.load([path, copy]).duplicates and runs["identity"][0] == store.identity(load.read_json(path))
+
+
+def test_a_run_keeps_what_the_gate_and_the_report_need(tmp_path):
+    paths = _write(tmp_path / "r", [_doc(0)])
+    history = tmp_path / "h.sqlite"
+    store.add_files(history, paths)
+    with store.connect(history) as db:
+        run = store.runs(db).iloc[0]
+        sp = store.speedups(db)
+        ratios = db.execute("SELECT ratios FROM speedups WHERE paired = 1").fetchone()[0]
+        points = db.execute("SELECT median_s, iqr_s FROM points").fetchall()
+        verdicts = store.verdicts(db)
+        doc = store.document(db, int(run["id"]))
+    assert run["machine"] == load.machine_key(synthetic.MACHINE) and run["commit_id"] == f"{0:040x}"
+    assert run["branch"] == "main" and run["dirty"] == 0 and run["torch"] == "2.13.0+cpu"
+    assert sp["paired"].all() and (sp["ci_low"] < sp["speedup"]).all() and len(ratios) == 8 * 8
+    assert points and all(m > 0 for m, _ in points)
+    assert set(verdicts["case_id"]) == {"distance.pairwise"}
+    assert doc == load.read_json(paths[0])
+
+
+def test_a_truncated_history_is_refused_and_left_unchanged(tmp_path):
+    history = tmp_path / "h.sqlite"
+    store.add_files(history, _write(tmp_path / "r", [_doc(0), _doc(1)]))
+    data = history.read_bytes()
+    history.write_bytes(data[: len(data) // 2])
+    cut = history.read_bytes()
+    with pytest.raises(store.HistoryError, match="h.sqlite: .*left unchanged"):
+        store.add_files(history, _write(tmp_path / "s", [_doc(2)]))
+    assert history.read_bytes() == cut
+    assert main(["history", "changes", "--history", str(history)]) == 2
+    assert history.read_bytes() == cut
+
+
+@pytest.mark.parametrize("what", ["empty", "text", "foreign"])
+def test_a_foreign_file_is_refused_in_one_line_never_overwritten(tmp_path, what, capsys):
+    history = tmp_path / "h.sqlite"
+    if what == "empty":
+        history.write_bytes(b"")
+    elif what == "text":
+        history.write_text("not a database\n")
+    else:
+        db = sqlite3.connect(history)
+        db.execute("CREATE TABLE other (x)")
+        db.commit()
+        db.close()
+    before = history.read_bytes()
+    (path,) = _write(tmp_path / "r", [_doc(0)])
+    assert main(["history", "add", str(path), "--history", str(history)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(history) in err
+    assert history.read_bytes() == before
+
+
+def test_a_version_1_history_is_migrated_in_place(tmp_path):
+    history = tmp_path / "h.sqlite"
+    db = sqlite3.connect(history)
+    for statement in store.SCHEMA_V1.strip().split(";\n"):
+        db.execute(statement)
+    db.execute(f"PRAGMA application_id = {store.APPLICATION_ID}")
+    db.execute("PRAGMA user_version = 1")
+    db.execute("INSERT INTO runs (identity, machine) VALUES ('x', 'Box (2 cores), AVX2 · torch 2.12.0+cpu')")
+    db.commit()
+    db.close()
+    with store.connect(history) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
+        runs = store.runs(db)
+    assert list(runs["hardware"]) == ["Box (2 cores), AVX2"] and list(runs["branch"]) == [""]
+    store.add_files(history, _write(tmp_path / "r", [_doc(0)]))  # and it takes new runs
+    with store.connect(history) as db:
+        assert len(store.runs(db)) == 2
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    history = tmp_path / "h.sqlite"
+    with store.connect(history) as db:
+        db.execute(f"PRAGMA user_version = {store.SCHEMA_VERSION + 1}")
+    with pytest.raises(store.HistoryError, match="newer than this code"):
+        changes.changes(history)
+
+
+def test_a_planted_20_percent_step_is_found_at_its_run_and_shown_in_the_report(tmp_path):
+    docs = [_doc(i, step_at=5, step=0.2, sizes=(128, 256)) for i in range(8)]
+    history = tmp_path / "results" / "history.sqlite"
+    paths = _write(tmp_path / "results", docs)
+    store.add_files(history, paths)
+    found = changes.changes(history)
+    with store.connect(history) as db:
+        step_run = int(store.runs(db).iloc[5]["id"])
+    speed = [c for c in found if c.kind == "speed-up"]
+    assert speed and {c.run_id for c in speed} == {step_run}
+    assert {c.size for c in speed} == {"n128", "n256"} and all(-0.25 < c.change < -0.15 for c in speed)
+    # the report: its History section marks the change at that run
+    (view,) = report.views(history)
+    assert view.plot.startswith(b"\x89PNG") and {row[0] for row in view.changes} == {step_run}
+    out = tmp_path / "out"
+    assert main(["build", str(paths[-1]), "--out", str(out)]) == 0  # the history beside the results
+    page = (out / "index.html").read_text()
+    assert 'id="history-distance.pairwise"' in page and f"<td>{step_run}</td>" in page
+    assert list((out / "plots").glob("history--distance.pairwise*.png"))
+
+
+def test_unchanged_runs_have_no_change_point(tmp_path):
+    history = tmp_path / "h.sqlite"
+    store.add_files(history, _write(tmp_path / "r", [_doc(i, sizes=(128, 256)) for i in range(10)]))
+    assert [c for c in changes.changes(history) if c.kind == "speed-up"] == []
+
+
+def test_changes_by_torch_name_the_upgrade(tmp_path, capsys):
+    docs = [_doc(i, step_at=4, step=0.3, torch="2.12.0+cpu" if i < 4 else "2.13.0+cpu") for i in range(8)]
+    history = tmp_path / "h.sqlite"
+    store.add_files(history, _write(tmp_path / "r", docs))
+    # per machine key (torch included) each torch has its own series: nothing changed within either
+    assert [c for c in changes.changes(history) if c.kind == "speed-up"] == []
+    by_torch = [c for c in changes.changes(history, by="torch") if c.kind == "speed-up"]
+    assert by_torch and all(c.previous_torch == "2.12.0+cpu" and c.torch == "2.13.0+cpu" for c in by_torch)
+    assert main(["history", "changes", "--by", "torch", "--history", str(history)]) == 0
+    assert "2.12.0+cpu → 2.13.0+cpu" in capsys.readouterr().out
+
+
+def test_verdict_changes_are_listed_with_commit_and_torch(tmp_path):
+    docs = [_doc(i) for i in range(4)]
+    bad = {
+        "case": "distance.pairwise",
+        "kind": "check",
+        "name": "wrong",
+        "outcome": "failed",
+        "reason": "boom",
+    }
+    docs[2]["outcomes"].append({**bad, "nodeid": "x::test_check[wrong]"})
+    history = tmp_path / "h.sqlite"
+    store.add_files(history, _write(tmp_path / "r", docs))
+    found = [c for c in changes.changes(history) if c.kind == "verdict" and c.pair == ""]
+    assert [(c.commit, c.torch) for c in found] == [(f"{2:040x}", "2.13.0+cpu"), (f"{3:040x}", "2.13.0+cpu")]
+    assert found[0].before == "holds" and found[0].after != "holds" and found[1].after == "holds"
+
+
+def test_the_gate_draws_its_baseline_from_the_history(tmp_path):
+    history = tmp_path / "h.sqlite"
+    store.add_files(history, _write(tmp_path / "base", [_doc(i) for i in range(7)]))
+    current = _write(tmp_path / "cur", [_doc(10)])[0]
+    code, text = gate.run(None, current, history=history, last=5)
+    assert code == 0, text
+    slower = _write(tmp_path / "slow", [_doc(11, step_at=0, step=0.5)])[0]
+    code, text = gate.run(None, slower, history=history)
+    assert code == 1 and "regressed" in text
+    # the current run in the history is never its own baseline; another branch is not the baseline
+    store.add_files(history, [slower])
+    assert gate.run(None, slower, history=history)[0] == 1
+    assert (
+        main(["gate", "--history", str(history), "--current", str(current), "--baseline-branch", "dev"]) == 2
+    )
+
+
+def test_the_history_baseline_is_the_last_runs_of_the_machine_and_branch(tmp_path):
+    docs = [_doc(i) for i in range(8)]
+    docs[6]["commit_info"]["branch"] = "feature"
+    docs[7]["commit_info"]["dirty"] = True
+    history = tmp_path / "h.sqlite"
+    store.add_files(history, _write(tmp_path / "r", docs))
+    current = load.load([_write(tmp_path / "c", [_doc(20)])[0]])
+    _, names = store.baseline_results(history, current, last=3)
+    assert [n.split("-")[2].removesuffix(".json") for n in names] == [f"{i:040x}"[:10] for i in (3, 4, 5)]
+
+
+def _adder(args) -> None:  # one process's share of the concurrent appends
+    history, paths = args
+    store.add_files(history, paths)
+
+
+@pytest.mark.integration
+def test_two_processes_appending_100_runs_lose_none(tmp_path):
+    paths = _write(tmp_path / "r", [_doc(i, n_rounds=5) for i in range(100)])
+    history = tmp_path / "h.sqlite"
+    code = "import sys; from reports.history import store; store.add_files(sys.argv[1], sys.argv[2:])"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(history), *map(str, half)], cwd=ROOT)
+        for half in (paths[0::2], paths[1::2])
+    ]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    with store.connect(history) as db:
+        runs = store.runs(db)
+        assert db.execute("SELECT COUNT(DISTINCT run_id) FROM speedups").fetchone()[0] == 100
+    assert len(runs) == 100 and runs["identity"].is_unique
