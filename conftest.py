@@ -1,7 +1,7 @@
 """pytest hooks for the whole repository: options, machine info and the run's record.
 
 Kept thin on purpose; what a case is lives in `cases/`, how to measure in `harness/`, the results
-contract in `harness/record.py`, the points of a run in `plan/__init__.py` (parametrised by
+contract in `harness/contract/record.py`, the points of a run in `plan/__init__.py` (parametrised by
 `suite/conftest.py`) and the run's record (outcomes, findings, markers from requirements) in
 `suite/recorder.py`.
 """
@@ -13,7 +13,9 @@ import copy
 import pytest
 import torch
 
-from harness import allocator, machine, requirements
+from harness import machine
+from harness.host import allocator
+from harness.machine import requirements
 from suite import options
 from suite.progress_plugin import PROGRESS, ProgressPlugin
 from suite.recorder import RECORDER, Recorder
@@ -29,7 +31,7 @@ def pytest_addoption(parser):
 
 def pytest_report_header(config):
     # Said before the first test: on CUDA an override variable takes fp32 precision away from
-    # torch's flags, and the checks that need the flags are not measured (harness.requirements).
+    # torch's flags, and the checks that need the flags are not measured (harness.machine.requirements).
     if not torch.cuda.is_available() or "cuda" not in options.devices(config):
         return None
     return requirements.overridden("cuda") or None
@@ -38,7 +40,7 @@ def pytest_report_header(config):
 def pytest_configure(config):
     options.validate(config)
     # Before anything allocates a timed tensor: a temporary's cost must not depend on which
-    # points ran before it in the process (harness/allocator.py).
+    # points ran before it in the process (harness/host/allocator.py).
     config.stash[ALLOCATOR] = allocator.pin()
     if config.getoption("--threads") is not None:
         torch.set_num_threads(config.getoption("--threads"))
@@ -56,6 +58,7 @@ def pytest_benchmark_update_machine_info(config, machine_info):
     machine_info["torch"] = copy.deepcopy(config.stash[MACHINE])
     machine_info["torch"]["label"] = machine.machine_label(machine_info["torch"])
     machine_info["torch"]["allocator"] = dict(config.stash.get(ALLOCATOR, {}))
-    # Ceilings and noise floors, measured outside any timing when first needed (harness.machine_measures
+    # Ceilings and noise floors, measured outside any timing when first needed
+    # (harness.machine.machine_measures
     # says when); absent when nothing in the session was timed.
     config.stash[RECORDER].machine.into(machine_info["torch"])

@@ -38,7 +38,7 @@ from cases.spec import (
     naive,
 )
 from harness import measure
-from harness.rules import FromFindings
+from harness.contract.rules import FromFindings
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 

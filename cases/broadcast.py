@@ -31,7 +31,7 @@ from cases.spec import (
     naive,
     optimized,
 )
-from harness.rules import AllOf, Faster, Lighter
+from harness.contract.rules import AllOf, Faster, Lighter
 
 FP32 = torch.float32
 

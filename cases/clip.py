@@ -34,7 +34,7 @@ from cases.spec import (
     naive,
     optimized,
 )
-from harness.rules import Faster
+from harness.contract.rules import Faster
 
 FP32 = torch.float32
 inf = math.inf

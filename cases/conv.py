@@ -47,7 +47,7 @@ from cases.spec import (
     optimized,
 )
 from harness import measure
-from harness.rules import AllOf, Faster, FromFindings
+from harness.contract.rules import AllOf, Faster, FromFindings
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 

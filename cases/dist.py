@@ -21,7 +21,7 @@ from torch.utils.data import DistributedSampler
 
 from cases._lib.dist_launches import LaunchRecord, Runs
 from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
-from harness.rules import FromFindings
+from harness.contract.rules import FromFindings
 
 
 def shards(n: int, replicas: int, *, drop_last: bool, shuffle: bool = True, epoch: int = 0, seed: int = 0):
@@ -364,7 +364,7 @@ def check_torchrun_omp_threads(device):
     import tempfile
     from pathlib import Path
 
-    from harness import launch
+    from harness.run import launch
 
     root = Path(tempfile.mkdtemp(prefix="omp-threads-"))
     try:

@@ -58,7 +58,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from harness.launch import die_with_parent
+    from harness.run.launch import die_with_parent
 
     die_with_parent()  # a rank dies with its launcher, even when the launcher is killed outright
     main()

@@ -38,7 +38,7 @@ from torch import nn
 
 from cases._lib import collectives
 from cases._lib import data_parallel as DP
-from harness import launch
+from harness.run import launch
 
 D_IN = D_OUT = 256
 
@@ -484,7 +484,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from harness.launch import die_with_parent
+    from harness.run.launch import die_with_parent
 
     die_with_parent()  # a rank dies with torchrun, even when torchrun is killed outright
     main()

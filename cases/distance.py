@@ -29,7 +29,7 @@ from cases.spec import (
     naive,
     optimized,
 )
-from harness.rules import AllOf, Faster, Lighter
+from harness.contract.rules import AllOf, Faster, Lighter
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 

@@ -45,7 +45,7 @@ from cases.spec import (
     optimized,
 )
 from harness import measure
-from harness.rules import FromFindings
+from harness.contract.rules import FromFindings
 
 FP32 = torch.float32
 JIT_APIS = ("torch.jit.script", "torch.jit.trace", "torch.jit.save", "torch.jit.load")

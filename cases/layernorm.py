@@ -39,7 +39,7 @@ from cases.spec import (
     library,
     naive,
 )
-from harness.rules import FromFindings
+from harness.contract.rules import FromFindings
 
 FP32 = torch.float32
 

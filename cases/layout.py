@@ -46,7 +46,7 @@ from cases.spec import (
     naive,
     optimized,
 )
-from harness.rules import FromFindings
+from harness.contract.rules import FromFindings
 
 FP32 = torch.float32
 U = UNIT_ROUNDOFF[FP32]

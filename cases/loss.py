@@ -32,7 +32,7 @@ from cases.spec import (
     naive,
     optimized,
 )
-from harness.rules import Faster
+from harness.contract.rules import Faster
 
 FP32, BF16 = torch.float32, torch.bfloat16
 

@@ -44,7 +44,7 @@ from cases.spec import (
     optimized,
 )
 from harness import measure
-from harness.rules import AllOf, FromFindings, Lighter
+from harness.contract.rules import AllOf, FromFindings, Lighter
 
 FP32 = torch.float32
 P_DROP = 0.1

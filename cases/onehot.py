@@ -28,7 +28,7 @@ from cases.spec import (
     naive,
     optimized,
 )
-from harness.rules import FromFindings
+from harness.contract.rules import FromFindings
 
 FP32 = torch.float32
 

@@ -17,8 +17,9 @@ from cases._lib.inputs import generator
 from cases._lib.timing import median_time
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import Case, Check, Claim, ClaimKind, Finding, InputFamily, Tol, Verdict, naive, optimized
-from harness import load, measure
-from harness.rules import FromFindings
+from harness import measure
+from harness.contract.rules import FromFindings
+from harness.host import load
 
 FP32 = torch.float32
 

@@ -24,8 +24,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from harness import rules as _rules
-from harness.record import Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict  # noqa: F401  (the declaration API)
+from harness.contract import rules as _rules
+from harness.contract.record import Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict  # noqa: F401  (the declaration API)
 
 Size = Mapping[str, int]
 """One point of a size sweep, e.g. ``{"n": 1024, "m": 1024, "d": 256}``."""
@@ -38,7 +38,7 @@ class Role(str, enum.Enum):
     NAIVE = "naive"
     OPTIMIZED = "optimized"
     LIBRARY = "library"
-    COMPILED = "compiled"  # torch.compile of a naive variant, made by the suite (harness.compiled)
+    COMPILED = "compiled"  # torch.compile of a naive variant, made by the suite (harness.measure.compiled)
 
 
 UNIT_ROUNDOFF = {
@@ -277,7 +277,7 @@ class Case(Comparison):
     source: str
     checks: Mapping[str, Check] = field(default_factory=dict)
     requires: tuple[str, ...] = ()
-    verdict: Any = None  # a rule from harness/rules.py; None: Faster() with variants, else FromFindings()
+    verdict: Any = None  # a harness.contract.rules rule; None: Faster() with variants, else FromFindings()
     gate_tolerance: float | None = None  # per-case override of the gate's allowed drop
     parts: Mapping[str, Comparison] = field(default_factory=dict)
     # The notes' claims this ID judges (CATALOG.md: "Claims are the unit"); each is decided by the

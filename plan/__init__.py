@@ -20,9 +20,11 @@ import torch
 
 from cases import all_cases, get_case
 from cases.spec import Case, Check, Comparison, Role, Size, Variant, dtype_name, size_label, tolerance_at
-from harness import compiled, declared, measure, record, rules
-from harness.pair_benchmark import PairAtPoint
-from harness.variant_benchmark import VariantAtPoint
+from harness.measure import compiled
+from harness.contract import declared, record, rules
+from harness import measure
+from harness.point.pair_benchmark import PairAtPoint
+from harness.point.variant_benchmark import VariantAtPoint
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,7 +34,7 @@ class VariantPoint:
     size: Size
     dtype: torch.dtype
     device: str
-    timing: str = "warm"  # GPU timing mode (harness.timing); only test_benchmark varies it
+    timing: str = "warm"  # GPU timing mode (harness.measure.timing); only test_benchmark varies it
     part: str = ""  # one of the case's parts, "" for its own comparison
 
     @property
@@ -114,8 +116,8 @@ class VariantPoint:
 @dataclass(frozen=True, eq=False)
 class PairPoint:
     """Two variants of one comparison at one size, dtype and device, timed side by side (rounds
-    alternating between them, harness.interleave): the point a verdict's speed-up is read from.
-    ``fast``/``slow`` are the names the case's rule gives the sides (harness.rules.compared_pairs);
+    alternating between them, harness.measure.interleave): the point a verdict's speed-up is read from.
+    ``fast``/``slow`` are the names the case's rule gives the sides (harness.contract.rules.compared_pairs);
     each side is also a `VariantPoint` (its inputs, oracle and tolerance)."""
 
     case: Case
@@ -313,7 +315,7 @@ def _twin_size(comparison: Comparison, twin: Variant, sizes, device: str, capaci
 
 def variant_points(profile: str, devices, compile_scope: str = "auto", capacity=None) -> list[VariantPoint]:
     """Every (variant, size, dtype, device) of every comparison, with the compiled twins where
-    `compile_scope` puts them (harness.compiled.compiled_cases). `capacity`: {device: bytes} for
+    `compile_scope` puts them (harness.measure.compiled.compiled_cases). `capacity`: {device: bytes} for
     placing the twins (default: this machine's, harness.measure.memory_capacity)."""
     compiled_cases = compiled.compiled_cases(compile_scope, profile)
     if capacity is None:
@@ -363,7 +365,7 @@ def variant_points(profile: str, devices, compile_scope: str = "auto", capacity=
 
 def pair_points(profile: str, devices) -> list[PairPoint]:
     """Every pair a comparison's timings are read as (its rule's, else optimized or library over
-    naive: harness.rules.compared_pairs) at every size, dtype and device both sides run in:
+    naive: harness.contract.rules.compared_pairs) at every size, dtype and device both sides run in:
     where the gain turns with size, every size says so."""
     points = []
     for case in all_cases():

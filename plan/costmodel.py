@@ -1,5 +1,5 @@
 """How long a timed point takes, from the time of one call: the calls the suite makes around and
-inside its rounds (harness/rounds.py: the pilot and the plan, the
+inside its rounds (harness/contract/rounds.py: the pilot and the plan, the
 peak-memory pass, the CUDA host-vs-device probe) times the call, plus the host's cost per round.
 
 Used to estimate a run before it is made (`python -m plan.estimate`), e.g. the full GPU profile
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness import rounds
+from harness.contract import rounds
 
 # pytest-benchmark's pedantic loop and the timer reads: tens of µs a round on a 2-core CPU
-# (harness/rounds.py), assumed the same on a GPU box's host.
+# (harness/contract/rounds.py), assumed the same on a GPU box's host.
 HOST_S_PER_ROUND = 30e-6
 
 

@@ -11,7 +11,7 @@ or, on a machine that has run the suite before, from its own results (compile ti
 The plan is the run's own collection (the pytest arguments after ``--``), priced for a machine of
 ``--gpus`` GPUs (default: this one's): tests that need a GPU cost nothing on a machine without
 one, tests marked ``multigpu`` nothing on a machine of fewer than two. Each timed point costs
-what `harness.costmodel` says its calls cost at the reference run's median and spread for that
+what `plan.costmodel` says its calls cost at the reference run's median and spread for that
 point (scaled by the case's cost model from another size of the same variant where the reference
 lacks it), plus a fixed cost per point and the inputs and float64 oracle once per group of
 variants (the oracle a multiple of the group's fastest call: the efficient form in float64).
@@ -37,9 +37,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import costmodel, premises
-from harness.marks import NOT_A_BENCHMARK
-from plan import point_of
+from harness.machine import premises
+from harness.point.marks import NOT_A_BENCHMARK
+from plan import costmodel, point_of
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -336,10 +336,10 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
         if planned.not_a_benchmark_skipped:
             continue  # e.g. variant checks under --benchmark-only: each benchmark checks its own
         if "gpu" in planned.markers and args.gpus < 1:
-            totals.skipped += 1  # skipped with "CUDA not available" (harness.requirements)
+            totals.skipped += 1  # skipped with "CUDA not available" (harness.machine.requirements)
             continue
         if "multigpu" in planned.markers and args.gpus < 2:
-            totals.skipped += 1  # skipped with "needs >= 2 GPUs" (harness.requirements)
+            totals.skipped += 1  # skipped with "needs >= 2 GPUs" (harness.machine.requirements)
             continue
         if planned.test == "test_benchmark" and isinstance(point, VariantPoint):
             param = point.id
@@ -348,7 +348,7 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
                 continue
             compiled = point.variant.role.value == "compiled"
             if compiled and point.comparison.uncompilable.get(point.compiled_from):
-                totals.skipped += 1  # "not compiled: <reason>" (harness.variant_benchmark)
+                totals.skipped += 1  # "not compiled: <reason>" (harness.point.variant_benchmark)
                 continue
             if param in reference:
                 call_s, spread = reference[param]

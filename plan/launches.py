@@ -3,7 +3,7 @@ run's devices, keyed by the test's name.
 
 Each point carries its test's name, which names its recorded check, as for any topic test; its
 markers and skip come from its requirements in the recorder, like every other suite test's. World
-sizes: `harness.launch.world_sizes` (``SUITE_WORLD_SIZES``, else the hardware's). Plain Python: no
+sizes: `harness.run.launch.world_sizes` (``SUITE_WORLD_SIZES``, else the hardware's). Plain Python: no
 pytest.
 """
 
@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from cases._lib.collectives import ALLREDUCE
-from harness import launch
+from harness.run import launch
 from plan import LaunchPoint
 
 

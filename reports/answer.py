@@ -2,7 +2,7 @@
 outcomes (the suite prints it; a results file holds the same records).
 
 Per technique that compares two ways, the pair its rule names at the largest size measured, with
-its paired speed-up, interval and what the interval says against the band (harness.gain); how
+its paired speed-up, interval and what the interval says against the band (harness.contract.gain); how
 many pairs the machine was busy for, and what to do about it; the findings counted by verdict and
 the notes' errata; DDP's strong scaling; where the results went. pytest-benchmark's own per-test
 tables (hundreds of lines, up to 554 columns wide on the quick profile) are turned off by the
@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections
 import shlex
 
-from harness import gain, record
+from harness.contract import gain, record
 
 
 def _largest(pairs: list[record.PairTiming]) -> list[record.PairTiming]:

@@ -7,13 +7,13 @@ Three tables come out of a set of files (`Results`):
   column holding each row's per-round times (numpy arrays, never written to CSV);
 * ``outcomes`` — every suite test's outcome (passed/failed/skipped, reason, finding and the
   notes' errata it found) per run;
-* ``pairs`` — every pair timed side by side (harness.record.PairTiming), with both sides'
+* ``pairs`` — every pair timed side by side (harness.contract.record.PairTiming), with both sides'
   per-round times (``fast_data``, ``slow_data``: numpy arrays, never written to CSV);
 * ``runs`` — one row per file: machine label, versions, profile, ceilings, whether it is partial;
 * ``cases`` — per machine, the declarations the runs recorded (claim, tier, rule): a file is judged
-  by the rules it was measured under (`harness.record`).
+  by the rules it was measured under (`harness.contract.record`).
 
-The suite's part of each file is read through `harness.record`, the one schema of the results.
+The suite's part of each file is read through `harness.contract.record`, the one schema of the results.
 
 Results are grouped by machine label (``machine_info.torch.label``) everywhere downstream; the
 label here is extended with the torch and CUDA versions so that two torch builds on one box are
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness import record, rounds
+from harness.contract import record, rounds
 
 
 class ResultsError(Exception):
@@ -62,7 +62,7 @@ class ResultRow:
     q1_s: float
     q3_s: float
     iqr_s: float
-    spread: float  # IQR / median; a point over harness.rounds.SPREAD_LIMIT is flagged `noisy`
+    spread: float  # IQR / median; a point over harness.contract.rounds.SPREAD_LIMIT is flagged `noisy`
     noisy: bool
     min_s: float
     mean_s: float
@@ -81,7 +81,7 @@ class ResultRow:
     extra: str  # the case's extra metrics (extra_info keys beyond the standard ones), as JSON
     # Last, so the columns before it keep their places for readers of older results.csv files.
     compiled_from: str  # a compiled twin's naive variant, "" otherwise (and in older results files)
-    # The GPU timing mode that timed the row (harness.timing: warm, cold_l2, graph): part of every
+    # The GPU timing mode that timed the row (harness.measure.timing: warm, cold_l2, graph): part of every
     # key, so the modes of one variant are never pooled into one sample. "warm" in older files.
     timing_mode: str
 
@@ -262,7 +262,7 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
             raise ResultsError(
                 f"{path}: machine_info.torch.ceilings.{device}.{key} {value!r:.30} is not a positive number"
             )
-    # The ceiling the run itself chose (harness.ceilings.gemm_key: TF32 where it was in force on
+    # The ceiling the run itself chose (harness.machine.ceilings.gemm_key: TF32 where it was in force on
     # CUDA); files written before it was recorded fall back to the dtype's own ceiling.
     ceiling_key = extra.get("ceiling_key") or _CEILING_KEY.get(dtype, "")
     flops_ceiling = _num(ceilings.get(str(ceiling_key), None))

@@ -24,7 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
-from harness import gain  # noqa: E402
+from harness.contract import gain  # noqa: E402
 
 DPI = 80
 
@@ -216,7 +216,7 @@ def overview_plot(summary: pd.DataFrame, title: str) -> bytes:
     gains = last["gain"].fillna("") if "gain" in last else pd.Series([""] * len(last))
     deltas = last["delta"].to_numpy(dtype=float) if "delta" in last else np.full(len(last), np.nan)
     band = float(np.nanmax(deltas)) if np.isfinite(deltas).any() else gain.DELTA_FLOOR
-    # The widest band of the run: inside it a pair is "no measurable difference" (harness.gain).
+    # The widest band of the run: inside it a pair is "no measurable difference" (harness.contract.gain).
     ax.axvspan(
         1 / (1 + band), 1 + band, color="grey", alpha=0.15, label=f"±{band:.0%}: no measurable difference"
     )
@@ -256,7 +256,7 @@ def overview_plot(summary: pd.DataFrame, title: str) -> bytes:
     return _png(fig)
 
 
-# One colour per answer of harness.gain.classify, the same words as the tables.
+# One colour per answer of harness.contract.gain.classify, the same words as the tables.
 _GAIN_COLORS = {
     "faster": "tab:green",
     "no measurable difference": "tab:grey",

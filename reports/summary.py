@@ -3,8 +3,8 @@ each slow one (the pairs the case's rule names, and the optimized variants over 
 with its 95% interval, what that interval says against the machine's band of noise (`gain`), the
 memory ratio, and the flags that say how far to trust the number (`quality`).
 
-Where the run timed the pair side by side (``pairs``, harness.record.PairTiming) the speed-up is
-the median of the paired rounds' ratios (harness.gain.paired_ratio); otherwise (files older than
+Where the run timed the pair side by side (``pairs``, harness.contract.record.PairTiming) the speed-up is
+the median of the paired rounds' ratios (harness.contract.gain.paired_ratio); otherwise (files older than
 schema 3, compiled and library comparisons) the ratio of the two variants' medians with a
 bootstrap interval over rounds taken apart, flagged ``unpaired``. Runs of one machine are pooled
 (their rounds concatenated, pairs kept paired); machines are never mixed.
@@ -17,8 +17,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from harness import gain, rules
-from harness.record import compiled_source
+from harness.contract import gain, rules
+from harness.contract.record import compiled_source
 from reports import stats
 
 SUMMARY_COLUMNS = [
@@ -184,7 +184,7 @@ def quality(paired: bool, rounds: int, busy: str, delta: float) -> str:
 
 
 def build(rows: pd.DataFrame, cases: dict, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """``cases``: machine → case ID → declaration (harness.record.CaseInfo), as each run recorded;
+    """``cases``: machine → case ID → declaration (harness.contract.record.CaseInfo), as each run recorded;
     ``pairs``: the pairs timed side by side (reports.load.Results.pairs)."""
     paired_data = pooled_pairs(pairs)
     busy_runs = _busy_runs(pairs)
@@ -192,7 +192,7 @@ def build(rows: pd.DataFrame, cases: dict, pairs: pd.DataFrame | None = None) ->
     for group in groups(rows):
         case = cases.get(group.key["machine"], {}).get(group.key["case"])
         key = tuple(group.key[k] for k in PAIR_KEYS[:5])
-        warm = group.key["timing_mode"] == "warm"  # pairs are timed warm (harness.pair_benchmark)
+        warm = group.key["timing_mode"] == "warm"  # pairs are timed warm (harness.point.pair_benchmark)
         for fast, slow, against in group.pairs(case):
             together = paired_data.get((*key, fast, slow)) if warm else None
             reverse = paired_data.get((*key, slow, fast)) if warm else None

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from harness import catalogue, gain, record, rules
-from harness.record import Verdict
+from harness.contract import catalogue, gain, record, rules
+from harness.contract.record import Verdict
 
 HOLDS, FAILS, DEPENDS, NOT_MEASURED, COULD_NOT_JUDGE = (
     Verdict.HOLDS.value,
@@ -32,7 +32,7 @@ HOLDS, FAILS, DEPENDS, NOT_MEASURED, COULD_NOT_JUDGE = (
     Verdict.NOT_MEASURED.value,
     Verdict.COULD_NOT_JUDGE.value,
 )
-WRONG_ANSWER = "WrongAnswer"  # harness.variant_benchmark's error: a variant outside its tolerance
+WRONG_ANSWER = "WrongAnswer"  # harness.point.variant_benchmark's error: a variant outside its tolerance
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Judgement:
     verdict: str
     evidence: str
     errors: tuple[str, ...] = ()  # the failed suite tests, one line each with the message
-    errata: tuple = ()  # harness.record.Erratum: the notes as written, apart from the verdict
+    errata: tuple = ()  # harness.contract.record.Erratum: the notes as written, apart from the verdict
     claims: tuple[ClaimJudgement, ...] = ()  # empty for files written before claims were the unit
 
     def claims_with(self, *verdicts: str) -> int:
@@ -145,7 +145,7 @@ def _busy(row) -> str:
 
 
 def speed_judgement(row, premise: str = "", min_speedup: float = 1.0) -> Judgement:
-    """One pair at one size, by the catalogue's policy (harness.gain): faster only when the whole
+    """One pair at one size, by the catalogue's policy (harness.contract.gain): faster only when the whole
     interval clears 1 + δ; "no measurable difference" inside ±δ fails a claim of a gain, unless
     the band was widened by the machine's own noise (then it cannot tell: depends); an interval
     across an edge of the band is too noisy to tell: depends, never a coin toss."""

@@ -3,7 +3,7 @@ loaded by the package's ``pytest11`` entry point, beside pytest-benchmark's.
 
 pytest-benchmark declares the option with ``type=argparse.FileType('wb')``, so the file is opened,
 and truncated, while pytest parses the command line: before any conftest runs and before the
-suite's results lock (`harness.results_file`) can refuse a second run, whose refusal then came
+suite's results lock (`harness.run.results_file`) can refuse a second run, whose refusal then came
 after the first run's results were already emptied. pytest parses the known options right after
 loading the entry-point plugins, so only another entry-point plugin is early enough; it swaps the
 option's type for `results_file.PendingJson` (a path opened at the first write) as soon as
@@ -33,7 +33,7 @@ def pytest_plugin_registered(plugin, manager):
 
 def defer_open(parser) -> bool:
     """``--benchmark-json``'s type made `PendingJson`, where the option exists; True if it does."""
-    from harness.results_file import PendingJson
+    from harness.run.results_file import PendingJson
 
     found = False
     for action in getattr(getattr(parser, "optparser", None), "_actions", ()):

@@ -33,11 +33,11 @@ def input_cache(request):
 
 @pytest.fixture(scope="session")
 def machine_ceilings(request):
-    """`ceilings_for(device)`: this machine's measured ceilings (harness.machine_measures)."""
+    """`ceilings_for(device)`: this machine's measured ceilings (harness.machine.machine_measures)."""
     return recorder(request.config).machine.ceilings_for
 
 
 @pytest.fixture(scope="session")
 def noise_floor(request):
-    """`floor_for(device)`: the machine's A/A noise floor on `device` (harness.machine_measures)."""
+    """`floor_for(device)`: the machine's A/A noise floor on `device` (harness.machine.machine_measures)."""
     return recorder(request.config).machine.noise_floor

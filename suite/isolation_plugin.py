@@ -1,4 +1,4 @@
-"""A sticky CUDA error fails its own test only: the pytest glue of `harness.isolation`, which says
+"""A sticky CUDA error fails its own test only: the pytest glue of `harness.run.isolation`, which says
 why this mechanism and how it works, runs the workers and keeps this process's state (`State`).
 The hooks here synchronize CUDA after each test's call, probe the context after each failed phase,
 and replay a worker's events as this process's own reports (terminal, exit status, junit XML,
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import isolation
+from harness.run import isolation
 from suite.persist import persist
 
 ISOLATION = pytest.StashKey["Isolation"]()

@@ -1,8 +1,8 @@
-"""The pytest glue of `harness.progress` (the run's plan, progress lines with an ETA, and
+"""The pytest glue of `harness.run.progress` (the run's plan, progress lines with an ETA, and
 `--time-budget`): it hands over the collected tests and each finished test's duration, writes the
 lines it gets back and keeps the time per test in pytest's cache for the next run's ETA.
 
-A pytest plugin object on the config; `progress(config)` is the run's `harness.progress.Progress`,
+A pytest plugin object on the config; `progress(config)` is the run's `harness.run.progress.Progress`,
 which the timed tests ask for their rounds' cap.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.progress import Progress
+from harness.run.progress import Progress
 from plan import LaunchPoint, point_of
 from suite import options
 

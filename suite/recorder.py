@@ -1,7 +1,7 @@
 """The run's record, the pytest glue: markers and skips from each point's requirements, every suite
-test's outcome and finding (`harness.record.Outcome`), the cases' declarations
-(`harness.declared`) and what the run measured of the machine (`harness.machine_measures`) into
-the results JSON, and the run's answer (`reports.answer`) at its end.
+test's outcome and finding (`harness.contract.record.Outcome`), the cases' declarations
+(`harness.contract.declared`) and what the run measured of the machine
+(`harness.machine.machine_measures`) into the results JSON, and the run's answer (`reports.answer`) at its end.
 
 A pytest plugin object registered on the config (``config.stash[RECORDER]``), so its state lives
 and dies with one pytest session.
@@ -13,9 +13,10 @@ import pytest
 
 import plan
 from cases import all_cases
-from harness import declared, marks, record
-from harness.machine_measures import MachineMeasures
-from harness.marks import NOT_A_BENCHMARK
+from harness.contract import declared, record
+from harness.machine.machine_measures import MachineMeasures
+from harness.point import marks
+from harness.point.marks import NOT_A_BENCHMARK
 from reports import answer
 from suite import options
 
@@ -31,7 +32,7 @@ class Recorder:
 
     @pytest.hookimpl(tryfirst=True)  # before `-m` selects by the markers added here
     def pytest_collection_modifyitems(self, config, items):
-        """Markers, skips and clocks from each point's requirements (harness.marks)."""
+        """Markers, skips and clocks from each point's requirements (harness.point.marks)."""
         points = [(item, point) for item in items if (point := plan.point_of(item)) is not None]
         cpu_only = plan.cpu_only_cases(point for _, point in points)
         for item, point in points:

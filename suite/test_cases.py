@@ -1,7 +1,7 @@
 """The three generic tests every case gets from its declaration.
 
 * ``test_check``: each variant equals the oracle within the dtype's tolerance and leaves its inputs as
-  they were (harness.mutation); ``test_benchmark`` checks the same again after its timed calls.
+  they were (harness.measure.mutation); ``test_benchmark`` checks the same again after its timed calls.
 * ``test_benchmark``: each variant timed by pytest-benchmark (device-synchronized), with its peak
   memory, error and cost model in ``extra_info``; an out-of-memory size is recorded and skipped.
 * ``test_rule``: each rule check of the case, with its finding on the notes' claim recorded.
@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from cases.spec import Role
-from harness import variant_benchmark
-from harness.variant_benchmark import NotMeasured, WrongAnswer
+from harness.point import variant_benchmark
+from harness.point.variant_benchmark import NotMeasured, WrongAnswer
 from plan import oversize_reason, select_points, variant_at
 from suite import options
 from suite.progress_plugin import progress

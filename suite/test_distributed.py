@@ -1,12 +1,12 @@
 """Distributed cases: one test per launched point, its points from the plan (`plan.launches`). The
-launches (`cases._lib.dist_launches.Runs`, through `harness.launch`; cached for the session, so a
+launches (`cases._lib.dist_launches.Runs`, through `harness.run.launch`; cached for the session, so a
 run is shared by the tests that read it) and their judging (`launched_*` beside each case:
 `cases.parallel.*`, `cases.dist`) are plain Python; this module parametrises, hands pytest the
 judgement's finding and benchmark row, and fails a test whose launch failed with every rank's output.
 
 Timings: the ranks time their own steps (device synchronized before each clock read) and the
 slowest rank's time per step is the step time. pytest-benchmark cannot time a subprocess's steps,
-so each benchmark item carries a `harness.timing.ReplayClock` as its timer (put there by the
+so each benchmark item carries a `harness.measure.timing.ReplayClock` as its timer (put there by the
 recorder, from the point's timing ``replay``), and `replay` runs one pedantic round per measured
 step against it: `benchmarks[].stats.data` holds the per-step times like any other row.
 """
@@ -21,7 +21,8 @@ from cases import dist
 from cases._lib import launch_faults
 from cases._lib.dist_launches import LaunchRecord, Runs
 from cases.parallel import allreduce, average_gradient, dp_vs_ddp
-from harness import launch, timing
+from harness.measure import timing
+from harness.run import launch
 from plan import launches
 from suite import options
 

@@ -1,9 +1,9 @@
 """``test_pair``: two ways of computing one thing timed side by side, the speed-up a verdict is
-read from (plan's `PairPoint`, measured by harness.pair_benchmark).
+read from (plan's `PairPoint`, measured by harness.point.pair_benchmark).
 
 Each side is also timed alone by ``test_benchmark`` (pytest-benchmark's JSON, ``--benchmark-compare``
 and the plots keep their per-variant figures); the pair's rounds go into the results file's
-``pairs`` (harness.record.PairTiming), where the reports take the ratio round by round.
+``pairs`` (harness.contract.record.PairTiming), where the reports take the ratio round by round.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 import plan
-from harness import pair_benchmark
-from harness.variant_benchmark import NotMeasured
+from harness.point import pair_benchmark
+from harness.point.variant_benchmark import NotMeasured
 from suite import options
 from suite.progress_plugin import progress
 

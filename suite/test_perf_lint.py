@@ -1,5 +1,5 @@
 """Perf lint: each optimized variant on CUDA run once with host-device synchronisation made an
-error (harness.sync_lint). What it finds is recorded with the file and line (the ``measured``
+error (harness.measure.sync_lint). What it finds is recorded with the file and line (the ``measured``
 entry of the results JSON, and a warning in the test summary) rather than failed: some optimized
 variants must synchronise (a data-dependent output shape), and the report says which.
 """
@@ -15,7 +15,7 @@ import torch
 
 import cases
 from cases.spec import Role
-from harness import sync_lint
+from harness.measure import sync_lint
 from plan import oversize_reason, select_points
 
 CASES_DIR = os.path.dirname(os.path.abspath(cases.__file__))

@@ -1,5 +1,5 @@
 """precision.tf32 / precision.amp: the global precision flags are the same after every variant
-and check as before (the generic tests cannot see this). That harness.precision_flags restores them
+and check as before (the generic tests cannot see this). That harness.measure.precision_flags restores them
 when the code inside raises is its own unit test (tests/test_precision_flags.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import torch
 
 from cases import get_case
 from cases.precision import amp, tf32
-from harness import precision_flags as flags
+from harness.measure import precision_flags as flags
 from plan import TopicPoint
 
 VARIANTS = [

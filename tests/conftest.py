@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import load
+from harness.host import load
 
 
 def pytest_runtest_setup(item):

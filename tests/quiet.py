@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import load
+from harness.host import load
 
 
 def hold(ok: bool, message: str) -> None:

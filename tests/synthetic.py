@@ -157,7 +157,7 @@ def _pairs(case, n, dtype, device, variants, slow, n_rounds, rng, sigma) -> list
                 "case": case,
                 "fast": fast_name,
                 "slow": slow_name,
-                # As the plan times them (harness.rules.compared_pairs): the rule's pair, and the
+                # As the plan times them (harness.contract.rules.compared_pairs): the rule's pair, and the
                 # library over the naive way as context.
                 "against": "rule" if role == "optimized" else "context",
                 "size": {"n": n},

@@ -1,4 +1,4 @@
-"""harness.allocator: the host allocator's thresholds are pinned, passed to worker processes, and
+"""harness.host.allocator: the host allocator's thresholds are pinned, passed to worker processes, and
 a large temporary then costs the same in a fresh process as after other work; inside `perturbed`
 memory handed out uninitialised never holds what was freed (the stale-buffer negative control)."""
 
@@ -12,7 +12,7 @@ import sys
 import pytest
 import torch
 
-from harness import allocator
+from harness.host import allocator
 from tests import quiet
 from tests.launcher import ROOT
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the t
 PROBE = """
 import json, statistics, sys, time
 import torch
-from harness import allocator
+from harness.host import allocator
 from cases import distance
 pinned = allocator.pin() if sys.argv[1] == "pin" else {}
 if sys.argv[2] == "history":
@@ -49,7 +49,7 @@ def _probe(pin: str, history: str) -> dict:
 
 CHILD = """
 import json, subprocess, sys
-from harness import allocator
+from harness.host import allocator
 state = allocator.pin()
 show = "import os; print(os.environ.get('GLIBC_TUNABLES'))"
 child = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True).stdout.strip()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cases.parallel import dp_vs_ddp
-from harness import record
+from harness.contract import record
 from reports import answer
 
 

@@ -8,7 +8,7 @@ import torch
 import cases as cases_package
 from cases import all_cases
 from cases.spec import Case, Check, Tol, naive
-from harness import catalogue
+from harness.contract import catalogue
 
 SHARED_CATALOG = Path(__file__).resolve().parents[1].parent / "shared" / "CATALOG.md"
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness import record, rules
-from harness.record import Claim, ClaimKind
+from harness.contract import record, rules
+from harness.contract.record import Claim, ClaimKind
 from reports import load, summary, verdicts
 from tests import synthetic
 

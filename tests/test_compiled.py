@@ -9,7 +9,8 @@ import torch
 
 from cases import all_cases
 from cases.spec import Role
-from harness import compiled, record
+from harness.contract import record
+from harness.measure import compiled
 from plan import compiled_variants, variant_points
 from reports import verdicts
 
@@ -73,7 +74,7 @@ def test_compiled_option_puts_twins_beside_all_pairs_or_none():
 
 
 def test_missing_compiler_is_a_skip_with_the_reason(monkeypatch):
-    from harness import premises, requirements
+    from harness.machine import premises, requirements
 
     variant = compiled_variants("distance.pairwise")["compiled"]
     assert "compiler" in variant.requires
@@ -120,7 +121,7 @@ def test_state_set_around_a_variant_stays_outside_the_compiled_graph(monkeypatch
 
 
 # Inductor's own random numbers are the question (it draws dropout masks the eager way only
-# under harness.compiled's settings): a real inductor compile, so the integration tier.
+# under harness.measure.compiled's settings): a real inductor compile, so the integration tier.
 @pytest.mark.integration
 def test_compiled_dropout_draws_eager_masks():
     def step(x):
@@ -196,7 +197,7 @@ def test_a_large_speedup_short_of_the_trick_is_not_called_closed():
 
 
 def test_a_pair_not_compiled_carries_its_reason_into_the_results_and_the_report():
-    from harness import declared
+    from harness.contract import declared
 
     cases = declared.case_infos(all_cases())
     for case_id, naive in (("data.recordio", "one_file_per_sample"), ("parallel.allreduce", "master")):
@@ -228,7 +229,7 @@ def test_a_training_step_compiles_the_part_a_user_would():
 
 
 def test_a_compiled_twin_is_timed_in_one_mode_only():
-    from harness.timing import TIMING_MODES
+    from harness.measure.timing import TIMING_MODES
     from plan import with_timing_modes
 
     points = with_timing_modes(variant_points("full", ("cuda",)), TIMING_MODES)

@@ -1,4 +1,4 @@
-"""The run-time cost model (harness.costmodel, plan.estimate): its calls per point follow the
+"""The run-time cost model (plan.costmodel, plan.estimate): its calls per point follow the
 rounds policy the suite really uses, and a saved GPU log reads back into per-point medians."""
 
 import csv
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import costmodel
+from plan import costmodel
 from plan.estimate import read_benchmark_log
 
 

@@ -2,7 +2,7 @@
 noise floor's A/A pair, cold-L2 and graph rounds are read on the device's clock (an event at each
 round's start and end, the clock waiting at its readings), with no barrier between the calls.
 
-Run on the CPU with CUDA faked by `harness.device.FakeDevice`: its events read a counter that the
+Run on the CPU with CUDA faked by `harness.measure.device.FakeDevice`: its events read a counter that the
 fake kernels below move, and it counts every barrier (a device synchronize in ``syncs``, an
 event's wait in ``event_waits``) and logs them beside the calls. A path still timed by the host
 around a synchronised call shows as a ``sync`` after every call and figures that are not the
@@ -18,9 +18,13 @@ import pytest
 import torch
 
 from cases.spec import Tol
-from harness import device as harness_device
-from harness import interleave, marks, measure, noise, pair_benchmark, record, timing
-from harness.variant_benchmark import VariantAtPoint
+from harness import measure
+from harness.contract import record
+from harness.machine import noise
+from harness.measure import device as harness_device
+from harness.measure import interleave, timing
+from harness.point import marks, pair_benchmark
+from harness.point.variant_benchmark import VariantAtPoint
 
 KEY = record.PointKey(
     case="distance.pairwise",

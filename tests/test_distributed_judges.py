@@ -113,7 +113,7 @@ def test_training_checks_catch_a_missing_rank_and_diverged_replicas():
 
 
 def test_a_training_row_goes_through_the_results_record():
-    from harness.record import BenchmarkInfo
+    from harness.contract.record import BenchmarkInfo
 
     info, extra, times = LT.train_row(_train_rows(2), "ddp", "cpu")
     data = BenchmarkInfo(**info).to_data()
@@ -234,7 +234,7 @@ def _launch(out_dir, rows: list[dict], returncodes=(0,), prefix="train"):
     """A finished launch whose ranks wrote `rows` (nothing was started: no process to track)."""
     import json
 
-    from harness.launch import Launch
+    from harness.run.launch import Launch
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for r in rows:
@@ -269,14 +269,14 @@ def test_ddp_beyond_one_rank_is_judged_against_the_one_rank_run(tmp_path):
 
 def test_a_failed_launch_is_reported_with_its_output_before_anything_is_judged(tmp_path):
     from cases.parallel import dp_vs_ddp
-    from harness.launch import LaunchFailed
+    from harness.run.launch import LaunchFailed
 
     with pytest.raises(LaunchFailed, match=r"(?s)train \(ddp\): exit codes \[1\].*rank 1: boom"):
         dp_vs_ddp.launched_ddp(_Runs(tmp_path, returncodes=(1,)), "cpu", 2)
 
 
 def test_world_sizes_come_from_the_environment_else_the_hardware(monkeypatch):
-    from harness.launch import world_sizes
+    from harness.run.launch import world_sizes
 
     monkeypatch.delenv("SUITE_WORLD_SIZES", raising=False)
     assert world_sizes("cpu") == [1, 2, 4]

@@ -1,4 +1,4 @@
-"""A run's finished points, without a pytest run (harness.finished_points): journaled as each test
+"""A run's finished points, without a pytest run (harness.run.finished_points): journaled as each test
 is reported, header once and outcomes first, a worker's journal left to its parent, and only the
 finished points kept when the run is cut short."""
 
@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness import journal, results_file
-from harness.finished_points import FinishedPoints
+from harness.run import journal, results_file
+from harness.run.finished_points import FinishedPoints
 
 
 class Point:
@@ -137,7 +137,7 @@ def test_a_journal_an_earlier_run_left_is_kept_and_the_run_says_where(tmp_path):
     assert "from a run that was killed" in kept.read_text()
     assert run.said == [
         f"a journal left by an earlier run was kept as {kept}; "
-        f"rebuild its results with: python -m harness.journal {kept}"
+        f"rebuild its results with: python -m harness.run.journal {kept}"
     ]
 
 

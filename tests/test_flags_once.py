@@ -3,7 +3,7 @@
 Saving, setting, restoring and verifying every fp32-precision flag costs ~110-170 µs on a CPU;
 inside a variant's call it is timed with the computation (layout's matmul and conv3x3, every
 conv.* variant, rnn, precision.tf32). A variant that needs flags carries its context
-(`harness.precision_flags.scoped`): called directly it still enters it on each call (a check gets
+(`harness.measure.precision_flags.scoped`): called directly it still enters it on each call (a check gets
 the right flags), while the harness calls the bare computation inside one entered context per
 side and round block of a pair, once around a variant's timed rounds. Entries are counted by
 `precision_flags.preserved`, which every such context goes through; the flags are checked restored
@@ -20,10 +20,11 @@ import torch
 from cases._lib.precision import ieee_fp32
 from cases.precision import tf32
 from cases.spec import Tol
-from harness import precision_flags as flags
-from harness import record, variant_benchmark
-from harness.pair_benchmark import PairAtPoint
-from harness.pair_benchmark import run as run_pair
+from harness.contract import record
+from harness.measure import precision_flags as flags
+from harness.point import variant_benchmark
+from harness.point.pair_benchmark import PairAtPoint
+from harness.point.pair_benchmark import run as run_pair
 
 KEY = record.PointKey(
     case="precision.tf32",
@@ -166,7 +167,7 @@ def test_a_variants_timed_rounds_enter_its_flags_once(entries, request):
 def test_a_compiled_twin_keeps_its_flags_outside_the_timed_calls(entries, monkeypatch):
     """A compiled twin of an fp32 variant once set its flags on every call (the wrapper around the
     compiled function), so its pair against the eager side carried the flags' cost on one side."""
-    from harness.compiled import Compiled
+    from harness.measure.compiled import Compiled
 
     monkeypatch.setattr(torch, "compile", lambda fn, mode=None: fn)  # the wrapping, not Inductor
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # ieee_fp32 sets flags on CUDA only

@@ -1,4 +1,4 @@
-"""harness.gain: the one policy that decides whether a gain is real."""
+"""harness.contract.gain: the one policy that decides whether a gain is real."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from harness import gain
+from harness.contract import gain
 
 Gain = gain.Gain
 

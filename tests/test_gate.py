@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import record, rules
+from harness.contract import record, rules
 from reports import gate, load
 from reports.__main__ import main
 from tests import synthetic

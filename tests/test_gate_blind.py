@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import record, rules
+from harness.contract import record, rules
 from reports.__main__ import main
 from tests import synthetic
 

@@ -39,7 +39,7 @@ for a in "$@"; do
 done
 if [ "$1" = -c ]; then
     step=env
-elif [ "$2" = harness.journal ]; then
+elif [ "$2" = harness.run.journal ]; then
     echo '{"rebuilt from": "'"$3"'"}' >"$out"
     exit 0
 else

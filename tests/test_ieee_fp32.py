@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from cases import all_cases
 from cases._lib.precision import ieee_fp32
 from cases.spec import tolerance_at
-from harness import precision_flags as flags
+from harness.measure import precision_flags as flags
 from plan import VariantPoint
 from tests.test_mutations import EXEMPT
 
@@ -75,7 +75,7 @@ _CUDNN = [(F, name) for name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d
 
 
 # precision.tf32 sets the flags itself, for the device its tensors are on
-# (harness.precision_flags.matmul_precision / conv_precision): CPU tensors here, so the CUDA flags it
+# (harness.measure.precision_flags.matmul_precision / conv_precision): CPU tensors here, so the CUDA flags it
 # would set are not reached; tests/test_premises.py and suite/test_precision.py test it.
 OWN_FLAGS = {"precision.tf32"}
 
@@ -107,7 +107,8 @@ def _id(p: VariantPoint) -> str:
 
 
 def _as_the_harness_calls_it(fn, inputs):
-    """The bare computation inside the variant's context, entered once (harness.precision_flags.split)."""
+    """The bare computation inside the variant's context, entered once
+    (harness.measure.precision_flags.split)."""
     bare, context = flags.split(fn)
     with context(*inputs):
         return bare(*inputs)

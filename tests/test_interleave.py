@@ -1,4 +1,4 @@
-"""harness.interleave: rounds alternate between the two sides and are planned, capped and floored."""
+"""harness.measure.interleave: rounds alternate between the two sides and are planned, capped and floored."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from harness import interleave
+from harness.measure import interleave
 
 
 def test_rounds_alternate_which_side_goes_first():

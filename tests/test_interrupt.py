@@ -1,5 +1,5 @@
-"""Nothing measured is lost when a run is cut short (suite.persist, harness.results_file,
-harness.journal): real CPU benchmark runs in a subprocess, interrupted mid-way by SIGINT, SIGTERM
+"""Nothing measured is lost when a run is cut short (suite.persist, harness.run.results_file,
+harness.run.journal): real CPU benchmark runs in a subprocess, interrupted mid-way by SIGINT, SIGTERM
 or SIGKILL, leave a valid results JSON with every point that finished, marked partial, from which
 the report builds."""
 
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import journal, signals
-from harness.isolation import PLANT_ENV
+from harness.host import signals
+from harness.run import journal
+from harness.run.isolation import PLANT_ENV
 from tests.launcher import INTERRUPTIBLE_PYTEST, ROOT
 
 CASES = "tests/data/interrupt_cases.py"
@@ -89,7 +90,7 @@ def test_interrupted_run_keeps_every_finished_point(sig, tmp_path):
         # parsed); the journal is still there and becomes the JSON.
         assert status == -signal.SIGKILL and out.read_text() == ""
         rebuilt = subprocess.run(
-            [sys.executable, "-m", "harness.journal", str(journal_path)],
+            [sys.executable, "-m", "harness.run.journal", str(journal_path)],
             cwd=ROOT,
             capture_output=True,
             text=True,

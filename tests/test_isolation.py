@@ -1,7 +1,7 @@
-"""Isolation from sticky CUDA errors (suite/isolation_plugin.py, harness.isolation), on real pytest runs in a
-subprocess: a sticky error fails its own test with the assert's text, every other test has the
+"""Isolation from sticky CUDA errors (suite/isolation_plugin.py, harness.run.isolation), on real
+pytest runs in a subprocess: a sticky error fails its own test with the assert's text, every other test has the
 outcome a run without the error gives it, and the benchmark points measured before and after it
-end up in the one results JSON. On CPU the sticky error is simulated (`harness.isolation.PLANT_ENV`:
+end up in the one results JSON. On CPU the sticky error is simulated (`harness.run.isolation.PLANT_ENV`:
 the planted test raises torch's device-side-assert error and every later call in that process
 raises it too, as on a dead context); on CUDA a real device-side assert is planted. What the
 pytest glue does short of calling pytest's hooks (`State`, `replay_event`, `explain`) is tested in
@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from harness import isolation
+from harness.run import isolation
 from tests.launcher import INTERRUPTIBLE_PYTEST, PYTEST, ROOT
 
 QUICK = ["--benchmark-max-time=0.002", "--benchmark-min-rounds=2", "--benchmark-warmup=off"]
@@ -290,7 +290,8 @@ def test_interrupt_while_a_worker_runs_keeps_the_points_of_both(tmp_path):
 def test_a_compile_that_fails_on_a_dead_context_fails_the_test_instead_of_skipping(monkeypatch):
     """A failed compile or graph capture is a skip with its reason, unless the CUDA context died
     under it: then it is the test's failure, so isolation hands the rest of the run over."""
-    from harness import isolation, variant_benchmark
+    from harness.point import variant_benchmark
+    from harness.run import isolation
     from plan import InputCache, variant_points
 
     twin = next(

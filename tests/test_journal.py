@@ -1,4 +1,4 @@
-"""Rebuilding a results file from a run's journal (python -m harness.journal): never over a
+"""Rebuilding a results file from a run's journal (python -m harness.run.journal): never over a
 complete results file, through a temporary file, into a name the report's folders read."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness import journal
+from harness.run import journal
 
 
 def _journal(path: Path, points: int) -> Path:

@@ -4,7 +4,7 @@ appears only where the notes as written were wrong."""
 
 from __future__ import annotations
 
-from harness.record import ErratumKind, Verdict
+from harness.contract.record import ErratumKind, Verdict
 
 
 def test_custom_function_forward_and_module_follow_the_observation():

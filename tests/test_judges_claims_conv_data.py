@@ -8,8 +8,8 @@ import pytest
 
 from cases import conv, get_case, jit
 from cases.data import loading, recordio
-from harness import rules
-from harness.record import ErratumKind, Verdict
+from harness.contract import rules
+from harness.contract.record import ErratumKind, Verdict
 
 IDS = (
     "conv.dilated",

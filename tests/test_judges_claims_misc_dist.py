@@ -295,7 +295,7 @@ def test_launched_keys_are_points_plan_launches_produces(monkeypatch):
     up to 8; every other key is the finding's own name, and each claim a launch decides has a point
     name beside it. A renamed launch then goes red here instead of leaving its claim undecided."""
     from cases import all_cases
-    from harness import premises
+    from harness.machine import premises
     from plan import launches
 
     monkeypatch.delenv("SUITE_WORLD_SIZES", raising=False)

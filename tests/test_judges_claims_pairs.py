@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from cases import attention, broadcast, clip, layernorm, loss, onehot, rnn, sparse
-from harness.gain import Ratio
-from harness.record import ErratumKind, Verdict
+from harness.contract.gain import Ratio
+from harness.contract.record import ErratumKind, Verdict
 
 DTYPES = ["torch.float32", "torch.bfloat16", "torch.float16"]
 
@@ -192,7 +192,7 @@ def test_rnn_lstm_without_commas_is_a_typo():
 
 def test_timings_the_notes_do_not_claim_decide_nothing():
     from cases import get_case
-    from harness import rules
+    from harness.contract import rules
 
     for case_id in ("rnn.timestep_loop", "rnn.hidden_detach", "clip.grad_norm"):
         case = get_case(case_id)

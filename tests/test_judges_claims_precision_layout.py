@@ -8,7 +8,7 @@ import pytest
 
 from cases import get_case, layout, memory
 from cases.precision import amp, tf32
-from harness.record import ErratumKind, Verdict
+from harness.contract.record import ErratumKind, Verdict
 
 IDS = ("layout.contiguous", "memory.checkpoint", "precision.amp", "precision.tf32")
 
@@ -210,7 +210,7 @@ def test_tf32_api_mixing_and_cpu_high():
 
 
 def test_tf32_speed_claim_is_the_notes_flags_and_bf16_is_context():
-    from harness import rules
+    from harness.contract import rules
 
     case = get_case("precision.tf32")
     (node,) = [n for n in rules.claimed(case.verdict) if n.claim == "faster"]

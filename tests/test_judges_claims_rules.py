@@ -5,7 +5,7 @@ each judge gets its normal observation (holds) and a contrary one (fails or depe
 from __future__ import annotations
 
 from cases.nn import grid_sample
-from harness.record import ErratumKind, Verdict
+from harness.contract.record import ErratumKind, Verdict
 
 
 def _kinds(finding):

@@ -9,7 +9,7 @@ import copy
 from cases import conv, dist
 from cases._lib.data_parallel import reduction_tolerance
 from cases.parallel import average_gradient, dp_vs_ddp
-from harness.record import ErratumKind, Verdict
+from harness.contract.record import ErratumKind, Verdict
 
 U32 = 2.0**-24
 

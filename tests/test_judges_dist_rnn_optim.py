@@ -6,7 +6,7 @@ from __future__ import annotations
 from cases import conv, dist, rnn
 from cases.optim import param_groups
 from cases.parallel import average_gradient
-from harness.record import ErratumKind, Verdict
+from harness.contract.record import ErratumKind, Verdict
 
 
 def test_rnn_forward_slips_are_errata_and_the_fixed_loop_decides():

@@ -4,7 +4,7 @@ different verdict, and an erratum never decides the technique."""
 from __future__ import annotations
 
 from cases import distance, layernorm, onehot
-from harness.record import ErratumKind, Verdict
+from harness.contract.record import ErratumKind, Verdict
 
 
 def test_onehot_names_are_errata_and_the_semantics_decide():
@@ -79,7 +79,7 @@ def test_a_bound_the_notes_copy_from_torchs_docstring_is_an_erratum_not_a_failur
 
 def test_kd_crossover_follows_the_gains_at_both_ends():
     from cases.nn import kd_vs_brute
-    from harness import gain
+    from harness.contract import gain
 
     G = gain.Gain
 
@@ -160,7 +160,7 @@ def test_a_timed_faster_claim_follows_the_gain_policy_and_the_load():
     holds, inside it or below it fails, across an edge depends; the same interval on a busy
     machine depends, naming the load (beside two CPU burners the fastest-of-5 timing said 0.24×)."""
     from cases._lib.timing import judge_faster
-    from harness.gain import Ratio
+    from harness.contract.gain import Ratio
 
     def verdict(lo, hi, busy=None):
         return judge_faster(Ratio((lo + hi) / 2, lo, hi, 12), busy, "slow ÷ fast")

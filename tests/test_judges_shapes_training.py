@@ -5,7 +5,7 @@ the notes were wrong, and an erratum never decides the verdict."""
 from __future__ import annotations
 
 from cases import layout
-from harness.record import ErratumKind, Verdict
+from harness.contract.record import ErratumKind, Verdict
 
 
 def _kinds(finding):

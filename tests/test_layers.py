@@ -36,3 +36,66 @@ def test_no_import_runs_back_up(package):
         for name in _imports(path) & FORBIDDEN[package]
     }
     assert not wrong, sorted(wrong)
+
+
+# The harness's rooms, bottom first: a module imports only its own room and the rooms before it
+# (harness/__init__.py says what each holds). `contract` is what reports/ reads: torch-free.
+HARNESS_ROOMS = ("contract", "host", "measure", "machine", "run", "point")
+
+
+def _rooms_imported(source: str) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            parts = node.module.split(".")
+            if parts[0] != "harness":
+                continue
+            if len(parts) > 1:
+                found.add(parts[1])
+            else:  # from harness import measure, machine (the faces)
+                found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "harness" and len(parts) > 1:
+                    found.add(parts[1])
+    return found & set(HARNESS_ROOMS)
+
+
+def room_violations(room: str, source: str) -> set[str]:
+    """The rooms `source`, a module of `room`, imports though they sit above it."""
+    allowed = set(HARNESS_ROOMS[: HARNESS_ROOMS.index(room) + 1])
+    return _rooms_imported(source) - allowed
+
+
+def test_the_harness_rooms_import_only_downward():
+    wrong = [
+        f"{path.relative_to(ROOT)} imports harness.{above}"
+        for room in HARNESS_ROOMS
+        for path in (ROOT / "harness" / room).rglob("*.py")
+        for above in room_violations(room, path.read_text(encoding="utf-8"))
+    ]
+    assert not wrong, wrong
+
+
+def test_a_planted_back_import_is_caught():
+    assert room_violations("contract", "from harness.point import marks\n") == {"point"}
+    assert room_violations("measure", "from harness import machine\n") == {"machine"}
+    assert (
+        room_violations("point", "from harness.contract import record\nimport harness.run.journal\n") == set()
+    )
+
+
+def test_no_module_sits_at_the_top_of_the_harness_and_the_contract_is_torch_free():
+    assert sorted(p.name for p in (ROOT / "harness").glob("*.py")) == ["__init__.py"]
+    assert sorted(
+        p.name for p in (ROOT / "harness").iterdir() if p.is_dir() and p.name != "__pycache__"
+    ) == sorted(HARNESS_ROOMS)
+    for room in HARNESS_ROOMS:
+        assert ast.get_docstring(ast.parse((ROOT / "harness" / room / "__init__.py").read_text())), room
+    heavy = {
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in (ROOT / "harness" / "contract").rglob("*.py")
+        for name in _imports(path) & {"torch", "pytest"}
+    }
+    assert not heavy, sorted(heavy)

@@ -1,11 +1,11 @@
-"""harness.load: the readings become one sentence, and the probe sees CPU burners."""
+"""harness.host.load: the readings become one sentence, and the probe sees CPU burners."""
 
 from __future__ import annotations
 
 import multiprocessing
 import time
 
-from harness import load
+from harness.host import load
 
 
 def test_quiet_readings_give_no_reason():

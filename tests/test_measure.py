@@ -11,7 +11,7 @@ from harness import measure
 
 
 def test_synchronized_calls_cuda_barrier_after_the_work():
-    from harness.device import FakeDevice, installed
+    from harness.measure.device import FakeDevice, installed
 
     with installed(FakeDevice()) as fake:
         wrapped = measure.synchronized(lambda: fake.log.append("work") or 42, "cuda")
@@ -198,8 +198,8 @@ def test_compare_in_chunks_agrees_with_one_pass(monkeypatch, norm, nan):
 
 
 def test_the_machine_is_measured_once_per_device_and_only_what_was_measured_is_recorded(monkeypatch):
-    from harness import ceilings, noise
-    from harness.machine_measures import MachineMeasures
+    from harness.machine import ceilings, noise
+    from harness.machine.machine_measures import MachineMeasures
 
     calls = []
     monkeypatch.setattr(ceilings, "measured", lambda d: calls.append(d) or ({"gemm": 1.0}, {"how": d}))

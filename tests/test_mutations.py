@@ -18,7 +18,8 @@ import torch
 
 from cases import all_cases
 from cases.spec import PROFILES, Role, Tol, tolerance_at
-from harness import measure, requirements
+from harness import measure
+from harness.machine import requirements
 from plan import VariantPoint
 
 BIAS = 1e-4

@@ -48,7 +48,9 @@ import torch
 
 from cases import all_cases
 from cases.spec import Role, Tol, dtype_name, tolerance_at
-from harness import measure, mutation, requirements
+from harness import measure
+from harness.machine import requirements
+from harness.measure import mutation
 from plan import InputCache, VariantPoint
 from suite.test_cases import test_benchmark as suite_benchmark
 from suite.test_cases import test_check as suite_check
@@ -196,7 +198,7 @@ _ARGUMENT_KINDS = (
 
 def _verdict(tol, inputs, truth, answer_fn) -> tuple[bool, str]:
     """Whether the variant's own check rejects `answer_fn` standing in for it, and its message.
-    `inputs`: the arguments it is handed and watched over (harness.mutation)."""
+    `inputs`: the arguments it is handed and watched over (harness.measure.mutation)."""
     try:
         _, err = measure.checked_call(answer_fn, inputs, truth, tol)
     except AssertionError as exc:  # a shape or arity the truth does not have: test_check fails too
@@ -443,7 +445,7 @@ def test_benchmark_passes_the_same_variant_right_every_call(benchmark, request):
 
 
 def test_the_warm_rounds_keep_their_last_output_only():
-    from harness.timing import keep_last_output
+    from harness.measure.timing import keep_last_output
 
     outputs = iter(range(10))
     timed, last = keep_last_output(lambda: next(outputs), 4)

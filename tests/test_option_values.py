@@ -1,4 +1,4 @@
-"""The suite's option values read and checked without a pytest run (harness.option_values): each
+"""The suite's option values read and checked without a pytest run (harness.run.option_values): each
 wrong value names the values allowed; the subprocess tests in test_suite_glue/test_options show
 pytest turning these into usage errors."""
 
@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from harness import compiled, option_values
+from harness.measure import compiled
+from harness.run import option_values
 
 GOOD = dict(threads=None, seed=0, time_budget=None, timing_mode="warm", device="cpu")
 

@@ -1,12 +1,14 @@
-"""A timed pair (harness.pair_benchmark): both sides checked before any round, a wrong side never
+"""A timed pair (harness.point.pair_benchmark): both sides checked before any round, a wrong side never
 timed, and the record at the pair's own point."""
 
 import pytest
 import torch
 
 from cases.spec import Tol
-from harness import interleave, pair_benchmark, record
-from harness.variant_benchmark import NotMeasured, VariantAtPoint
+from harness.contract import record
+from harness.measure import interleave
+from harness.point import pair_benchmark
+from harness.point.variant_benchmark import NotMeasured, VariantAtPoint
 
 KEY = record.PointKey(
     case="distance.pairwise",

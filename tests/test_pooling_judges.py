@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cases import conv
-from harness.record import ErratumKind, Verdict
+from harness.contract.record import ErratumKind, Verdict
 
 
 def test_lp_pool_verdict_and_erratum_follow_the_observation():

@@ -1,4 +1,4 @@
-"""harness.precision_flags: every fp32-precision flag is back as it was after the block, also when
+"""harness.measure.precision_flags: every fp32-precision flag is back as it was after the block, also when
 the block raises, and a restore that did not take is an error, not a silent leak."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness import precision_flags as flags
+from harness.measure import precision_flags as flags
 
 
 def _mutations():

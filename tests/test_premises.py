@@ -1,4 +1,4 @@
-"""Hardware premises (harness/premises.py) and every check branch that rests on one, each premise
+"""Hardware premises (harness/machine/premises.py) and every check branch that rests on one, each premise
 faked both ways, so CI judges both branches whatever CPU it lands on and with or without a GPU;
 and the fresh-process probes (cases/_lib/isolated.py) that keep device-side asserts and GPU-less
 questions out of the test process."""
@@ -13,8 +13,9 @@ from cases.misc import sampling_ops as sampling
 from cases.parallel import dp_vs_ddp
 from cases.precision import tf32
 from cases.spec import Verdict
-from harness import machine, premises, requirements
-from harness.premises import Premise
+from harness import machine
+from harness.machine import premises, requirements
+from harness.machine.premises import Premise
 
 CPU = torch.device("cpu")
 PRESENT = Premise("faked premise", True, "faked present by the test")

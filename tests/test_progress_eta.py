@@ -3,7 +3,7 @@ must not be told it is nearly done."""
 
 from __future__ import annotations
 
-from harness.progress import Progress, Tally, cost_kind
+from harness.run.progress import Progress, Tally, cost_kind
 
 
 def _progress(planned: dict, done: dict) -> Progress:

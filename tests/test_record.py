@@ -1,4 +1,4 @@
-"""The results contract (harness/record.py) and what rides on it: a report and the gate built with
+"""The results contract (harness/contract/record.py) and what rides on it: a report and the gate built with
 `torch` and `cases` unimportable, every suite test's outcome in outcomes[], old files still read."""
 
 import json
@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from cases import all_cases
-from harness import catalogue, record, rules
+from harness.contract import catalogue, record, rules
 from tests.launcher import PYTEST
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,7 +21,7 @@ DATA = ROOT / "tests" / "data"
 
 
 def test_every_declared_rule_round_trips_as_data():
-    from harness.declared import case_infos
+    from harness.contract.declared import case_infos
 
     declared = case_infos(all_cases())
     assert len(declared) == len(catalogue.load()) and {c.id for c in all_cases()} <= set(declared)

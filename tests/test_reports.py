@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import catalogue, gain, record, rules
+from harness.contract import catalogue, gain, record, rules
 from reports import build, load, summary, verdicts
 from reports.__main__ import main
 from tests import quiet, synthetic

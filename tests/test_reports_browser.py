@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import catalogue
+from harness.contract import catalogue
 from reports import build
 
 REAL = Path(__file__).with_name("data") / "distance_cpu_run1.json"

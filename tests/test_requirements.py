@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from harness import requirements
+from harness.machine import requirements
 
 
 def test_cuda_device_needs_gpu_and_is_skipped_without_it():

@@ -1,5 +1,5 @@
 """The results file under faults: written whole or not at all, never lost to a second run, a
-leftover journal or a full disk (suite.persist, harness.results_file, harness.journal)."""
+leftover journal or a full disk (suite.persist, harness.run.results_file, harness.run.journal)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import journal, results_file
-from harness.finished_points import FinishedPoints
+from harness.run import journal, results_file
+from harness.run.finished_points import FinishedPoints
 from tests.launcher import PYTEST, ROOT
 
 CHECKS_ONLY = ["suite", "--device", "cpu", "-k", "shape.ops and test_rule", "--benchmark-only", "-q"]
@@ -83,7 +83,7 @@ def test_a_leftover_journal_is_kept_not_truncated(tmp_path):
     assert run.returncode == 0, run.stdout[-2000:]
     kept = list(tmp_path.glob("bench.json.leftover-*.journal.jsonl"))
     assert len(kept) == 1 and "from a run that was killed" in kept[0].read_text()
-    assert f"rebuild its results with: python -m harness.journal {kept[0]}" in run.stdout
+    assert f"rebuild its results with: python -m harness.run.journal {kept[0]}" in run.stdout
 
 
 def test_a_journal_write_error_leaves_whole_records_and_stops_the_run(tmp_path):
@@ -122,7 +122,7 @@ def test_a_journal_write_error_leaves_whole_records_and_stops_the_run(tmp_path):
     points.journal._file = FullAfterHalf()
     points.add({"name": "q"})
     assert len(stopped) == 1 and "the run stops here" in stopped[0]
-    assert f"python -m harness.journal {journal.path_for(tmp_path / 'r.json')}" in stopped[0]
+    assert f"python -m harness.run.journal {journal.path_for(tmp_path / 'r.json')}" in stopped[0]
 
 
 @pytest.mark.integration
@@ -201,7 +201,7 @@ def test_three_interrupts_during_the_write_end_in_one_line_and_keep_the_journal(
     assert run.returncode == 2 and "Traceback" not in out and "KeyboardInterrupt" not in out, out[-2000:]
     assert "the results write was cut short by a 3rd signal" in out
     kept = journal.path_for(results)
-    assert f"rebuild it from the journal: python -m harness.journal {kept}" in out
+    assert f"rebuild it from the journal: python -m harness.run.journal {kept}" in out
     assert sum(r["kind"] == "benchmark" for r in journal.read(kept)) == 1 and not results.exists()
 
 

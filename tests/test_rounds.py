@@ -1,10 +1,10 @@
-"""Precision-driven rounds (harness/rounds.py): the interval of the median, the planned number of
+"""Precision-driven rounds (harness/contract/rounds.py): the interval of the median, the planned number of
 rounds, the cap, and the flag for a point that missed the target."""
 
 import random
 import statistics
 
-from harness import rounds
+from harness.contract import rounds
 
 
 def _sample(n, rel_sigma, seed=0, median=1e-3):

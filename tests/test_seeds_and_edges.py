@@ -27,7 +27,8 @@ import pytest
 import torch
 
 from cases.spec import InputFamily, tolerance_at
-from harness import measure, requirements
+from harness import measure
+from harness.machine import requirements
 from plan import VariantPoint
 from tests.targets import doubling_point, target_id, variant_targets
 

@@ -16,7 +16,7 @@ import pytest
 from cases import expected_modules
 from cases._lib import snippets as sn
 from cases._lib.snippet_map import CONTEXT, NOT_COMPILED, NOT_PYTHON, SNIPPETS, guard_matches
-from harness.record import ErratumKind, Finding
+from harness.contract.record import ErratumKind, Finding
 
 SNIPPETS_FOUND = sn.all_snippets()
 PYTHON = [s for s in SNIPPETS_FOUND if s.is_python]

@@ -1,7 +1,7 @@
 """The same verdict on every run, and a busy machine never contradicting a quiet one.
 
 Replays the paired rounds a real quick-profile run recorded (every timed pair at its largest size,
-tests/data/paired_rounds_cpu.json.gz) through the suite's own judging (harness.gain,
+tests/data/paired_rounds_cpu.json.gz) through the suite's own judging (harness.contract.gain,
 reports.verdicts.speed_judgement), once as recorded and three times with a busy machine's noise
 laid over them: a slowdown shared by both sides of a round (another job on the machine: what
 timing the sides side by side is for), noise of each side's own, and spikes on one side of a
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import gain
+from harness.contract import gain
 from reports import summary, verdicts
 
 DATA = Path(__file__).parent / "data" / "paired_rounds_cpu.json.gz"

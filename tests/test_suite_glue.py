@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from cases import all_cases
-from harness.variant_benchmark import NotMeasured, not_measured_on_oom
+from harness.point.variant_benchmark import NotMeasured, not_measured_on_oom
 from tests.launcher import PYTEST
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -184,7 +184,7 @@ def test_the_size_check_reads_the_budget_after_the_last_group_is_released(monkey
 
 
 def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements():
-    from harness import timing
+    from harness.measure import timing
     from plan import LaunchPoint
     from suite.recorder import Recorder
 

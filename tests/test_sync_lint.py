@@ -1,4 +1,4 @@
-"""harness.sync_lint on a CPU machine: torch.cuda's sync debug mode replaced by a stand-in that
+"""harness.measure.sync_lint on a CPU machine: torch.cuda's sync debug mode replaced by a stand-in that
 raises as torch does when a synchronising call runs in mode "error"."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from harness import sync_lint
+from harness.measure import sync_lint
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SYNC_MESSAGE = "called a synchronizing CUDA operation"

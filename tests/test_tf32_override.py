@@ -17,7 +17,8 @@ import torch
 from cases import attention, conv, distance, layout, memory, rnn, sparse
 from cases.parallel import dp_vs_ddp
 from cases.precision import tf32
-from harness import marks, premises, requirements
+from harness.point import marks
+from harness.machine import premises, requirements
 from plan import CheckPoint, VariantPoint
 
 NVIDIA, TORCH = "NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from cases import distance
-from harness import timing
+from harness.measure import timing
 from tests import quiet
 
 ATTEMPTS = 3
@@ -123,7 +123,7 @@ def test_cpu_median_agrees_with_torch_utils_benchmark(request, record_property, 
 
     def ours():
         bench = fresh_benchmark(request, max_time=0.2, min_rounds=5)
-        # test_benchmark's path (harness.variant_benchmark.run)
+        # test_benchmark's path (harness.point.variant_benchmark.run)
         timing.timed_rounds(bench, call, "cpu", "warm", max_time_s=0.2, min_rounds=5, cap_s=0.2)
         return bench.stats.stats.median
 
@@ -154,7 +154,7 @@ def test_gpu_median_agrees_with_triton_do_bench(request, record_property, name):
     if not torch.cuda.is_available():
         pytest.skip("CUDA not available")
     testing = pytest.importorskip("triton.testing", reason="needs the optional package 'triton'")
-    from harness.timing import DeviceClock
+    from harness.measure.timing import DeviceClock
 
     g = torch.Generator(device="cuda").manual_seed(0)
     mib = GPU_POINTS[name]

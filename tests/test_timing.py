@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import ceilings, timing
+from harness.machine import ceilings
+from harness.measure import timing
 from tests import quiet
 from tests.launcher import PYTEST
 
@@ -228,7 +229,7 @@ def test_a_busy_machine_is_flagged_even_when_rounds_are_steady():
 
 
 def test_a_point_above_its_ceiling_is_flagged():
-    from harness.ceilings import above_ceiling_warning
+    from harness.machine.ceilings import above_ceiling_warning
 
     (warning,) = above_ceiling_warning({"roofline_fraction": 1.26, "ceiling_key": "fp32_flops"})
     assert "1.26x" in warning and "fp32_flops" in warning
@@ -236,11 +237,11 @@ def test_a_point_above_its_ceiling_is_flagged():
 
 
 def test_device_clock_sums_event_intervals_in_float64():
-    """The CUDA timer, on a fake device (harness.device.FakeDevice): each reading is the device
+    """The CUDA timer, on a fake device (harness.measure.device.FakeDevice): each reading is the device
     time since the first, built from event-to-event intervals (float32 ms each) so that a late
     reading keeps its microseconds; each reading waits for its event, the one barrier it makes."""
-    from harness.device import FakeDevice
-    from harness.timing import DeviceClock
+    from harness.measure.device import FakeDevice
+    from harness.measure.timing import DeviceClock
 
     fake = FakeDevice()
     clock = DeviceClock(fake)
@@ -255,7 +256,7 @@ def test_device_clock_sums_event_intervals_in_float64():
 
 REPLAYED_TEST = """
 import pytest
-from harness.timing import ReplayClock
+from harness.measure.timing import ReplayClock
 
 STEPS = [0.1, 0.2, 0.3, 1e-9]
 
@@ -292,7 +293,7 @@ def test_replay_clock_hands_measured_steps_to_pytest_benchmark_exactly(tmp_path)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     (row,) = json.loads(out.read_text())["benchmarks"]
     assert row["stats"]["data"] == [0.1, 0.2, 0.3, 1e-9]
-    assert row["options"]["timer"] == "harness.timing.ReplayClock"
+    assert row["options"]["timer"] == "harness.measure.timing.ReplayClock"
 
 
 def test_replay_clock_refuses_to_invent_a_step():

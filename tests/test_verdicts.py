@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import record, rules
+from harness.contract import record, rules
 from reports import build
 from tests import synthetic
 
@@ -150,7 +150,7 @@ def test_a_file_without_pairs_is_judged_on_rounds_taken_apart_and_says_so(tmp_pa
 
 
 def test_an_id_absent_from_a_machine_says_why():
-    from harness.record import CaseInfo
+    from harness.contract.record import CaseInfo
     from reports.verdicts import absent_reason
 
     cuda_only = CaseInfo(id="misc.memory_stats", tier=3, devices=("cuda",))

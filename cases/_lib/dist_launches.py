@@ -5,10 +5,10 @@ one gives back.
 the rank files go. A training or all-reduce launch takes seconds of process start-up, so those are
 made once per session and shared by every judge that reads them (DDP at world N also reads the
 world-1 run as its baseline); the others write into the directory they are given. A launch that
-failed raises `harness.launch.LaunchFailed` where its rank files are read.
+failed raises `harness.run.launch.LaunchFailed` where its rank files are read.
 
 A `LaunchRecord` is what one launched point records: a finding under its check's name, a benchmark row
-(the `harness.record.BenchmarkInfo` fields, extra keys, the per-step seconds the benchmark replays)
+(the `harness.contract.record.BenchmarkInfo` fields, extra keys, the per-step seconds the benchmark replays)
 in its group, and figures for the run's closing lines.
 """
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cases._lib.launched_training import TRAIN_SIZES
-from harness import launch
-from harness.record import BenchmarkInfo, Finding
+from harness.contract.record import BenchmarkInfo, Finding
+from harness.run import launch
 
 WORKER = "cases.dist_worker"
 TIMEOUT_S = 180.0

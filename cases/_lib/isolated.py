@@ -5,7 +5,7 @@ For the probes that must not run in the test process. Invalid input to a CUDA ke
 device-side assert, after which the process's CUDA context is unusable and every later CUDA test
 fails with it. And a question about a machine without GPUs cannot be asked in a process that sees
 one. Each child is a new interpreter (subprocess + exec, never fork: a CUDA context does not survive
-fork), started through `harness.launch` (timeout, every process reaped, output kept). It writes its
+fork), started through `harness.run.launch` (timeout, every process reaped, output kept). It writes its
 answer before it exits and leaves with `os._exit`, so a CUDA context torn down after an assert
 cannot turn an answer already recorded into a crash.
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import launch
+from harness.run import launch
 
 TIMEOUT_S = 180.0  # importing torch and creating a CUDA context take seconds; a hang is not an answer
 

@@ -11,7 +11,7 @@ import socket
 from pathlib import Path
 
 from cases._lib.dist_launches import Runs
-from harness import launch
+from harness.run import launch
 
 
 def port_in_use(runs: Runs, out_dir: Path) -> None:

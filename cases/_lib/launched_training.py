@@ -3,9 +3,9 @@ judging side: the sizes the suite launches, the equivalence launch both cases' c
 what every training mode's rank files must show before its step times count (`trained`).
 
 `cases.dist_worker` writes one JSON per rank (one dict per rank, in rank order); a wrong launch is
-an AssertionError with its message (`harness.launch.LaunchFailed` where it did not finish), never a
+an AssertionError with its message (`harness.run.launch.LaunchFailed` where it did not finish), never a
 verdict. A benchmark row is (the
-`harness.record.BenchmarkInfo` fields, its extra keys, the per-step seconds pytest-benchmark
+`harness.contract.record.BenchmarkInfo` fields, its extra keys, the per-step seconds pytest-benchmark
 replays).
 """
 
@@ -38,7 +38,7 @@ def equivalence_ranks() -> tuple[dict, ...]:
     import tempfile
     from pathlib import Path
 
-    from harness import launch
+    from harness.run import launch
 
     out = Path(tempfile.mkdtemp(prefix="equivalence-"))
     try:
@@ -90,7 +90,7 @@ def check_training(rows: list[dict], mode: str) -> None:
 
 
 def trained(run, mode: str) -> list[dict]:
-    """The rank files of a finished `train` launch (a `harness.launch.Launch`) whose `mode` trained
+    """The rank files of a finished `train` launch (a `harness.run.launch.Launch`) whose `mode` trained
     to full-batch SGD's parameters (`check_training`)."""
     run.require_ok(f"train ({mode})")
     rows = run.results("train")

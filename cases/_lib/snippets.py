@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from harness.record import Finding
+    from harness.contract.record import Finding
 
 NOTES_DIR = Path(__file__).resolve().parents[1] / "notes"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -228,7 +228,7 @@ def _failure(kind: str, message: str, snippet: Snippet, lineno: int | None, text
 
 def classify(failure: dict):
     """The erratum kind of one failure record (`type` and what the child observed about it)."""
-    from harness.record import ErratumKind
+    from harness.contract.record import ErratumKind
 
     kind = failure["type"]
     if kind in ("SyntaxError", "IndentationError", "TabError"):
@@ -270,7 +270,7 @@ def judge_snippets(case_id: str, results) -> Finding:
     """One ID's snippets: counts as evidence, one erratum per failing snippet (its first failure
     decides the kind and the quote; the rest are named in the evidence). Decides no verdict: a
     snippet as written is the notes' wording, never the technique."""
-    from harness.record import Erratum, Finding
+    from harness.contract.record import Erratum, Finding
 
     results = list(results)
     python = [r for r in results if r["language"] in ("python", "pycon")]

@@ -6,7 +6,7 @@ call of each side taken one side after the other compares two machines when a ne
 and goes, so the sides are timed in alternating rounds and judged by the suite's gain policy (a
 band of ±5%, an interval, and no verdict from a busy machine).
 
-All three read the device's clock (`harness.device`: CUDA events on a GPU, no barrier between
+All three read the device's clock (`harness.measure.device`: CUDA events on a GPU, no barrier between
 calls; the host's clock on a CPU), as the harness's own timings do.
 """
 
@@ -17,8 +17,10 @@ from typing import Callable, Mapping
 import torch
 
 from cases.spec import Verdict
-from harness import device as devices
-from harness import gain, interleave, load, timing
+from harness.contract import gain
+from harness.host import load
+from harness.measure import device as devices
+from harness.measure import interleave, timing
 
 
 def best_time(fn: Callable[[], object], device: torch.device, repeats: int = 5) -> float:
@@ -44,7 +46,7 @@ def median_time(fn: Callable[[], object], device: torch.device) -> float:
 def timed_claim(
     calls: Mapping[str, Callable[[], object]], fast: str, slow: str, device: torch.device, cap_s: float = 0.5
 ) -> tuple[gain.Ratio, str | None]:
-    """`slow` ÷ `fast` from rounds taken side by side (harness.interleave: both sides see the same
+    """`slow` ÷ `fast` from rounds taken side by side (harness.measure.interleave: both sides see the same
     machine), its 95% interval, and why the machine was busy while they ran (None when quiet).
 
     For a rule check whose finding is "A is faster than B": timed one side after the other, a
@@ -61,7 +63,7 @@ def timed_claim(
 
 
 def judge_faster(ratio: gain.Ratio, busy: str | None, what: str) -> tuple[Verdict, str]:
-    """The suite's gain policy (harness.gain) for "`what` is faster": holds above the ±5% band,
+    """The suite's gain policy (harness.contract.gain) for "`what` is faster": holds above the ±5% band,
     fails inside it or below it, depends where the interval crosses an edge of the band. A
     measurement taken on a busy machine is not a finding either way: depends, with the load."""
     answer = gain.classify(ratio, gain.DELTA_FLOOR)

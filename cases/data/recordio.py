@@ -46,7 +46,7 @@ from cases.spec import (
     naive,
     optimized,
 )
-from harness.rules import Faster
+from harness.contract.rules import Faster
 
 MAGIC = 0xCED7230A
 _MAGIC_BYTES = struct.pack("<I", MAGIC)

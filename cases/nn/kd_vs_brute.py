@@ -34,8 +34,11 @@ from cases.spec import (
     naive,
     optimized,
 )
-from harness import gain, interleave, load, measure
-from harness.rules import FromFindings
+from harness import measure
+from harness.contract import gain
+from harness.contract.rules import FromFindings
+from harness.host import load
+from harness.measure import interleave
 
 FP32 = torch.float32
 K = 4
@@ -112,7 +115,8 @@ def _kdtree_one_worker(data, queries, tree):
 
 def check_crossover(device):
     """Brute force vs a prebuilt tree's queries over D = 2..256 at a fixed N, timed side by side
-    (harness.interleave) and judged by the suite's gain policy (harness.gain): the notes' claim is
+    (harness.measure.interleave) and judged by the suite's gain policy
+    (harness.contract.gain): the notes' claim is
     that the tree wins in low dimension and stops paying in high dimension.
 
     One thread on each side: with 64 queries, the tree on every core measured its thread start-up

@@ -19,8 +19,8 @@ from cases._lib.collectives import bus_bandwidth, d2l_allreduce, fit_alpha_beta,
 from cases._lib.data_parallel import U32, replica_devices
 from cases._lib.dist_launches import LaunchRecord, Runs
 from cases.spec import Case, Check, Claim, ClaimKind, Finding, Verdict
-from harness import gain
-from harness.rules import FromFindings
+from harness.contract import gain
+from harness.contract.rules import FromFindings
 
 ALLREDUCE_ROLES = {"naive": "naive", "master": "naive", "ring": "optimized", "all_reduce": "library"}
 
@@ -297,7 +297,7 @@ def allreduce_sweep_row(
 
 
 def launched_table(run) -> tuple[list[dict], int]:
-    """`allreduce_table` of a finished `allreduce` launch (a `harness.launch.Launch`)."""
+    """`allreduce_table` of a finished `allreduce` launch (a `harness.run.launch.Launch`)."""
     run.require_ok("allreduce")
     return allreduce_table(run.results("allreduce"))
 

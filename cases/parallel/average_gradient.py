@@ -19,7 +19,7 @@ from cases._lib.data_parallel import make_batch, make_mlp, notes_average_gradien
 from cases._lib.dist_launches import LaunchRecord, Runs
 from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times, train_row, trained
 from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
-from harness.rules import FromFindings
+from harness.contract.rules import FromFindings
 
 # ---- the notes' call, as written ----------------------------------------------------------------------
 

@@ -25,8 +25,9 @@ from cases._lib.dist_launches import LaunchRecord, Runs
 from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times, train_row, trained
 from cases._lib.precision import ieee_fp32
 from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
-from harness import gain, premises
-from harness.rules import FromFindings
+from harness.contract import gain
+from harness.contract.rules import FromFindings
+from harness.machine import premises
 
 # ---- DataParallel with the GPUs this process sees ---------------------------------------------------
 
@@ -256,7 +257,7 @@ CASE = Case(
         "two_nodes": "multi_node",
         "test_two_nodes-two_nodes-cpu": "multi_node",
     },
-    requires=("distributed", "ieee_fp32"),  # ieee_fp32: see harness.requirements
+    requires=("distributed", "ieee_fp32"),  # ieee_fp32: see harness.machine.requirements
     verdict=FromFindings(),
     # Timed in worker processes (suite/test_distributed.py), not as variants the suite could compile.
     uncompilable={

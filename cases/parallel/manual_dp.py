@@ -17,8 +17,8 @@ from cases._lib.collectives import d2l_allreduce
 from cases._lib.data_parallel import U32, replica_devices
 from cases._lib.inputs import generator
 from cases.spec import Case, Check, Claim, ClaimKind, Finding, Tol, Verdict, library, naive
-from harness import gain
-from harness.rules import FromFindings
+from harness.contract import gain
+from harness.contract.rules import FromFindings
 
 FP32, FP64 = torch.float32, torch.float64
 

@@ -40,7 +40,7 @@ from cases.spec import (
     naive,
     optimized,
 )
-from harness.rules import AllOf, AnyOf, FromFindings, NotFaster, NotLighter
+from harness.contract.rules import AllOf, AnyOf, FromFindings, NotFaster, NotLighter
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 CLASSES = 16
@@ -172,7 +172,7 @@ def _compile_the_model(compile_fn):
     return step
 
 
-fp32_step.__compile__ = _compile_the_model  # harness.compiled.Compiled uses it
+fp32_step.__compile__ = _compile_the_model  # harness.measure.compiled.Compiled uses it
 
 
 def amp_step(*inputs):

@@ -7,9 +7,9 @@ an fp32 GEMM on Ampere+ tensor cores is ~8× faster at ~1e-3 relative error. On 
 `set_float32_matmul_precision('medium')` (new API: `mkldnn.matmul.fp32_precision = 'bf16'`), makes
 oneDNN compute fp32 GEMMs in bf16 (8-bit mantissa) on CPUs with AMX; with AVX-512-BF16 alone it
 only changes the summation order, and 'high' does nothing on any CPU met so far. Whether the flag
-lowers precision on the machine at hand is measured (`harness.premises`), and where it does not the
+lowers precision on the machine at hand is measured (`harness.machine.premises`), and where it does not the
 error checks say `depends`. Every variant carries its flags as its context
-(`harness.precision_flags.scoped`): a direct call sets and restores them itself, and the harness
+(`harness.measure.precision_flags.scoped`): a direct call sets and restores them itself, and the harness
 sets them once around a block of timed calls, so the ~110-170 µs of saving, setting and checking
 them is not timed with the GEMM; nothing leaks into other cases either way.
 """
@@ -36,9 +36,9 @@ from cases.spec import (
     naive,
     optimized,
 )
-from harness import precision_flags as flags
-from harness import premises
-from harness.rules import AllOf, Faster
+from harness.contract.rules import AllOf, Faster
+from harness.machine import premises
+from harness.measure import precision_flags as flags
 
 FP32 = torch.float32
 U_FP32, U_TF32, U_BF16 = 2.0**-24, 2.0**-11, 2.0**-9
@@ -388,7 +388,7 @@ CASE = Case(
     claim="torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32 (both default True "
     "since 1.7) make fp32 matmul and convolution much faster at lower precision.",
     source="003 cuda",
-    # TF32 on against off: on CUDA the flags must decide it (harness.premises.tf32_flags_decide).
+    # TF32 on against off: on CUDA the flags must decide it (harness.machine.premises.tf32_flags_decide).
     requires=("tf32_flags",),
     make_inputs=make_matmul,
     variants={

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-CATALOG_PATH = Path(__file__).resolve().parents[1] / "cases" / "CATALOG.md"
+CATALOG_PATH = Path(__file__).resolve().parents[2] / "cases" / "CATALOG.md"
 
 _TIER = re.compile(r"^##\s+Tier\s+(\d)")
 # A row may end without its closing pipe (rows that carry an extra "also:" column do).

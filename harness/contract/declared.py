@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 
-from harness import catalogue, record, rules
+from harness.contract import catalogue, record, rules
 
 
 def rule_of(case):

@@ -8,7 +8,7 @@ and the rule checks that time something themselves (a crossover sweep) classify 
 
 Why paired rounds: two variants timed minutes apart do not see the same machine (another job
 starts, the clock throttles), and an interval computed as if their rounds were independent
-turns that drift into a "speed-up". Rounds taken side by side (`harness.interleave`) see the same
+turns that drift into a "speed-up". Rounds taken side by side (`harness.measure.interleave`) see the same
 machine; the ratio of each pair of rounds cancels what they shared, and the interval is computed
 over those ratios. Why the median of the ratios: interference only ever adds time, to one side of
 a pair at random, so the ratios have long tails on both sides; the median ignores them.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness import rounds
+from harness.contract import rounds
 
 LEVEL = 0.95
 DELTA_FLOOR = 0.05  # the catalogue's minimum practically significant gain
@@ -81,7 +81,7 @@ def classify(ratio: Ratio, band: float = DELTA_FLOOR) -> Gain:
 
 def paired_ratio(slow, fast) -> Ratio:
     """median(slow_i / fast_i) over rounds i taken side by side, with the distribution-free 95%
-    interval of that median (order statistics at binomial ranks, `harness.rounds.median_ci`: no
+    interval of that median (order statistics at binomial ranks, `harness.contract.rounds.median_ci`: no
     assumption on the ratios' shape, O(n log n) for thousands of rounds). Times must be positive
     and finite (a zero or NaN time is a broken timer, not a measurement): ValueError otherwise."""
     slow, fast = np.asarray(slow, dtype=float), np.asarray(fast, dtype=float)

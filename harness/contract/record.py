@@ -35,7 +35,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
-from harness import rules as rule_types
+from harness.contract import rules as rule_types
 
 SCHEMA_VERSION = 4
 LEGACY_VERSION = 1
@@ -75,7 +75,7 @@ class Claim:
     notes' words (`quote`), the note file it is in, and its kind. ``checks`` and ``variants`` are
     what decides it: the rule checks that name it, and the variants (``part/name`` for a part's)
     whose check against the truth does; the verdict rule's nodes that name it decide it too. They
-    are filled from the declaration (harness.declared) so that a results file judges its claims by
+    are filled from the declaration (harness.contract.declared) so that a results file judges its claims by
     what the run declared, not by today's code."""
 
     id: str
@@ -219,7 +219,7 @@ class PointKey:
     size_label: str = ""
     dtype: str = ""
     part: str = ""  # the case's part (cases.spec.Comparison), "" for its own comparison
-    timing_mode: str = ""  # a GPU timing mode other than warm (harness.timing)
+    timing_mode: str = ""  # a GPU timing mode other than warm (harness.measure.timing)
     compiled_from: str = ""  # the naive variant a compiled twin compiles
 
     def to_data(self) -> dict:
@@ -465,13 +465,13 @@ def _times(values, where: str) -> tuple[float, ...]:
 
 @dataclass(frozen=True)
 class PairTiming:
-    """Two variants of one comparison timed side by side (harness.interleave): round i of each
-    side ran back to back, so their ratio is taken round by round (harness.gain.paired_ratio).
+    """Two variants of one comparison timed side by side (harness.measure.interleave): round i of each
+    side ran back to back, so their ratio is taken round by round (harness.contract.gain.paired_ratio).
     ``fast``/``slow`` are the rule's names for the sides (the claim says `fast` is faster), not a
     result. ``identical``: the two outputs were bitwise equal on the timed inputs. ``load`` is the
-    machine's load measured right after the rounds (harness.load), ``noise_floor`` the A/A noise
-    floor measured on the device in the same run (harness.gain.noise_floor). ``timer`` names the
-    clock the rounds were read on (harness.device: ``cuda_events``, ``perf_counter``); "" in a file
+    machine's load measured right after the rounds (harness.host.load), ``noise_floor`` the A/A noise
+    floor measured on the device in the same run (harness.contract.gain.noise_floor). ``timer`` names the
+    clock the rounds were read on (harness.measure.device: ``cuda_events``, ``perf_counter``); "" in a file
     written before it was recorded."""
 
     case: str
@@ -555,7 +555,7 @@ class CaseInfo:
     technique: str = ""
     claim: str = ""
     source: str = ""
-    rule: Any = None  # a harness.rules object
+    rule: Any = None  # a harness.contract.rules object
     declared: bool = True  # False: in the catalogue but no case declares it
     gate_tolerance: float | None = None
     # Naive ways torch.compile is not applied to, with why (cases.spec.Comparison.uncompilable).

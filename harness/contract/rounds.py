@@ -188,7 +188,7 @@ def expected_plan(
     call_s: float, spread: float, *, min_round_s: float, cap_s: float, min_rounds: int
 ) -> tuple[int, Plan]:
     """(pilot rounds, plan): what `pilot_plan` makes of a call of `call_s` seconds whose calls
-    spread by `spread` (σ/median), without running it. The cost model (harness.costmodel) prices
+    spread by `spread` (σ/median), without running it. The cost model (plan.costmodel) prices
     a point from this, so the estimate follows the policy the run uses."""
     if _slow(call_s, cap_s):
         return 0, _plan_from(0, math.inf, call_s, 1, cap_s=cap_s, min_rounds=min_rounds, target=TARGET)

@@ -10,7 +10,7 @@ numbers. ``fast``/``slow``/``light``/``heavy`` name a variant, or a role ("naive
 Without a rule: a case with variants is judged by ``Faster()``; one with only checks by
 ``FromFindings()``. Whatever the rule, every check's finding on the technique is a part of the
 claim beside it (a finding that fails makes the technique fail; reports.verdicts.judge); the notes'
-errata a check finds never are. A gain counts only beyond the band harness.gain sets.
+errata a check finds never are. A gain counts only beyond the band harness.contract.gain sets.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Faster:
     """`fast` beats `slow` at the largest size measured on the device: the 95% CI of the speedup
-    (slow ÷ fast, from rounds timed side by side) lies above 1 + δ (harness.gain: δ ≥ 5% and ≥ the
+    (slow ÷ fast, from rounds timed side by side) lies above 1 + δ (harness.contract.gain: δ ≥ 5% and ≥ the
     machine's noise floor). Inside ±δ: no measurable difference, which fails the claim (depends
     where the band was widened by noise); slower beyond the band: fails; an interval across an
     edge of the band, or holding on one device and not another: depends. `min_speedup` is kept

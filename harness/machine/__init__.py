@@ -1,9 +1,14 @@
-"""What machine a result came from: versions, devices, CPU features and precision settings.
+"""The machine a result came from. The package holds the hardware premises claims rest on,
+measured rather than assumed (`premises`), the requirements a point has of them (`requirements`),
+the machine's ceilings and a point's roofline (`ceilings`), its A/A noise floor (`noise`) and what
+a run measures of it once per device (`machine_measures`). This face holds its description:
+
+What machine a result came from: versions, devices, CPU features and precision settings.
 
 Stored in every results file (pytest-benchmark's ``machine_info``) so a number is never read
 without knowing where it was measured. bf16 speed on a CPU depends on AVX-512-BF16/AMX, TF32
 speed on the TF32 flags in force, so those are recorded too, with the premises claims rest on
-(`harness.premises`: what oneDNN and the GPUs really do here, measured where it can be).
+(`harness.machine.premises`: what oneDNN and the GPUs really do here, measured where it can be).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import platform
 
 import torch
 
-from harness import premises
+from harness.machine import premises
 
 PRECISION_SETTINGS = (
     "backends.cuda.matmul.allow_tf32",

@@ -1,10 +1,10 @@
-"""What a run measures of the machine itself, once per device: its ceilings (harness.ceilings)
-and its A/A noise floor (harness.noise), written into the results' machine info beside the
+"""What a run measures of the machine itself, once per device: its ceilings (harness.machine.ceilings)
+and its A/A noise floor (harness.machine.noise), written into the results' machine info beside the
 machine's description; a run that timed nothing measures neither.
 
 Neither runs inside a measurement: the ceilings are measured when the first timed point asks,
 before its timing starts; the noise floor when the first pair on the device has finished its
-rounds (harness.pair_benchmark asks after them).
+rounds (harness.point.pair_benchmark asks after them).
 """
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ from typing import Sequence
 
 import torch
 
-from harness import ceilings, noise
+from harness.machine import ceilings, noise
 
 
 class MachineMeasures:
     def __init__(self, devices: Sequence[str]):
         self.devices = tuple(devices)  # the run's selected devices
         self.ceilings: dict[str, tuple[dict, dict]] = {}  # device kind → (measured, detail)
-        self.noise_floors: dict[str, dict] = {}  # device → harness.noise.measured(device)
+        self.noise_floors: dict[str, dict] = {}  # device → harness.machine.noise.measured(device)
 
     def ceilings_for(self, device: str) -> dict:
         """The measured ceilings of `device`'s kind. The first ask measures every selected device
-        present (each once per process, harness.ceilings.measured), i.e. before the first timing."""
+        present (each once per process, harness.machine.ceilings.measured), i.e. before the first timing."""
         for d in self.devices:
             if d == "cpu" or (d == "cuda" and torch.cuda.is_available()):
                 self.ceilings[d] = ceilings.measured(d)

@@ -1,12 +1,12 @@
 """The machine's noise floor: how large a gain one computation shows against itself.
 
-Timed as both sides of an interleaved pair (harness.interleave), an identical computation should
+Timed as both sides of an interleaved pair (harness.measure.interleave), an identical computation should
 give a ratio of 1; how far its 95% interval strays from 1 is the smallest gain this machine can
-tell from noise right now (harness.gain.noise_floor). The catalogue's δ is at least this, and
-never below 5% (harness.gain.delta). The work is a 256² fp32 matmul and an in-place add, about a
+tell from noise right now (harness.contract.gain.noise_floor). The catalogue's δ is at least this, and
+never below 5% (harness.contract.gain.delta). The work is a 256² fp32 matmul and an in-place add, about a
 millisecond on 2 CPU cores: multi-threaded, as most timed variants are, and short enough that
 0.5 s gives a few hundred paired rounds. It is timed as the pairs are, on the device's clock
-(harness.device), so the floor is the noise of the figures it judges.
+(harness.measure.device), so the floor is the noise of the figures it judges.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ import math
 
 import torch
 
-from harness import device as harness_device
-from harness import gain, interleave, load, rounds
+from harness.contract import gain, rounds
+from harness.host import load
+from harness.measure import device as harness_device
+from harness.measure import interleave
 
 CAP_S = 0.5
 MIN_ROUNDS = 100

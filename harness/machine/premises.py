@@ -6,7 +6,7 @@ behaviour depends on how many GPUs the process sees; torch.compile needs a worki
 CPU and Triton on CUDA. A check whose claim rests on such a premise asks here, puts the answer
 (what was read and what was measured) in its finding, and says `depends` where the premise is
 absent instead of failing; a test that cannot run without it is skipped through a `requires` token
-(`harness.requirements`).
+(`harness.machine.requirements`).
 
 Where the effect itself can be measured, the measurement decides and everything read is evidence
 only, because the readings lie: torch's `_is_mkldnn_bf16_supported()` and the cpuinfo flag
@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from harness import precision_flags as flags
+from harness.measure import precision_flags as flags
 
 CPUINFO = "/proc/cpuinfo"
 

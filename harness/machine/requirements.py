@@ -10,7 +10,7 @@ TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1). Those two are met on a CPU, where the varia
 on CUDA a check that measures TF32 on against off, or holds fp32 to an IEEE bound, would go red
 for the environment's sake, so it is not measured, and says which variable to unset. The pytest
 markers and skip reasons are derived from these in one place (`conftest.py`), so a case never
-writes ``skipif`` itself. What the machine has is read in `harness.premises`; this module only
+writes ``skipif`` itself. What the machine has is read in `harness.machine.premises`; this module only
 turns it into reasons.
 """
 
@@ -21,7 +21,7 @@ import re
 
 import torch
 
-from harness import premises
+from harness.machine import premises
 
 CUDA_MISSING = "CUDA not available"
 _COMPARE = re.compile(r"^(cuda|gpus)>=(\d+(?:\.\d+)?)$")

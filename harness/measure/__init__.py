@@ -1,4 +1,11 @@
-"""Timing wrappers, peak memory, saved-activation bytes and errors against an oracle.
+"""How a call is measured. The package holds the device interface (`device`: synchronise, the
+device's clock, peak memory; CUDA, the host, a fake for tests), how a call is timed in each mode
+and the clocks' self-checks (`timing`), two ways timed in alternating rounds (`interleave`),
+inputs a call wrote into (`mutation`), a call's hidden host-device synchronisation (`sync_lint`),
+precision flags set around the rounds and restored (`precision_flags`) and torch.compile of a
+naive variant (`compiled`). This face holds the calls themselves:
+
+Timing wrappers, peak memory, saved-activation bytes and errors against an oracle.
 
 Why these and not wall-clock around a call: CUDA kernels are queued asynchronously, so a timer
 stopped when the Python call returns measures the launch, not the work. Every timed callable made
@@ -20,8 +27,9 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from harness import allocator, mutation, signals
-from harness import device as harness_device
+from harness.host import allocator, signals
+from harness.measure import device as harness_device
+from harness.measure import mutation
 
 
 def synchronize(device: torch.device | str) -> None:
@@ -30,7 +38,7 @@ def synchronize(device: torch.device | str) -> None:
 
 def synchronized(fn: Callable[[], Any], device: torch.device | str) -> Callable[[], Any]:
     """`fn` followed by a device barrier, so a host timer around the call sees the finished work.
-    The harness's own timings use the device's clock instead (harness.device): a barrier after
+    The harness's own timings use the device's clock instead (harness.measure.device): a barrier after
     every call puts its cost, and the host's, in the figure."""
     if torch.device(device).type != "cuda":
         return fn
@@ -63,7 +71,7 @@ def peak_memory(fn: Callable[[], Any], device: torch.device | str) -> tuple[Any,
 @contextlib.contextmanager
 def profiled(**kwargs) -> Iterator[Any]:
     """``torch.profiler.profile(**kwargs)`` whose start and stop are held from SIGINT/SIGTERM
-    (harness.signals): an interrupt raised while the profiler starts or stops leaves its callbacks
+    (harness.host.signals): an interrupt raised while the profiler starts or stops leaves its callbacks
     registered (the process then segfaulted at exit, in CI). One that lands in the profiled code
     interrupts it as usual, and the profiler is stopped on the way out."""
     from torch.profiler import profile
@@ -204,7 +212,7 @@ class Error:
     max_rel: float  # max |got - truth| / max |truth|: normwise, defined where truth has zeros
     within: bool  # every output tensor inside its bound (and, from `check`, no input changed)
     worst: str  # where the largest excess over the bound sits, for the failure message
-    changed_inputs: tuple[str, ...] = ()  # inputs the call wrote into (harness.mutation), by name
+    changed_inputs: tuple[str, ...] = ()  # inputs the call wrote into (harness.measure.mutation), by name
 
 
 # Elements compared at a time: a float64 copy of a chunk of `got`, `truth`, their difference and
@@ -295,7 +303,7 @@ def within_tol(got, truth, tol) -> Error:
 
 def check(got, truth, tol, inputs: tuple, before: dict) -> Error:
     """A variant's check: its result within `tol` of the truth, and its `inputs` as they were in
-    `before` (`harness.mutation.snapshot`, taken before the call): a variant that writes into its
+    `before` (`harness.measure.mutation.snapshot`, taken before the call): a variant that writes into its
     inputs is wrong however close its result, since every later call sees other inputs."""
     err = within_tol(got, truth, tol)
     names = tuple(mutation.changed(inputs, before))

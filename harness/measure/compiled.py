@@ -7,7 +7,7 @@ timed rounds all come after it. Graph breaks are counted from Dynamo's own count
 
 Where torch.compile cannot run (no C++ compiler for Inductor's CPU code, no Triton for its GPU
 kernels, a Python Dynamo does not support) the compiled variants' ``compiler`` requirement skips
-them with the reason (harness.premises); a compile that raises is recorded the same way, per variant.
+them with the reason (harness.machine.premises); a compile that raises is recorded the same way, per variant.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class Compiled:
         self._compiled = None
         self._bare = None  # the compiled computation without the wrapper's flags
         self.__name__ = f"compiled({getattr(fn, '__name__', 'fn')}, {mode})"
-        # Flags set around the computation (harness.precision_flags.scoped) stay outside the timed
+        # Flags set around the computation (harness.measure.precision_flags.scoped) stay outside the timed
         # calls, as the eager variant's do: the harness enters them once around its rounds.
         if getattr(fn, "precision_context", None) is not None:
             self.precision_context = fn.precision_context

@@ -122,7 +122,7 @@ class DeviceClock:
     and waits for it (the one barrier of a reading); the value is the device time since the first.
 
     Given to pytest-benchmark as a point's timer (``pytest.mark.benchmark(timer=...)``), or to
-    `harness.interleave` as a pair's clock, it turns a round of back-to-back calls into the device
+    `harness.measure.interleave` as a pair's clock, it turns a round of back-to-back calls into the device
     time of that round, with no barrier inside it. The value accumulates event-to-event intervals
     in float64, because one event pair's float32 milliseconds would lose microseconds once the
     origin lies minutes back. No device call happens before the first reading.
@@ -147,7 +147,7 @@ class DeviceClock:
         return self._total
 
     def __repr__(self) -> str:  # pytest-benchmark stores the timer's name in the results JSON
-        return f"harness.timing.DeviceClock({self.device.torch_device.type})"
+        return f"harness.measure.timing.DeviceClock({self.device.torch_device.type})"
 
 
 def timer_name(clock) -> str:

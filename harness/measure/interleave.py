@@ -3,15 +3,15 @@
 A pair timed one side after the other compares two machines: the first side's rounds ran while
 one job was on the other core, the second side's after it finished. Here each round times both
 sides back to back, in alternating order (A B, B A, A B, …) so neither always runs first, on warm
-caches or a fresh turbo budget; `harness.gain.paired_ratio` then takes the ratio round by round.
+caches or a fresh turbo budget; `harness.contract.gain.paired_ratio` then takes the ratio round by round.
 This is asv's ``--interleave-rounds``, Google Benchmark's random interleaving and tritonbench's
 side-a/side-b, for two callables; none of them times arbitrary Python callables in-process with
 a precision-driven round count, so it is written here.
 
-The clock is the device's (`harness.device`): on CUDA a DeviceClock, whose readings at a round's
+The clock is the device's (`harness.measure.device`): on CUDA a DeviceClock, whose readings at a round's
 start and end wait for the device, so the round's calls run back to back with no barrier and the
 figure is device time; on the CPU the host's, around calls that return with their work done.
-A side may have a context to run in (its precision flags: `harness.precision_flags.split`): it
+A side may have a context to run in (its precision flags: `harness.measure.precision_flags.split`): it
 is entered around each of that side's round blocks, outside the clock's readings, never around
 each call. Plain Python, no torch.
 """
@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ContextManager, Mapping
 
-from harness import rounds
+from harness.contract import rounds
 
 # Paired rounds a pair always gets, however precise its pilot looked: a pilot of a few rounds says
 # how precise the median is within this run, not how much it moves between runs, and the gate

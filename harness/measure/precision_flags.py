@@ -16,7 +16,7 @@ Saving, setting, restoring and verifying all of them costs ~110-170 µs on a CPU
 timed calls. A variant that needs flags therefore carries them as its context (`scoped`): called
 directly it enters the context on each call, so a check or any other direct caller gets the right
 flags, while the harness takes it apart (`split`) and calls the bare computation inside one
-entered context around a block of timed calls (harness.interleave, harness.variant_benchmark).
+entered context around a block of timed calls (harness.measure.interleave, harness.point.variant_benchmark).
 """
 
 from __future__ import annotations

@@ -14,12 +14,12 @@ Timing modes (what "the time of a call" means on a GPU):
   1 - graph / eager: the share of a call's time the GPU spends waiting for the CPU.
 
 Self-checks (``timer_warnings``) flag a point whose numbers should not be trusted as they are:
-spread over `harness.rounds.SPREAD_LIMIT` (IQR/median), first rounds much slower than the median
+spread over `harness.contract.rounds.SPREAD_LIMIT` (IQR/median), first rounds much slower than the median
 (compilation, autotuning, allocator growth left in the timed region), and a CUDA time that is
 mostly host overhead (the GPU busy for a small part of the wall time: the number measures Python
 and the launch, not the kernel).
 
-On CUDA every mode is timed by the device's clock (``DeviceClock``, harness.device): events
+On CUDA every mode is timed by the device's clock (``DeviceClock``, harness.measure.device): events
 recorded at the start and end of each round, the round's calls back to back with no barrier
 between them, the clock waiting for the device at its readings only. Host time around a
 synchronised call is kept only where a caller hands no clock (``perf_counter_synchronized``);
@@ -37,10 +37,13 @@ from typing import Any, Callable
 
 import torch
 
-from harness import device as harness_device
-from harness import load, measure, rounds, sync_lint
-from harness.device import DeviceClock  # noqa: F401  (its name in marks, results and tests)
-from harness.rounds import SPREAD_LIMIT
+from harness import measure
+from harness.contract import rounds
+from harness.contract.rounds import SPREAD_LIMIT
+from harness.host import load
+from harness.measure import device as harness_device
+from harness.measure import sync_lint
+from harness.measure.device import DeviceClock  # noqa: F401  (its name in marks, results and tests)
 
 TIMING_MODES = ("warm", "cold_l2", "graph")
 CUDA_ONLY_MODES = ("cold_l2", "graph")
@@ -157,7 +160,7 @@ class ReplayClock:
         return self._now
 
     def __repr__(self) -> str:  # pytest-benchmark stores the timer's name in the results JSON
-        return "harness.timing.ReplayClock"
+        return "harness.measure.timing.ReplayClock"
 
 
 def device_and_wall_seconds(
@@ -271,7 +274,7 @@ def timed_rounds(
     the rounds; under --benchmark-disable, of its one call) and the extra_info the mode adds (mode,
     the clock, rounds plan, launch-overhead fraction, GPU-busy vs wall time, warnings).
 
-    ``warm`` and ``graph`` rounds are planned for precision (harness.rounds) within `cap_s` seconds
+    ``warm`` and ``graph`` rounds are planned for precision (harness.contract.rounds) within `cap_s` seconds
     (default `max_time_s`, ``--benchmark-max-time``); ``cold_l2`` rounds fill `max_time_s`. On CUDA
     `clock` is the point's DeviceClock (the benchmark's timer): the calls go back to back with no
     barrier inside a round, the clock waits at its readings, and the figure is device time. A CUDA
@@ -330,7 +333,7 @@ def timed_rounds(
 
 
 def _planned_rounds(benchmark, call, clock, device: str, info: dict, cap_s: float, min_rounds: int):
-    """`call` in rounds planned for precision (harness.rounds.pilot_plan on `clock`), timed by
+    """`call` in rounds planned for precision (harness.contract.rounds.pilot_plan on `clock`), timed by
     pedantic; its plan goes into `info`; returns the last timed call's output."""
     if benchmark.disabled:
         return benchmark(call)

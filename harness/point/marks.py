@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from harness import requirements, timing
+from harness.machine import requirements
+from harness.measure import timing
 
 # The reason pytest-benchmark's --benchmark-only skips a test without its fixture: what a run will
 # do (its plan, its estimate) reads it, and the glue lifts it from the rule checks.
@@ -37,10 +38,10 @@ def of(point, role: str = "", timed: bool = False) -> Marks:
 
 
 def _clock(point):
-    """CUDA points are timed in device time (harness.timing.DeviceClock) in every mode: warm,
+    """CUDA points are timed in device time (harness.measure.timing.DeviceClock) in every mode: warm,
     cold-L2 and graph rounds alike, so no figure of a run is host time where the others are the
     device's. Points timed inside launched processes (timing ``replay``) hand those times over
-    through a harness.timing.ReplayClock, one per test."""
+    through a harness.measure.timing.ReplayClock, one per test."""
     mode = getattr(point, "timing", "")
     if mode == "replay":
         return timing.ReplayClock()

@@ -4,11 +4,11 @@
 Each side is checked against the oracle before any round is timed: a fast wrong answer is not a
 speed-up, so a side outside its tolerance (or writing into its inputs) leaves the pair untimed
 (`NotMeasured`; ``test_check`` says what it broke). The rounds alternate between the sides
-(`harness.interleave`) within one point's cap, on the device's clock (`harness.device`: CUDA
+(`harness.measure.interleave`) within one point's cap, on the device's clock (`harness.measure.device`: CUDA
 events at each round's start and end, no barrier between the calls; the host's clock on a CPU),
-and the record (`harness.record.PairTiming`) names that clock and carries the device's A/A noise
+and the record (`harness.contract.record.PairTiming`) names that clock and carries the device's A/A noise
 floor and the machine's load, both measured after the rounds, so the reports can tell a gain from
-noise. A side's precision flags (`harness.precision_flags.scoped`) are set once around each of its
+noise. A side's precision flags (`harness.measure.precision_flags.scoped`) are set once around each of its
 round blocks, and the rounds time the bare computation. Plain Python: no pytest, no cases, no plan.
 """
 
@@ -19,9 +19,12 @@ from typing import Callable
 
 import torch
 
-from harness import device as harness_device
-from harness import interleave, load, measure, precision_flags, record, rounds
-from harness.variant_benchmark import NotMeasured, VariantAtPoint
+from harness import measure
+from harness.contract import record, rounds
+from harness.host import load
+from harness.measure import device as harness_device
+from harness.measure import interleave, precision_flags
+from harness.point.variant_benchmark import NotMeasured, VariantAtPoint
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,7 @@ class PairAtPoint:
     fast: str
     slow: str
     sides: dict[str, VariantAtPoint]  # fast's and slow's name → the variant at this point
-    against: str = "rule"  # harness.record.PairTiming.against
+    against: str = "rule"  # harness.contract.record.PairTiming.against
     x: str | None = None  # the comparison's x axis, for the plots
 
 

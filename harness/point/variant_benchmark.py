@@ -9,9 +9,9 @@ fixture, in this order, each step for a reason:
    warm-up, the peak-memory pass and the check, which must pass before any timing is recorded
    (the timings of a wrong answer are not results);
 3. the case's own metrics, and for the ``graph`` mode a capture whose replay is checked too;
-4. the timed rounds in the point's mode (`harness.timing.timed_rounds`) within the point's cap,
+4. the timed rounds in the point's mode (`harness.measure.timing.timed_rounds`) within the point's cap,
    of the bare computation inside the variant's precision flags, set once around them all
-   (`harness.precision_flags.split`; the checked call of step 2 sets them itself);
+   (`harness.measure.precision_flags.split`; the checked call of step 2 sets them itself);
 5. the last timed call's output checked again: a variant that goes wrong once warm (a stale cache,
    a buffer reused across calls, an input it writes into) shows only there;
 6. the roofline fraction against the machine's ceilings, flagged where it is above them.
@@ -30,7 +30,10 @@ from typing import Any, Callable, Mapping
 
 import torch
 
-from harness import ceilings, compiled, isolation, measure, mutation, precision_flags, timing
+from harness import measure
+from harness.machine import ceilings
+from harness.measure import compiled, mutation, precision_flags, timing
+from harness.run import isolation
 
 
 class NotMeasured(Exception):
@@ -52,7 +55,7 @@ class VariantAtPoint:
     dtype: torch.dtype
     tolerance: Any  # a cases.spec.Tol at this size: rtol, atol, floor, norm
     inputs: Callable[[], tuple[tuple, Any]]  # (inputs, truth), shared by the point's variants
-    mode: str = "warm"  # harness.timing.TIMING_MODES
+    mode: str = "warm"  # harness.measure.timing.TIMING_MODES
     compiles: str | None = None  # a compiled twin: the naive variant it compiles
     not_compilable: str | None = None  # why the case says torch.compile cannot take that variant
     metrics: Callable[[tuple, torch.device], dict] | None = None  # the case's own, of the inputs
@@ -117,7 +120,7 @@ def run(benchmark, variant: VariantAtPoint, *, budget, min_rounds: int, clock=No
     which gets the point's record.BenchmarkInfo, where the point's time went (``phase_s``), its
     peak memory and error, the timing mode's figures and the roofline.
 
-    `budget`: the run's time budget (harness.progress.Progress: ``round_cap_s(point_id)``,
+    `budget`: the run's time budget (harness.run.progress.Progress: ``round_cap_s(point_id)``,
     ``max_time_s``, ``spent_in_rounds(seconds)``), asked for the cap just before the rounds;
     `min_rounds`: ``--benchmark-min-rounds``; `clock`: a CUDA point's DeviceClock (every mode);
     `device_ceilings`: the machine's measured ceilings for the device ({} for none)."""
@@ -211,7 +214,7 @@ def compile_first(variant: VariantAtPoint) -> dict:
         _, seconds, breaks = variant.fn.compile_and_time(*inputs)
     except Exception as exc:  # Inductor's failure is a finding about the compiler, recorded per variant
         if measure.is_out_of_memory(exc) or isolation.cuda_context_error() is not None:
-            raise  # a dead CUDA context is this test's failure (harness.isolation hands the rest over)
+            raise  # a dead CUDA context is this test's failure (harness.run.isolation hands the rest over)
         reason = compiled.short_reason(exc)
     if reason:
         measure.free_memory(variant.device)  # outside the except block: the traceback holds tensors
@@ -232,7 +235,7 @@ def _checked_graph_replay(variant: VariantAtPoint, call):
         replay, _ = timing.capture_graph(call, variant.device)
     except RuntimeError as exc:
         if isolation.cuda_context_error() is not None:
-            raise  # a dead CUDA context is this test's failure (harness.isolation hands the rest over)
+            raise  # a dead CUDA context is this test's failure (harness.run.isolation hands the rest over)
         reason = f"not capturable in a CUDA graph: {str(exc).splitlines()[0][:300]}"
     if reason:
         measure.free_memory(variant.device)  # outside the except block: the traceback holds tensors

@@ -1,4 +1,4 @@
-"""A run's finished points, and only those, kept: each journaled (`harness.journal`) the moment
+"""A run's finished points, and only those, kept: each journaled (`harness.run.journal`) the moment
 its test is reported, so a journal rebuilt after a hard death holds every finished point with its
 outcome; and the only points the results JSON keeps when the run is cut short.
 
@@ -10,7 +10,7 @@ outcome; and the only points the results JSON keeps when the run is cut short.
 * The run's own keys (``suite``, ``cases``, ``outcomes``...) are written before each point, and
   after each test that ended without one once the journal has its header: a point in the journal
   always has its outcome there too.
-* A worker of `harness.isolation` journals to the file it was given, from the start (the events it
+* A worker of `harness.run.isolation` journals to the file it was given, from the start (the events it
   streams flow through it); its points go under the header of the process that started it, which
   also settles that journal at the end.
 * A journal that cannot be written (a full disk) stops the run after the test at hand (`stop`),
@@ -26,8 +26,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import journal as journals
-from harness import results_file
+from harness.run import journal as journals
+from harness.run import results_file
 
 
 class FinishedPoints:
@@ -90,7 +90,7 @@ class FinishedPoints:
             self._write_own_keys()  # first: a point in the journal always has its outcome there too
         journal.benchmark(row)
         if journal.error:
-            rebuild = f"python -m harness.journal {journal.path}"
+            rebuild = f"python -m harness.run.journal {journal.path}"
             kept = (
                 f"the journal keeps {journal.benchmarks} whole points: {rebuild}"
                 if journal.benchmarks
@@ -136,7 +136,7 @@ class FinishedPoints:
             if self.journal.kept is not None:
                 self.say(
                     f"a journal left by an earlier run was kept as {self.journal.kept}; "
-                    f"rebuild its results with: python -m harness.journal {self.journal.kept}"
+                    f"rebuild its results with: python -m harness.run.journal {self.journal.kept}"
                 )
         return self.journal
 

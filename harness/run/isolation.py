@@ -25,7 +25,7 @@ one `torch.multinomial` assert turned 186 later tests red. The ways out, and why
 
 The worker is started with ``subprocess`` (fork + exec: a CUDA context does not survive a bare
 fork), runs ``python -m pytest`` with the first process's arguments, keeps only the remaining
-node IDs, and writes its events to a journal (`harness.journal`) that the first process follows.
+node IDs, and writes its events to a journal (`harness.run.journal`) that the first process follows.
 A worker that dies in its turn (a second sticky error hands off again, so only a hard crash) has
 the test it was running reported as failed, and the rest go to the next worker.
 
@@ -60,7 +60,7 @@ from pathlib import Path
 
 import torch
 
-from harness.journal import WORKER_JOURNAL_ENV, Tail
+from harness.run.journal import WORKER_JOURNAL_ENV, Tail
 
 PLANT_ENV = "SUITE_PLANT_STICKY_ERROR"  # newline-separated node IDs that simulate a sticky error
 WORKER_NODEIDS_ENV = "SUITE_ISOLATION_NODEIDS"  # a worker's file of node IDs to run, one a line
@@ -247,7 +247,7 @@ class Worker:
     def interrupt(self, grace_s: float = INTERRUPT_GRACE_S) -> None:
         """Stop the worker as this process was stopped; SIGKILL if it has not exited in `grace_s`.
 
-        SIGTERM rather than SIGINT: the worker finishes the same way (`harness.signals.Interrupts`),
+        SIGTERM rather than SIGINT: the worker finishes the same way (`harness.host.signals.Interrupts`),
         and a run started in the background by a shell without job control has SIGINT ignored,
         which the worker would inherit."""
         if self.proc.poll() is None:

@@ -20,9 +20,9 @@ Records, one JSON object per line, told apart by ``kind``:
 * ``extra`` — the run's own top-level keys (``suite``, ``cases``, ``outcomes``...): a list grows
   by ``extend``, anything else is replaced by ``value``;
 * ``logstart`` / ``report`` / ``logfinish`` — test events a worker process streams to the process
-  that started it (`harness.isolation`); other readers skip them.
+  that started it (`harness.run.isolation`); other readers skip them.
 
-``python -m harness.journal JOURNAL... [--out FILE]`` turns journals into one results JSON, marked
+``python -m harness.run.journal JOURNAL... [--out FILE]`` turns journals into one results JSON, marked
 partial, for when the run died before pytest-benchmark could write its own.
 """
 
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 SUFFIX = ".journal.jsonl"
-# Set by the process that starts an isolation worker (`harness.isolation`): the worker journals
+# Set by the process that starts an isolation worker (`harness.run.isolation`): the worker journals
 # to this file, whether or not it writes a results JSON.
 WORKER_JOURNAL_ENV = "SUITE_ISOLATION_JOURNAL"
 BENCHMARK_KEYS = ("machine_info", "commit_info", "benchmarks", "datetime", "version")
@@ -208,7 +208,7 @@ def results_from(records: Iterable[dict], reason: str) -> dict:
 
 
 def mark_partial(doc: dict, reason: str) -> None:
-    """A results document marked cut short, and why (the keys `harness.record.RunInfo` defines)."""
+    """A results document marked cut short, and why (the keys `harness.contract.record.RunInfo` defines)."""
     suite = doc.setdefault("suite", {})
     suite["partial"] = True
     suite["partial_reason"] = reason
@@ -216,7 +216,7 @@ def mark_partial(doc: dict, reason: str) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m harness.journal",
+        prog="python -m harness.run.journal",
         description="Rebuild a results JSON (marked partial) from the journal(s) of a run that died "
         "before writing it.",
     )

@@ -48,7 +48,7 @@ def world_sizes(device: str) -> list[int]:
     if env:
         return [int(w) for w in env.split(",") if w.strip()]
     if device == "cuda":
-        from harness.premises import gpu_count
+        from harness.machine.premises import gpu_count
 
         return list(range(1, max(gpu_count(), 1) + 1))
     return [1, 2, 4]
@@ -225,7 +225,7 @@ def run(
     full_env["PYTHONUNBUFFERED"] = "1"
     # The workers are `-m cases....` modules: the repository root must be importable in them
     # whether or not the package is installed.
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, full_env.get("PYTHONPATH", "")) if p)
     logs_dir = Path(tempfile.mkdtemp(prefix="launch-logs-", dir=out_dir))
     procs, files, tracked = [], [], {}

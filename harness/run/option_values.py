@@ -8,8 +8,8 @@ import math
 import os
 from pathlib import Path
 
-from harness.load import usable_cores
-from harness.timing import TIMING_MODES
+from harness.host.load import usable_cores
+from harness.measure.timing import TIMING_MODES
 
 DEVICES = ("cpu", "cuda")
 MAX_THREADS_PER_CORE = 4  # torch.set_num_threads(100000) segfaulted; a few per core is already too many

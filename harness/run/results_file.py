@@ -1,5 +1,5 @@
 """A run's results JSON, written so that nothing measured is lost and a reader never sees half a
-file; the run's journal (`harness.journal`) is the fallback for a run that dies first.
+file; the run's journal (`harness.run.journal`) is the fallback for a run that dies first.
 
 * pytest-benchmark writes its JSON once, into the handle of ``--benchmark-json``, which its option
   type opens (truncating the file) as the options are parsed; the suite replaces that type with
@@ -37,8 +37,8 @@ import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from harness import journal as journals
-from harness import signals
+from harness.host import signals
+from harness.run import journal as journals
 
 
 class ResultsFileBusy(RuntimeError):
@@ -335,7 +335,7 @@ def settle_journal(journal: journals.Journal | None, json_path: Path | None, hel
     else:
         lines.append(
             f"{json_path} does not hold the {journal.benchmarks} points the run "
-            f"finished; rebuild it from the journal: python -m harness.journal {journal.path}"
+            f"finished; rebuild it from the journal: python -m harness.run.journal {journal.path}"
         )
     return lines
 

@@ -22,7 +22,7 @@ from reports.history import store
 # the segments found (refitted until they settle): chosen, and PENALTY tuned to at most 1 false
 # change point per 100 unchanged series, on a replay of the suite's own between-run noise
 # (reports.history.compare_detectors; README "History").
-PENALTY = 3.0
+PENALTY = 3.5
 MIN_RUNS = 4  # a series shorter than this has no change point to find
 MIN_SIGMA = 1e-3  # floor of σ̂ (log): runs that agree to the digit do not make every wobble a change
 

@@ -175,7 +175,8 @@ NAMES = {
     "(shipped)",
     "otava": "Apache Otava 0.8 `compute_change_points` (e-divisive + t), max p-value",
     "spa": "MongoDB signal-processing-algorithms 2.1 `e_divisive`, p-value",
-    "gate": "the gate's t test (reports.gate.judge) slid 5 runs | 5 runs, tolerance",
+    "gate": "the gate's t test (reports.gate.judge), the 5 runs before each run against the 5 from it; "
+    "tolerance",
 }
 
 

@@ -1,0 +1,3 @@
+"""The host process and its machine while a run goes: is the machine quiet (`load`: a spinner per
+core, CPU pressure, load average), SIGINT/SIGTERM held where a step must not be cut (`signals`),
+and the host allocator's thresholds pinned and recorded (`allocator`)."""
