@@ -208,6 +208,18 @@ def test_the_gate_draws_its_baseline_from_the_history(tmp_path):
     )
 
 
+def test_a_history_baseline_judges_exactly_as_a_folder_of_the_same_runs(tmp_path):
+    docs = [_doc(i, sizes=(128, 256)) for i in range(5)]
+    folder = tmp_path / "base"
+    _write(folder, docs)
+    history = tmp_path / "h.sqlite"
+    store.add_files(history, [folder])
+    current = _write(tmp_path / "cur", [_doc(9, step_at=0, step=0.15, sizes=(128, 256))])[0]
+    from_folder = gate.run(folder, current)
+    from_history = gate.run(None, current, history=history)
+    assert from_folder == from_history
+
+
 def test_the_history_baseline_is_the_last_runs_of_the_machine_and_branch(tmp_path):
     docs = [_doc(i) for i in range(8)]
     docs[6]["commit_info"]["branch"] = "feature"
@@ -238,3 +250,26 @@ def test_two_processes_appending_100_runs_lose_none(tmp_path):
         runs = store.runs(db)
         assert db.execute("SELECT COUNT(DISTINCT run_id) FROM speedups").fetchone()[0] == 100
     assert len(runs) == 100 and runs["identity"].is_unique
+
+
+@pytest.mark.integration
+def test_a_run_with_results_appends_to_the_history_beside_it(tmp_path):
+    checks = ["suite", "--device", "cpu", "-k", "shape.ops and test_rule", "--benchmark-only", "-q"]
+    run = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *checks]
+    done = subprocess.run(
+        [*run, f"--results={tmp_path / 'a.json'}"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert f"appended to {tmp_path / 'history.sqlite'}" in done.stdout
+    with store.connect(tmp_path / "history.sqlite", create=False) as db:
+        (source,) = store.runs(db)["source"]
+        assert {v for v in store.verdicts(db)["case_id"]} == {"shape.ops"}
+    assert source == str(tmp_path / "a.json")
+    done = subprocess.run(
+        [*run, f"--results={tmp_path / 'b' / 'b.json'}", "--no-history"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0 and not (tmp_path / "b" / "history.sqlite").exists()
