@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import math
+import os
 import sqlite3
 import tempfile
 import zlib
@@ -156,6 +157,32 @@ def _script(db: sqlite3.Connection, script: str) -> None:
             db.execute(statement)
 
 
+def _create(path: Path) -> None:
+    """A new, empty history, put in place whole: SQLite creates its file empty and writes the schema
+    after, and a second process opening it in between would see an empty file (refused, as a
+    history cut to nothing). So the schema is written into a temporary file, linked into place only
+    where no file is (another process's new history wins the race; this one's is dropped)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.new")
+    try:
+        db = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            with transaction(db):
+                _script(db, SCHEMA_V1)
+                for version in range(1, SCHEMA_VERSION):
+                    _script(db, MIGRATIONS[version])
+                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        finally:
+            db.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def connect(path, *, create: bool = True):
     """An open history, checked (and migrated or created inside one write transaction where it is
@@ -164,8 +191,8 @@ def connect(path, *, create: bool = True):
     if not path.exists():
         if not create:
             raise HistoryError(f"{path}: no such history")
-        path.parent.mkdir(parents=True, exist_ok=True)
-    elif path.is_dir():
+        _create(path)
+    if path.is_dir():
         raise HistoryError(f"{path}: a folder, not a history file")
     elif path.stat().st_size == 0:
         # SQLite reads an empty file as an empty database; here it is a history cut to nothing.
