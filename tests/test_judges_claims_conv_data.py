@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from cases import conv, get_case, jit
+from cases import get_case, jit
+from cases.conv import dilated, shapes, transposed
 from cases.data import loading, recordio
 from harness.contract import rules
 from harness.contract.record import ErratumKind, Verdict
@@ -44,39 +45,39 @@ def test_speed_pairs_the_notes_never_claim_are_context_alike():
 
 
 def test_transposed_output_size_fails_where_the_layer_leaves_the_formula():
-    assert conv.judge_transposed_output_size(406, 0, None, 83, 0, layer_off=0).verdict is Verdict.HOLDS
-    assert conv.judge_transposed_output_size(406, 0, None, 83, 0, layer_off=3).verdict is Verdict.FAILS
+    assert transposed.judge_transposed_output_size(406, 0, None, 83, 0, layer_off=0).verdict is Verdict.HOLDS
+    assert transposed.judge_transposed_output_size(406, 0, None, 83, 0, layer_off=3).verdict is Verdict.FAILS
 
 
 def test_padded_size_is_judged_from_the_sizes_observed():
-    assert conv.judge_padded_size(91, []).verdict is Verdict.HOLDS
-    off = conv.judge_padded_size(91, [(3, 3, 2, 1, 9, 8, 7, 7)])
+    assert transposed.judge_padded_size(91, []).verdict is Verdict.HOLDS
+    off = transposed.judge_padded_size(91, [(3, 3, 2, 1, 9, 8, 7, 7)])
     assert off.verdict is Verdict.FAILS and "off in 1 of 91" in off.evidence
-    assert conv.judge_padded_size(0, []).verdict is Verdict.FAILS  # nothing checked
+    assert transposed.judge_padded_size(0, []).verdict is Verdict.FAILS  # nothing checked
 
 
 def test_notes_layer_name_is_a_typo_only_where_torch_lacks_it():
     params = ["in_channels", "out_channels", "kernel_size", "stride", "padding", "output_padding"]
     notes = ["channel_in", "channel_out", "kernel_size", "stride", "padding", "bias"]
-    f = conv.judge_notes_layer_name(False, params, notes)
+    f = transposed.judge_notes_layer_name(False, params, notes)
     assert f.verdict is None
     assert [e.kind for e in f.errata] == [ErratumKind.TYPO, ErratumKind.WRONG_STATEMENT]
-    assert conv.judge_notes_layer_name(True, [*params[:5], "bias"], notes).errata == ()
+    assert transposed.judge_notes_layer_name(True, [*params[:5], "bias"], notes).errata == ()
 
 
 def test_gridding_needs_a_larger_field_no_holes_and_a_control_that_shows_holes():
-    assert conv.judge_gridding(19, 11, 0, 361, 120, 169).verdict is Verdict.HOLDS
-    assert conv.judge_gridding(19, 11, 4, 361, 120, 169).verdict is Verdict.FAILS  # gridding
-    assert conv.judge_gridding(11, 11, 0, 361, 120, 169).verdict is Verdict.FAILS  # not enlarged
-    blind = conv.judge_gridding(19, 11, 0, 361, 0, 169)
+    assert dilated.judge_gridding(19, 11, 0, 361, 120, 169).verdict is Verdict.HOLDS
+    assert dilated.judge_gridding(19, 11, 4, 361, 120, 169).verdict is Verdict.FAILS  # gridding
+    assert dilated.judge_gridding(11, 11, 0, 361, 120, 169).verdict is Verdict.FAILS  # not enlarged
+    blind = dilated.judge_gridding(19, 11, 0, 361, 0, 169)
     assert blind.verdict is Verdict.FAILS and "cannot see gridding" in blind.evidence
 
 
 def test_equivariance_depends_names_its_condition():
     bound = 1e-5
-    f = conv.judge_equivariance(0.0, 1.3, 0.0, 0.0, 3.0, bound)
+    f = shapes.judge_equivariance(0.0, 1.3, 0.0, 0.0, 3.0, bound)
     assert f.verdict is Verdict.DEPENDS and "condition: the padding mode and the stride" in f.evidence
-    assert conv.judge_equivariance(0.0, 0.0, 0.0, 0.0, 0.0, bound).verdict is Verdict.HOLDS
+    assert shapes.judge_equivariance(0.0, 0.0, 0.0, 0.0, 0.0, bound).verdict is Verdict.HOLDS
 
 
 # ---- jit ---------------------------------------------------------------------------------------

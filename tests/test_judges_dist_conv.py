@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import copy
 
-from cases import conv, dist
+from cases import dist
 from cases._lib.data_parallel import reduction_tolerance
+from cases.conv import im2col, shapes
 from cases.parallel import average_gradient, dp_vs_ddp
 from harness.contract.record import ErratumKind, Verdict
 
@@ -192,92 +193,94 @@ def test_manual_averaging_vs_ddp_and_two_nodes_are_computed():
 
 
 def test_output_size_holds_on_the_layers_and_fails_where_a_formula_is_off():
-    assert conv.judge_output_size(210, [], [], 102, 60).verdict is Verdict.HOLDS
-    assert conv.judge_output_size(210, [(7, 3, 0, 1, 1, 6, 7)], [], 102, 60).verdict is Verdict.FAILS
-    assert conv.judge_output_size(210, [], [(7, 3, 0, 1, 6)], 102, 60).verdict is Verdict.FAILS
+    assert shapes.judge_output_size(210, [], [], 102, 60).verdict is Verdict.HOLDS
+    assert shapes.judge_output_size(210, [(7, 3, 0, 1, 1, 6, 7)], [], 102, 60).verdict is Verdict.FAILS
+    assert shapes.judge_output_size(210, [], [(7, 3, 0, 1, 6)], 102, 60).verdict is Verdict.FAILS
 
 
 def test_same_padding_and_weight_shapes_are_computed():
     kept = {1: True, 3: True, 2: True}
-    assert conv.judge_same_padding(kept, {3: (0.0, 4e-5)}, "not supported").verdict is Verdict.HOLDS
-    assert conv.judge_same_padding(kept, {3: (1e-3, 4e-5)}, "not supported").verdict is Verdict.FAILS
-    assert conv.judge_same_padding({**kept, 2: False}, {}, "not supported").verdict is Verdict.FAILS
-    assert conv.judge_same_padding(kept, {}, "").verdict is Verdict.FAILS
+    assert shapes.judge_same_padding(kept, {3: (0.0, 4e-5)}, "not supported").verdict is Verdict.HOLDS
+    assert shapes.judge_same_padding(kept, {3: (1e-3, 4e-5)}, "not supported").verdict is Verdict.FAILS
+    assert shapes.judge_same_padding({**kept, 2: False}, {}, "not supported").verdict is Verdict.FAILS
+    assert shapes.judge_same_padding(kept, {}, "").verdict is Verdict.FAILS
     good = {"Conv2d": ((8, 3, 3, 5), (8, 3, 3, 5))}
-    assert conv.judge_weight_shapes(good, 14, 14).verdict is Verdict.HOLDS
-    assert conv.judge_weight_shapes({"Conv2d": ((3, 8, 3, 5), (8, 3, 3, 5))}, 14, 14).verdict is Verdict.FAILS
-    assert conv.judge_weight_shapes(good, 15, 14).verdict is Verdict.FAILS
+    assert shapes.judge_weight_shapes(good, 14, 14).verdict is Verdict.HOLDS
+    assert (
+        shapes.judge_weight_shapes({"Conv2d": ((3, 8, 3, 5), (8, 3, 3, 5))}, 14, 14).verdict is Verdict.FAILS
+    )
+    assert shapes.judge_weight_shapes(good, 15, 14).verdict is Verdict.FAILS
 
 
 def test_vgg16_table_slips_are_errata_and_the_built_network_decides():
     wrong = [(1, (112, 112, 128), (112, 112, 64)), (3, (28, 32, 512), (28, 28, 256))]
-    f = conv.judge_vgg16(138_357_544, wrong, 17, 138_505_128)
+    f = shapes.judge_vgg16(138_357_544, wrong, 17, 138_505_128)
     assert f.verdict is Verdict.HOLDS
     assert [e.kind for e in f.errata] == [ErratumKind.WRONG_SHAPE_OR_FORMULA] * 3
     assert "(28, 28, 256)" in f.errata[1].evidence and "17 weight layers" in f.errata[2].evidence
-    assert conv.judge_vgg16(138_357_544, [], 16, 138_357_544).errata == ()
-    assert conv.judge_vgg16(138_357_544, [], 16, 1, hand_count=1).verdict is Verdict.FAILS
+    assert shapes.judge_vgg16(138_357_544, [], 16, 138_357_544).errata == ()
+    assert shapes.judge_vgg16(138_357_544, [], 16, 1, hand_count=1).verdict is Verdict.FAILS
     off = [(3, (28, 28, 256), (27, 27, 256))]
-    assert conv.judge_vgg16(138_357_544, [], 16, 1, shapes_off=off).verdict is Verdict.FAILS
+    assert shapes.judge_vgg16(138_357_544, [], 16, 1, shapes_off=off).verdict is Verdict.FAILS
 
 
 def test_formula_pooled_shapes_are_vgg16s():
-    shapes = conv.formula_pooled_shapes(conv.VGG16_CFG)
-    assert shapes == ((112, 112, 64), (56, 56, 128), (28, 28, 256), (14, 14, 512), (7, 7, 512))
+    pooled = shapes.formula_pooled_shapes(shapes.VGG16_CFG)
+    assert pooled == ((112, 112, 64), (56, 56, 128), (28, 28, 256), (14, 14, 512), (7, 7, 512))
 
 
 def test_equivariance_depends_on_padding_and_stride_and_fails_where_even_circular_breaks():
     bound = 4e-5
-    f = conv.judge_equivariance(0.0, 1.3, 0.0, 0.0, 3.0, bound)
+    f = shapes.judge_equivariance(0.0, 1.3, 0.0, 0.0, 3.0, bound)
     assert f.verdict is Verdict.DEPENDS and "circular" in f.evidence and "stride" in f.evidence
-    assert conv.judge_equivariance(0.0, 0.0, 0.0, 0.0, 0.0, bound).verdict is Verdict.HOLDS
-    assert conv.judge_equivariance(0.0, 1.3, 0.0, 0.0, 0.0, bound).verdict is Verdict.DEPENDS  # padding
-    assert conv.judge_equivariance(0.0, 0.0, 0.0, 0.0, 3.0, bound).verdict is Verdict.DEPENDS  # stride
-    assert conv.judge_equivariance(0.5, 1.3, 0.0, 0.0, 3.0, bound).verdict is Verdict.FAILS
-    assert conv.judge_equivariance(0.0, 1.3, 0.5, 0.0, 3.0, bound).verdict is Verdict.FAILS
+    assert shapes.judge_equivariance(0.0, 0.0, 0.0, 0.0, 0.0, bound).verdict is Verdict.HOLDS
+    assert shapes.judge_equivariance(0.0, 1.3, 0.0, 0.0, 0.0, bound).verdict is Verdict.DEPENDS  # padding
+    assert shapes.judge_equivariance(0.0, 0.0, 0.0, 0.0, 3.0, bound).verdict is Verdict.DEPENDS  # stride
+    assert shapes.judge_equivariance(0.5, 1.3, 0.0, 0.0, 3.0, bound).verdict is Verdict.FAILS
+    assert shapes.judge_equivariance(0.0, 1.3, 0.5, 0.0, 3.0, bound).verdict is Verdict.FAILS
 
 
 def test_padding_mode_is_a_mode_and_the_fill_value_reading_is_an_erratum():
     exact = {"zeros": 0.0, "reflect": 0.0, "replicate": 0.0, "circular": 0.0}
     copied = {"zeros": True, "reflect": False, "replicate": False, "circular": False}
     refused = "ValueError: padding_mode must be one of {'zeros', 'reflect', 'replicate', 'circular'}"
-    f = conv.judge_padding_modes(exact, copied, refused)
+    f = shapes.judge_padding_modes(exact, copied, refused)
     assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.WRONG_STATEMENT]
     # A torch where padding_mode took a number and filled with it: the notes would be right.
     filled = {m: True for m in copied}
-    assert conv.judge_padding_modes(exact, filled, "").errata == ()
-    assert conv.judge_padding_modes(exact, copied, "").errata[0].kind is ErratumKind.WRONG_STATEMENT
-    assert conv.judge_padding_modes(exact, filled, refused).errata[0].kind is ErratumKind.WRONG_STATEMENT
-    assert conv.judge_padding_modes({**exact, "reflect": 2.0}, copied, refused).verdict is Verdict.FAILS
+    assert shapes.judge_padding_modes(exact, filled, "").errata == ()
+    assert shapes.judge_padding_modes(exact, copied, "").errata[0].kind is ErratumKind.WRONG_STATEMENT
+    assert shapes.judge_padding_modes(exact, filled, refused).errata[0].kind is ErratumKind.WRONG_STATEMENT
+    assert shapes.judge_padding_modes({**exact, "reflect": 2.0}, copied, refused).verdict is Verdict.FAILS
 
 
 def test_stacked_3x3_field_and_parameters_are_measured():
     extents = {"2×3×3": 5, "5×5": 5, "3×3×3": 7, "7×7": 7}
     counts = {"2×3×3": 73_856, "5×5": 102_464, "3×3×3": 110_784, "7×7": 200_768}
-    assert conv.judge_stacked_3x3(extents, counts, 64).verdict is Verdict.HOLDS
-    assert conv.judge_stacked_3x3({**extents, "2×3×3": 3}, counts, 64).verdict is Verdict.FAILS
-    assert conv.judge_stacked_3x3(extents, {**counts, "2×3×3": 200_000}, 64).verdict is Verdict.FAILS
+    assert shapes.judge_stacked_3x3(extents, counts, 64).verdict is Verdict.HOLDS
+    assert shapes.judge_stacked_3x3({**extents, "2×3×3": 3}, counts, 64).verdict is Verdict.FAILS
+    assert shapes.judge_stacked_3x3(extents, {**counts, "2×3×3": 200_000}, 64).verdict is Verdict.FAILS
 
 
 # ---- conv.im2col --------------------------------------------------------------------------------------
 
 
 def test_unfold_shape_is_computed_and_a_wrong_notes_number_would_be_an_erratum():
-    f = conv.judge_unfold_shape((2, 30, 4), (2, 30, 4), [], 24)
+    f = im2col.judge_unfold_shape((2, 30, 4), (2, 30, 4), [], 24)
     assert f.verdict is Verdict.HOLDS and f.errata == ()
-    g = conv.judge_unfold_shape((2, 30, 4), (2, 24, 4), [], 24)
+    g = im2col.judge_unfold_shape((2, 30, 4), (2, 24, 4), [], 24)
     assert [e.kind for e in g.errata] == [ErratumKind.WRONG_SHAPE_OR_FORMULA]
-    assert conv.judge_unfold_shape(
+    assert im2col.judge_unfold_shape(
         (2, 30, 4), (2, 30, 4), [((2, 3), 1, 0, 1, (1, 18, 56), (1, 18, 42))], 24
     ).verdict is (Verdict.FAILS)
 
 
 def test_im2col_equality_holds_within_the_bound_and_fails_beyond():
-    assert conv.judge_im2col_equals_conv([("k=3", 0.06, 0.08), ("k=5", 0.01, 3.0)]).verdict is Verdict.HOLDS
-    assert conv.judge_im2col_equals_conv([("k=3", 0.06, 0.08), ("k=5", 1.5, 0.03)]).verdict is Verdict.FAILS
+    assert im2col.judge_im2col_equals_conv([("k=3", 0.06, 0.08), ("k=5", 0.01, 3.0)]).verdict is Verdict.HOLDS
+    assert im2col.judge_im2col_equals_conv([("k=3", 0.06, 0.08), ("k=5", 1.5, 0.03)]).verdict is Verdict.FAILS
 
 
 def test_library_kernel_statement_is_an_erratum_only_where_the_matrix_is_never_built():
-    f = conv.judge_conv_is_a_matrix_product(False, "peak 4 MiB")
+    f = im2col.judge_conv_is_a_matrix_product(False, "peak 4 MiB")
     assert f.verdict is None and f.errata[0].kind is ErratumKind.WRONG_STATEMENT
-    assert conv.judge_conv_is_a_matrix_product(True, "peak 12 MiB").errata == ()
+    assert im2col.judge_conv_is_a_matrix_product(True, "peak 12 MiB").errata == ()

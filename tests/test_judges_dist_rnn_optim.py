@@ -3,7 +3,8 @@ from its observation, each erratum appears only where the notes were wrong."""
 
 from __future__ import annotations
 
-from cases import conv, dist, rnn
+from cases import dist, rnn
+from cases.conv import im2col, transposed
 from cases.optim import param_groups
 from cases.parallel import average_gradient
 from harness.contract.record import ErratumKind, Verdict
@@ -52,13 +53,13 @@ def test_param_groups_init_slips_are_typos_and_apply_decides():
 
 
 def test_conv_kernel_statement_is_an_erratum_only_where_the_matrix_is_never_built():
-    f = conv.judge_conv_is_a_matrix_product(False, "peak 4 MiB")
+    f = im2col.judge_conv_is_a_matrix_product(False, "peak 4 MiB")
     assert f.verdict is None and f.errata[0].kind is ErratumKind.WRONG_STATEMENT
-    assert conv.judge_conv_is_a_matrix_product(True, "peak 12 MiB").errata == ()
+    assert im2col.judge_conv_is_a_matrix_product(True, "peak 12 MiB").errata == ()
 
 
 def test_transposed_output_size_001_formula_is_an_erratum():
-    f = conv.judge_transposed_output_size(406, 258, "h=5 k=3 s=2 p=1", 83, 0)
+    f = transposed.judge_transposed_output_size(406, 258, "h=5 k=3 s=2 p=1", 83, 0)
     assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_SHAPE_OR_FORMULA
-    assert conv.judge_transposed_output_size(406, 0, None, 83, 0).errata == ()
-    assert conv.judge_transposed_output_size(406, 0, None, 83, 5).verdict is Verdict.FAILS
+    assert transposed.judge_transposed_output_size(406, 0, None, 83, 0).errata == ()
+    assert transposed.judge_transposed_output_size(406, 0, None, 83, 5).verdict is Verdict.FAILS

@@ -62,14 +62,14 @@ def test_broadcast_rule_one_is_an_erratum_and_rule_two_decides():
 
 
 def test_vgg_containers_and_dropout2d_slips_are_errata():
-    from cases import conv
+    from cases.conv import shapes
     from cases.nn import containers
     from cases.train import modes
 
-    v = conv.judge_vgg16(138_357_544, [(1, (112, 112, 128), (112, 112, 64))], 17, 138_505_128)
+    v = shapes.judge_vgg16(138_357_544, [(1, (112, 112, 128), (112, 112, 64))], 17, 138_505_128)
     assert v.verdict is Verdict.HOLDS and len(v.errata) == 2
-    assert conv.judge_vgg16(138_357_544, [], 16, 138_357_544).errata == ()
-    assert conv.judge_vgg16(1, [], 16, 1).verdict is Verdict.FAILS
+    assert shapes.judge_vgg16(138_357_544, [], 16, 138_357_544).errata == ()
+    assert shapes.judge_vgg16(1, [], 16, 1).verdict is Verdict.FAILS
     n = containers.N
     rows = {"Net1": (2, 2, 30, 2 * n), "Net1Fixed": (2 * n, 2 * n, 30 * n, 2 * n)}
     c = containers.judge_shared_layer(rows, "SyntaxError")

@@ -53,13 +53,13 @@ def test_typos_deprecations_and_wrong_statements_are_errata_in_every_id():
 
 
 def test_receptive_field_and_recordio_layout_are_judged_on_the_technique():
-    from cases import conv
+    from cases.conv import dilated
     from cases.data import recordio
 
-    right = conv.judge_receptive_field([("d=2,2,2", 13, 13, 7)])
+    right = dilated.judge_receptive_field([("d=2,2,2", 13, 13, 7)])
     assert right.verdict is Verdict.HOLDS and right.errata[0].kind is ErratumKind.WRONG_SHAPE_OR_FORMULA
-    assert conv.judge_receptive_field([("d=2,2,2", 13, 11, 7)]).verdict is Verdict.FAILS
-    assert not conv.judge_receptive_field([("d=1", 7, 7, 7)]).errata
+    assert dilated.judge_receptive_field([("d=2,2,2", 13, 11, 7)]).verdict is Verdict.FAILS
+    assert not dilated.judge_receptive_field([("d=1", 7, 7, 7)]).errata
     layout = recordio.judge_layout(True, [(1, 12, 16)])
     assert layout.verdict is Verdict.HOLDS and layout.errata
     assert (

@@ -14,11 +14,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cases import attention, conv, distance, layout, memory, rnn, sparse
+from cases import attention, distance, layout, memory, rnn, sparse
+from cases.conv import dilated, im2col, pooling, shapes, transposed
 from cases.parallel import dp_vs_ddp
 from cases.precision import tf32
-from harness.point import marks
 from harness.machine import premises, requirements
+from harness.point import marks
 from plan import CheckPoint, VariantPoint
 
 NVIDIA, TORCH = "NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"
@@ -95,11 +96,11 @@ def test_precision_tf32_is_not_measured_on_cuda_under_either_override(env, name,
 IEEE_FP32_CASES = [
     memory.CASE,
     attention.ATTENTION,
-    conv.IM2COL,
-    conv.TRANSPOSED,
-    conv.DILATED,
-    conv.SHAPES,
-    conv.POOLING,
+    im2col.IM2COL,
+    transposed.TRANSPOSED,
+    dilated.DILATED,
+    shapes.SHAPES,
+    pooling.POOLING,
     layout.CASE,
     rnn.HIDDEN_DETACH,
     distance.CASE,
