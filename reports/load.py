@@ -84,6 +84,9 @@ class ResultRow:
     # The GPU timing mode that timed the row (harness.measure.timing: warm, cold_l2, graph): part of every
     # key, so the modes of one variant are never pooled into one sample. "warm" in older files.
     timing_mode: str
+    # The δ floor the run recorded (harness.contract.record.RunInfo.delta_floor): the band a row is
+    # judged with is never narrower than the one it was written under.
+    delta_floor: float
 
 
 COLUMNS = [f.name for f in fields(ResultRow)]
@@ -307,6 +310,7 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
         bandwidth_fraction=bandwidth / copy_ceiling,
         extra=json.dumps(extra, sort_keys=True, default=str) if extra else "",
         timing_mode=str(extra.get("timing_mode") or "warm"),
+        delta_floor=run["delta_floor"],
     )
     if data.size == 0:
         data = np.array([median])  # saved without --benchmark-save-data: the median stands alone
@@ -356,6 +360,7 @@ def load(args) -> Results:
             schema_version=suite_part.info.schema_version,
             partial=suite_part.info.partial,
             partial_reason=suite_part.info.partial_reason,
+            delta_floor=suite_part.info.delta_floor,
         )
         runs.append(run)
         cases.setdefault(run["machine"], {}).update(suite_part.cases)

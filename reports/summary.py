@@ -178,14 +178,16 @@ def quality(paired: bool, rounds: int, busy: str, delta: float) -> str:
         )
     if busy:
         flags.append(busy if busy.startswith("machine busy") else f"machine busy ({busy})")
-    if delta > gain.DELTA_FLOOR:
+    if delta > gain.DELTA_FLOOR:  # above the catalogue's floor: the machine's noise widened it
         flags.append(f"noise floor {delta:.0%}: only gains beyond ±{delta:.0%} are told apart")
     return "; ".join(flags)
 
 
 def build(rows: pd.DataFrame, cases: dict, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
     """``cases``: machine → case ID → declaration (harness.contract.record.CaseInfo), as each run recorded;
-    ``pairs``: the pairs timed side by side (reports.load.Results.pairs)."""
+    ``pairs``: the pairs timed side by side (reports.load.Results.pairs). A group's band is never
+    below the δ floor its runs recorded (the widest, where they differ)."""
+    floors = rows.groupby("machine")["delta_floor"].max().to_dict() if "delta_floor" in rows else {}
     paired_data = pooled_pairs(pairs)
     busy_runs = _busy_runs(pairs)
     out = []
@@ -193,6 +195,7 @@ def build(rows: pd.DataFrame, cases: dict, pairs: pd.DataFrame | None = None) ->
         case = cases.get(group.key["machine"], {}).get(group.key["case"])
         key = tuple(group.key[k] for k in PAIR_KEYS[:5])
         warm = group.key["timing_mode"] == "warm"  # pairs are timed warm (harness.point.pair_benchmark)
+        floor = float(floors.get(group.key["machine"], gain.DELTA_FLOOR))
         for fast, slow, against in group.pairs(case):
             together = paired_data.get((*key, fast, slow)) if warm else None
             reverse = paired_data.get((*key, slow, fast)) if warm else None
@@ -204,7 +207,7 @@ def build(rows: pd.DataFrame, cases: dict, pairs: pd.DataFrame | None = None) ->
                 ratio = gain.paired_ratio(together["slow"], together["fast"])
                 speedup, lo, hi, rounds = ratio.point, ratio.low, ratio.high, ratio.n
                 band, busy, identical = (
-                    gain.delta(together["noise_floor"]),
+                    gain.delta(together["noise_floor"], floor),
                     together["busy"],
                     together["identical"],
                 )
@@ -216,7 +219,7 @@ def build(rows: pd.DataFrame, cases: dict, pairs: pd.DataFrame | None = None) ->
                 busy = "; ".join(
                     dict.fromkeys(busy_runs[r] for r in sorted(group.runs, key=str) if r in busy_runs)
                 )
-                band, identical = gain.delta(None), None
+                band, identical = gain.delta(None, floor), None
             fp, sp = group.peak[fast], group.peak[slow]
             out.append(
                 {

@@ -281,21 +281,31 @@ def _peak_pairs(light_spec: str, heavy_spec: str, rows: pd.DataFrame, roles: dic
                         )
 
 
-def memory_judgement(ratio: float, where: str, min_ratio: float = 1.0) -> Judgement:
-    """A peak-memory ratio (heavy ÷ light) by the same policy as a speed-up: lighter only beyond
-    the 5% band (and beyond the rule's own `min_ratio`); inside it, no measurable difference. A
-    peak is counted, not sampled, so the band is the catalogue's floor, not a noise floor."""
-    up = max(1.0 + gain.DELTA_FLOOR, min_ratio)
-    if ratio > up:
-        return Judgement(HOLDS, f"{where}: lighter beyond the ±{gain.DELTA_FLOOR:.0%} band")
-    if ratio < 1.0 / (1.0 + gain.DELTA_FLOOR):
+def memory_judgement(
+    ratio: float, where: str, min_ratio: float = 1.0, band: float = gain.DELTA_FLOOR
+) -> Judgement:
+    """A peak-memory ratio (heavy ÷ light) by the same policy as a speed-up (`gain.classify_count`):
+    lighter only beyond the ±`band` band (and beyond the rule's own `min_ratio`); inside it, no
+    measurable difference. A peak is counted, not sampled, so the band is the catalogue's floor
+    the run recorded, not a noise floor."""
+    answer = gain.classify_count(ratio, band)
+    if answer is gain.Gain.FASTER and ratio > min_ratio:
+        return Judgement(HOLDS, f"{where}: lighter beyond the ±{band:.0%} band")
+    if answer is gain.Gain.SLOWER:
         return Judgement(FAILS, f"{where}: heavier")
     return Judgement(FAILS, f"{where}: no measurable difference in peak memory")
 
 
+def _recorded_floor(rows: pd.DataFrame) -> float:
+    if "delta_floor" in rows and rows["delta_floor"].notna().any():
+        return float(rows["delta_floor"].max())
+    return gain.DELTA_FLOOR
+
+
 def lighter(rule: rules.Lighter, summary, rows, roles) -> Judgement:
+    band = _recorded_floor(rows)
     parts = [
-        memory_judgement(ratio, where, rule.min_ratio)
+        memory_judgement(ratio, where, rule.min_ratio, band)
         for ratio, where in _peak_pairs(rule.light, rule.heavy, rows, roles, largest_only=True)
     ]
     if not parts:

@@ -1,7 +1,8 @@
 """The run's record, the pytest glue: markers and skips from each point's requirements, every suite
 test's outcome and finding (`harness.contract.record.Outcome`), the cases' declarations
 (`harness.contract.declared`) and what the run measured of the machine
-(`harness.machine.machine_measures`) into the results JSON, and the run's answer (`reports.answer`) at its end.
+(`harness.machine.machine_measures`) into the results JSON, and the run's answer
+(`reports.answer`) at its end.
 
 A pytest plugin object registered on the config (``config.stash[RECORDER]``), so its state lives
 and dies with one pytest session.
@@ -13,7 +14,7 @@ import pytest
 
 import plan
 from cases import all_cases
-from harness.contract import declared, record
+from harness.contract import declared, gain, record
 from harness.machine.machine_measures import MachineMeasures
 from harness.point import marks
 from harness.point.marks import NOT_A_BENCHMARK
@@ -79,6 +80,7 @@ class Recorder:
             profile=config.getoption("--profile"),
             devices=options.devices(config),
             seed=config.getoption("--seed"),
+            delta_floor=gain.DELTA_FLOOR,
         )
         output_json["suite"] = {**(output_json.get("suite") or {}), **info.to_data()}
         output_json["cases"] = {cid: c.to_data() for cid, c in declared.case_infos(all_cases()).items()}

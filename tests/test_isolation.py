@@ -1,6 +1,6 @@
 """Isolation from sticky CUDA errors (suite/isolation_plugin.py, harness.run.isolation), on real
-pytest runs in a subprocess: a sticky error fails its own test with the assert's text, every other test has the
-outcome a run without the error gives it, and the benchmark points measured before and after it
+pytest runs in a subprocess: a sticky error fails its own test with the assert's text, every other
+test has the outcome a run without the error gives it, and the benchmark points measured before and after it
 end up in the one results JSON. On CPU the sticky error is simulated (`harness.run.isolation.PLANT_ENV`:
 the planted test raises torch's device-side-assert error and every later call in that process
 raises it too, as on a dead context); on CUDA a real device-side assert is planted. What the

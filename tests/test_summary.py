@@ -6,6 +6,7 @@ import copy
 import json
 
 import numpy as np
+import pytest
 
 from reports import load, summary
 from tests import synthetic
@@ -47,3 +48,38 @@ def test_timing_mode_all_gives_one_row_per_mode_never_a_pooled_one(tmp_path):
         assert np.allclose(rows["fast_median_s"].to_numpy(), factor * warm["fast_median_s"].to_numpy())
     warm = table[table["timing_mode"] == "warm"]
     assert warm["paired"].any() and not table[table["timing_mode"] != "warm"]["paired"].any()
+
+
+def test_a_file_is_judged_with_the_delta_floor_it_recorded(tmp_path):
+    """δ was not recorded in results files, so a changed floor would silently re-judge old ones."""
+    from harness.contract import gain, record
+
+    doc = synthetic.result(paired=True, schema_version=record.SCHEMA_VERSION)
+    doc["suite"]["delta_floor"] = 0.5
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps(doc))
+    results = load.load([path])
+    assert set(results.rows["delta_floor"]) == {0.5}
+    table = summary.build(results.rows, results.cases, results.pairs)
+    assert (table["delta"] >= 0.5).all()  # the synthetic 4x gains stay gains, judged at ±50%
+    older = synthetic.result(paired=True)  # written before the floor was recorded: the floor then
+    (tmp_path / "old.json").write_text(json.dumps(older))
+    assert set(load.load([tmp_path / "old.json"]).rows["delta_floor"]) == {gain.DELTA_FLOOR}
+    for bad in (float("nan"), 1.5, -0.1, "wide"):
+        doc["suite"]["delta_floor"] = bad
+        path.write_text(json.dumps(doc))
+        with pytest.raises(load.ResultsError, match="suite.delta_floor"):
+            load.load([path])
+
+
+def test_the_memory_band_is_the_gain_policys():
+    from reports import verdicts
+
+    assert verdicts.memory_judgement(1.06, "x").verdict == verdicts.HOLDS
+    assert verdicts.memory_judgement(1.06, "x", band=0.1).evidence.endswith(
+        "no measurable difference in peak memory"
+    )
+    assert verdicts.memory_judgement(1 / 1.2, "x", band=0.1).evidence.endswith("heavier")
+    assert verdicts.memory_judgement(3.0, "x", min_ratio=4.0).evidence.endswith(
+        "no measurable difference in peak memory"
+    )

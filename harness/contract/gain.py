@@ -55,11 +55,12 @@ class Ratio:
         return f"{self.point:.3g}× [95% CI {self.low:.3g}, {self.high:.3g}]"
 
 
-def delta(noise_floor: float | None = None) -> float:
-    """The band's half-width: the machine's measured noise floor, never below 5%."""
+def delta(noise_floor: float | None = None, floor: float = DELTA_FLOOR) -> float:
+    """The band's half-width: the machine's measured noise floor, never below `floor` (the
+    catalogue's 5%; a results file judged again is judged with the floor it recorded)."""
     if noise_floor is None or not math.isfinite(noise_floor):
-        return DELTA_FLOOR
-    return max(DELTA_FLOOR, float(noise_floor))
+        return floor
+    return max(floor, float(noise_floor))
 
 
 def classify(ratio: Ratio, band: float = DELTA_FLOOR) -> Gain:
@@ -77,6 +78,12 @@ def classify(ratio: Ratio, band: float = DELTA_FLOOR) -> Gain:
     if lo >= down and hi <= up:
         return Gain.SAME
     return Gain.UNCLEAR
+
+
+def classify_count(ratio: float, band: float = DELTA_FLOOR) -> Gain:
+    """A counted ratio (a peak in bytes: no sampling, so no interval) against ±`band`, by the same
+    edges as `classify`."""
+    return classify(Ratio(ratio, ratio, ratio), band)
 
 
 def paired_ratio(slow, fast) -> Ratio:

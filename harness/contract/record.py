@@ -632,6 +632,10 @@ class RunInfo:
     partial: bool = False  # cut short (interrupted, time limit): holds only the points that finished
     partial_reason: str = ""
     schema_version: int = SCHEMA_VERSION
+    # The catalogue's δ floor when the run was written (harness.contract.gain.DELTA_FLOOR): a file
+    # judged again later is judged with it, so a changed floor never re-judges old files silently.
+    # 0.05 in files written before it was recorded, the floor then.
+    delta_floor: float = 0.05
 
     def to_data(self) -> dict:
         data = asdict(self)
@@ -658,6 +662,7 @@ class RunInfo:
             partial=bool(data.get("partial", False)),
             partial_reason=str(data.get("partial_reason", "")),
             schema_version=version,
+            delta_floor=_fraction(data.get("delta_floor", 0.05), "suite.delta_floor"),
         )
 
 
