@@ -273,3 +273,19 @@ def test_a_run_with_results_appends_to_the_history_beside_it(tmp_path):
         timeout=600,
     )
     assert done.returncode == 0 and not (tmp_path / "b" / "history.sqlite").exists()
+
+
+def test_changes_since_a_commit_or_a_date(tmp_path, capsys):
+    docs = [_doc(i, step_at=5, step=0.2) for i in range(8)]
+    history = tmp_path / "h.sqlite"
+    store.add_files(history, _write(tmp_path / "r", docs))
+    speed = lambda found: [c for c in found if c.kind == "speed-up"]  # noqa: E731
+    assert speed(changes.changes(history, since=f"{5:040x}")) and speed(
+        changes.changes(history, since=f"{4:040x}")
+    )
+    assert not speed(changes.changes(history, since=f"{6:040x}"))
+    with pytest.raises(store.HistoryError, match="names 8 commits"):
+        changes.changes(history, since="0000000")
+    assert not speed(changes.changes(history, since="2026-02-07"))
+    assert main(["history", "runs", "--history", str(history)]) == 0
+    assert capsys.readouterr().out.count(" main ") == 8  # what the example workflow counts

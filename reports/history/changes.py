@@ -81,6 +81,8 @@ def _since(runs: pd.DataFrame, since: str | None) -> set:
         return set(runs["id"])
     commits = runs[runs["commit_id"].str.startswith(since)]
     if len(since) >= 7 and not commits.empty:
+        if commits["commit_id"].nunique() > 1:
+            raise store.HistoryError(f"--since {since}: names {commits['commit_id'].nunique()} commits")
         start = commits["time"].min()
     else:
         start = since

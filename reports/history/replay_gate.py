@@ -181,8 +181,15 @@ def main(argv=None) -> int:
                     for line in text.splitlines()
                     if "**regressed**" in line
                 ]
+                unjudged = [
+                    line.split("|")[1].strip() + " " + line.split("|")[2].strip()
+                    for line in text.splitlines()
+                    if f"| {gate.UNSTABLE} |" in line or f"| {gate.UNJUDGED} |" in line
+                ]
                 print(
-                    f"trial {t} (current = {args.runs[held].name}) {what}: exit {code} {regressed[:4]}",
+                    f"trial {t} (current = {args.runs[held].name}) {what}: exit {code}; "
+                    f"regressed {regressed}; "
+                    f"re-measure {unjudged}",
                     flush=True,
                 )
     for what, codes in tally.items():
