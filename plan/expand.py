@@ -12,7 +12,7 @@ import dataclasses
 from cases import all_cases
 from cases.spec import Role
 from harness import measure
-from harness.contract import declared, rules
+from harness.contract import declared
 from harness.measure import compiled
 from plan.compiled_twins import compiled_variants, twin_size
 from plan.points import CheckPoint, PairPoint, VariantPoint
@@ -69,21 +69,32 @@ def variant_points(profile: str, devices, compile_scope: str = "auto", capacity=
 
 
 def pair_points(profile: str, devices) -> list[PairPoint]:
-    """Every pair a comparison's timings are read as (its rule's, else optimized or library over
-    naive: harness.contract.rules.compared_pairs) at every size, dtype and device both sides run in:
-    where the gain turns with size, every size says so."""
+    """Every pair the case declares (harness.contract.declared.timed_pairs: its rule's, else
+    optimized or library over naive) at every size, dtype and device both sides run in: where the
+    gain turns with size, every size says so. The results record the same declaration, which the
+    summary and the gate read."""
     points = []
     for case in all_cases():
-        rule = declared.rule_of(case)
-        for part, comparison in case.comparisons().items():
-            roles = {name: v.role.value for name, v in comparison.variants.items()}
-            for fast, slow, against in rules.compared_pairs(rule, roles):
-                a, b = comparison.variants[fast], comparison.variants[slow]
-                for size in comparison.sizes_for(profile):
-                    for device in devices:
-                        for dtype in comparison.dtypes.get(device, ()):
-                            if all(v.dtypes is None or dtype in v.dtypes for v in (a, b)):
-                                points.append(PairPoint(case, fast, slow, size, dtype, device, part, against))
+        comparisons = case.comparisons()
+        for timed in declared.timed_pairs(case):
+            comparison = comparisons[timed.part]
+            a, b = comparison.variants[timed.fast], comparison.variants[timed.slow]
+            for size in comparison.sizes_for(profile):
+                for device in devices:
+                    for dtype in comparison.dtypes.get(device, ()):
+                        if all(v.dtypes is None or dtype in v.dtypes for v in (a, b)):
+                            points.append(
+                                PairPoint(
+                                    case,
+                                    timed.fast,
+                                    timed.slow,
+                                    size,
+                                    dtype,
+                                    device,
+                                    timed.part,
+                                    timed.against,
+                                )
+                            )
     return points
 
 

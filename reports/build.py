@@ -58,7 +58,8 @@ def build(paths, out: Path) -> Path:
     entries = verdicts.catalogue_of(results)
     known = {c.id: c for c in entries if c.declared}
     machines = list(dict.fromkeys(runs["machine"]))
-    table = summary.build(rows, results.cases, results.pairs)
+    floors = results.runs.groupby("machine")["delta_floor"].max().to_dict() if not results.runs.empty else {}
+    table = summary.build(rows, results.cases, results.pairs, floors)
     judged = verdicts.judge_all(results, table, entries)
     measured = verdicts.devices_measured(results)
     measured_anywhere = tuple(dict.fromkeys(d for devices in measured.values() for d in devices))

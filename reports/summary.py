@@ -65,8 +65,15 @@ class Group:
         self.runs: set = set()  # the runs its rows came from
 
     def pairs(self, case) -> list[tuple[str, str, str]]:
-        """(fast, slow, against) for the rule's pairs, then each fast variant over the library."""
-        out = rules.compared_pairs(getattr(case, "verdict", None) if case is not None else None, self.roles)
+        """(fast, slow, against) for the pairs the case declared (as its run recorded them; derived
+        from the rule for files written before), then each fast variant over the library."""
+        timed = case.timed_in(self.key["part"] or "") if getattr(case, "timed", ()) else None
+        if timed is not None:
+            out = [(f, s, a) for f, s, a in timed if f in self.roles and s in self.roles]
+        else:
+            out = rules.compared_pairs(
+                getattr(case, "verdict", None) if case is not None else None, self.roles
+            )
         for fast in {f for f, _, _ in out}:
             for lib in rules.expand("library", self.roles):
                 if lib != fast and (fast, lib) not in [(f, s) for f, s, _ in out]:
@@ -142,7 +149,12 @@ def pooled_pairs(pairs: pd.DataFrame | None) -> dict[tuple, dict]:
     for key, part in pairs.groupby(PAIR_KEYS, sort=False):
         floors = part["noise_floor"].astype(float)
         identical = part["identical"].tolist()
+        first = part.iloc[0]
         out[key] = {
+            "part": first["part"],
+            "against": first["against"],
+            "x_name": first["x_name"],
+            "x": first["x"],
             "fast": np.concatenate(list(part["fast_data"])),
             "slow": np.concatenate(list(part["slow_data"])),
             "noise_floor": float(floors.max()) if floors.notna().any() else None,
@@ -183,15 +195,22 @@ def quality(paired: bool, rounds: int, busy: str, delta: float) -> str:
     return "; ".join(flags)
 
 
-def build(rows: pd.DataFrame, cases: dict, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
+def build(
+    rows: pd.DataFrame, cases: dict, pairs: pd.DataFrame | None = None, floors: dict | None = None
+) -> pd.DataFrame:
     """``cases``: machine → case ID → declaration (harness.contract.record.CaseInfo), as each run recorded;
     ``pairs``: the pairs timed side by side (reports.load.Results.pairs). A group's band is never
-    below the δ floor its runs recorded (the widest, where they differ)."""
-    floors = rows.groupby("machine")["delta_floor"].max().to_dict() if "delta_floor" in rows else {}
+    below the δ floor its runs recorded (`floors`, machine → δ; else the rows' widest).
+
+    A row per pair each group declares; a pair timed side by side whose sides were not also
+    timed alone (a `-k test_pair` run) gets its row from its paired rounds alone."""
+    if floors is None:
+        floors = rows.groupby("machine")["delta_floor"].max().to_dict() if "delta_floor" in rows else {}
     paired_data = pooled_pairs(pairs)
     busy_runs = _busy_runs(pairs)
     out = []
-    for group in groups(rows):
+    every_group = groups(rows)
+    for group in every_group:
         case = cases.get(group.key["machine"], {}).get(group.key["case"])
         key = tuple(group.key[k] for k in PAIR_KEYS[:5])
         warm = group.key["timing_mode"] == "warm"  # pairs are timed warm (harness.point.pair_benchmark)
@@ -244,4 +263,47 @@ def build(rows: pd.DataFrame, cases: dict, pairs: pd.DataFrame | None = None) ->
                     "quality": quality(together is not None, rounds, busy, band),
                 }
             )
+    shown = {tuple(r[k] for k in PAIR_KEYS) for r in out if r["timing_mode"] == "warm"}
+    solo = {
+        (*(group.key[k] for k in PAIR_KEYS[:5]), variant)
+        for group in every_group
+        if group.key["timing_mode"] == "warm"
+        for variant in group.data
+    }
+    for key, together in paired_data.items():
+        machine, case_id, size_label, dtype, device, fast, slow = key
+        if key in shown or (*key[:5], slow, fast) in shown:
+            continue
+        if (*key[:5], fast) in solo and (*key[:5], slow) in solo:
+            continue  # both sides timed alone too: the pairs their group declares are its rows
+        case = cases.get(machine, {}).get(case_id)
+        floor = float(floors.get(machine, gain.DELTA_FLOOR))
+        ratio = gain.paired_ratio(together["slow"], together["fast"])
+        band = gain.delta(together["noise_floor"], floor)
+        out.append(
+            {
+                **dict(zip(PAIR_KEYS, key)),
+                "tier": getattr(case, "tier", None),
+                "part": together["part"],
+                "x_name": together["x_name"],
+                "x": together["x"],
+                "timing_mode": "warm",
+                "against": together["against"],
+                "fast_rounds": together["fast"].size,
+                "slow_rounds": together["slow"].size,
+                "fast_median_s": float(np.median(together["fast"])),
+                "slow_median_s": float(np.median(together["slow"])),
+                "speedup": ratio.point,
+                "ci_low": ratio.low,
+                "ci_high": ratio.high,
+                "fast_peak_bytes": math.nan,
+                "slow_peak_bytes": math.nan,
+                "memory_ratio": math.nan,
+                "paired": True,
+                "delta": band,
+                "gain": gain.classify(ratio, band).value,
+                "identical": together["identical"],
+                "quality": quality(True, ratio.n, together["busy"], band),
+            }
+        )
     return pd.DataFrame(out, columns=SUMMARY_COLUMNS)

@@ -83,3 +83,52 @@ def test_the_memory_band_is_the_gain_policys():
     assert verdicts.memory_judgement(3.0, "x", min_ratio=4.0).evidence.endswith(
         "no measurable difference in peak memory"
     )
+
+
+def test_a_pairs_only_run_reports_its_pairs(tmp_path):
+    """A run of `-k test_pair` times the pairs side by side and once reported none of them: a
+    summary row needed both sides timed alone as well."""
+    doc = synthetic.result(paired=True)
+    doc["benchmarks"] = []
+    path = tmp_path / "pairs_only.json"
+    path.write_text(json.dumps(doc))
+    results = load.load([path])
+    table = summary.build(results.rows, results.cases, results.pairs)
+    assert len(table) == len(doc["pairs"]) and table["paired"].all()
+    assert (table["speedup"] > 1).all() and table["fast_median_s"].notna().all()
+
+
+def test_the_reports_read_the_pairs_the_run_declared(tmp_path):
+    """The plan times the pairs the case declares; the run records them; the summary reads them
+    from the record rather than working them out again from the rule."""
+    import plan
+    from cases import all_cases
+    from harness.contract import declared, record
+
+    for case in all_cases():
+        planned = {
+            (p.part, p.fast, p.slow, p.against)
+            for p in plan.pair_points("full", ("cpu", "cuda"))
+            if p.case.id == case.id
+        }
+        declared_pairs = {(t.part, t.fast, t.slow, t.against) for t in declared.timed_pairs(case)}
+        assert planned <= declared_pairs, case.id
+        info = declared.case_infos([case])[case.id]
+        assert record.CaseInfo.from_data(info.to_data()).timed == info.timed
+
+    doc = synthetic.result(paired=True, schema_version=record.SCHEMA_VERSION)
+    rule = {"rule": "Faster", "fast": "fast_v", "slow": "naive_v"}
+    doc["cases"] = {
+        "distance.pairwise": {
+            "id": "distance.pairwise",
+            "tier": 1,
+            "rule": rule,
+            "timed": [{"part": "", "fast": "lib_v", "slow": "naive_v", "against": "context"}],
+        }
+    }
+    path = tmp_path / "declared.json"
+    path.write_text(json.dumps(doc))
+    results = load.load([path])
+    table = summary.build(results.rows, results.cases, results.pairs)
+    declared_rows = table[table["against"].isin(["rule", "context"])]
+    assert set(zip(declared_rows["fast"], declared_rows["slow"])) == {("lib_v", "naive_v")}

@@ -34,6 +34,20 @@ def declares_cuda(case) -> bool:
     )
 
 
+def timed_pairs(case) -> tuple[record.TimedPair, ...]:
+    """The pairs `case` times side by side, per comparison part, declared once: the pairs its rule
+    names, else optimized (or the library) over naive (harness.contract.rules.compared_pairs over
+    the part's variants). The plan times these, the results record them, and the summary and the
+    gate read them from the results, so the three never work the pair out apart."""
+    rule = rule_of(case)
+    out = []
+    for part, comparison in case.comparisons().items():
+        roles = {name: v.role.value for name, v in comparison.variants.items()}
+        for fast, slow, against in rules.compared_pairs(rule, roles):
+            out.append(record.TimedPair(part, fast, slow, against))
+    return tuple(out)
+
+
 def case_infos(cases) -> dict[str, record.CaseInfo]:
     """Every catalogue ID with what `cases` declare for it; an ID no case declares is kept, marked
     undeclared, so a report lists it and says why it has no verdict."""
@@ -52,6 +66,7 @@ def case_infos(cases) -> dict[str, record.CaseInfo]:
             uncompilable={n: why for c in (case, *case.parts.values()) for n, why in c.uncompilable.items()},
             devices=devices_of(case),
             claims=case.decided_claims(),
+            timed=timed_pairs(case),
         )
     for cid, entry in entries.items():
         out.setdefault(

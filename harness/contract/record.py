@@ -565,6 +565,10 @@ class CaseInfo:
     # The notes' claims and what decides each (empty: a file written before claims were the unit,
     # judged per case as it was then).
     claims: tuple[Claim, ...] = ()
+    # The pairs the case times side by side, declared once (harness.contract.declared.timed_pairs)
+    # and read by the plan, the summary and the gate alike; empty in files written before they
+    # were recorded, whose readers derive them from the rule as then.
+    timed: tuple[TimedPair, ...] = ()
 
     @property
     def verdict(self):  # the name reports use for a case's rule
@@ -574,6 +578,7 @@ class CaseInfo:
         data = asdict(self)
         data["rule"] = rule_to_data(self.rule) if self.rule is not None else None
         data["claims"] = [c.to_data() for c in self.claims]
+        data["timed"] = [t.to_data() for t in self.timed]
         return data
 
     @classmethod
@@ -593,7 +598,12 @@ class CaseInfo:
             uncompilable=dict(data.get("uncompilable") or {}),
             devices=tuple(str(d) for d in data.get("devices") or ()),
             claims=_claims_from_data(data.get("claims"), str(data["id"])),
+            timed=_timed_from_data(data.get("timed"), str(data["id"])),
         )
+
+    def timed_in(self, part: str) -> list[tuple[str, str, str]]:
+        """(fast, slow, against) of the pairs the case declared for `part` ("" its own comparison)."""
+        return [(t.fast, t.slow, t.against) for t in self.timed if t.part == part]
 
 
 def _object(value, where: str) -> Mapping | None:
@@ -610,6 +620,39 @@ def _fraction(value, where: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
         raise RecordError(f"{where} is {value!r:.30}; a tolerance is a number in (0, 1)")
     return float(value)
+
+
+@dataclass(frozen=True)
+class TimedPair:
+    """Two variants of one comparison timed side by side: `fast` the way expected to win, `slow`
+    the way it is measured against; `against` says what the pair decides ("rule": the verdict's
+    pair, "context": a better way the catalogue adds, reported and gated but deciding nothing on
+    its own)."""
+
+    part: str
+    fast: str
+    slow: str
+    against: str = "rule"
+
+    def to_data(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_data(cls, data, where: str) -> TimedPair:
+        if not isinstance(data, Mapping) or not all(isinstance(data.get(k), str) for k in ("fast", "slow")):
+            raise RecordError(f"{where} is {data!r:.60}; a timed pair names its fast and slow variants")
+        against = data.get("against", "rule")
+        if against not in ("rule", "context"):
+            raise RecordError(f"{where}.against is {against!r:.30}; it is rule or context")
+        return cls(str(data.get("part", "")), data["fast"], data["slow"], against)
+
+
+def _timed_from_data(data, case_id: str) -> tuple[TimedPair, ...]:
+    if not data:
+        return ()
+    if not isinstance(data, list):
+        raise RecordError(f"cases[{case_id}].timed is not a list")
+    return tuple(TimedPair.from_data(t, f"cases[{case_id}].timed[{i}]") for i, t in enumerate(data))
 
 
 def _claims_from_data(data, case_id: str) -> tuple[Claim, ...]:
