@@ -592,10 +592,10 @@ def compare(
             lines.append(
                 Line(case_id, "", "", "", verdict=VANISHED, note="case missing from the current run")
             )
-    return lines + _not_compared(lines, baseline, current)
+    return lines + _not_compared(lines, baseline, current, known, base_groups, cur_groups)
 
 
-def _timed_pairs(results: load.Results, known) -> set[tuple]:
+def _timed_pairs(results: load.Results, known, groups: dict) -> set[tuple]:
     """Every (case, size, "dtype device", "fast ÷ slow") a run timed as the gate compares it: the
     gated pairs of its solo rows, and the pairs it timed side by side as the rule names them (the
     rule's pairs where the point has any, else the context ones: harness.contract.rules.compared_pairs)."""
@@ -609,18 +609,20 @@ def _timed_pairs(results: load.Results, known) -> set[tuple]:
         found |= {
             (case_id, size, f"{dtype} {device}", f"{f} ÷ {s}") for f, s in zip(timed["fast"], timed["slow"])
         }
-    for (case_id, size, dtype, device), group in _groups(results).items():
+    for (case_id, size, dtype, device), group in groups.items():
         found |= {(case_id, size, f"{dtype} {device}", f"{f} ÷ {s}") for f, s in _pairs(group, known)}
     return found
 
 
-def _not_compared(lines: list[Line], baseline: load.Results, current: load.Results) -> list[Line]:
+def _not_compared(
+    lines: list[Line], baseline: load.Results, current: load.Results, known, base_groups, cur_groups
+) -> list[Line]:
     """Exit 0 means "judged, and held": a pair both runs timed that no line judged, or a comparison
-    that judged no pair at all, is `could not judge` (exit 3), never a silent pass."""
-    known = current.cases_of()
+    that judged no pair at all, is `could not judge` (exit 3), never a silent pass. `known` and the
+    groups are those `compare` read (the groups are built once per run: the gate's costliest step)."""
     judged = {(x.case, x.size, x.where, x.pair) for x in lines if x.verdict in JUDGED}
     decided = {(x.case, x.size, x.where, x.pair) for x in lines if x.verdict not in (NEW, VANISHED)}
-    both = _timed_pairs(baseline, known) & _timed_pairs(current, known)
+    both = _timed_pairs(baseline, known, base_groups) & _timed_pairs(current, known, cur_groups)
     out = [
         Line(*key, verdict=UNJUDGED, note="both runs timed this pair, but not as the gate compares it")
         for key in sorted(both - decided)
