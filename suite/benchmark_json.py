@@ -1,15 +1,17 @@
 """pytest-benchmark's ``--benchmark-json`` opened at the write, not at the parse: a pytest plugin
-loaded by the package's ``pytest11`` entry point, beside pytest-benchmark's.
+loaded with ``-p suite.benchmark_json`` (the project's addopts), before the entry-point plugins.
 
 pytest-benchmark declares the option with ``type=argparse.FileType('wb')``, so the file is opened,
 and truncated, while pytest parses the command line: before any conftest runs and before the
 suite's results lock (`harness.run.results_file`) can refuse a second run, whose refusal then came
 after the first run's results were already emptied. pytest parses the known options right after
-loading the entry-point plugins, so only another entry-point plugin is early enough; it swaps the
-option's type for `results_file.PendingJson` (a path opened at the first write) as soon as
-pytest-benchmark's option exists. pytest has no API for changing another plugin's option: the
-type is set where each pytest keeps it, on the argparse action (pytest 9 adds options to its
-argparse parser at once) and on pytest's `Argument` (pytest 8 builds the parser from those).
+loading the entry-point plugins, before any conftest, so this plugin is loaded by ``-p`` (which
+comes earlier still; an entry point of this package would also do, but would make pytest rewrite
+the asserts of all its packages); it swaps the option's type for `results_file.PendingJson` (a
+path opened at the first write) as soon as pytest-benchmark's option exists. pytest has no API for
+changing another plugin's option: the type is set where each pytest keeps it, on the argparse
+action (pytest 9 adds options to its argparse parser at once) and on pytest's `Argument` (pytest 8
+builds the parser from those).
 """
 
 from __future__ import annotations
