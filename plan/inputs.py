@@ -34,7 +34,7 @@ class InputCache:
         group = (point.case.id, point.size_label, point.dtype, point.device)
         if group != self._group:
             self._entries.clear()
-            measure.free_memory(point.device)
+            measure.free_memory(point.device, full=False)
             self._group = group
 
     def get(self, point: VariantPoint):
@@ -60,6 +60,10 @@ def oversize_reason(point: VariantPoint, input_cache: InputCache) -> str | None:
     input_cache.enter(point)
     need = point.variant.peak_bytes(point.size, torch.empty((), dtype=point.dtype).element_size())
     budget = measure.memory_budget(point.device)
+    if need > budget:
+        # Before a size is given up, every collectable byte back (a full collection, only here).
+        measure.free_memory(point.device)
+        budget = measure.memory_budget(point.device)
     if need > budget:
         return f"needs ~{need / 2**30:.1f} GiB, over this device's budget of {budget / 2**30:.1f} GiB"
     return None

@@ -160,8 +160,11 @@ def is_out_of_memory(exc: BaseException) -> bool:
     )
 
 
-def free_memory(device: torch.device | str) -> None:
-    gc.collect()
+def free_memory(device: torch.device | str, full: bool = True) -> None:
+    """Memory that nothing refers to any more given back: cyclic garbage collected and, on CUDA,
+    the allocator's cached blocks released. `full` false collects only the young generations
+    (milliseconds; a full collection takes ~0.15 s with torch loaded, at every input group)."""
+    gc.collect(2 if full else 1)
     if torch.device(device).type == "cuda":
         torch.cuda.empty_cache()
 
