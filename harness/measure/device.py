@@ -36,6 +36,9 @@ class Device(Protocol):
     timer_name: str  # the name of `clock()`'s clock, recorded with each figure it times
 
     def synchronize(self) -> None: ...
+    def initialized(self) -> bool: ...  # this process holds a context on it (nothing is created to ask)
+    def probe(self) -> str | None: ...  # the sticky error its context died of, or None while it works
+    def release_cached(self) -> None: ...  # the allocator's cached blocks given back
     def clock(self) -> Callable[[], float]: ...
     def has_allocator_stats(self) -> bool: ...
     def reset_peak_memory(self) -> None: ...
@@ -55,6 +58,15 @@ class HostDevice:
         self.torch_device = torch.device(device)
 
     def synchronize(self) -> None:
+        pass
+
+    def initialized(self) -> bool:
+        return True
+
+    def probe(self) -> str | None:
+        return None  # a host error is raised where it happens: nothing sticks
+
+    def release_cached(self) -> None:
         pass
 
     def clock(self) -> Callable[[], float]:
@@ -86,6 +98,26 @@ class CudaDevice:
 
     def synchronize(self) -> None:
         (_accelerator("synchronize") or torch.cuda.synchronize)(self.torch_device)
+
+    def initialized(self) -> bool:
+        return torch.cuda.is_initialized()
+
+    def probe(self) -> str | None:
+        """A sticky error makes every call on a dead context raise, so a one-element allocation
+        and a synchronize are enough. Out of memory is not sticky (the next test may fit)."""
+        if not self.initialized():
+            return None
+        try:
+            torch.empty(1, device=self.torch_device).add_(1)
+            self.synchronize()
+        except torch.OutOfMemoryError:
+            return None
+        except RuntimeError as exc:  # torch.AcceleratorError (torch >= 2.8) is a RuntimeError
+            return str(exc)
+        return None
+
+    def release_cached(self) -> None:
+        (_accelerator("empty_cache") or torch.cuda.empty_cache)()
 
     def current_stream(self):
         return (_accelerator("current_stream") or torch.cuda.current_stream)(self.torch_device)
@@ -176,6 +208,34 @@ class FakeDevice:
         self._l2 = l2
         self.allocated = 0
         self.peak = 0
+        self.dead: str | None = None  # the sticky error `kill` planted: every later call raises it
+        self.out_of_memory = False  # the probe's allocation runs out of memory (not sticky)
+        self.released = 0
+
+    def kill(self, message: str) -> None:
+        """The context dies as a kernel's device-side assert kills a real one."""
+        self.dead = message
+
+    def _raise_if_dead(self) -> None:
+        if self.dead is not None:
+            raise (torch.AcceleratorError if hasattr(torch, "AcceleratorError") else RuntimeError)(self.dead)
+
+    def initialized(self) -> bool:
+        return True
+
+    def probe(self) -> str | None:
+        if self.out_of_memory:
+            return None
+        try:
+            self._raise_if_dead()
+            self.synchronize()
+        except RuntimeError as exc:
+            return str(exc)
+        return None
+
+    def release_cached(self) -> None:
+        self._raise_if_dead()  # on a dead context the frees fail too
+        self.released += 1
 
     @property
     def now(self) -> float:
@@ -185,6 +245,7 @@ class FakeDevice:
         self._now += seconds
 
     def synchronize(self) -> None:
+        self._raise_if_dead()
         self.syncs += 1
         self.log.append("sync")
 

@@ -60,6 +60,7 @@ from pathlib import Path
 
 import torch
 
+from harness.measure import device as devices
 from harness.run.journal import WORKER_JOURNAL_ENV, Tail
 
 PLANT_ENV = "SUITE_PLANT_STICKY_ERROR"  # newline-separated node IDs that simulate a sticky error
@@ -90,23 +91,15 @@ def cuda_context_error() -> str | None:
     are enough. Out of memory is not sticky (the next test may fit), so it does not count. Only
     the current device is probed: waking the others would create a context on each.
     """
-    if not torch.cuda.is_initialized():
-        return None
-    try:
-        torch.empty(1, device="cuda").add_(1)
-        torch.cuda.synchronize()
-    except torch.OutOfMemoryError:
-        return None
-    except RuntimeError as exc:  # torch.AcceleratorError (torch >= 2.8) is a RuntimeError
-        return str(exc)
-    return None
+    return devices.of("cuda").probe()
 
 
 def synchronize_cuda() -> None:
     """Wait for this process's CUDA work, so an asynchronous error (a kernel's assert) is raised
     in the test that launched the kernel, not in whichever test makes the next CUDA call."""
-    if torch.cuda.is_initialized():
-        torch.cuda.synchronize()
+    device = devices.of("cuda")
+    if device.initialized():
+        device.synchronize()
 
 
 def simulated_error(message: str = SIMULATED_MESSAGE) -> Exception:
@@ -309,9 +302,10 @@ def release_device_memory() -> None:
     the frees fail too, and the memory stays held until this process exits; the worker then
     sees that much less free memory (a limit of running on while the first process waits)."""
     gc.collect()
-    if torch.cuda.is_initialized():
+    device = devices.of("cuda")
+    if device.initialized():
         try:
-            torch.cuda.empty_cache()
+            device.release_cached()
         except RuntimeError:
             pass
 
