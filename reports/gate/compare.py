@@ -1,0 +1,333 @@
+"""The comparison: every pair a case declares, in the baseline's runs against the current ones and
+the rechecks (`compare`), each judged by the model (`reports.gate.model`) into a `Line`; a pair
+both runs timed that no line judged is `could not judge`, never a silent pass."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from reports import load, stats, summary
+from reports.gate.lines import (
+    FAILED,
+    FAILING,
+    INCOMPARABLE,
+    JUDGED,
+    MEMORY,
+    NEW,
+    NOISY,
+    OK,
+    REGRESSED,
+    SLOWER,
+    UNJUDGED,
+    UNSTABLE,
+    VANISHED,
+    Line,
+)
+from reports.gate.model import (
+    MAX_TOLERANCE,
+    PRIOR_DF,
+    PRIOR_SIGMA,
+    Judged,
+    Runs,
+    RunSpeedup,
+    _judged_on,
+    judge,
+    machine_prior,
+)
+
+
+def _machine(results: load.Results, path) -> str:
+    machines = list(dict.fromkeys(results.runs["machine"]))
+    if len(machines) != 1:
+        raise load.ResultsError(
+            f"{path}: holds results of {len(machines)} machines ({'; '.join(machines)}); "
+            "gate one machine at a time"
+        )
+    return machines[0]
+
+
+def _groups(results: load.Results) -> dict:
+    return {
+        (g.key["case"], g.key["size_label"], g.key["dtype"], g.key["device"]): g
+        for g in summary.groups(results.rows)
+    }
+
+
+def _cases(results: load.Results) -> set:
+    return set(results.rows["case"]) | set(results.outcomes["case"])
+
+
+def _pairs(group, known) -> list[tuple[str, str]]:
+    return [
+        (f, s)
+        for f, s, against in group.pairs(known.get(group.key["case"]))
+        if against in ("rule", "context")
+    ]
+
+
+def _tol(case_id, known, default) -> float:
+    case = known.get(case_id)
+    return case.gate_tolerance if case is not None and case.gate_tolerance is not None else default
+
+
+PAGE = 4096
+
+
+def _memory_ratio(group, slow: str, fast: str) -> float:
+    """Peak memory of `slow` over `fast`, each floored at one page: a variant that allocates
+    nothing the allocator sees (in place, or a view) peaks at 0 bytes, and below a page the
+    difference means nothing. NaN where a peak was not measured (the comparison is then skipped)."""
+    return (group.peak[slow] + PAGE) / (group.peak[fast] + PAGE)
+
+
+def _judge_pair(
+    base_runs: list[RunSpeedup],
+    cur_runs: list[RunSpeedup],
+    rechecked: bool,
+    tol: float,
+    prior: tuple[float, float],
+    assumed: bool,
+) -> tuple[str, str, Judged | None]:
+    """(verdict, note, the test) of one pair. The current side is judged on its usable, quiet
+    runs; a drop beyond the tolerance that rests only on busy runs, or a side with no usable run
+    at all, is not judged: `unstable` (re-measure) with no recheck of the pair, `could not judge`
+    with some."""
+    not_judged = UNJUDGED if rechecked else UNSTABLE
+    ask = ", and no recheck decided it" if rechecked else ": re-measure (--recheck)"
+    base = _judged_on(base_runs)
+    if not base:
+        return not_judged, f"baseline {base_runs[0].unusable()}{ask}", None
+    cur = _judged_on(cur_runs)
+    if not cur:
+        return not_judged, f"{cur_runs[0].unusable()}{ask}", None
+    judged = judge(base, cur, tol, *prior)
+    notes = []
+    if judged.tol > tol:
+        notes.append(
+            f"tolerance {judged.tol:.0%}: this pair's runs vary by σ {judged.sigma:.1%}"
+            + (" (the widest judged)" if judged.tol >= MAX_TOLERANCE else "")
+        )
+    if assumed:
+        notes.append(f"between-run σ0 {prior[0]:.0%} assumed: the baseline holds one run")
+    if base[0].busy:
+        notes.append("the baseline timed it only on a busy machine")
+    if len(cur) > 1:
+        notes.append(f"{len(cur)} current runs")
+    # Fail closed: a drop beyond the tolerance that the runs cannot confirm is not a pass. One
+    # baseline run says nothing of this pair's own noise (σ0 is a guess for every pair), and a
+    # pair noisier than the widest tolerance cannot see a drop of that size: for both the bare
+    # tolerance is the edge, so a 2× drop is not passed for lying inside noise the gate cannot bound.
+    unconfirmed = tol if assumed or judged.capped else judged.tol
+    beyond = judged.d < math.log(1 - unconfirmed)
+    if cur[0].busy:
+        # A drop measured on a busy machine is re-measured, never failed: the neighbours' share is
+        # not the code's. No drop beyond the tolerance, not even an insignificant one, passes.
+        if judged.verdict == REGRESSED or beyond:
+            return not_judged, "; ".join([f"timed on a busy machine ({cur[0].busy}){ask}", *notes]), judged
+        notes.append("timed on a busy machine")
+    if judged.verdict != REGRESSED and beyond:
+        runs = (
+            "one baseline run"
+            if assumed
+            else "these runs (too noisy to bound)"
+            if judged.capped
+            else "these runs"
+        )
+        why = f"a drop beyond -{unconfirmed:.0%} that {runs} cannot confirm"
+        return not_judged, "; ".join([why + ask, *notes]), judged
+    if judged.verdict == REGRESSED:
+        notes.insert(0, f"CI below -{judged.tol:.0%}")
+    return judged.verdict, "; ".join(notes), judged
+
+
+def compare(
+    baseline: load.Results,
+    current: load.Results,
+    *,
+    tolerance: float = 0.10,
+    absolute: bool = False,
+    rechecks: tuple = (),
+    known: dict | None = None,
+    names=("baseline", "current"),
+) -> list[Line]:
+    # The pairs and tolerances a case is gated on are those its current run recorded
+    # (harness.contract.record).
+    known = known if known is not None else current.cases_of()
+    base_machine, cur_machine = _machine(baseline, names[0]), _machine(current, names[1])
+    if not (_cases(baseline) & _cases(current)):
+        raise load.ResultsError(f"{names[0]} and {names[1]} have no case in common")
+    for rc, rc_name in zip(rechecks, names[2:] or [f"--recheck {i + 1}" for i in range(len(rechecks))]):
+        _same_run_kind(rc, current, rc_name, names[1])
+    lines: list[Line] = []
+    failed = current.outcomes[current.outcomes["outcome"] == "failed"]
+    for r in failed.itertuples():
+        lines.append(
+            Line(
+                r.case,
+                r.size_label,
+                f"{r.dtype} {r.device}".strip(),
+                r.name,
+                verdict=FAILED,
+                note=r.reason.splitlines()[0][:200] if r.reason else "",
+            )
+        )
+    base_groups, cur_groups = _groups(baseline), _groups(current)
+    base_runs, cur_runs = Runs(baseline), Runs(current)
+    recheck_runs = [Runs(rc) for rc in rechecks]
+    gated = [
+        (key, group, fast, slow) for key, group in base_groups.items() for fast, slow in _pairs(group, known)
+    ]
+    # The machine's between-run noise, from every pair the baseline holds in two or more runs.
+    prior = machine_prior([base_runs.of(key, fast, slow) for key, _, fast, slow in gated])
+    assumed = prior is None
+    if assumed:
+        prior = (PRIOR_SIGMA, PRIOR_DF)
+    comparable = base_machine == cur_machine
+    cur_cases = _cases(current)
+    for key, base_group in base_groups.items():
+        case_id, size, dtype, device = key
+        tol = _tol(case_id, known, tolerance)
+        for fast, slow in _pairs(base_group, known):
+            line = Line(case_id, size, f"{dtype} {device}", f"{fast} ÷ {slow}")
+            base = base_runs.of(key, fast, slow)
+            cur = cur_runs.of(key, fast, slow)
+            lines.append(line)
+            if not base:  # each side timed in some run, never both in one: no speed-up to compare
+                line.verdict, line.note = UNJUDGED, "the baseline never timed both sides in one run"
+                continue
+            line.baseline = math.exp(np.mean([r.log for r in base]))
+            if not cur:
+                line.verdict = VANISHED
+                line.note = (
+                    "case missing from the current run"
+                    if case_id not in cur_cases
+                    else "this size/pair missing from the current run"
+                )
+                continue
+            line.current = math.exp(np.mean([r.log for r in cur]))
+            line.change = line.current / line.baseline - 1
+            if not comparable:
+                line.verdict, line.note = (
+                    INCOMPARABLE,
+                    f"baseline on {base_machine}, current on {cur_machine}",
+                )
+                continue
+            # A recheck that did not re-measure this pair says nothing about it.
+            again = [r for rc in recheck_runs for r in rc.of(key, fast, slow)]
+            verdict, note, judged = _judge_pair(base, cur + again, bool(again), tol, prior, assumed)
+            if judged is not None:
+                line.current = line.baseline * math.exp(judged.d)
+                line.change = math.exp(judged.d) - 1
+                line.ci = f"[{math.exp(judged.lo) - 1:+.1%}, {math.exp(judged.hi) - 1:+.1%}]"
+            line.verdict, line.note = verdict, note
+            base_mem, cur_mem = (
+                _memory_ratio(base_group, slow, fast),
+                _memory_ratio(cur_groups[key], slow, fast) if key in cur_groups else math.nan,
+            )
+            if line.verdict in (OK, NOISY) and base_mem > 1 and cur_mem < base_mem * (1 - tol):
+                line.verdict = MEMORY
+                line.note = f"memory ratio {base_mem:.3g}× → {cur_mem:.3g}×"
+        if absolute and comparable and key in cur_groups:
+            cur_group = cur_groups[key]
+            for variant in base_group.data:
+                if variant not in cur_group.data:
+                    continue
+                r, lo, hi = stats.ratio_of_medians(
+                    cur_group.data[variant], base_group.data[variant], seed=len(lines)
+                )
+                if not math.isnan(lo) and lo > 1 + tol:
+                    lines.append(
+                        Line(
+                            case_id,
+                            size,
+                            f"{dtype} {device}",
+                            f"{variant} (absolute)",
+                            float(np.median(base_group.data[variant])),
+                            float(np.median(cur_group.data[variant])),
+                            r - 1,
+                            f"[{lo - 1:+.1%}, {hi - 1:+.1%}]",
+                            SLOWER,
+                            f"median time up > {tol:.0%}",
+                        )
+                    )
+    for key, cur_group in cur_groups.items():
+        if key not in base_groups:
+            for fast, slow in _pairs(cur_group, known):
+                runs = cur_runs.of(key, fast, slow)
+                value = math.exp(np.mean([r.log for r in runs])) if runs else math.nan
+                lines.append(
+                    Line(key[0], key[1], f"{key[2]} {key[3]}", f"{fast} ÷ {slow}", current=value, verdict=NEW)
+                )
+    for case_id in sorted(_cases(baseline) - cur_cases):
+        if not any(line.case == case_id and line.verdict == VANISHED for line in lines):
+            lines.append(
+                Line(case_id, "", "", "", verdict=VANISHED, note="case missing from the current run")
+            )
+    return lines + _not_compared(lines, baseline, current, known, base_groups, cur_groups)
+
+
+def _timed_pairs(results: load.Results, known, groups: dict) -> set[tuple]:
+    """Every (case, size, "dtype device", "fast ÷ slow") a run timed as the gate compares it: the
+    gated pairs of its solo rows, and the pairs it timed side by side as the rule names them (the
+    rule's pairs where the point has any, else the context ones: harness.contract.rules.compared_pairs)."""
+    found = set()
+    for (case_id, size, dtype, device), timed in results.pairs.groupby(
+        ["case", "size_label", "dtype", "device"], sort=False
+    ):
+        timed = timed[timed["against"].isin(["rule", "context"])]
+        if (timed["against"] == "rule").any():
+            timed = timed[timed["against"] == "rule"]
+        found |= {
+            (case_id, size, f"{dtype} {device}", f"{f} ÷ {s}") for f, s in zip(timed["fast"], timed["slow"])
+        }
+    for (case_id, size, dtype, device), group in groups.items():
+        found |= {(case_id, size, f"{dtype} {device}", f"{f} ÷ {s}") for f, s in _pairs(group, known)}
+    return found
+
+
+def _not_compared(
+    lines: list[Line], baseline: load.Results, current: load.Results, known, base_groups, cur_groups
+) -> list[Line]:
+    """Exit 0 means "judged, and held": a pair both runs timed that no line judged, or a comparison
+    that judged no pair at all, is `could not judge` (exit 3), never a silent pass. `known` and the
+    groups are those `compare` read (the groups are built once per run: the gate's costliest step)."""
+    judged = {(x.case, x.size, x.where, x.pair) for x in lines if x.verdict in JUDGED}
+    decided = {(x.case, x.size, x.where, x.pair) for x in lines if x.verdict not in (NEW, VANISHED)}
+    both = _timed_pairs(baseline, known, base_groups) & _timed_pairs(current, known, cur_groups)
+    out = [
+        Line(*key, verdict=UNJUDGED, note="both runs timed this pair, but not as the gate compares it")
+        for key in sorted(both - decided)
+    ]
+    if not judged and not any(x.verdict in FAILING for x in lines):
+        out.append(
+            Line(
+                "",
+                "",
+                "",
+                "",
+                verdict=UNJUDGED,
+                note=f"judged no pair: baseline and current have {len(both)} timed pairs in common "
+                "with both sides timed in each (a pairs-only, one-sided or skipped run judges nothing)",
+            )
+        )
+    return out
+
+
+def _same_run_kind(recheck: load.Results, current: load.Results, name: str, current_name: str) -> None:
+    """A recheck re-measures the current run: the same machine key (CPU, GPU, torch, CUDA) and the
+    same commit, or it is refused (exit 2) naming what differs; pooled, another machine's runs
+    would decide."""
+    rc_machine, cur_machine = _machine(recheck, name), _machine(current, current_name)
+    if rc_machine != cur_machine:
+        raise load.ResultsError(
+            f"{name}: a recheck from another machine ({rc_machine}) than the current run ({cur_machine}); "
+            "rechecks must re-measure the current run on its machine"
+        )
+    rc_commits, cur_commits = set(recheck.runs["commit"]), set(current.runs["commit"])
+    if rc_commits != cur_commits:
+        raise load.ResultsError(
+            f"{name}: a recheck of commit {', '.join(sorted(rc_commits)) or '?'}, the current run is of "
+            f"{', '.join(sorted(cur_commits)) or '?'}; rechecks must re-measure the current commit"
+        )
