@@ -1,6 +1,5 @@
 """The case declarations: discovered, valid, and covering the catalogue."""
 
-from pathlib import Path
 
 import pytest
 import torch
@@ -9,8 +8,9 @@ import cases as cases_package
 from cases import all_cases
 from cases.spec import Case, Check, Tol, naive
 from harness.contract import catalogue
+from tests import paths
 
-SHARED_CATALOG = Path(__file__).resolve().parents[1].parent / "shared" / "CATALOG.md"
+SHARED_CATALOG = paths.ROOT.parent / "shared" / "CATALOG.md"
 
 
 def test_catalogue_copy_matches_shared():

@@ -5,12 +5,12 @@ import csv
 import functools
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from plan import costmodel
 from plan.estimate import read_benchmark_log
+from tests import paths
 
 
 @functools.lru_cache(maxsize=None)
@@ -22,7 +22,7 @@ def _collected(*pytest_args):
     return tuple(collect(list(pytest_args)))
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 
 
 def test_a_quiet_fast_point_costs_its_pilot_and_the_minimum_rounds():

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from plan.estimate import main, pytest_args_for
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 
 
 def test_a_gpu_plan_is_collected_with_the_devices_of_a_gpu_machine():

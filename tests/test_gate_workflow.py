@@ -8,13 +8,13 @@ import importlib.util
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from reports.__main__ import _parser
+from tests import paths
 
-WORKFLOW = Path(__file__).resolve().parents[1] / ".github" / "workflows" / "benchmarks.yml"
+WORKFLOW = paths.ROOT / ".github" / "workflows" / "benchmarks.yml"
 
 
 @pytest.mark.integration

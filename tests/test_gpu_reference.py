@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import paths
+
+ROOT = paths.ROOT
 SCRIPT = ROOT / ".ci" / "gpu-reference"
 
 pytestmark = [

@@ -11,7 +11,9 @@ import inspect
 import pathlib
 import textwrap
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests import paths
+
+ROOT = paths.ROOT
 
 
 def _judges() -> dict[str, str]:
@@ -25,7 +27,9 @@ def _judges() -> dict[str, str]:
 
 def test_every_judge_is_called_by_a_test():
     tests = "\n".join(
-        p.read_text() for p in (ROOT / "tests").glob("test_*.py") if p.name != pathlib.Path(__file__).name
+        p.read_text()
+        for p in (ROOT / "tests").rglob("test_*.py")
+        if p.resolve() != pathlib.Path(__file__).resolve()
     )
     missing = [where for where, name in _judges().items() if f"{name}(" not in tests]
     assert not missing, (

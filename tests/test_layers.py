@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import paths
+
+ROOT = paths.ROOT
 # package → the packages of this project it must never import
 FORBIDDEN = {
     "harness": {"cases", "plan", "suite", "reports"},

@@ -4,14 +4,14 @@ the README's options table, the GPU command, and the tox environments' install s
 import importlib.util
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 import torch
 
+from tests import paths
 from tests.launcher import PYTEST
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 HAS_CUDA = torch.cuda.is_available()
 
 

@@ -7,16 +7,16 @@ import subprocess
 import sys
 import textwrap
 import xml.etree.ElementTree as ET
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from cases import all_cases
 from harness.contract import catalogue, record, rules
+from tests import paths
 from tests.launcher import PYTEST
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 DATA = ROOT / "tests" / "data"
 
 

@@ -15,9 +15,9 @@ import pytest
 from harness.contract import catalogue, gain, record, rules
 from reports import build, load, summary, verdicts
 from reports.__main__ import main
-from tests import quiet, synthetic
+from tests import paths, quiet, synthetic
 
-DATA = Path(__file__).with_name("data")
+DATA = paths.DATA
 REAL = DATA / "distance_cpu_run1.json"
 
 

@@ -14,9 +14,10 @@ import pytest
 
 from harness.contract import catalogue
 from reports import build
+from tests import paths
 
-REAL = Path(__file__).with_name("data") / "distance_cpu_run1.json"
-ARTIFACTS = Path(__file__).resolve().parents[1] / "results" / "browser"
+REAL = paths.DATA / "distance_cpu_run1.json"
+ARTIFACTS = paths.ROOT / "results" / "browser"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 pytestmark = pytest.mark.integration

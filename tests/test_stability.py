@@ -14,15 +14,15 @@ from __future__ import annotations
 import gzip
 import json
 from collections import namedtuple
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from harness.contract import gain
 from reports import summary, verdicts
+from tests import paths
 
-DATA = Path(__file__).parent / "data" / "paired_rounds_cpu.json.gz"
+DATA = paths.DATA / "paired_rounds_cpu.json.gz"
 PAIRS = json.loads(gzip.decompress(DATA.read_bytes()))["pairs"]
 Row = namedtuple(
     "Row", "fast slow size_label dtype device speedup ci_low ci_high gain delta quality identical"

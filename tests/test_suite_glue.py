@@ -1,16 +1,16 @@
 """The pytest glue seen from outside: option validation, node IDs, out-of-memory handling."""
 
 import subprocess
-from pathlib import Path
 
 import pytest
 import torch
 
 from cases import all_cases
 from harness.point.variant_benchmark import NotMeasured, not_measured_on_oom
+from tests import paths
 from tests.launcher import PYTEST
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 
 
 def _pytest(*args):

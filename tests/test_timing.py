@@ -5,17 +5,16 @@ import json
 import os
 import statistics
 import subprocess
-from pathlib import Path
 
 import pytest
 import torch
 
 from harness.machine import ceilings
 from harness.measure import timing
-from tests import quiet
+from tests import paths, quiet
 from tests.launcher import PYTEST
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 
 
 def test_steady_rounds_raise_no_warning():

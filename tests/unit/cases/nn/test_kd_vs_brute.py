@@ -1,0 +1,40 @@
+"""The judges of `cases/nn/kd_vs_brute.py`: each verdict follows from what its check observed (a different
+observation gives a different verdict), and an erratum appears only where the notes were wrong."""
+
+from __future__ import annotations
+
+from harness.contract.record import Verdict
+
+# ---- nn.kd_vs_brute ------------------------------------------------------------------------------
+
+
+def test_kd_distance_concentration_judge():
+    from cases.nn import kd_vs_brute as kd
+
+    assert kd.judge_distance_concentration({2: 100.0, 256: 0.27}).verdict is Verdict.HOLDS
+    assert kd.judge_distance_concentration({2: 100.0, 256: 50.0}).verdict is Verdict.FAILS
+    assert kd.judge_distance_concentration({2: 0.5, 256: 0.27}).verdict is Verdict.FAILS
+
+
+def test_kd_crossover_follows_the_gains_at_both_ends():
+    from cases.nn import kd_vs_brute
+    from harness.contract import gain
+
+    G = gain.Gain
+
+    def obs(*gains):
+        return [(d, gain.Ratio(1.0, 0.9, 1.1), g) for d, g in zip((2, 8, 256), gains)]
+
+    assert kd_vs_brute.judge_crossover(obs(G.FASTER, G.SAME, G.SLOWER), 1, 1, "cpu").verdict is Verdict.HOLDS
+    assert (
+        kd_vs_brute.judge_crossover(obs(G.SLOWER, G.SLOWER, G.SLOWER), 1, 1, "cpu").verdict is Verdict.FAILS
+    )
+    assert (
+        kd_vs_brute.judge_crossover(obs(G.FASTER, G.FASTER, G.FASTER), 1, 1, "cpu").verdict is Verdict.FAILS
+    )
+    assert (
+        kd_vs_brute.judge_crossover(obs(G.UNCLEAR, G.SAME, G.SLOWER), 1, 1, "cpu").verdict is Verdict.DEPENDS
+    )
+    assert "from D=8" in kd_vs_brute.judge_crossover(obs(G.FASTER, G.SAME, G.SLOWER), 1, 1, "cpu").evidence
+    busy = kd_vs_brute.judge_crossover(obs(G.FASTER, G.SAME, G.SLOWER), 1, 1, "cpu", busy="machine busy (x)")
+    assert busy.verdict is Verdict.DEPENDS and "machine busy (x)" in busy.evidence

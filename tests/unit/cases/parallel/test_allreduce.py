@@ -1,0 +1,132 @@
+"""The judges of `cases/parallel/allreduce.py`: each verdict follows from what its check observed (a
+different observation gives a different verdict), and an erratum appears only where the notes were wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from cases import get_case
+from cases._lib.collectives import ALLREDUCE
+from cases.parallel import allreduce
+from cases.spec import Verdict
+
+
+def test_allreduce_judges():
+    assert allreduce.judge_d2l_allreduce(1e-7, True, True, ["cpu"]).verdict is Verdict.HOLDS
+    assert allreduce.judge_d2l_allreduce(1e-2, False, True, ["cpu"]).verdict is Verdict.FAILS
+    assert allreduce.judge_d2l_allreduce(1e-7, True, False, ["cpu"]).verdict is Verdict.FAILS
+    assert allreduce.judge_allreduce_traffic([], 2, "fit").verdict is Verdict.HOLDS
+    assert (
+        allreduce.judge_allreduce_traffic(["ring at 4096 B: bytes sent"], 2, "fit").verdict is Verdict.FAILS
+    )
+
+
+def test_allreduce_problems_seen_in_a_table():
+
+    table, p = allreduce.allreduce_table(_allreduce_rows(4))
+    assert allreduce.allreduce_problems(table, p) == []
+    table, p = allreduce.allreduce_table(_allreduce_rows(4, ring_sent=[3 * S_BYTES] * 4))
+    assert (
+        allreduce.judge_allreduce_traffic(allreduce.allreduce_problems(table, p), p, "").verdict
+        is Verdict.FAILS
+    )
+
+
+MIB64 = 1 << 26
+
+
+def test_ring_faster_than_master_holds_where_the_ring_is_faster():
+    sweep = [(1024, [1e-4] * 5, [2e-4] * 5), (MIB64, [0.2, 0.21, 0.22], [0.1, 0.1, 0.11])]
+    f = allreduce.judge_ring_faster_than_master(sweep, 2, 0.05)
+    assert f.verdict is Verdict.HOLDS and "faster from 67,108,864 B on" in f.evidence
+
+
+def test_ring_slower_than_master_depends_at_two_ranks_and_fails_beyond():
+    sweep = [(1024, [1e-4] * 5, [2e-4] * 5), (MIB64, [0.1, 0.1, 0.1], [0.2, 0.2, 0.2])]
+    two = allreduce.judge_ring_faster_than_master(sweep, 2, 0.05)
+    assert two.verdict is Verdict.DEPENDS and "p=2" in two.evidence
+    assert allreduce.judge_ring_faster_than_master(sweep, 4, 0.05).verdict is Verdict.FAILS
+    same = [(MIB64, [0.1 + 1e-3 * i for i in range(20)], [0.1 + 1e-3 * i for i in range(20)])]
+    assert allreduce.judge_ring_faster_than_master(same, 4, 0.05).verdict is Verdict.DEPENDS
+    assert allreduce.judge_ring_faster_than_master([], 2, 0.05).verdict is Verdict.DEPENDS
+
+
+def test_ring_vs_master_reads_the_sweep_table():
+
+    table, p = allreduce.allreduce_table(_allreduce_rows(2))
+    assert allreduce.ring_vs_master(table) == [(S_BYTES, [1e-3, 2e-3], [1e-3, 2e-3])]
+    f = allreduce.judge_ring_faster_than_master(allreduce.ring_vs_master(table), p, 0.05)
+    assert f.verdict is Verdict.DEPENDS  # equal times: no gain, at two ranks
+
+
+def test_the_ring_speed_claim_is_decided_by_the_timed_sweep():
+    (claim,) = [c for c in get_case("parallel.allreduce").decided_claims() if c.id == "ring_faster"]
+    assert claim.kind.value == "speed"
+    assert "ring_vs_master-w2" in claim.checks and "test_allreduce_sizes-ring-w2-cpu" in claim.checks
+
+
+S_BYTES = 1 << 12
+
+
+def _allreduce_rows(p: int, ring_sent=None, naive_sent=None, checked=True) -> list[dict]:
+    """The ranks' JSON of an all-reduce sweep at one size, with the traffic each algorithm sends."""
+    sent = {
+        "naive": naive_sent or [(p - 1) * S_BYTES] + [S_BYTES] * (p - 1),
+        "master": [(p - 1) * S_BYTES] + [S_BYTES] * (p - 1),
+        "ring": ring_sent or [2 * (p - 1) * S_BYTES // p] * p,
+        "all_reduce": [2 * (p - 1) * S_BYTES // p] * p,
+    }
+    return [
+        {
+            "world_size": p,
+            "rows": [
+                {
+                    "algorithm": a,
+                    "bytes": S_BYTES,
+                    "times_s": [1e-3, 2e-3],
+                    "bytes_sent": sent[a][rank],
+                    "max_abs_err": 0.0,
+                    "within_bound": checked,
+                }
+                for a in ALLREDUCE
+            ],
+        }
+        for rank in range(p)
+    ]
+
+
+@pytest.mark.parametrize("p", [2, 4])
+def test_the_algorithms_traffic_passes(p):
+    table, world = allreduce.allreduce_table(_allreduce_rows(p))
+    assert world == p
+    allreduce.check_allreduce(table, p)
+
+
+def test_a_ring_sending_the_naive_traffic_fails():
+    table, p = allreduce.allreduce_table(_allreduce_rows(4, ring_sent=[3 * S_BYTES] * 4))
+    with pytest.raises(AssertionError, match=r"ring at 4096 B over 4 ranks.*2\(p−1\)/p·S = 6144"):
+        allreduce.check_allreduce(table, p)
+
+
+def test_a_naive_root_sending_less_than_p_minus_1_messages_fails():
+    table, p = allreduce.allreduce_table(_allreduce_rows(4, naive_sent=[2 * S_BYTES] + [S_BYTES] * 3))
+    with pytest.raises(AssertionError, match=r"naive at 4096 B over 4 ranks.*\(p−1\)·S = 12288"):
+        allreduce.check_allreduce(table, p)
+
+
+def test_a_sum_outside_the_bound_and_a_sweep_with_no_truth_fail():
+    table, p = allreduce.allreduce_table(_allreduce_rows(2, checked=False))
+    with pytest.raises(AssertionError, match="sum outside the fp32 bound"):
+        allreduce.check_allreduce(table, p)
+    with pytest.raises(AssertionError, match="wrong sum"):
+        allreduce.allreduce_sweep_row(table, p, "ring", "cpu")
+    table, p = allreduce.allreduce_table(_allreduce_rows(2, checked=None))
+    with pytest.raises(AssertionError, match="no size was checked"):
+        allreduce.check_allreduce(table, p)
+
+
+def test_the_slowest_rank_makes_each_step():
+    ranks = _allreduce_rows(2)
+    ranks[1]["rows"][0]["times_s"] = [5e-3, 1e-3]
+    table, _ = allreduce.allreduce_table(ranks)
+    assert table[0]["times_s"] == [5e-3, 2e-3]

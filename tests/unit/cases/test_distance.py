@@ -1,0 +1,37 @@
+"""The judges of `cases/distance.py`: each verdict follows from what its check observed (a different
+observation gives a different verdict), and an erratum appears only where the notes were wrong."""
+
+from __future__ import annotations
+
+from cases import distance
+from harness.contract.record import ErratumKind, Verdict
+
+
+def test_cancellation_context_says_when_the_expansion_left_fp32():
+    from cases import distance
+
+    seen = {
+        "name": "near-duplicate",
+        "expansion_err": 1e-4,
+        "broadcast_err": 1e-7,
+        "rel": True,
+        "truth_min": 1e-3,
+        "negative": 3,
+        "nan_after_sqrt": 3,
+        "nan_after_clamp": 0,
+    }
+    inside = distance.judge_cancellation([{**seen, "within_fp32_bound": True}], 512)
+    past = distance.judge_cancellation([{**seen, "within_fp32_bound": False}], 512)
+    assert inside.verdict is None and "PAST" not in inside.evidence and "3/512" in inside.evidence
+    assert "PAST the fp32 bound" in past.evidence
+
+
+def test_distance_snippets_are_errata_and_the_corrected_forms_decide():
+    f = distance.judge_binary_snippet(raised=True, literal_err=43.0, fixed_err=0.0)
+    assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_SHAPE_OR_FORMULA
+    assert not distance.judge_binary_snippet(False, 0.0, 0.0).errata
+    assert distance.judge_binary_snippet(True, 43.0, 2.0).verdict is Verdict.FAILS
+    g = distance.judge_orientation(True, (24, 32), (32, 24))
+    assert g.verdict is Verdict.HOLDS and g.errata
+    assert not distance.judge_orientation(True, (32, 24), (32, 24)).errata
+    assert distance.judge_orientation(False, (24, 32), (32, 24)).verdict is Verdict.FAILS

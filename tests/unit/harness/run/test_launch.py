@@ -1,0 +1,11 @@
+"""The judges of the distributed cases (`cases.parallel`, `cases.dist`) on hand-made rank
+files: each check goes red on the evidence it exists to catch, without launching a process."""
+
+
+def test_world_sizes_come_from_the_environment_else_the_hardware(monkeypatch):
+    from harness.run.launch import world_sizes
+
+    monkeypatch.delenv("SUITE_WORLD_SIZES", raising=False)
+    assert world_sizes("cpu") == [1, 2, 4]
+    monkeypatch.setenv("SUITE_WORLD_SIZES", "2, 8")
+    assert world_sizes("cpu") == world_sizes("cuda") == [2, 8]
