@@ -1,10 +1,7 @@
 """The run-time cost model (plan.costmodel, plan.estimate): its calls per point follow the
 rounds policy the suite really uses, and a saved GPU log reads back into per-point medians."""
 
-import csv
 import functools
-import subprocess
-import sys
 
 import pytest
 
@@ -54,41 +51,6 @@ def test_the_h100_log_reads_back_per_point_medians():
     assert points["distance.pairwise-broadcast-n1024-m1024-d256-float32-cuda-graph"][0] == pytest.approx(
         1851.056e-6
     )
-
-
-@pytest.mark.integration
-def test_estimate_runs_on_the_plan_of_a_real_selection(tmp_path):
-    reference = tmp_path / "points.csv"
-    with open(reference, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["id", "median_s", "spread"])
-        writer.writerow(["distance.pairwise-broadcast-n1024-m1024-d256-float32-cpu", "0.02", "0.01"])
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "plan.estimate",
-            "--reference",
-            str(reference),
-            "--",
-            "--device",
-            "cpu",
-            "--benchmark-only",
-            "-k",
-            "distance.pairwise and n1024 and not compiled",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr
-    header = run.stdout.splitlines()[0].split()
-    assert header[:4] == ["case", "points", "no-ref", "skipped"] and "(s)" in header  # counts, then seconds
-    row = next(line for line in run.stdout.splitlines() if line.startswith("distance.pairwise"))
-    points, scaled = map(int, row.split()[1:3])
-    assert points >= 4 and scaled == points - 1  # the other variants scaled or defaulted
-    assert "estimate:" in run.stdout
 
 
 def test_a_point_too_big_for_the_device_costs_nothing():

@@ -4,15 +4,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from plan.estimate import main, pytest_args_for
-from tests import paths
-
-ROOT = paths.ROOT
 
 
 def test_a_gpu_plan_is_collected_with_the_devices_of_a_gpu_machine():
@@ -112,21 +107,6 @@ def test_an_impossible_row_in_a_points_csv_is_refused(tmp_path, capsys, rows, fi
 def test_an_out_of_range_option_is_a_usage_error(capsys, option, value):
     code, err = _exit([option, value], capsys)
     assert code == 2 and option in err and "Traceback" not in err, err
-
-
-@pytest.mark.integration
-def test_a_bad_reference_from_the_command_line_has_no_traceback(tmp_path):
-    path = tmp_path / "ref.json.gz"
-    path.write_bytes(b"\x1f\x8b not really gzip")
-    result = subprocess.run(
-        [sys.executable, "-m", "plan.estimate", "--reference", str(path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 2, result.stderr
-    assert str(path) in result.stderr and "Traceback" not in result.stderr, result.stderr
 
 
 def test_an_impossible_median_in_a_saved_log_is_refused(tmp_path, capsys):

@@ -1,6 +1,5 @@
 """The case declarations: discovered, valid, and covering the catalogue."""
 
-
 import pytest
 import torch
 

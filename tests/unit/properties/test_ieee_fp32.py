@@ -5,7 +5,7 @@ Run on the CPU with CUDA faked present, so `cases._lib.precision.ieee_fp32` take
 and with the precision each cuDNN convolution or RNN call would run at read where the call is made
 (`torch._C._get_fp32_precision_getter` resolves a `'none'` op setting through its parents, as the
 kernels do). A reduced path is allowed only where the bound admits it on purpose
-(`tests.test_mutations.EXEMPT`); precision.tf32 sets its flags itself (see OWN_FLAGS).
+(`tests.unit.properties.test_mutations.EXEMPT`); precision.tf32 sets its flags itself (see OWN_FLAGS).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from cases._lib.precision import ieee_fp32
 from cases.spec import tolerance_at
 from harness.measure import precision_flags as flags
 from plan import VariantPoint
-from tests.test_mutations import EXEMPT
+from tests.unit.properties.test_mutations import EXEMPT
 
 FP32 = torch.float32
 NEW_API = flags.has_new_api()

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-
-import pytest
 
 from suite import cli
 from tests import synthetic
-from tests.launcher import PYTEST, ROOT
 
 
 def test_console_command_dispatches_to_the_reports(tmp_path, capsys):
@@ -19,11 +15,3 @@ def test_console_command_dispatches_to_the_reports(tmp_path, capsys):
     assert (tmp_path / "out" / "verdicts.csv").exists()
     assert cli.main(["gate", "--baseline", str(path), "--current", str(path), "--allow-unjudged"]) == 0
     assert cli.main([]) == 2 and "usage: torch-technique-suite" in capsys.readouterr().err
-
-
-@pytest.mark.integration
-def test_a_keyword_that_matches_nothing_names_the_nearest_catalogue_ids():
-    run = subprocess.run(
-        [*PYTEST, "suite", "-q", "--collect-only", "-k", "lyernorm"], cwd=ROOT, capture_output=True, text=True
-    )
-    assert "-k 'lyernorm' matched no test; catalogue IDs like it: layernorm.manual" in run.stdout

@@ -1,0 +1,64 @@
+"""The run-time cost model (plan.costmodel, plan.estimate): its calls per point follow the
+rounds policy the suite really uses, and a saved GPU log reads back into per-point medians."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+
+import pytest
+
+from tests import paths
+
+ROOT = paths.ROOT
+
+
+@pytest.mark.integration
+def test_estimate_runs_on_the_plan_of_a_real_selection(tmp_path):
+    reference = tmp_path / "points.csv"
+    with open(reference, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "median_s", "spread"])
+        writer.writerow(["distance.pairwise-broadcast-n1024-m1024-d256-float32-cpu", "0.02", "0.01"])
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "plan.estimate",
+            "--reference",
+            str(reference),
+            "--",
+            "--device",
+            "cpu",
+            "--benchmark-only",
+            "-k",
+            "distance.pairwise and n1024 and not compiled",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    header = run.stdout.splitlines()[0].split()
+    assert header[:4] == ["case", "points", "no-ref", "skipped"] and "(s)" in header  # counts, then seconds
+    row = next(line for line in run.stdout.splitlines() if line.startswith("distance.pairwise"))
+    points, scaled = map(int, row.split()[1:3])
+    assert points >= 4 and scaled == points - 1  # the other variants scaled or defaulted
+    assert "estimate:" in run.stdout
+
+
+@pytest.mark.integration
+def test_a_bad_reference_from_the_command_line_has_no_traceback(tmp_path):
+    path = tmp_path / "ref.json.gz"
+    path.write_bytes(b"\x1f\x8b not really gzip")
+    result = subprocess.run(
+        [sys.executable, "-m", "plan.estimate", "--reference", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    assert str(path) in result.stderr and "Traceback" not in result.stderr, result.stderr

@@ -1,0 +1,132 @@
+"""Every timed variant is right on more than one input: three more seeds, and its edge cases.
+
+`test_check` and the timings use one seed (0). Here every variant of every comparison of every
+case (the targets of the negative controls: quick profile's smallest size, on the CPU, every CPU
+dtype) goes through the suite's own check (`VariantPoint`'s oracle and tolerance,
+`measure.checked_call`, as `test_check` runs it) on:
+
+* seeds 1, 2 and 3: a variant right on one draw by luck (a tie broken the oracle's way, a bound
+  met by one sample's scale) is checked on three more;
+* each input family its comparison declares for it (`cases.spec.InputFamily`): near-duplicate
+  points, zeros and ties, values near the dtype's limits, strided and channels_last layouts, an
+  empty or size-1 dimension, held to the variant's own bound at the family's size.
+
+A family's ``fails`` lists the variants whose own check rejects it for a documented reason (the
+matmul expansion's cancellation on near-duplicates): each must still be rejected (a listed
+variant that passes is stale), and its error against the bound is printed in the tally, never
+hidden behind a wider bound. Anything else that fails names the variant, seed or family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from cases.spec import InputFamily, tolerance_at
+from harness import measure
+from plan import VariantPoint
+from tests.targets import doubling_point
+
+SEEDS = (1, 2, 3)  # beyond seed 0, which test_check and the timings use
+PASSED, FAILED, FINDING, STALE = "passed", "failed", "expected finding", "stale finding"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    what: str  # "seed 2" or "near_duplicates"
+    outcome: str  # PASSED, FAILED, FINDING (failed as declared), STALE (declared, but passed)
+    detail: str  # the check's worst element against its bound, and the declared reason
+
+
+def families_of(point: VariantPoint) -> dict[str, InputFamily]:
+    families = point.comparison.input_families
+    return {name: f for name, f in families.items() if f.applies_to(point.variant_name)}
+
+
+def _check(point: VariantPoint, inputs: tuple, size) -> measure.Error:
+    truth = point.oracle(*inputs)
+    _, err = measure.checked_call(point.variant.fn, inputs, truth, tolerance_at(point.tolerance, size))
+    return err
+
+
+def outcomes(point: VariantPoint) -> tuple[Outcome, ...]:
+    """The point's check on each extra seed and each of its families."""
+    found = []
+    for seed in SEEDS:
+        err = _check(point, point.make_inputs(seed), point.size)
+        found.append(Outcome(f"seed {seed}", PASSED if err.within else FAILED, err.worst))
+    for name, family in families_of(point).items():
+        inputs = family.make(point.input_maker, point.size, point.dtype, torch.device(point.device), 0)
+        err = _check(point, inputs, family.size_of(point.size))
+        reason = family.fails.get(point.variant_name)
+        if reason is None:
+            found.append(Outcome(name, PASSED if err.within else FAILED, err.worst))
+        elif err.within:
+            found.append(Outcome(name, STALE, f"passes; drop it from {name}.fails ({reason})"))
+        else:
+            found.append(Outcome(name, FINDING, f"{err.worst} (max rel {err.max_rel:.3g}); {reason}"))
+    return tuple(found)
+
+
+# ---- the check itself can fail: a variant wrong only on one seed, or only on one family ---------
+
+
+def _synthetic(fn, families=None) -> VariantPoint:
+    return doubling_point(fn, "synthetic.edges", families)
+
+
+def _by_what(point) -> dict[str, Outcome]:
+    return {o.what: o for o in outcomes(point)}
+
+
+def test_a_variant_wrong_on_one_seed_fails_that_seed_only():
+    seed_2 = torch.randn(64, generator=torch.Generator().manual_seed(2))
+
+    def variant(x):
+        return 2 * x + 1e-3 if torch.equal(x, seed_2) else 2 * x
+
+    found = _by_what(_synthetic(variant))
+    assert found["seed 2"].outcome == FAILED and "output 0" in found["seed 2"].detail
+    assert [found[f"seed {s}"].outcome for s in (1, 3)] == [PASSED, PASSED]
+
+
+def _strided(x):
+    return (torch.stack((x, x), 1)[:, 0],)  # the same values every second element
+
+
+def test_a_variant_wrong_on_strided_input_fails_that_family():
+    def variant(x):
+        return 2 * x if x.is_contiguous() else 2 * x.flip(0)
+
+    families = {"strided": InputFamily(_strided), "size_one": InputFamily(resize=lambda s: {"n": 1})}
+    found = _by_what(_synthetic(variant, families))
+    assert found["strided"].outcome == FAILED
+    assert found["size_one"].outcome == PASSED  # a flip of one element is the element
+    assert all(found[f"seed {s}"].outcome == PASSED for s in SEEDS)
+
+
+def test_a_declared_failure_must_keep_failing():
+    def variant(x):
+        return 2 * x if x.is_contiguous() else 2 * x + 1
+
+    wrong = InputFamily(_strided, fails={"v": "documented: strided input is off by one"})
+    assert _by_what(_synthetic(variant, {"strided": wrong}))["strided"].outcome == FINDING
+    assert _by_what(_synthetic(lambda x: 2 * x, {"strided": wrong}))["strided"].outcome == STALE
+
+
+def test_a_family_is_drawn_by_the_variants_own_maker_at_its_size():
+    def maker(size, dtype, device, seed):
+        return (torch.ones(size["n"], size["m"], dtype=dtype),)
+
+    family = InputFamily(lambda x: (x.t(),), resize=lambda s: {**s, "m": 1})
+    (x,) = family.make(maker, {"n": 3, "m": 5}, torch.float16, "cpu", 0)
+    assert x.shape == (1, 3) and x.dtype == torch.float16 and x.stride() == (1, 1)
+
+
+def test_a_family_names_only_variants_of_its_comparison():
+    with pytest.raises(ValueError, match="input family 'f'"):
+        _synthetic(lambda x: 2 * x, {"f": InputFamily(fails={"nope": "no such variant"})})
+    with pytest.raises(ValueError, match="input family 'f'"):
+        _synthetic(lambda x: 2 * x, {"f": InputFamily(variants=("v",), fails={"w": "not in variants"})})
