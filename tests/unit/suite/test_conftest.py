@@ -5,39 +5,6 @@ import torch
 from cases import all_cases
 
 
-class _Defaults:
-    """A pytest config where no option was given."""
-
-    def getoption(self, name, default=None):
-        return default
-
-
-def test_a_slow_check_gets_the_slow_marker():
-    from cases.spec import Case, Check
-    from plan import CheckPoint
-    from suite.recorder import Recorder
-
-    case = Case(
-        id="x.y",
-        tier=3,
-        claim="",
-        source="",
-        checks={"fast": Check(lambda d: None), "sweep": Check(lambda d: None, slow=True)},
-    )
-
-    class Item:
-        def __init__(self, point):
-            self.callspec = type("CallSpec", (), {"params": {"check_point": point}})()
-            self.markers, self.user_properties, self.own_markers = [], [], []
-
-        def add_marker(self, mark):
-            self.markers.append(mark.name)
-
-    items = [Item(CheckPoint(case, name, "cpu")) for name in ("fast", "sweep")]
-    Recorder(_Defaults()).pytest_collection_modifyitems(None, items)
-    assert "slow" not in items[0].markers and "slow" in items[1].markers
-
-
 def test_variant_oracle_and_tolerance_override_the_case_and_inputs_are_shared():
     from cases.spec import Case, Tol, naive, optimized
     from plan import InputCache, VariantPoint
@@ -101,46 +68,6 @@ def test_the_size_check_reads_the_budget_after_the_last_group_is_released(monkey
     cache.get(VariantPoint(case, "broadcast", big, torch.float32, "cpu"))
     plan.oversize_reason(VariantPoint(case, "matmul", big, torch.float32, "cpu"), cache)  # same group
     assert held_at_budget == [False, True], "a group's own inputs stay for its next variant"
-
-
-def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements():
-    from harness.measure import timing
-    from plan import LaunchPoint
-    from suite.recorder import Recorder
-
-    class Item:
-        fixturenames = ("launch_point", "benchmark")
-
-        def __init__(self, point):
-            self.callspec = type("CallSpec", (), {"params": {"launch_point": point}})()
-            self.marks, self.user_properties, self.own_markers = [], [], []
-
-        def add_marker(self, mark):
-            self.marks.append(mark)
-
-    # one CUDA point of the case: its CPU points stay out of the GPU run (no gpu marker)
-    points = [
-        LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cpu", 2),
-        LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cpu", 4, slow=True),
-        LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cuda", 2),
-    ]
-    items = [Item(p) for p in points]
-    Recorder(_Defaults()).pytest_collection_modifyitems(None, items)
-    names = [{m.name for m in item.marks} for item in items]
-    assert names[0] == {"distributed", "benchmark"} and names[1] == {"distributed", "slow", "benchmark"}
-    assert {"gpu", "multigpu", "distributed"} <= names[2]
-    clock = next(m for m in items[0].marks if m.name == "benchmark").kwargs["timer"]
-    assert isinstance(clock, timing.ReplayClock)
-    assert [p.id for p in points] == [
-        "parallel.dp_vs_ddp-ddp-w2-cpu",
-        "parallel.dp_vs_ddp-ddp-w4-cpu",
-        "parallel.dp_vs_ddp-ddp-w2-cuda",
-    ]
-    assert LaunchPoint.on("parallel.allreduce", "", "cpu", 2).id == "parallel.allreduce-w2-cpu"
-    assert points[2].requires == ("distributed", "gpus>=2", "nccl")
-    if not torch.cuda.is_available():
-        skip = next(m for m in items[2].marks if m.name == "skip")
-        assert skip.kwargs["reason"] == "CUDA not available" and "benchmark" not in names[2]
 
 
 def test_only_cases_with_no_cuda_test_join_the_gpu_command():

@@ -1,0 +1,35 @@
+"""The cases' declarations in the results file's terms (harness/contract/declared.py): each case's
+rule, devices and timed pairs, every catalogue ID kept (undeclared ones marked), the IDs nearest a
+selection that matched nothing."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from cases import all_cases, get_case
+from harness.contract import catalogue, declared, rules
+
+
+def test_a_case_without_a_rule_is_judged_faster_if_it_times_else_by_its_findings():
+    timed = SimpleNamespace(verdict=None, variants={"loop": object()})
+    untimed = SimpleNamespace(verdict=None, variants={})
+    own = SimpleNamespace(verdict=rules.Lighter(), variants={"loop": object()})
+    assert declared.rule_of(timed) == rules.Faster()
+    assert declared.rule_of(untimed) == rules.FromFindings()
+    assert declared.rule_of(own) == rules.Lighter()
+
+
+def test_case_infos_keep_every_catalogue_id_and_the_declared_pairs():
+    infos = declared.case_infos(all_cases())
+    assert set(infos) >= {e.id for e in catalogue.load()}
+    case = get_case("distance.pairwise")
+    info = infos["distance.pairwise"]
+    assert info.devices == declared.devices_of(case) and "cpu" in info.devices
+    assert info.timed == declared.timed_pairs(case) and info.timed
+    undeclared = declared.case_infos([])
+    assert all(not i.declared for i in undeclared.values())
+
+
+def test_a_keyword_that_matched_nothing_names_the_nearest_ids():
+    assert "distance.pairwise" in declared.nearest_ids("distance.pairwse")
+    assert "every node ID starts with its catalogue ID" in declared.nearest_ids("zzzz")

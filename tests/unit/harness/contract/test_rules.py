@@ -1,0 +1,39 @@
+"""Verdict rules as data (harness/contract/rules.py): the speed, memory and claimed nodes found
+through AllOf/AnyOf, a role expanded to its variants, and the pairs a comparison is timed as."""
+
+from __future__ import annotations
+
+from harness.contract import rules
+
+ROLES = {"loop": "naive", "gather": "naive", "fused": "optimized", "cdist": "library"}
+
+
+def test_nested_rules_are_found_through_all_of_and_any_of():
+    fast = rules.Faster(fast="fused", slow="loop", claim="c1")
+    light = rules.Lighter(claim="c2")
+    rule = rules.AllOf((fast, rules.AnyOf((light, rules.NotFaster()))))
+    assert list(rules.speed_rules(rule)) == [fast, rules.NotFaster()]
+    assert list(rules.memory_rules(rule)) == [light]
+    assert list(rules.claimed(rule)) == [fast, light]
+    hedge = rules.AnyOf((fast, light), claim="either")
+    assert list(rules.claimed(hedge)) == [hedge]  # a claimed hedge decides as a whole
+
+
+def test_a_role_expands_to_its_variants_and_a_name_to_itself():
+    assert rules.expand("naive", ROLES) == ["loop", "gather"]
+    assert rules.expand("fused", ROLES) == ["fused"]
+    assert rules.expand("missing", ROLES) == []
+
+
+def test_compared_pairs_follow_the_rule_else_optimized_over_naive_else_the_library_as_context():
+    assert rules.compared_pairs(rules.Faster(fast="fused", slow="gather"), ROLES) == [
+        ("fused", "gather", "rule")
+    ]
+    # a rule naming variants this comparison lacks: optimized over every naive way
+    assert rules.compared_pairs(rules.Faster(fast="x", slow="y"), ROLES) == [
+        ("fused", "loop", "rule"),
+        ("fused", "gather", "rule"),
+    ]
+    assert rules.compared_pairs(rules.FromFindings(), {"loop": "naive", "cdist": "library"}) == [
+        ("cdist", "loop", "context")
+    ]

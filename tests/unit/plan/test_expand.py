@@ -1,0 +1,44 @@
+"""The plan expanded into points (plan/expand.py): a variant point per case × variant × size ×
+dtype × device, CUDA points once per timing mode (a compiled twin in the first only), the points a
+suite test takes by its arguments, and the point a collected item was parametrised with."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from plan import expand
+
+
+def test_variant_points_cover_the_selected_devices_and_no_point_twice():
+    points = expand.variant_points("quick", ["cpu"])
+    assert points and {p.device for p in points} == {"cpu"}
+    ids = [p.id for p in points]
+    assert len(ids) == len(set(ids))
+
+
+def test_timing_modes_multiply_cuda_points_only_and_a_twin_takes_the_first():
+    points = expand.variant_points("quick", ["cpu", "cuda"])
+    modes = ("warm", "cold_l2")
+    timed = expand.with_timing_modes(points, modes)
+    cpu = [p for p in points if p.device == "cpu"]
+    twins = [p for p in points if p.device == "cuda" and p.variant.role.value == "compiled"]
+    others = [p for p in points if p.device == "cuda" and p.variant.role.value != "compiled"]
+    assert len(timed) == len(cpu) + len(twins) + 2 * len(others)
+    assert {p.timing for p in timed if p.device == "cpu"} == {"warm"}
+    assert {p.timing for p in timed if p.device == "cuda"} == set(modes)
+
+
+def test_a_test_gets_the_points_of_the_arguments_it_takes():
+    got = expand.points_by_argument(
+        ("check_point",), profile="quick", devices=["cpu"], compile_scope="auto", timing_modes=("warm",)
+    )
+    assert list(got) == ["check_point"]
+    names = [p.key.case + "::" + p.key.name for p in got["check_point"]]
+    assert names == [p.key.case + "::" + p.key.name for p in expand.check_points(["cpu"])] and names
+
+
+def test_point_of_an_item_is_its_parameter_with_requires_and_a_key():
+    point = expand.check_points(["cpu"])[0]
+    item = SimpleNamespace(callspec=SimpleNamespace(params={"x": 1, "check_point": point}))
+    assert expand.point_of(item) is point
+    assert expand.point_of(SimpleNamespace()) is None

@@ -1,0 +1,29 @@
+"""index.html's parts (reports/html.py): every text from a results file escaped, badges and
+numbers that say nothing where there is nothing, images inline, and what to use read from the
+compared pairs."""
+
+from __future__ import annotations
+
+import base64
+
+import pandas as pd
+
+from reports import html
+
+
+def test_text_from_results_is_escaped_and_a_missing_value_is_blank():
+    assert html.esc('<script>"x"</script>') == "&lt;script&gt;&quot;x&quot;&lt;/script&gt;"
+    assert html.esc(None) == html.esc(float("nan")) == ""
+    assert "&lt;b&gt;" in html.badge("<b>") and "&lt;b&gt;" in html.notes_badge("<b>")
+
+
+def test_numbers_and_images():
+    assert html.fmt(1234.5) == "1.23e+03" and html.fmt(float("inf")) == html.fmt(None) == ""
+    assert html.img(None, "x") == ""
+    tag = html.img(b"\x89PNG", 'a "plot"')
+    assert base64.b64encode(b"\x89PNG").decode() in tag and 'alt="a &quot;plot&quot;"' in tag
+
+
+def test_no_compared_pair_gives_no_recommendation():
+    assert html.recommendation(None) is None
+    assert html.recommendation(pd.DataFrame({"against": ["compiled"], "part": [""], "x": [1]})) is None

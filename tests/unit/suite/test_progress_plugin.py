@@ -1,0 +1,33 @@
+"""The pytest glue of the run's progress (suite/progress_plugin.py): a collected test is a launch
+where its point is a launch point, and the lines the plan hands back go to the terminal."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from plan import expand, launches
+from suite import progress_plugin
+
+
+def _item(point):
+    return SimpleNamespace(callspec=SimpleNamespace(params={"point": point}))
+
+
+def test_a_launch_is_told_from_the_other_points():
+    launch = launches.points(next(iter(launches.LAUNCHES)), ["cpu"])[0]
+    check = expand.check_points(["cpu"])[0]
+    assert progress_plugin._launches(_item(launch))
+    assert not progress_plugin._launches(_item(check))
+    assert not progress_plugin._launches(SimpleNamespace())
+
+
+def test_the_lines_are_written_where_a_terminal_reporter_is():
+    written = []
+    reporter = SimpleNamespace(ensure_newline=lambda: written.append("\n"), write_line=written.append)
+    manager = SimpleNamespace(get_plugin=lambda name: reporter if name == "terminalreporter" else None)
+    plugin = object.__new__(progress_plugin.ProgressPlugin)
+    plugin.config = SimpleNamespace(pluginmanager=manager)
+    plugin._write(["plan: 3 tests", "ETA 2 min"])
+    assert written == ["\n", "plan: 3 tests", "ETA 2 min"]
+    plugin._write([])
+    assert len(written) == 3

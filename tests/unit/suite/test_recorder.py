@@ -1,0 +1,77 @@
+"""The run's record, the pytest glue (suite/recorder.py): each collected point gets its markers, skips and
+replay clock from its requirements."""
+
+import torch
+
+
+class _Defaults:
+    """A pytest config where no option was given."""
+
+    def getoption(self, name, default=None):
+        return default
+
+
+def test_a_slow_check_gets_the_slow_marker():
+    from cases.spec import Case, Check
+    from plan import CheckPoint
+    from suite.recorder import Recorder
+
+    case = Case(
+        id="x.y",
+        tier=3,
+        claim="",
+        source="",
+        checks={"fast": Check(lambda d: None), "sweep": Check(lambda d: None, slow=True)},
+    )
+
+    class Item:
+        def __init__(self, point):
+            self.callspec = type("CallSpec", (), {"params": {"check_point": point}})()
+            self.markers, self.user_properties, self.own_markers = [], [], []
+
+        def add_marker(self, mark):
+            self.markers.append(mark.name)
+
+    items = [Item(CheckPoint(case, name, "cpu")) for name in ("fast", "sweep")]
+    Recorder(_Defaults()).pytest_collection_modifyitems(None, items)
+    assert "slow" not in items[0].markers and "slow" in items[1].markers
+
+
+def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements():
+    from harness.measure import timing
+    from plan import LaunchPoint
+    from suite.recorder import Recorder
+
+    class Item:
+        fixturenames = ("launch_point", "benchmark")
+
+        def __init__(self, point):
+            self.callspec = type("CallSpec", (), {"params": {"launch_point": point}})()
+            self.marks, self.user_properties, self.own_markers = [], [], []
+
+        def add_marker(self, mark):
+            self.marks.append(mark)
+
+    # one CUDA point of the case: its CPU points stay out of the GPU run (no gpu marker)
+    points = [
+        LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cpu", 2),
+        LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cpu", 4, slow=True),
+        LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cuda", 2),
+    ]
+    items = [Item(p) for p in points]
+    Recorder(_Defaults()).pytest_collection_modifyitems(None, items)
+    names = [{m.name for m in item.marks} for item in items]
+    assert names[0] == {"distributed", "benchmark"} and names[1] == {"distributed", "slow", "benchmark"}
+    assert {"gpu", "multigpu", "distributed"} <= names[2]
+    clock = next(m for m in items[0].marks if m.name == "benchmark").kwargs["timer"]
+    assert isinstance(clock, timing.ReplayClock)
+    assert [p.id for p in points] == [
+        "parallel.dp_vs_ddp-ddp-w2-cpu",
+        "parallel.dp_vs_ddp-ddp-w4-cpu",
+        "parallel.dp_vs_ddp-ddp-w2-cuda",
+    ]
+    assert LaunchPoint.on("parallel.allreduce", "", "cpu", 2).id == "parallel.allreduce-w2-cpu"
+    assert points[2].requires == ("distributed", "gpus>=2", "nccl")
+    if not torch.cuda.is_available():
+        skip = next(m for m in items[2].marks if m.name == "skip")
+        assert skip.kwargs["reason"] == "CUDA not available" and "benchmark" not in names[2]
