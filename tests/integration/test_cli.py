@@ -1,4 +1,5 @@
-"""The console command and the hint for a -k that matches nothing."""
+"""The console command (suite/cli.py) on a real run: a -k that matches nothing names the nearest catalogue
+IDs."""
 
 from __future__ import annotations
 

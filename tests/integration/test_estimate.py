@@ -1,5 +1,5 @@
-"""The run-time cost model (plan.costmodel, plan.estimate): its calls per point follow the
-rounds policy the suite really uses, and a saved GPU log reads back into per-point medians."""
+"""The run-time estimate on real selections (plan.estimate, plan.costmodel): it runs on the plan of a real
+selection, and a bad reference from the command line ends without a traceback."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The example GitHub workflow: valid YAML and a valid Actions workflow (linted with yamllint and
-check-jsonschema's vendored GitHub-workflows schema where installed), and every `python -m reports`
-flag it uses exists."""
+check-jsonschema's vendored GitHub schema)."""
 
 from __future__ import annotations
 

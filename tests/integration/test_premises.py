@@ -1,7 +1,6 @@
-"""Hardware premises (harness/machine/premises.py) and every check branch that rests on one, each premise
-faked both ways, so CI judges both branches whatever CPU it lands on and with or without a GPU;
-and the fresh-process probes (cases/_lib/isolated.py) that keep device-side asserts and GPU-less
-questions out of the test process."""
+"""Hardware premises in fresh processes (harness/machine/premises.py, cases/_lib/isolated.py): the
+DataParallel CPU question where no GPU is visible, invalid weights sent to a fresh process where a
+device assert is possible, an isolated call returning what it raised and surviving a dying child."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The results contract (harness/contract/record.py) and what rides on it: a report and the gate built with
-`torch` and `cases` unimportable, every suite test's outcome in outcomes[], old files still read."""
+"""The results contract on a real run (harness/contract/record.py): every suite test's outcome is in the
+results, a report and the gate build with `torch` and `cases` unimportable, and a file is judged by the
+rule it recorded."""
 
 import json
 import re

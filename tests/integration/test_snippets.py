@@ -1,9 +1,5 @@
-"""The notes' snippets as written (CATALOG.md: "The notes' snippets run as written").
-
-Unit tier: extraction, the map (every snippet mapped, no entry stale), compiling every Python
-snippet, the classification of each error type and the judge. Integration tier: running the
-notes, one fresh interpreter per note (each imports torch: seconds apiece), once per session.
-"""
+"""The notes' snippets run as written: one fresh interpreter per note (each imports torch: seconds apiece),
+once per session; the errata found, and the snippets check judging its IDs' snippets."""
 
 from __future__ import annotations
 

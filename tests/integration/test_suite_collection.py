@@ -1,4 +1,6 @@
-"""The pytest glue seen from outside: option validation, node IDs, out-of-memory handling."""
+"""The suite's collection seen from a real pytest run: a bad option is a usage error naming the valid
+values, every node ID carries its catalogue ID, GPU-only benchmarks skip with the reason on a CPU
+machine."""
 
 import subprocess
 

@@ -1,5 +1,5 @@
-"""The timer's self-checks, the roofline arithmetic, the ceilings and the timers handed to
-pytest-benchmark, against known answers."""
+"""The replay clock on a real pytest-benchmark run (harness.measure.timing.ReplayClock): measured steps
+handed to pytest-benchmark exactly."""
 
 import json
 import os

@@ -1,5 +1,5 @@
-"""torch.compile beside every timed pair: which variants get a compiled twin, why one cannot, and
-the report's finding on whether the compiler closes the gap."""
+"""Which timed pairs get a torch.compile twin (plan/compiled_twins.py) or a reason why not, and where the
+plan places and times the twins."""
 
 import torch
 

@@ -101,3 +101,54 @@ def test_no_module_sits_at_the_top_of_the_harness_and_the_contract_is_torch_free
         for name in _imports(path) & {"torch", "pytest"}
     }
     assert not heavy, sorted(heavy)
+
+
+# ---- the tests mirror the code ----------------------------------------------------------------------
+
+# the pytest glue modules of suite/ (its test_*.py are the suite itself, tested by running it)
+GLUE = (
+    "benchmark_json",
+    "cli",
+    "conftest",
+    "isolation_plugin",
+    "options",
+    "persist",
+    "progress_plugin",
+    "recorder",
+)
+
+
+def _mirrored_test(path: Path) -> Path | None:
+    """The unit-test file a module of harness/, plan/, reports/ or the glue has: `tests/unit/` then
+    its own path with `test_` before its name; a package's face (`__init__.py`) that defines
+    something is tested in `test_<package>.py` beside its rooms' tests, `__main__.py` in
+    `test_main.py`; a face that only re-exports needs none."""
+    rel = path.relative_to(ROOT)
+    folder = ROOT / "tests" / "unit" / rel.parent
+    if path.name == "__init__.py":
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        if not any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) for n in body):
+            return None
+        return folder / f"test_{rel.parent.name}.py"
+    if path.name == "__main__.py":
+        return folder / "test_main.py"
+    return folder / f"test_{path.stem}.py"
+
+
+def _modules() -> list[Path]:
+    found = [p for layer in ("harness", "plan", "reports") for p in (ROOT / layer).rglob("*.py")]
+    return sorted(found + [ROOT / "suite" / f"{name}.py" for name in GLUE])
+
+
+def test_every_module_has_its_mirrored_unit_test_file():
+    missing = [
+        f"{module.relative_to(ROOT)} → {test.relative_to(ROOT)}"
+        for module in _modules()
+        if (test := _mirrored_test(module)) is not None and not test.is_file()
+    ]
+    assert not missing, "modules without their unit-test file:\n" + "\n".join(missing)
+
+
+def test_the_glue_list_is_every_module_of_suite_but_its_tests():
+    glue = {p.stem for p in (ROOT / "suite").glob("*.py") if p.name != "__init__.py"}
+    assert glue - {p for p in glue if p.startswith("test_")} == set(GLUE)

@@ -1,21 +1,6 @@
-"""Every timed variant is right on more than one input: three more seeds, and its edge cases.
-
-`test_check` and the timings use one seed (0). Here every variant of every comparison of every
-case (the targets of the negative controls: quick profile's smallest size, on the CPU, every CPU
-dtype) goes through the suite's own check (`VariantPoint`'s oracle and tolerance,
-`measure.checked_call`, as `test_check` runs it) on:
-
-* seeds 1, 2 and 3: a variant right on one draw by luck (a tie broken the oracle's way, a bound
-  met by one sample's scale) is checked on three more;
-* each input family its comparison declares for it (`cases.spec.InputFamily`): near-duplicate
-  points, zeros and ties, values near the dtype's limits, strided and channels_last layouts, an
-  empty or size-1 dimension, held to the variant's own bound at the family's size.
-
-A family's ``fails`` lists the variants whose own check rejects it for a documented reason (the
-matmul expansion's cancellation on near-duplicates): each must still be rejected (a listed
-variant that passes is stale), and its error against the bound is printed in the tally, never
-hidden behind a wider bound. Anything else that fails names the variant, seed or family.
-"""
+"""The seeds-and-edges machinery, without running every variant (tests/integration/test_seeds_and_edges.py
+runs them): a variant wrong on one seed or on strided input fails that seed or family only, a declared
+failure must keep failing, and a family is drawn by the variant's own maker."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""torch.compile beside every timed pair: which variants get a compiled twin, why one cannot, and
-the report's finding on whether the compiler closes the gap."""
+"""What the report says of a compiled twin (reports.verdicts, reports.summary): how much of the gap compile
+closes, a pair not compiled with its reason, a twin's source read from its record."""
 
 import math
 

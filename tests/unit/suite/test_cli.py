@@ -1,4 +1,4 @@
-"""The console command and the hint for a -k that matches nothing."""
+"""The console command (suite/cli.py), without a run."""
 
 from __future__ import annotations
 

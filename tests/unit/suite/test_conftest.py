@@ -1,4 +1,6 @@
-"""The pytest glue seen from outside: option validation, node IDs, out-of-memory handling."""
+"""The suite's conftest seen from outside (suite/conftest.py): a variant's oracle and tolerance over its
+case's with the inputs shared, the size check reading the budget after the last input group is released,
+and which cases join the GPU command."""
 
 import torch
 

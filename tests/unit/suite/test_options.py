@@ -1,5 +1,6 @@
-"""Every documented option and entry point, each run on a real selection (not only collected):
-the README's options table, the GPU command, and the tox environments' install step."""
+"""The options' plumbing without a run (suite/options.py, tox.ini): the tox environments' install step
+keeps an installed torch, else pins the CPU wheel. Every option on a real selection is in
+tests/integration/test_options.py."""
 
 import importlib.util
 

@@ -1,9 +1,7 @@
-"""The notes' snippets as written (CATALOG.md: "The notes' snippets run as written").
-
-Unit tier: extraction, the map (every snippet mapped, no entry stale), compiling every Python
-snippet, the classification of each error type and the judge. Integration tier: running the
-notes, one fresh interpreter per note (each imports torch: seconds apiece), once per session.
-"""
+"""The notes' snippets as written (cases/_lib/snippets.py, snippet_map.py; CATALOG.md: "The notes' snippets
+run as written"): extraction, the map (every snippet mapped, no entry stale), compiling every Python
+snippet, the classification of each error type and the judge. Running the notes is in
+tests/integration/test_snippets.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The results contract (harness/contract/record.py) and what rides on it: a report and the gate built with
-`torch` and `cases` unimportable, every suite test's outcome in outcomes[], old files still read."""
+"""The results contract (harness/contract/record.py): every declared rule, outcome, finding and point key
+round-trips as data, unknown rules and newer schemas are one-line errors, a schema-1 file still loads,
+and only the phase that decides a test is its outcome."""
 
 import json
 from types import SimpleNamespace

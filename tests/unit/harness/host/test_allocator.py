@@ -1,6 +1,6 @@
-"""harness.host.allocator: the host allocator's thresholds are pinned, passed to worker processes, and
-a large temporary then costs the same in a fresh process as after other work; inside `perturbed`
-memory handed out uninitialised never holds what was freed (the stale-buffer negative control)."""
+"""harness.host.allocator: inside `perturbed`, memory handed out uninitialised never holds what was freed
+(the stale-buffer negative control). The pinned thresholds, in worker processes, are in
+tests/integration/test_allocator.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Nothing measured is lost when a run is cut short (suite.persist, harness.run.results_file,
-harness.run.journal): real CPU benchmark runs in a subprocess, interrupted mid-way by SIGINT, SIGTERM
-or SIGKILL, leave a valid results JSON with every point that finished, marked partial, from which
-the report builds."""
+"""SIGINT and SIGTERM held where they must wait (harness/host/signals.py): a second signal while the
+results are written waits for the write, and one during a profiler session's start or stop lands after
+it."""
 
 import os
 import signal

@@ -1,5 +1,5 @@
-"""The timer's self-checks, the roofline arithmetic, the ceilings and the timers handed to
-pytest-benchmark, against known answers."""
+"""The machine's measured ceilings (harness/machine/ceilings.py): the documented shape on the CPU and on
+CUDA, plausible values, measured in seconds."""
 
 import pytest
 import torch

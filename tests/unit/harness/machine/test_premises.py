@@ -1,7 +1,5 @@
 """Hardware premises (harness/machine/premises.py) and every check branch that rests on one, each premise
-faked both ways, so CI judges both branches whatever CPU it lands on and with or without a GPU;
-and the fresh-process probes (cases/_lib/isolated.py) that keep device-side asserts and GPU-less
-questions out of the test process."""
+faked both ways, in this process (the fresh-process ones: tests/integration/test_premises.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Nothing measured is lost when a run is cut short (suite.persist, harness.run.results_file,
-harness.run.journal): real CPU benchmark runs in a subprocess, interrupted mid-way by SIGINT, SIGTERM
-or SIGKILL, leave a valid results JSON with every point that finished, marked partial, from which
-the report builds."""
+"""The measurement helpers (harness/measure/__init__.py) against known answers: sleeps of known length,
+allocations of known size; a profiled call stays interruptible and its profiler always stops."""
 
 import math
 import os

@@ -1,39 +1,5 @@
-"""Every timed variant's own check rejects wrong answers: negative controls, generated.
-
-For every variant of every comparison of every case (all tiers and roles, in every dtype it runs
-on the CPU) at the quick profile's smallest size, on the CPU, through the suite's own check
-(`VariantPoint`'s inputs, oracle and tolerance at that size, `measure.checked_call`, as
-`test_check` runs it), a stand-in for the variant answers wrongly, and the check must fail:
-
-* ``zeros``: one output replaced by zeros;
-* ``constant``: one output replaced by its own mean, everywhere;
-* ``bias``: one output with every element moved the same way by 2.5× that element's own bound
-  (atol + floor·max|truth| + rtol·|truth|; norm-wise, 2.5·norm·||truth|| spread evenly), and
-  by at least one step of the dtype: just outside the bound, where 10× would be too easy;
-* ``replay``: the variant's result on another seed's inputs (computed once, returned again);
-* ``mutated input``: the right result, returned after one element of one input was moved by one
-  step of its dtype in place: the first argument of each kind (tensor, list, dict, module,
-  dataclass) and the last one, so every branch of the input watch is shown to see it;
-* ``stale buffer``: KernelBench's case. The variant computes the right answer on the same inputs
-  (as the variant checked before it does in test_check, the comparison's inputs being shared),
-  the answer is freed, and the stand-in returns ``torch.empty_strided`` of each output's shape,
-  strides and dtype, never written: uninitialised memory that glibc's heap (or CUDA's caching
-  allocator) hands back from the block just freed, the right answer in it. Nothing here forces
-  the reuse: the tally counts how often the allocator really handed the freed block back (the
-  realistic case, not a contrived one), and the check must reject every one, which it does
-  because `measure.poison_recycled` overwrites that block before the call.
-
-A control that cannot apply is counted as not applicable with the reason (zeros where the truth is
-zeros, a constant where the truth is one value, a bias on a truth value, an argument with no tensor
-in it), never skipped unseen. One that is not rejected fails its target's test unless
-`KNOWN_GAPS` names it with the reason. The compiled twins are not targets of their own: a twin has
-its naive variant's inputs, oracle and tolerance, and a control replaces its output, so its check
-is the naive variant's, controlled here.
-
-The last tests show the suite's path catching what the first call cannot: a variant that writes
-into its inputs (`test_check`), and one that is right on its first call and wrong once warm
-(`test_benchmark`'s check of the last timed call).
-"""
+"""Inputs a call wrote into (harness/measure/mutation.py): a mutated input is found where it sits, and what
+the digest sees (one step, a swap, sparse values) and does not (a grad)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The timer's self-checks, the roofline arithmetic, the ceilings and the timers handed to
-pytest-benchmark, against known answers."""
+"""The timer's self-checks, the roofline arithmetic and the timers handed to pytest-benchmark, against
+known answers (the ceilings: tests/unit/harness/machine/test_ceilings.py)."""
 
 import statistics
 

@@ -1,13 +1,5 @@
-"""The TF32 override variables are a premise, and the points they would turn red are `not measured`
-(issue 37 item 5).
-
-NVIDIA_TF32_OVERRIDE=0 keeps cuBLAS and cuDNN off TF32 whatever torch's flags ask, so a check of
-TF32 on against off sees no difference; TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (set in NVIDIA's PyTorch
-containers) runs every fp32 cuBLAS matmul in TF32, so an IEEE fp32 bound fails. Either way the
-check would go red for the environment's sake. On a CPU the variables do nothing, and nothing is
-taken away there. The environment is monkeypatched; a CUDA device is faked only as far as the
-requirement check asks whether one is there.
-"""
+"""Markers and skips from a point's requirements (harness/point/marks.py): under the TF32 override
+variables the CUDA points they would turn red are `not measured` (issue 37 item 5)."""
 
 from __future__ import annotations
 

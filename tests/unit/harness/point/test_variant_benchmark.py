@@ -1,4 +1,5 @@
-"""The pytest glue seen from outside: option validation, node IDs, out-of-memory handling."""
+"""One variant at one point, measured (harness/point/variant_benchmark.py): out of memory is `not measured`
+with the reason, any other error raises."""
 
 import pytest
 import torch

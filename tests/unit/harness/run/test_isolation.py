@@ -1,11 +1,7 @@
-"""Isolation from sticky CUDA errors (suite/isolation_plugin.py, harness.run.isolation), on real
-pytest runs in a subprocess: a sticky error fails its own test with the assert's text, every other
-test has the outcome a run without the error gives it, and the benchmark points measured before and after it
-end up in the one results JSON. On CPU the sticky error is simulated (`harness.run.isolation.PLANT_ENV`:
-the planted test raises torch's device-side-assert error and every later call in that process
-raises it too, as on a dead context); on CUDA a real device-side assert is planted. What the
-pytest glue does short of calling pytest's hooks (`State`, `replay_event`, `explain`) is tested in
-this process, without a run."""
+"""Isolation from sticky CUDA errors (harness.run.isolation, suite/isolation_plugin.py) in this process,
+without a run: the probe, a worker's arguments and node IDs, the failure that killed the context, a
+worker's events replayed as this process's reports and the hand-over. The real pytest runs in a
+subprocess are in tests/integration/test_isolation.py."""
 
 from types import SimpleNamespace
 

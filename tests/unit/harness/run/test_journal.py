@@ -1,7 +1,6 @@
-"""Nothing measured is lost when a run is cut short (suite.persist, harness.run.results_file,
-harness.run.journal): real CPU benchmark runs in a subprocess, interrupted mid-way by SIGINT, SIGTERM
-or SIGKILL, leave a valid results JSON with every point that finished, marked partial, from which
-the report builds."""
+"""Rebuilding a results file from a run's journal (python -m harness.run.journal): never over a complete
+results file, through a temporary file, into a name the report's folders read; a line cut by a crash is
+ignored."""
 
 from __future__ import annotations
 

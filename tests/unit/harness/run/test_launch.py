@@ -1,5 +1,5 @@
-"""The judges of the distributed cases (`cases.parallel`, `cases.dist`) on hand-made rank
-files: each check goes red on the evidence it exists to catch, without launching a process."""
+"""How the distributed tests are launched (harness/run/launch.py): the world sizes come from
+SUITE_WORLD_SIZES, else from the hardware."""
 
 
 def test_world_sizes_come_from_the_environment_else_the_hardware(monkeypatch):

@@ -1,5 +1,6 @@
-"""The results file under faults: written whole or not at all, never lost to a second run, a
-leftover journal or a full disk (suite.persist, harness.run.results_file, harness.run.journal)."""
+"""The results file under faults, in this process (harness.run.results_file, harness.run.journal): written
+whole or not at all, one run holding it, a cut-short run keeping only its finished points, signals
+waiting while it is written. The faults on real runs are in tests/integration/test_results_file.py."""
 
 from __future__ import annotations
 
