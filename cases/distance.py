@@ -108,7 +108,7 @@ def _nm(size, itemsize):
     return size["n"] * size["m"] * itemsize
 
 
-# ---- edge inputs: every variant checked on them too (tests/test_seeds_and_edges.py) ------------
+# ---- edge inputs: every variant checked on them too (tests/integration/test_seeds_and_edges.py) ---
 
 
 def clustered(x, y):

@@ -80,7 +80,7 @@ def ce_float64(logits, target, probs):
     return loss, grad
 
 
-# ---- edge inputs: every variant checked on them too (tests/test_seeds_and_edges.py) ------------
+# ---- edge inputs: every variant checked on them too (tests/integration/test_seeds_and_edges.py) ---
 
 INPUT_FAMILIES = {
     # Every logit equal (1.5): softmax ties at exactly 1/C everywhere, loss = log C.

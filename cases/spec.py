@@ -79,7 +79,7 @@ class Tol:
     times a factor for the length of the reductions or the depth of the chain, times the scale.
     Where that factor depends on the size, declare a function of the size instead of a Tol
     (``tolerance={FP32: lambda size: Tol(...)}``, resolved by `tolerance_at`). A 1e-4 relative
-    bias must stay outside every fp32 bound at the quick sizes (``tests/test_mutations.py``).
+    bias must stay outside every fp32 bound at the quick sizes (``tests/unit/properties/test_mutations.py``).
     """
 
     rtol: float = 0.0
@@ -227,7 +227,7 @@ class Comparison:
     # for Inductor to compile); every other naive variant of a timed pair gets a compiled twin.
     uncompilable: Mapping[str, str] = field(default_factory=dict)
     # Edge-case inputs the variants are checked on besides the seeded random ones (`InputFamily`);
-    # none by default. Checked by tests/test_seeds_and_edges.py, never timed.
+    # none by default. Checked by tests/integration/test_seeds_and_edges.py, never timed.
     input_families: Mapping[str, InputFamily] = field(default_factory=dict)
 
     def _validate(self, where: str) -> None:

@@ -1,6 +1,6 @@
 """precision.tf32 / precision.amp: the global precision flags are the same after every variant
 and check as before (the generic tests cannot see this). That harness.measure.precision_flags restores them
-when the code inside raises is its own unit test (tests/test_precision_flags.py)."""
+when the code inside raises is its own unit test (tests/unit/harness/measure/test_precision_flags.py)."""
 
 from __future__ import annotations
 

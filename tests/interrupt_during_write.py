@@ -1,4 +1,4 @@
-"""A pytest plugin for tests/test_results_file.py: three SIGINTs while the results JSON is being
+"""A pytest plugin for tests/integration/test_results_file.py: three SIGINTs while the results JSON is being
 written (inside pytest-benchmark's writer, where the suite holds signals), as a user pressing
 Ctrl-C three times at the end of a run would send them."""
 

@@ -16,7 +16,8 @@ import os
 import pytest
 
 ENV = "SUITE_PLANT_RED"
-OFF = 1e-2  # relative: far outside every fp32 bound of the quick sizes (tests/test_mutations.py: 1e-4)
+# relative: far outside every fp32 bound of the quick sizes (tests/unit/properties/test_mutations.py: 1e-4)
+OFF = 1e-2
 
 
 def asserting(fn):

@@ -2,7 +2,7 @@
 
 Keyed by a stable locator, the note file's prefix and the snippet's index in that file
 ("003#7": the eighth fenced block of 003_*.txt), with the snippet's first non-blank line as a
-guard: an edited note moves or changes snippets, and `tests/test_snippets.py` then names every
+guard: an edited note moves or changes snippets, and `tests/unit/cases/_lib/test_snippets.py` then names every
 entry that no longer matches (and every snippet without an entry).
 
 ``runs``: whether it is run on a CPU, in the note's namespace (the names the notes defined before

@@ -1,4 +1,4 @@
-"""Tests that tests/test_interrupt.py runs in a pytest subprocess, by path (not collected by
+"""Tests that tests/integration/test_interrupt.py runs in a pytest subprocess, by path (not collected by
 ``pytest tests``): two benchmark points that finish, then one that the interrupt catches inside
 its rounds, which is how the H100 run crashed pytest-benchmark's writer (a point with no data)."""
 

@@ -1,5 +1,5 @@
-"""Tests that tests/test_isolation.py runs in a pytest subprocess, by path (the name does not match
-``test_*.py``, so ``pytest tests`` never collects them): every outcome a run can have, benchmark
+"""Tests that tests/integration/test_isolation.py runs in a pytest subprocess, by path (the name does
+not match ``test_*.py``, so ``pytest tests`` never collects them): every outcome a run can have, benchmark
 points before and after the tests where a sticky error is planted, a test that kills its worker,
 and a real device-side assert where CUDA exists."""
 

@@ -76,7 +76,7 @@ _CUDNN = [(F, name) for name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d
 
 # precision.tf32 sets the flags itself, for the device its tensors are on
 # (harness.measure.precision_flags.matmul_precision / conv_precision): CPU tensors here, so the CUDA flags it
-# would set are not reached; tests/test_premises.py and suite/test_precision.py test it.
+# would set are not reached; tests/unit/harness/machine/test_premises.py and suite/test_precision.py test it.
 OWN_FLAGS = {"precision.tf32"}
 
 
