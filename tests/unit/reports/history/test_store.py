@@ -7,17 +7,14 @@ from __future__ import annotations
 import gzip
 import json
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from reports import gate, load
 from reports.__main__ import main
-from reports.history import changes, report, store
+from reports.history import changes, store
 from tests import synthetic
-from tests.launcher import ROOT
 
 SMALL = dict(sizes=(128,), variants=synthetic.VARIANTS[:2], n_rounds=8, paired=True)
 
@@ -136,62 +133,6 @@ def test_a_newer_schema_is_refused(tmp_path):
         changes.changes(history)
 
 
-def test_a_planted_20_percent_step_is_found_at_its_run_and_shown_in_the_report(tmp_path):
-    docs = [_doc(i, step_at=5, step=0.2, sizes=(128, 256)) for i in range(8)]
-    history = tmp_path / "results" / "history.sqlite"
-    paths = _write(tmp_path / "results", docs)
-    store.add_files(history, paths)
-    found = changes.changes(history)
-    with store.connect(history) as db:
-        step_run = int(store.runs(db).iloc[5]["id"])
-    speed = [c for c in found if c.kind == "speed-up"]
-    assert speed and {c.run_id for c in speed} == {step_run}
-    assert {c.size for c in speed} == {"n128", "n256"} and all(-0.25 < c.change < -0.15 for c in speed)
-    # the report: its History section marks the change at that run
-    (view,) = report.views(history)
-    assert view.plot.startswith(b"\x89PNG") and {row[0] for row in view.changes} == {step_run}
-    out = tmp_path / "out"
-    assert main(["build", str(paths[-1]), "--out", str(out)]) == 0  # the history beside the results
-    page = (out / "index.html").read_text()
-    assert 'id="history-distance.pairwise"' in page and f"<td>{step_run}</td>" in page
-    assert list((out / "plots").glob("history--distance.pairwise*.png"))
-
-
-def test_unchanged_runs_have_no_change_point(tmp_path):
-    history = tmp_path / "h.sqlite"
-    store.add_files(history, _write(tmp_path / "r", [_doc(i, sizes=(128, 256)) for i in range(10)]))
-    assert [c for c in changes.changes(history) if c.kind == "speed-up"] == []
-
-
-def test_changes_by_torch_name_the_upgrade(tmp_path, capsys):
-    docs = [_doc(i, step_at=4, step=0.3, torch="2.12.0+cpu" if i < 4 else "2.13.0+cpu") for i in range(8)]
-    history = tmp_path / "h.sqlite"
-    store.add_files(history, _write(tmp_path / "r", docs))
-    # per machine key (torch included) each torch has its own series: nothing changed within either
-    assert [c for c in changes.changes(history) if c.kind == "speed-up"] == []
-    by_torch = [c for c in changes.changes(history, by="torch") if c.kind == "speed-up"]
-    assert by_torch and all(c.previous_torch == "2.12.0+cpu" and c.torch == "2.13.0+cpu" for c in by_torch)
-    assert main(["history", "changes", "--by", "torch", "--history", str(history)]) == 0
-    assert "2.12.0+cpu → 2.13.0+cpu" in capsys.readouterr().out
-
-
-def test_verdict_changes_are_listed_with_commit_and_torch(tmp_path):
-    docs = [_doc(i) for i in range(4)]
-    bad = {
-        "case": "distance.pairwise",
-        "kind": "check",
-        "name": "wrong",
-        "outcome": "failed",
-        "reason": "boom",
-    }
-    docs[2]["outcomes"].append({**bad, "nodeid": "x::test_check[wrong]"})
-    history = tmp_path / "h.sqlite"
-    store.add_files(history, _write(tmp_path / "r", docs))
-    found = [c for c in changes.changes(history) if c.kind == "verdict" and c.pair == ""]
-    assert [(c.commit, c.torch) for c in found] == [(f"{2:040x}", "2.13.0+cpu"), (f"{3:040x}", "2.13.0+cpu")]
-    assert found[0].before == "holds" and found[0].after != "holds" and found[1].after == "holds"
-
-
 def test_the_gate_draws_its_baseline_from_the_history(tmp_path):
     history = tmp_path / "h.sqlite"
     store.add_files(history, _write(tmp_path / "base", [_doc(i) for i in range(7)]))
@@ -235,58 +176,3 @@ def test_the_history_baseline_is_the_last_runs_of_the_machine_and_branch(tmp_pat
 def _adder(args) -> None:  # one process's share of the concurrent appends
     history, paths = args
     store.add_files(history, paths)
-
-
-@pytest.mark.integration
-def test_two_processes_appending_100_runs_lose_none(tmp_path):
-    paths = _write(tmp_path / "r", [_doc(i, n_rounds=5) for i in range(100)])
-    history = tmp_path / "h.sqlite"
-    code = "import sys; from reports.history import store; store.add_files(sys.argv[1], sys.argv[2:])"
-    procs = [
-        subprocess.Popen([sys.executable, "-c", code, str(history), *map(str, half)], cwd=ROOT)
-        for half in (paths[0::2], paths[1::2])
-    ]
-    assert [p.wait(timeout=300) for p in procs] == [0, 0]
-    with store.connect(history) as db:
-        runs = store.runs(db)
-        assert db.execute("SELECT COUNT(DISTINCT run_id) FROM speedups").fetchone()[0] == 100
-    assert len(runs) == 100 and runs["identity"].is_unique
-
-
-@pytest.mark.integration
-def test_a_run_with_results_appends_to_the_history_beside_it(tmp_path):
-    checks = ["suite", "--device", "cpu", "-k", "shape.ops and test_rule", "--benchmark-only", "-q"]
-    run = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *checks]
-    done = subprocess.run(
-        [*run, f"--results={tmp_path / 'a.json'}"], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stdout[-2000:]
-    assert f"appended to {tmp_path / 'history.sqlite'}" in done.stdout
-    with store.connect(tmp_path / "history.sqlite", create=False) as db:
-        (source,) = store.runs(db)["source"]
-        assert {v for v in store.verdicts(db)["case_id"]} == {"shape.ops"}
-    assert source == str(tmp_path / "a.json")
-    done = subprocess.run(
-        [*run, f"--results={tmp_path / 'b' / 'b.json'}", "--no-history"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0 and not (tmp_path / "b" / "history.sqlite").exists()
-
-
-def test_changes_since_a_commit_or_a_date(tmp_path, capsys):
-    docs = [_doc(i, step_at=5, step=0.2) for i in range(8)]
-    history = tmp_path / "h.sqlite"
-    store.add_files(history, _write(tmp_path / "r", docs))
-    speed = lambda found: [c for c in found if c.kind == "speed-up"]  # noqa: E731
-    assert speed(changes.changes(history, since=f"{5:040x}")) and speed(
-        changes.changes(history, since=f"{4:040x}")
-    )
-    assert not speed(changes.changes(history, since=f"{6:040x}"))
-    with pytest.raises(store.HistoryError, match="names 8 commits"):
-        changes.changes(history, since="0000000")
-    assert not speed(changes.changes(history, since="2026-02-07"))
-    assert main(["history", "runs", "--history", str(history)]) == 0
-    assert capsys.readouterr().out.count(" main ") == 8  # what the example workflow counts

@@ -1,0 +1,134 @@
+"""The declared pairs of two sides judged into lines (reports/gate/compare.py): a case's own tolerance,
+rechecks joining the current side and only for the pairs they hold, a case judged by its findings gated
+on the pair it times, a tolerance from baseline runs that differ, a variant that allocates nothing."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.contract import record, rules
+from reports import gate, load
+from reports.__main__ import main
+from tests import synthetic
+
+
+def write(path: Path, doc: dict) -> Path:
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def run_gate(capsys, *args) -> tuple[int, str, str]:
+    code = main(["gate", *map(str, args)])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def pooled(tmp_path, name, docs) -> Path:
+    """A baseline folder of several runs (the README's recommended baseline)."""
+    folder = tmp_path / name
+    folder.mkdir()
+    for i, doc in enumerate(docs):
+        write(folder / f"run{i}.json", doc)
+    return folder
+
+
+def test_a_variant_that_allocates_nothing_is_compared_not_crashed(tmp_path, capsys):
+    docs = [synthetic.result(seed=seed) for seed in (1, 2)]
+    for doc in docs:
+        for bench in doc["benchmarks"]:
+            if bench["extra_info"]["variant"] == "fast_v":
+                bench["extra_info"]["peak_bytes"] = 0.0  # in place, or a view: the allocator sees nothing
+    paths = [write(tmp_path / f"{i}.json", doc) for i, doc in enumerate(docs)]
+    code, out, _ = run_gate(capsys, "--baseline", paths[0], "--current", paths[1])
+    assert code == 0, out
+
+
+def test_case_tolerance_overrides_the_default(tmp_path):
+    @dataclass
+    class Noisy:
+        gate_tolerance: float
+        verdict: object = None
+
+    b = load.load([pooled(tmp_path, "b", [synthetic.result(seed=1), synthetic.result(seed=3)])])
+    c = load.load([write(tmp_path / "c.json", synthetic.result(seed=2, slow={"fast_v": 1.3}))])
+    assert gate.exit_code(gate.compare(b, c, tolerance=0.10)) == 1
+    assert gate.exit_code(gate.compare(b, c, tolerance=0.10, known={"distance.pairwise": Noisy(0.5)})) == 0
+
+
+def test_rechecks_join_the_current_side(tmp_path, capsys):
+    """Rechecks are more runs of the current code: a drop that one of two rechecks does not show
+    averages out (the runs now disagree, which widens σ and the pair's tolerance with it), one
+    that persists in the recheck fails."""
+    b = pooled(tmp_path, "b", [synthetic.result(seed=s) for s in (1, 5)])
+    c = write(tmp_path / "c.json", synthetic.result(seed=2, slow={"fast_v": 1.5}))
+    fine = write(tmp_path / "fine.json", synthetic.result(seed=3))
+    slow = write(tmp_path / "slow.json", synthetic.result(seed=4, slow={"fast_v": 1.5}))
+    suspects = tmp_path / "suspects.txt"
+    code, _, _ = run_gate(capsys, "--baseline", b, "--current", c, "--suspects", suspects)
+    assert code == 1
+    assert (
+        suspects.read_text().strip()
+        == "(distance.pairwise and n128) or (distance.pairwise and n256) or (distance.pairwise and n512)"
+    )
+    code, out, _ = run_gate(capsys, "--baseline", b, "--current", c, "--recheck", fine, "--recheck", slow)
+    assert code == 0 and "3 current runs" in out and "**regressed**" not in out
+    code, out, _ = run_gate(capsys, "--baseline", b, "--current", c, "--recheck", slow)
+    assert code == 1 and "2 current runs" in out and "**regressed**" in out
+
+
+def test_a_case_judged_by_its_findings_is_gated_on_the_pair_it_times(tmp_path, capsys):
+    """layernorm.manual times F.layer_norm (library) against the notes' way and is judged by its
+    findings: a 2× slowdown of the library variant showed no line at all."""
+    variants = (("manual", "naive", 4.0), ("layer_norm", "library", 1.0))
+    info = {"layernorm.manual": record.CaseInfo("layernorm.manual", 2, rule=rules.FromFindings()).to_data()}
+    kw = dict(cases=("layernorm.manual",), variants=variants, cases_info=info, schema_version=3, paired=True)
+    base = pooled(tmp_path, "b", [synthetic.result(seed=s, **kw) for s in (1, 3)])
+    cur = write(tmp_path / "c.json", synthetic.result(seed=2, slow={"layer_norm": 2.0}, **kw))
+    code, out, _ = run_gate(capsys, "--baseline", base, "--current", cur)
+    assert code == 1 and "layer_norm ÷ manual" in out
+
+
+def test_a_pair_whose_unchanged_baseline_runs_differ_gets_that_tolerance(tmp_path, capsys):
+    """A pooled baseline whose two unchanged runs put a pair's speed-up 40% apart (a temporary
+    page-faulted in one process and not in the other): an unchanged current run at the low end is
+    not failed; the pair is judged at the widest tolerance, named with the σ behind it, and since
+    its noise is wider still, its 17% drop from the baseline's mean is re-measured, not passed; a
+    drop far beyond the runs' own spread still fails."""
+    high = synthetic.result(seed=1, paired=True, n_rounds=60)
+    low = synthetic.result(seed=2, paired=True, n_rounds=60, slow={"fast_v": 1.4})
+    base = pooled(tmp_path, "base", [high, low])
+    same_as_low = write(
+        tmp_path / "c.json", synthetic.result(seed=3, paired=True, n_rounds=60, slow={"fast_v": 1.4})
+    )
+    code, out, _ = run_gate(capsys, "--baseline", base, "--current", same_as_low)
+    assert code == 3 and "this pair's runs vary by σ" in out and "too noisy to bound" in out, out
+    assert "**regressed**" not in out
+    far = write(
+        tmp_path / "far.json", synthetic.result(seed=4, paired=True, n_rounds=60, slow={"fast_v": 6.0})
+    )
+    assert run_gate(capsys, "--baseline", base, "--current", far)[0] == 1
+
+
+def test_a_recheck_lacking_a_pair_does_not_count_for_it(tmp_path):
+    """A recheck re-measures only the suspects it was asked for: it counts as a current run of
+    the pairs it holds (n128 here) and for no other (n256, n512 are judged on the current run
+    alone, exactly as without it)."""
+    base = load.load([pooled(tmp_path, "b", [synthetic.result(seed=s, paired=True) for s in (1, 2, 3)])])
+    cur = load.load([write(tmp_path / "c.json", synthetic.result(seed=4, paired=True, slow={"fast_v": 1.5}))])
+    recheck = load.load([write(tmp_path / "r.json", synthetic.result(seed=5, paired=True, sizes=(128,)))])
+    alone = {(line.size, line.pair): line for line in gate.compare(base, cur)}
+    both = {(line.size, line.pair): line for line in gate.compare(base, cur, rechecks=(recheck,))}
+    for size in ("n256", "n512"):
+        line = both[size, "fast_v ÷ naive_v"]
+        assert line.verdict == gate.REGRESSED and "current runs" not in line.note
+        assert (line.change, line.ci) == (
+            alone[size, "fast_v ÷ naive_v"].change,
+            alone[size, "fast_v ÷ naive_v"].ci,
+        )
+    rechecked = both["n128", "fast_v ÷ naive_v"]
+    assert "2 current runs" in rechecked.note
+    assert (
+        rechecked.change > alone["n128", "fast_v ÷ naive_v"].change
+    )  # the unchanged recheck halves the drop

@@ -1,0 +1,53 @@
+"""The report's History section (reports/history/report.py): a planted 20% step found at its run and shown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reports.__main__ import main
+from reports.history import changes, report, store
+from tests import synthetic
+
+SMALL = dict(sizes=(128,), variants=synthetic.VARIANTS[:2], n_rounds=8, paired=True)
+
+
+def _doc(i: int, *, step_at: int | None = None, step: float = 0.0, torch: str | None = None, **kw) -> dict:
+    """Run i of a history: its own commit and time; from run ``step_at`` on, the fast variant
+    1/(1−step) slower (its speed-up down by ``step``)."""
+    slow = {"fast_v": 1 / (1 - step)} if step_at is not None and i >= step_at else None
+    machine = dict(synthetic.MACHINE, torch_version=torch) if torch else None
+    doc = synthetic.result(seed=i, slow=slow, machine=machine, **{**SMALL, **kw})
+    doc["commit_info"] = {"id": f"{i:040x}", "branch": "main", "dirty": False}
+    doc["datetime"] = f"2026-02-{i + 1:02d}T00:00:00"
+    return doc
+
+
+def _write(folder: Path, docs) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, doc in enumerate(docs):
+        paths.append(folder / f"run{i:03d}.json")
+        paths[-1].write_text(json.dumps(doc))
+    return paths
+
+
+def test_a_planted_20_percent_step_is_found_at_its_run_and_shown_in_the_report(tmp_path):
+    docs = [_doc(i, step_at=5, step=0.2, sizes=(128, 256)) for i in range(8)]
+    history = tmp_path / "results" / "history.sqlite"
+    paths = _write(tmp_path / "results", docs)
+    store.add_files(history, paths)
+    found = changes.changes(history)
+    with store.connect(history) as db:
+        step_run = int(store.runs(db).iloc[5]["id"])
+    speed = [c for c in found if c.kind == "speed-up"]
+    assert speed and {c.run_id for c in speed} == {step_run}
+    assert {c.size for c in speed} == {"n128", "n256"} and all(-0.25 < c.change < -0.15 for c in speed)
+    # the report: its History section marks the change at that run
+    (view,) = report.views(history)
+    assert view.plot.startswith(b"\x89PNG") and {row[0] for row in view.changes} == {step_run}
+    out = tmp_path / "out"
+    assert main(["build", str(paths[-1]), "--out", str(out)]) == 0  # the history beside the results
+    page = (out / "index.html").read_text()
+    assert 'id="history-distance.pairwise"' in page and f"<td>{step_run}</td>" in page
+    assert list((out / "plots").glob("history--distance.pairwise*.png"))
