@@ -68,12 +68,15 @@ class Group:
         """(fast, slow, against) for the pairs the case declared (as its run recorded them; derived
         from the rule for files written before), then each fast variant over the library."""
         timed = case.timed_in(self.key["part"] or "") if getattr(case, "timed", ()) else None
+        ruled = rules.compared_pairs(getattr(case, "verdict", None) if case is not None else None, self.roles)
         if timed is not None:
             out = [(f, s, a) for f, s, a in timed if f in self.roles and s in self.roles]
+            # A recorded rule naming a pair the other way round (a claim that the naive way wins)
+            # reads the same timed rounds, turned over in `build`.
+            seen = {(f, s) for f, s, _ in out}
+            out += [(f, s, a) for f, s, a in ruled if a == "rule" and (f, s) not in seen]
         else:
-            out = rules.compared_pairs(
-                getattr(case, "verdict", None) if case is not None else None, self.roles
-            )
+            out = ruled
         for fast in {f for f, _, _ in out}:
             for lib in rules.expand("library", self.roles):
                 if lib != fast and (fast, lib) not in [(f, s) for f, s, _ in out]:
