@@ -5,9 +5,7 @@ it, the report's History section."""
 from __future__ import annotations
 
 import gzip
-import json
 import sqlite3
-from pathlib import Path
 
 import pytest
 
@@ -15,28 +13,8 @@ from reports import gate, load
 from reports.__main__ import main
 from reports.history import changes, store
 from tests import synthetic
-
-SMALL = dict(sizes=(128,), variants=synthetic.VARIANTS[:2], n_rounds=8, paired=True)
-
-
-def _doc(i: int, *, step_at: int | None = None, step: float = 0.0, torch: str | None = None, **kw) -> dict:
-    """Run i of a history: its own commit and time; from run ``step_at`` on, the fast variant
-    1/(1−step) slower (its speed-up down by ``step``)."""
-    slow = {"fast_v": 1 / (1 - step)} if step_at is not None and i >= step_at else None
-    machine = dict(synthetic.MACHINE, torch_version=torch) if torch else None
-    doc = synthetic.result(seed=i, slow=slow, machine=machine, **{**SMALL, **kw})
-    doc["commit_info"] = {"id": f"{i:040x}", "branch": "main", "dirty": False}
-    doc["datetime"] = f"2026-02-{i + 1:02d}T00:00:00"
-    return doc
-
-
-def _write(folder: Path, docs) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for i, doc in enumerate(docs):
-        paths.append(folder / f"run{i:03d}.json")
-        paths[-1].write_text(json.dumps(doc))
-    return paths
+from tests.history_runs import history_doc as _doc
+from tests.history_runs import write_runs as _write
 
 
 def test_a_run_added_twice_is_kept_once_by_its_content(tmp_path):
