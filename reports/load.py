@@ -132,6 +132,20 @@ class Results:
         return merged
 
 
+def group_positions(frame: pd.DataFrame, keys: list[str]) -> list[tuple[tuple, np.ndarray]]:
+    """(key, row positions) per group of `frame` by `keys`, groups in the order they first appear,
+    rows with a missing key left out: what `frame.groupby(keys, sort=False).indices` gives. Read
+    off the columns in one pass; pandas' groupby builds an index per call, which on the tens of
+    rows a run holds per table costs more than the grouping (the gate groups every run's tables
+    for each comparison)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, key in enumerate(zip(*(frame[k].tolist() for k in keys))):
+        if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in key):
+            continue
+        groups.setdefault(key, []).append(i)
+    return [(key, np.asarray(idx, dtype=np.intp)) for key, idx in groups.items()]
+
+
 def collect_paths(args) -> list[Path]:
     """Files and folders (searched recursively for *.json and *.json.gz) → the files, sorted."""
     if not args:

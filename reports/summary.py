@@ -19,7 +19,7 @@ import pandas as pd
 
 from harness.contract import gain, rules
 from harness.contract.record import compiled_source
-from reports import stats
+from reports import load, stats
 
 SUMMARY_COLUMNS = [
     "machine",
@@ -109,7 +109,7 @@ def groups(rows: pd.DataFrame) -> list[Group]:
         for c in ("tier", "part", "x_name", "x", "role", "compiled_from", "peak_bytes", "data", "run")
     }
     out: dict[tuple, Group] = {}
-    for (*key, variant), idx in rows.groupby(KEYS + ["variant"], sort=False).indices.items():
+    for (*key, variant), idx in load.group_positions(rows, KEYS + ["variant"]):
         key = tuple(key)
         group = out.get(key)
         if group is None:

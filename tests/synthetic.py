@@ -6,6 +6,7 @@ speedup a report should find. Nothing here is ever shown as a measurement.
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -180,3 +181,22 @@ def _pairs(case, n, dtype, device, variants, slow, n_rounds, rng, sigma) -> list
 def rows_for(target: int, cases: int, variants: int = 3, dtypes: int = 1, devices: int = 1) -> int:
     """How many sizes give at least ``target`` rows."""
     return math.ceil(target / (cases * variants * dtypes * devices))
+
+
+def with_timing_modes(doc: dict, factors: dict[str, float]) -> dict:
+    """`doc` as a `--timing-mode all` run writes it on a GPU: each point again per mode, the
+    mode in extra_info, its times scaled by the mode's factor."""
+    doc = copy.deepcopy(doc)
+    extra = []
+    for bench in doc["benchmarks"]:
+        for mode, factor in factors.items():
+            twin = copy.deepcopy(bench)
+            twin["extra_info"]["timing_mode"] = mode
+            twin["name"] = twin["fullname"] = bench["name"].replace("]", f"-{mode}]")
+            twin["stats"]["data"] = [t * factor for t in twin["stats"]["data"]]
+            for k in ("min", "max", "mean", "median", "q1", "q3", "iqr", "stddev"):
+                if isinstance(twin["stats"].get(k), float):
+                    twin["stats"][k] *= factor
+            extra.append(twin)
+    doc["benchmarks"] += extra
+    return doc

@@ -91,23 +91,29 @@ def paired_ratio(slow, fast) -> Ratio:
     interval of that median (order statistics at binomial ranks, `harness.contract.rounds.median_ci`: no
     assumption on the ratios' shape, O(n log n) for thousands of rounds). Times must be positive
     and finite (a zero or NaN time is a broken timer, not a measurement): ValueError otherwise."""
-    slow, fast = np.asarray(slow, dtype=float), np.asarray(fast, dtype=float)
-    if slow.shape != fast.shape or slow.ndim != 1:
-        raise ValueError(
-            f"paired rounds must be two equal-length 1-D samples, not {slow.shape} and {fast.shape}"
-        )
-    if slow.size == 0:
+    logs = log_ratios(slow, fast)
+    if logs.size == 0:
         return Ratio(math.nan, math.nan, math.nan, 0)
-    if not (np.isfinite(slow).all() and np.isfinite(fast).all() and (slow > 0).all() and (fast > 0).all()):
-        raise ValueError("paired round times must be positive and finite")
     # In logs the ratio is a difference and the median commutes with exp: the interval of the
     # median log-ratio, exponentiated, is the interval of the median ratio.
-    logs = np.log(slow) - np.log(fast)
     point = float(np.exp(np.median(logs)))
     if logs.size < MIN_PAIRS:
         return Ratio(point, math.nan, math.nan, int(logs.size))
     lo, _, hi = rounds.median_ci(logs.tolist())
     return Ratio(point, float(np.exp(lo)), float(np.exp(hi)), int(logs.size))
+
+
+def log_ratios(slow, fast) -> np.ndarray:
+    """log(slow_i / fast_i) per round taken side by side: what `paired_ratio` and the gate's
+    per-run speed-up (reports.gate.model.Runs: the median of these) both rest on."""
+    slow, fast = np.asarray(slow, dtype=float), np.asarray(fast, dtype=float)
+    if slow.shape != fast.shape or slow.ndim != 1:
+        raise ValueError(
+            f"paired rounds must be two equal-length 1-D samples, not {slow.shape} and {fast.shape}"
+        )
+    if not (np.isfinite(slow).all() and np.isfinite(fast).all() and (slow > 0).all() and (fast > 0).all()):
+        raise ValueError("paired round times must be positive and finite")
+    return np.log(slow) - np.log(fast)
 
 
 def noise_floor(a, b) -> float:

@@ -35,6 +35,7 @@ from reports.gate.model import (
     _judged_on,
     judge,
     machine_prior,
+    where_device,
 )
 
 
@@ -50,7 +51,12 @@ def _machine(results: load.Results, path) -> str:
 
 def _groups(results: load.Results) -> dict:
     return {
-        (g.key["case"], g.key["size_label"], g.key["dtype"], g.key["device"]): g
+        (
+            g.key["case"],
+            g.key["size_label"],
+            g.key["dtype"],
+            where_device(g.key["device"], g.key["timing_mode"]),
+        ): g
         for g in summary.groups(results.rows)
     }
 
@@ -197,7 +203,7 @@ def compare(
             if not base:  # each side timed in some run, never both in one: no speed-up to compare
                 line.verdict, line.note = UNJUDGED, "the baseline never timed both sides in one run"
                 continue
-            line.baseline = math.exp(np.mean([r.log for r in base]))
+            line.baseline = math.exp(sum(r.log for r in base) / len(base))
             if not cur:
                 line.verdict = VANISHED
                 line.note = (
@@ -206,7 +212,7 @@ def compare(
                     else "this size/pair missing from the current run"
                 )
                 continue
-            line.current = math.exp(np.mean([r.log for r in cur]))
+            line.current = math.exp(sum(r.log for r in cur) / len(cur))
             line.change = line.current / line.baseline - 1
             if not comparable:
                 line.verdict, line.note = (
@@ -256,7 +262,7 @@ def compare(
         if key not in base_groups:
             for fast, slow in _pairs(cur_group, known):
                 runs = cur_runs.of(key, fast, slow)
-                value = math.exp(np.mean([r.log for r in runs])) if runs else math.nan
+                value = math.exp(sum(r.log for r in runs) / len(runs)) if runs else math.nan
                 lines.append(
                     Line(key[0], key[1], f"{key[2]} {key[3]}", f"{fast} ÷ {slow}", current=value, verdict=NEW)
                 )
@@ -273,15 +279,18 @@ def _timed_pairs(results: load.Results, known, groups: dict) -> set[tuple]:
     gated pairs of its solo rows, and the pairs it timed side by side as the rule names them (the
     rule's pairs where the point has any, else the context ones: harness.contract.rules.compared_pairs)."""
     found = set()
-    for (case_id, size, dtype, device), timed in results.pairs.groupby(
-        ["case", "size_label", "dtype", "device"], sort=False
-    ):
-        timed = timed[timed["against"].isin(["rule", "context"])]
-        if (timed["against"] == "rule").any():
-            timed = timed[timed["against"] == "rule"]
-        found |= {
-            (case_id, size, f"{dtype} {device}", f"{f} ÷ {s}") for f, s in zip(timed["fast"], timed["slow"])
-        }
+    pairs = results.pairs
+    if pairs is not None and not pairs.empty:
+        cols = {c: pairs[c].tolist() for c in ("fast", "slow", "against")}
+        for (case_id, size, dtype, device), idx in load.group_positions(
+            pairs, ["case", "size_label", "dtype", "device"]
+        ):
+            timed = [i for i in idx if cols["against"][i] in ("rule", "context")]
+            if any(cols["against"][i] == "rule" for i in timed):
+                timed = [i for i in timed if cols["against"][i] == "rule"]
+            found |= {
+                (case_id, size, f"{dtype} {device}", f"{cols['fast'][i]} ÷ {cols['slow'][i]}") for i in timed
+            }
     for (case_id, size, dtype, device), group in groups.items():
         found |= {(case_id, size, f"{dtype} {device}", f"{f} ÷ {s}") for f, s in _pairs(group, known)}
     return found

@@ -5,6 +5,7 @@ model."""
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -12,6 +13,7 @@ import numpy as np
 from scipy.special import digamma, polygamma
 from scipy.stats import t as student_t
 
+from harness.contract import gain
 from reports import load, stats
 from reports.gate.lines import NOISY, OK, REGRESSED
 
@@ -54,22 +56,45 @@ WIDEN = 4.0
 PAIR_KEYS = ["case", "size_label", "dtype", "device", "fast", "slow"]
 
 
+def _quartiles(sample: np.ndarray) -> tuple[float, float, float]:
+    """np.quantile(sample, [0.25, 0.5, 0.75]) (linear interpolation), from one sort: numpy's
+    quantile costs ~50 µs a call in dispatch, and the gate asks for a dozen quartiles per pair and
+    run, for every pair of every run it reads."""
+    x = np.sort(np.asarray(sample, dtype=float).ravel())
+    if x.size == 0:
+        return math.nan, math.nan, math.nan
+    out = []
+    for q in (0.25, 0.5, 0.75):
+        pos = (x.size - 1) * q
+        lo = int(pos)
+        hi = min(lo + 1, x.size - 1)
+        out.append(float(x[lo] + (x[hi] - x[lo]) * (pos - lo)))
+    return out[0], out[1], out[2]
+
+
 def _spread(sample: np.ndarray) -> float:
-    q1, median, q3 = np.quantile(sample, [0.25, 0.5, 0.75])
+    q1, median, q3 = _quartiles(sample)
     return float((q3 - q1) / median) if median > 0 else math.inf
 
 
 def _median_var(logs: np.ndarray) -> float:
     """Variance of the median of these log times or log ratios: π/2·σ²/n for a normal σ, σ taken
     from the IQR (÷ 1.349) so that a few outlying rounds do not set it."""
-    q1, q3 = np.quantile(logs, [0.25, 0.75])
+    q1, _, q3 = _quartiles(logs)
     return math.pi / 2 * ((q3 - q1) / 1.349) ** 2 / logs.size
 
 
+def where_device(device: str, timing_mode: str) -> str:
+    """The device as the gate keys and names a sample: the timing mode joins it where it is not
+    the warm default, so a variant's warm, cold-L2 and graph rounds are three samples, never one
+    (reports.summary.KEYS has the mode for the same reason; pairs are timed warm)."""
+    return device if timing_mode in ("warm", "", None) else f"{device} {timing_mode}"
+
+
 def _positions(frame, keys) -> list[tuple[tuple, np.ndarray]]:
-    """(key, row positions) per group, in the order the groups first appear: pandas' index of
-    the groups, without building a sub-frame per group (the gate builds these for every run)."""
-    return sorted(frame.groupby(keys, sort=False).indices.items(), key=lambda group: group[1][0])
+    """(key, row positions) per group, in the order the groups first appear, without building a
+    sub-frame per group (the gate builds these for every run)."""
+    return load.group_positions(frame, keys)
 
 
 @dataclass(frozen=True)
@@ -105,16 +130,17 @@ class Runs:
         if pairs is not None and not pairs.empty:
             fast, slow, busy = (pairs[c].to_numpy() for c in ("fast_data", "slow_data", "busy"))
             for (*key, run), idx in _positions(pairs, PAIR_KEYS + ["run"]):
-                logs = [np.log(slow[i]) - np.log(fast[i]) for i in idx]
+                logs = [gain.log_ratios(slow[i], fast[i]) for i in idx]
                 busy_why = next((str(busy[i]) for i in idx if isinstance(busy[i], str) and busy[i]), "")
                 self.paired.setdefault(tuple(key), {})[run] = (logs, busy_why)
         self.rows: dict[tuple, dict[str, np.ndarray]] = {}
         self._of: dict[tuple, list[RunSpeedup]] = {}
         if not results.rows.empty:
             data = results.rows["data"].to_numpy()
-            keys = ["case", "size_label", "dtype", "device", "variant", "run"]
-            for (*key, run), idx in _positions(results.rows, keys):
-                self.rows.setdefault(tuple(key), {})[run] = np.concatenate([data[i] for i in idx])
+            keys = ["case", "size_label", "dtype", "device", "timing_mode", "variant", "run"]
+            for (case, size, dtype, device, mode, variant, run), idx in _positions(results.rows, keys):
+                key = (case, size, dtype, where_device(device, mode), variant)
+                self.rows.setdefault(key, {})[run] = np.concatenate([data[i] for i in idx])
 
     def of(self, key: tuple, fast: str, slow: str) -> list[RunSpeedup]:
         # Asked twice per pair (the machine's prior, then the pair's own test): computed once.
@@ -130,11 +156,12 @@ class Runs:
             if run in paired:
                 logs, busy = paired[run]
                 logs = np.concatenate(logs)
-                q1, q3 = np.quantile(logs, [0.25, 0.75])
+                q1, median, q3 = _quartiles(logs)
                 out.append(
                     RunSpeedup(
                         run,
-                        float(np.median(logs)),
+                        # gain.paired_ratio's point over this run's rounds: summary.csv's speed-up
+                        median,
                         _median_var(logs),
                         logs.size,
                         float(np.exp(q3 - q1) - 1),
@@ -147,7 +174,7 @@ class Runs:
                 out.append(
                     RunSpeedup(
                         run,
-                        float(np.log(np.median(s)) - np.log(np.median(f))),
+                        math.log(_quartiles(s)[1]) - math.log(_quartiles(f)[1]),
                         _median_var(np.log(s)) + _median_var(np.log(f)),
                         min(f.size, s.size),
                         max(_spread(f), _spread(s)),
@@ -155,6 +182,12 @@ class Runs:
                     )
                 )
         return out
+
+
+@functools.lru_cache(maxsize=256)
+def _t_quantile(df: float) -> float:
+    """Student's t two-sided LEVEL quantile; the gate asks it for the same few df per pair."""
+    return float(student_t.ppf(1 - (1 - LEVEL) / 2, df))
 
 
 def _ss(ys: list[float]) -> float:
@@ -234,8 +267,8 @@ def judge(base: list[RunSpeedup], cur: list[RunSpeedup], tol: float, sigma0: flo
     se_model = math.sqrt(sigma2 * (1 / k + 1 / m))
     cur_var = sum(max(sigma2, r.var) for r in cur) / m**2
     se = math.sqrt(sum(max(sigma2, r.var) for r in base) / k**2 + cur_var)
-    t = float(student_t.ppf(1 - (1 - LEVEL) / 2, df))
-    d = float(np.mean(yc) - np.mean(yb))
+    t = _t_quantile(df)
+    d = sum(yc) / m - sum(yb) / k
     lo, hi = d - t * se, d + t * se
     # A case's own tolerance stands even above the cap; the cap bounds only the widening.
     widened = 1 - math.exp(-WIDEN * se_model)

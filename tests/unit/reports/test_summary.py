@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 
 import numpy as np
@@ -12,29 +11,12 @@ from reports import load, summary
 from tests import synthetic
 
 
-def with_timing_modes(doc: dict, factors: dict[str, float]) -> dict:
-    """`doc` as a `--timing-mode all` run writes it on a GPU: each point again per mode, the
-    mode in extra_info, its times scaled by the mode's factor."""
-    doc = copy.deepcopy(doc)
-    extra = []
-    for bench in doc["benchmarks"]:
-        for mode, factor in factors.items():
-            twin = copy.deepcopy(bench)
-            twin["extra_info"]["timing_mode"] = mode
-            twin["name"] = twin["fullname"] = bench["name"].replace("]", f"-{mode}]")
-            twin["stats"]["data"] = [t * factor for t in twin["stats"]["data"]]
-            for k in ("min", "max", "mean", "median", "q1", "q3", "iqr", "stddev"):
-                if isinstance(twin["stats"].get(k), float):
-                    twin["stats"][k] *= factor
-            extra.append(twin)
-    doc["benchmarks"] += extra
-    return doc
-
-
 def test_timing_mode_all_gives_one_row_per_mode_never_a_pooled_one(tmp_path):
     """The reports once dropped the mode from their keys: warm, cold-L2 and graph rounds of one
     variant became one sample (a median between the modes)."""
-    doc = with_timing_modes(synthetic.result(devices=("cuda",), paired=True), {"cold_l2": 3.0, "graph": 0.5})
+    doc = synthetic.with_timing_modes(
+        synthetic.result(devices=("cuda",), paired=True), {"cold_l2": 3.0, "graph": 0.5}
+    )
     path = tmp_path / "all.json"
     path.write_text(json.dumps(doc))
     results = load.load([path])

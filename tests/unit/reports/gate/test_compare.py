@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from harness.contract import record, rules
 from reports import gate, load
 from reports.__main__ import main
@@ -132,3 +134,30 @@ def test_a_recheck_lacking_a_pair_does_not_count_for_it(tmp_path):
     assert (
         rechecked.change > alone["n128", "fast_v ÷ naive_v"].change
     )  # the unchanged recheck halves the drop
+
+
+def test_each_timing_mode_is_gated_on_its_own_rounds(tmp_path):
+    """`--timing-mode all` times each point warm, cold-L2 and as a graph: three samples the gate
+    keys apart (the mode joins the device in a line), never pooled. The fast variant made 2×
+    slower in its cold-L2 rounds alone regresses the cold-L2 line and no other; pooled with the
+    warm rounds (the keys once dropped the mode) the slowdown was diluted or lost."""
+
+    def run(seed: int, cold_fast: float) -> dict:
+        doc = synthetic.with_timing_modes(
+            synthetic.result(seed=seed, n_rounds=30, sigma=0.02), {"cold_l2": 3.0}
+        )
+        for bench in doc["benchmarks"]:
+            info = bench["extra_info"]
+            if info.get("timing_mode") == "cold_l2" and info["variant"] == "fast_v":
+                bench["stats"] = synthetic._stats(np.asarray(bench["stats"]["data"]) * cold_fast)
+        return doc
+
+    base = load.load([pooled(tmp_path, "base", [run(1, 1.0), run(2, 1.0), run(3, 1.0)])])
+    cur = load.load([write(tmp_path / "cur.json", run(4, 2.0))])
+    lines = [x for x in gate.compare(base, cur) if x.pair.startswith("fast_v ÷")]
+    by_where = {}
+    for x in lines:
+        by_where.setdefault(x.where.split(" ", 1)[1], set()).add(x.verdict)
+    assert set(by_where) == {"cpu", "cpu cold_l2"}, by_where
+    assert by_where["cpu cold_l2"] == {gate.REGRESSED}, lines
+    assert gate.REGRESSED not in by_where["cpu"], lines
