@@ -332,14 +332,19 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
 
 
 def load(args) -> Results:
-    paths = collect_paths(args)
+    return from_documents((path, read_json(path)) for path in collect_paths(args))
+
+
+def from_documents(documents) -> Results:
+    """`load` of results documents already read: (path, document) pairs, the path naming the run
+    (the gate's statistical tests build thousands of runs in memory and skip the disk)."""
     rows, datas, outcomes, runs, pairs = [], [], [], [], []
     cases: dict[str, dict[str, record.CaseInfo]] = {}
     names = {}
     seen: dict[str, str] = {}
     duplicates = []
-    for path in paths:
-        doc = read_json(path)
+    for path, doc in documents:
+        path = Path(path)
         # A run is identified by its content, not its path: a link or a copy of one run read twice
         # would count as two runs of the same code (its σ 0, its interval too narrow).
         identity = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()

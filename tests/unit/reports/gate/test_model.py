@@ -113,8 +113,8 @@ def _two_runs(results: load.Results, rng) -> load.Results:
 @pytest.mark.parametrize("slowdown", [1.10, 1.25, 1.50])
 def test_detection_on_real_rounds(slowdown):
     """The same real pairs, the optimized sample's rounds slowed in the current run, against a
-    baseline of two resamples: the share of pairs flagged, over 20 comparisons (reported; the
-    gate's power on real noisy data)."""
+    baseline of two resamples: the share of pairs flagged, over 20 comparisons (the gate's power on
+    real noisy data, and its restraint inside the tolerance)."""
     rng = np.random.default_rng(1)
     runs = [_real_pairs(load.load([p])) for p in REAL_ALL]
     flagged = judged = 0
@@ -127,8 +127,13 @@ def test_detection_on_real_rounds(slowdown):
         f"real rounds, slowdown {slowdown - 1:.0%}: {flagged}/{judged} judged pairs flagged "
         f"({flagged / judged:.1%})"
     )
-    if slowdown >= 1.5:
+    # Measured: 0.5% of the judged pairs flagged at 10% (inside the tolerance), 91% at 25%, 98% at 50%.
+    if slowdown <= 1.10:
+        assert flagged / judged <= 0.05
+    elif slowdown >= 1.5:
         assert flagged / judged >= 0.95
+    else:
+        assert flagged / judged >= 0.8
 
 
 def _drifted(seed: int, rng, slowdown: float) -> dict:
@@ -142,12 +147,12 @@ def _drifted(seed: int, rng, slowdown: float) -> dict:
 
 
 @pytest.mark.parametrize(
-    "slowdown, at_least, at_most", [(1.0, 0.0, 0.01), (1.10, 0.0, 1.0), (1.25, 0.55, 1.0), (1.50, 0.95, 1.0)]
+    "slowdown, at_least, at_most", [(1.0, 0.0, 0.01), (1.10, 0.0, 0.10), (1.25, 0.55, 1.0), (1.50, 0.95, 1.0)]
 )
 def test_detection_of_injected_slowdowns(tmp_path, slowdown, at_least, at_most):
     """The optimized variant's rounds slowed by 10/25/50% in the current run, against a baseline
     of three drifted runs, 100 trials each. A 10% slowdown is a 9.1% drop of the speedup, inside
-    the 10% tolerance: not a regression by design, so only its rate is reported. A 25% slowdown
+    the 10% tolerance: not a regression by design, so rarely flagged (measured: 2 of 100). A 25% slowdown
     (a 20% drop) is caught in 61 of 100 trials and passed in 14: the 2% per-variant drift between
     runs is real noise the gate counts, and it judges each pair at 4 SDs of that noise (WIDEN; an
     interval of rounds alone claimed 95% by ignoring it, and raised false alarms on real runs for
@@ -155,10 +160,8 @@ def test_detection_of_injected_slowdowns(tmp_path, slowdown, at_least, at_most):
     rng = np.random.default_rng(int(slowdown * 100))
     codes = []
     for trial in range(100):
-        base = load.load(
-            [write(tmp_path / f"b{i}.json", _drifted(4 * trial + i, rng, 1.0)) for i in range(3)]
-        )
-        cur = load.load([write(tmp_path / "c.json", _drifted(4 * trial + 3, rng, slowdown))])
+        base = load.from_documents((f"b{i}.json", _drifted(4 * trial + i, rng, 1.0)) for i in range(3))
+        cur = load.from_documents([("c.json", _drifted(4 * trial + 3, rng, slowdown))])
         codes.append(gate.exit_code(gate.compare(base, cur)))
     rate, passed = codes.count(1) / 100, codes.count(0) / 100
     print(f"slowdown {slowdown - 1:.0%}: detected in {rate:.1%}, passed in {passed:.1%} of 100 trials")
@@ -198,12 +201,12 @@ def _a_a(
     codes = []
     for trial in range(trials):
         seeds = range(10 * trial, 10 * trial + baseline_runs)
-        base = load.load([write(tmp_path / f"b{i}.json", noisy_run(s, rng)) for i, s in enumerate(seeds)])
-        cur = load.load([write(tmp_path / "c.json", noisy_run(10 * trial + 9, rng, slow=slow))])
+        base = load.from_documents((f"b{i}.json", noisy_run(s, rng)) for i, s in enumerate(seeds))
+        cur = load.from_documents([("c.json", noisy_run(10 * trial + 9, rng, slow=slow))])
         code = gate.exit_code(gate.compare(base, cur))
         if code in (1, 3) and rechecks:
             again = tuple(
-                load.load([write(tmp_path / f"r{i}.json", noisy_run(10 * trial + 5 + i, rng, slow=slow))])
+                load.from_documents([(f"r{i}.json", noisy_run(10 * trial + 5 + i, rng, slow=slow))])
                 for i in range(rechecks)
             )
             code = gate.exit_code(gate.compare(base, cur, rechecks=again))
