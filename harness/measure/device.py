@@ -8,8 +8,9 @@ timing path (a variant's rounds, a pair's, the noise floor's A/A pair, cold-L2 a
 asks `of(device)` for its clock, so no path can time with another clock than the rest, and each
 records the clock's name (`Device.timer_name`) beside its figures.
 
-`CudaDevice` uses ``torch.accelerator`` (barrier, current stream, memory statistics) and the
-generic ``torch.Event``, falling back to ``torch.cuda`` on a torch without them. `FakeDevice`
+`AcceleratorDevice` uses ``torch.accelerator`` (barrier, current stream, memory statistics) and
+the generic ``torch.Event``: CUDA, MPS and XPU alike; `CudaDevice` is it with ``torch.cuda`` as the
+fallback on a torch without them, and the L2 size. `FakeDevice`
 stands in for CUDA on a machine without a GPU: events read a counter the test moves, and every
 barrier is counted, so a test sees what a timing path would ask of a GPU. `installed` puts one in
 place of a device kind for a block. Plain Python over torch; no pytest.
@@ -28,6 +29,8 @@ import torch
 HOST_TIMER = "perf_counter"  # time.perf_counter: the host's clock (the CPU, whose calls end with their work)
 DEVICE_TIMER = "cuda_events"  # DeviceClock: events on the stream, a barrier at each reading only
 HOST_SYNCHRONIZED = "perf_counter_synchronized"  # the host's clock around calls each ending in a barrier
+# The accelerators `of` answers for through torch.accelerator besides CUDA.
+ACCELERATORS = ("mps", "xpu")
 
 
 class Device(Protocol):
@@ -86,21 +89,29 @@ def _accelerator(name: str):
     return getattr(getattr(torch, "accelerator", None), name, None)
 
 
-class CudaDevice:
-    """A CUDA device over ``torch.accelerator`` and ``torch.Event`` (``torch.cuda`` where the
-    installed torch lacks them). Making one makes no CUDA call: a clock can be built at collection."""
+class AcceleratorDevice:
+    """An accelerator torch reaches through ``torch.accelerator`` (CUDA, Apple's MPS, Intel's XPU,
+    torch 2.6+): the barrier, the current stream, memory statistics (2.8+) and the generic
+    ``torch.Event`` are the same calls for each. Making one makes no device call. Only CUDA runs
+    the suite's cases today (their dtypes, tolerances and memory guards are declared for cpu and
+    cuda: harness.run.option_values refuses another device with that reason); the interface is
+    the part a new backend needs from the harness."""
 
-    kind = "cuda"
     timer_name = DEVICE_TIMER
 
-    def __init__(self, device: torch.device | str = "cuda"):
+    def __init__(self, device: torch.device | str):
         self.torch_device = torch.device(device)
+        self.kind = self.torch_device.type
+        if self.kind != "cuda":
+            self.timer_name = f"{self.kind}_events"
 
     def synchronize(self) -> None:
-        (_accelerator("synchronize") or torch.cuda.synchronize)(self.torch_device)
+        _accelerator("synchronize")(self.torch_device)
 
     def initialized(self) -> bool:
-        return torch.cuda.is_initialized()
+        # torch.accelerator has no "is a context open" query; asking any backend to make one
+        # here would create the context this answers about.
+        return getattr(getattr(torch, self.kind, None), "is_initialized", lambda: True)()
 
     def probe(self) -> str | None:
         """A sticky error makes every call on a dead context raise, so a one-element allocation
@@ -117,19 +128,54 @@ class CudaDevice:
         return None
 
     def release_cached(self) -> None:
+        _accelerator("empty_cache")()
+
+    def current_stream(self):
+        return _accelerator("current_stream")(self.torch_device)
+
+    def event(self):
+        """An event that can time: recorded on the current stream, waited for, subtracted (ms)."""
+        return torch.Event(self.torch_device, enable_timing=True)
+
+    def clock(self) -> Callable[[], float]:
+        return DeviceClock(self)
+
+    def has_allocator_stats(self) -> bool:
+        return _accelerator("max_memory_allocated") is not None
+
+    def reset_peak_memory(self) -> None:
+        _accelerator("reset_peak_memory_stats")(self.torch_device)
+
+    def memory_allocated(self) -> int:
+        return _accelerator("memory_allocated")(self.torch_device)
+
+    def max_memory_allocated(self) -> int:
+        return _accelerator("max_memory_allocated")(self.torch_device)
+
+
+class CudaDevice(AcceleratorDevice):
+    """A CUDA device: `AcceleratorDevice`, with ``torch.cuda`` where the installed torch lacks
+    ``torch.accelerator`` or ``torch.Event``, and the L2 size the cold-L2 rounds flush."""
+
+    def __init__(self, device: torch.device | str = "cuda"):
+        super().__init__(device)
+
+    def synchronize(self) -> None:
+        (_accelerator("synchronize") or torch.cuda.synchronize)(self.torch_device)
+
+    def initialized(self) -> bool:
+        return torch.cuda.is_initialized()
+
+    def release_cached(self) -> None:
         (_accelerator("empty_cache") or torch.cuda.empty_cache)()
 
     def current_stream(self):
         return (_accelerator("current_stream") or torch.cuda.current_stream)(self.torch_device)
 
     def event(self):
-        """An event that can time: recorded on the current stream, waited for, subtracted (ms)."""
         if hasattr(torch, "Event"):
             return torch.Event(self.torch_device, enable_timing=True)
         return torch.cuda.Event(enable_timing=True)
-
-    def clock(self) -> Callable[[], float]:
-        return DeviceClock(self)
 
     def has_allocator_stats(self) -> bool:
         return True
@@ -304,7 +350,11 @@ def of(device: torch.device | str) -> Device:
     dev = torch.device(device)
     if dev.type in _installed:
         return _installed[dev.type]
-    return CudaDevice(dev) if dev.type == "cuda" else HostDevice(dev)
+    if dev.type == "cuda":
+        return CudaDevice(dev)
+    if dev.type in ACCELERATORS:
+        return AcceleratorDevice(dev)
+    return HostDevice(dev)
 
 
 @contextlib.contextmanager

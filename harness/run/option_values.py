@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from harness.host.load import usable_cores
+from harness.measure import device as device_layer
 from harness.measure.timing import TIMING_MODES
 
 DEVICES = ("cpu", "cuda")
@@ -70,5 +71,12 @@ def check(
             f"--timing-mode {timing_mode!r}: use a comma-separated list of {', '.join(TIMING_MODES)}, or all"
         )
     chosen = devices(device)
+    other = [d for d in chosen if d in device_layer.ACCELERATORS]
+    if other:
+        raise ValueError(
+            f"--device {other[0]}: the device layer reaches it (torch.accelerator: "
+            "harness.measure.device.AcceleratorDevice), but the cases declare their dtypes, tolerances "
+            f"and memory guards for {' and '.join(DEVICES)} only; run those"
+        )
     if not chosen or any(d not in DEVICES for d in chosen):
         raise ValueError(f"--device {device!r}: use a comma-separated list of {', '.join(DEVICES)}")

@@ -260,3 +260,46 @@ def test_a_checks_own_timed_claim_and_context_timers_read_the_device_clock(fake)
     assert case_timing.best_time(slow, torch.device("cuda")) == pytest.approx(2.209e-3, rel=1e-4)
     assert case_timing.median_time(fast, torch.device("cuda")) == pytest.approx(47e-6, rel=1e-3)
     assert fake.syncs == 0, f"{fake.syncs} device barriers outside the clock's readings"
+
+
+def test_an_accelerator_other_than_cuda_is_reached_through_torch_accelerator(monkeypatch):
+    """MPS and XPU: the same interface over torch.accelerator and torch.Event, each call made with
+    the device it stands for, the clock named after it; nothing is called on construction."""
+    calls = []
+    fake = types.SimpleNamespace(
+        synchronize=lambda dev: calls.append(("synchronize", dev)),
+        current_stream=lambda dev: calls.append(("current_stream", dev)) or "stream",
+        empty_cache=lambda: calls.append(("empty_cache",)),
+        reset_peak_memory_stats=lambda dev: calls.append(("reset", dev)),
+        memory_allocated=lambda dev: 7,
+        max_memory_allocated=lambda dev: 11,
+    )
+    monkeypatch.setattr(torch, "accelerator", fake, raising=False)
+    events = []
+    monkeypatch.setattr(
+        torch,
+        "Event",
+        lambda dev, enable_timing: events.append((dev, enable_timing)) or "event",
+        raising=False,
+    )
+    for kind in harness_device.ACCELERATORS:
+        calls.clear()
+        events.clear()
+        dev = harness_device.of(kind)
+        assert isinstance(dev, harness_device.AcceleratorDevice) and not calls
+        assert dev.kind == kind and dev.timer_name == f"{kind}_events"
+        dev.synchronize()
+        assert dev.current_stream() == "stream" and dev.event() == "event"
+        dev.reset_peak_memory()
+        assert (dev.memory_allocated(), dev.max_memory_allocated(), dev.has_allocator_stats()) == (
+            7,
+            11,
+            True,
+        )
+        dev.release_cached()
+        want = torch.device(kind)
+        assert calls == [("synchronize", want), ("current_stream", want), ("reset", want), ("empty_cache",)]
+        assert events == [(want, True)]
+        assert harness_device.timer_name(dev.clock()) == f"{kind}_events"
+    assert isinstance(harness_device.of("cuda"), harness_device.CudaDevice)
+    assert harness_device.of("cuda").timer_name == harness_device.DEVICE_TIMER

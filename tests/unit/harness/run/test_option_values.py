@@ -68,3 +68,9 @@ def test_a_results_path_that_cannot_be_written_is_refused_before_the_first_test(
     finally:
         locked.chmod(0o700)
     option_values.check(**GOOD, results=str(tmp_path / "new" / "r.json"), max_time=float("nan"))
+
+
+@pytest.mark.parametrize("kind", ["mps", "xpu"])
+def test_a_run_on_another_accelerator_is_refused_with_the_reason(kind):
+    with pytest.raises(ValueError, match=f"--device {kind}: the device layer reaches it.*cpu and cuda only"):
+        option_values.check(threads=None, seed=0, time_budget=None, timing_mode="warm", device=f"cpu,{kind}")
