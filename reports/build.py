@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -50,19 +51,26 @@ def _title(runs: pd.DataFrame, machine: str, what: str) -> str:
     return f"{what} — {machine}"
 
 
-def build(paths, out: Path) -> Path:
-    out = Path(out)
-    results = load.load(paths)  # bad input is named first: it is what the user must fix
-    check_out(out, load.collect_paths(paths))
-    rows, outcomes, runs = results.rows, results.outcomes, results.runs
+@dataclass(frozen=True)
+class Tables:
+    """What a report shows, before anything is drawn or written: summary.csv (with both verdicts
+    joined), verdicts.csv and claims.csv as tables, and the judgements behind them."""
+
+    summary: pd.DataFrame
+    verdicts: pd.DataFrame
+    claims: pd.DataFrame
+    judged: dict
+    entries: list
+    measured: dict
+
+
+def tables(results: load.Results) -> Tables:
+    """The stages in order (summary, then verdicts) on loaded results."""
     entries = verdicts.catalogue_of(results)
-    known = {c.id: c for c in entries if c.declared}
-    machines = list(dict.fromkeys(runs["machine"]))
     floors = results.runs.groupby("machine")["delta_floor"].max().to_dict() if not results.runs.empty else {}
-    table = summary.build(rows, results.cases, results.pairs, floors)
+    table = summary.build(results.rows, results.cases, results.pairs, floors)
     judged = verdicts.judge_all(results, table, entries)
     measured = verdicts.devices_measured(results)
-    measured_anywhere = tuple(dict.fromkeys(d for devices in measured.values() for d in devices))
     verdict_rows = verdicts.verdicts_table(judged, entries, measured)
     # summary.csv carries both verdicts beside each comparison (a join, not a write into it).
     table = table.merge(
@@ -70,6 +78,20 @@ def build(paths, out: Path) -> Path:
         on=["machine", "case"],
         how="left",
     )
+    return Tables(table, verdict_rows, verdicts.claims_table(judged), judged, entries, measured)
+
+
+def build(paths, out: Path) -> Path:
+    out = Path(out)
+    results = load.load(paths)  # bad input is named first: it is what the user must fix
+    check_out(out, load.collect_paths(paths))
+    rows, outcomes, runs = results.rows, results.outcomes, results.runs
+    judgement = tables(results)
+    table, verdict_rows, judged = judgement.summary, judgement.verdicts, judgement.judged
+    entries, measured = judgement.entries, judgement.measured
+    known = {c.id: c for c in entries if c.declared}
+    machines = list(dict.fromkeys(runs["machine"]))
+    measured_anywhere = tuple(dict.fromkeys(d for devices in measured.values() for d in devices))
 
     ids = [e.id for e in entries]
     seen = list(dict.fromkeys(list(rows["case"]) + list(outcomes["case"])))
@@ -148,7 +170,7 @@ def build(paths, out: Path) -> Path:
         rows[load.COLUMNS].to_csv(tmp / "results.csv", index=False)
         table.to_csv(tmp / "summary.csv", index=False)
         verdict_rows.to_csv(tmp / "verdicts.csv", index=False)
-        verdicts.claims_table(judged).to_csv(tmp / "claims.csv", index=False)
+        judgement.claims.to_csv(tmp / "claims.csv", index=False)
         (tmp / "index.html").write_text(
             html.page(views, unknown, runs, machines, overviews, rooflines), encoding="utf-8"
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from harness.host import load
@@ -14,3 +16,11 @@ def pytest_runtest_setup(item):
         reason = load.measure().busy_reason()
         if reason:
             pytest.skip(f"timing self-check not run: {reason}")
+
+
+def pytest_collection_finish(session):
+    """Everything collection imported (torch, pandas, matplotlib, every case) is kept for the whole
+    session: moved out of the collector's reach, so the gate's and the reports' tests, which make
+    and drop many small objects, do not pay for scanning it at each full collection."""
+    gc.collect()
+    gc.freeze()
