@@ -7,7 +7,9 @@ speedup a report should find. Nothing here is ever shown as a measurement.
 from __future__ import annotations
 
 import copy
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -200,3 +202,17 @@ def with_timing_modes(doc: dict, factors: dict[str, float]) -> dict:
             extra.append(twin)
     doc["benchmarks"] += extra
     return doc
+
+
+def write(path: Path, doc: dict) -> Path:
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def pooled(tmp_path, name, docs) -> Path:
+    """A baseline folder of several runs (the README's recommended baseline)."""
+    folder = tmp_path / name
+    folder.mkdir()
+    for i, doc in enumerate(docs):
+        write(folder / f"run{i}.json", doc)
+    return folder

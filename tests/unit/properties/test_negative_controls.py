@@ -5,8 +5,6 @@ wrong once warm."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 
@@ -16,50 +14,11 @@ from harness import measure
 from plan import InputCache, VariantPoint
 from suite.test_cases import test_benchmark as suite_benchmark
 from suite.test_cases import test_check as suite_check
+from tests.negative_controls import KNOWN_GAPS, bias
 from tests.targets import doubling_point, name_of, target_id, variant_targets
-
-BIAS_FACTOR = 2.5  # times the variant's own bound: just outside it (the issue asks for 2-3x)
-
-# (case, part.variant, dtype, control kind, what) → why the check cannot reject it. Each entry is
-# held to it: a listed control that is rejected after all fails as stale.
-KNOWN_GAPS: dict[tuple[str, str, str, str, str], str] = {}
-
 
 TARGETS = variant_targets()
 _name, _target_id = name_of, target_id
-
-
-def _step_up(values: torch.Tensor) -> torch.Tensor:
-    """Each value moved to the next one its dtype holds, upwards (integers: by 1)."""
-    if values.is_floating_point():
-        return torch.nextafter(values, torch.full_like(values, math.inf))
-    return values + 1
-
-
-def _bias(out: torch.Tensor, truth: torch.Tensor, tol: Tol) -> torch.Tensor | str:
-    if out.dtype == torch.bool:
-        return "a bias of a truth value means nothing (zeros and constant move it)"
-    if out.is_complex():
-        return "complex output"
-    t64 = truth.to(device=out.device, dtype=torch.float64)
-    if tol.norm is not None:
-        bound = tol.norm * torch.linalg.vector_norm(t64) / math.sqrt(t64.numel())
-        shift = torch.full_like(t64, BIAS_FACTOR * bound.item())
-    else:
-        bound = tol.atol + tol.floor * t64.abs().max() + tol.rtol * t64.abs()
-        shift = BIAS_FACTOR * torch.broadcast_to(torch.as_tensor(bound, dtype=torch.float64), t64.shape)
-    target = out.to(torch.float64) + shift
-    moved = target.to(out.dtype) if out.is_floating_point() else target.ceil().to(out.dtype)
-    # Rounding to the dtype may land short of the shift (or on `out` itself where the bound is
-    # below one step): one step further up puts it at least `shift` away, so at least 1.5 bounds
-    # from the truth, and never on the right answer.
-    short = (moved.to(torch.float64) < target) | (moved == out)
-    moved = torch.where(short, _step_up(moved), moved)
-    if not out.is_floating_point():
-        info = torch.iinfo(out.dtype)
-        top = out.to(torch.float64) + shift.ceil().clamp_min(1) > info.max
-        moved = torch.where(top, out - shift.ceil().clamp_min(1).to(out.dtype), moved)
-    return moved
 
 
 def test_known_gaps_name_real_targets():
@@ -75,11 +34,11 @@ def test_a_bias_lands_outside_the_bound_where_rounding_would_swallow_it():
         out = torch.tensor([1.0, 0.0, -3.0, 1000.0, 0.1]).to(dtype)
         truth = out.double()  # the answer exactly: only the bias can move it out
         for tol in (Tol(), Tol(rtol=1e-9), Tol(rtol=2**-8, floor=1e-3), Tol(norm=1e-3)):
-            moved = _bias(out, truth, tol)
+            moved = bias(out, truth, tol)
             assert not measure.within_tol(moved, truth, tol).within, (dtype, tol)
             assert moved.dtype == dtype
     ints = torch.tensor([0, 5, 2**31 - 1], dtype=torch.int32)  # the largest moves down, not over
-    moved = _bias(ints, ints.double(), Tol())
+    moved = bias(ints, ints.double(), Tol())
     assert moved.tolist() == [1, 6, 2**31 - 2]
 
 

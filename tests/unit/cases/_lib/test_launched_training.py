@@ -8,36 +8,14 @@ import torch
 
 from cases._lib import data_parallel as DP
 from cases._lib import launched_training as LT
-
-
-def _train_rows(world: int) -> list[dict]:
-    mode = {
-        "step_s": [0.01, 0.02],
-        "params_rel_err": 0.0,
-        "params_within_tol": True,
-        "grad_rel_err": 0.0,
-        "grad_within_tol": True,
-        "params_sha1": "same",
-        "tol": {},
-    }
-    return [
-        {
-            "rank": r,
-            "world_size": world,
-            "batch": 64,
-            "params": 10,
-            "backend": "gloo",
-            "modes": {"ddp": dict(mode)},
-        }
-        for r in range(world)
-    ]
+from tests.rank_files import train_rows
 
 
 def test_training_checks_catch_a_missing_rank_and_diverged_replicas():
-    LT.check_training(_train_rows(2), "ddp")
+    LT.check_training(train_rows(2), "ddp")
     with pytest.raises(AssertionError, match="1 rank files for world size 2"):
-        LT.check_training(_train_rows(2)[:1], "ddp")
-    rows = _train_rows(2)
+        LT.check_training(train_rows(2)[:1], "ddp")
+    rows = train_rows(2)
     rows[1]["modes"]["ddp"]["params_sha1"] = "other"
     with pytest.raises(AssertionError, match="different parameters"):
         LT.check_training(rows, "ddp")
@@ -46,7 +24,7 @@ def test_training_checks_catch_a_missing_rank_and_diverged_replicas():
 def test_a_training_row_goes_through_the_results_record():
     from harness.contract.record import BenchmarkInfo
 
-    info, extra, times = LT.train_row(_train_rows(2), "ddp", "cpu")
+    info, extra, times = LT.train_row(train_rows(2), "ddp", "cpu")
     data = BenchmarkInfo(**info).to_data()
     assert (data["case"], data["role"], data["size_label"]) == (
         "parallel.dp_vs_ddp",

@@ -8,6 +8,7 @@ import pytest
 from cases._lib.data_parallel import reduction_tolerance
 from cases.parallel import dp_vs_ddp
 from harness.contract.record import ErratumKind, Verdict
+from tests.rank_files import train_rows
 
 # ---- parallel.* ----------------------------------------------------------------------------------
 
@@ -42,29 +43,6 @@ def test_ddp_device_ids_list_is_a_removed_api_only_where_two_devices_are_refused
     assert dp_vs_ddp.judge_ddp_device_ids("", [0, 1], "", "1.8").errata == ()
 
 
-def _train_rows(world: int) -> list[dict]:
-    mode = {
-        "step_s": [0.01, 0.02],
-        "params_rel_err": 0.0,
-        "params_within_tol": True,
-        "grad_rel_err": 0.0,
-        "grad_within_tol": True,
-        "params_sha1": "same",
-        "tol": {},
-    }
-    return [
-        {
-            "rank": r,
-            "world_size": world,
-            "batch": 64,
-            "params": 10,
-            "backend": "gloo",
-            "modes": {"ddp": dict(mode)},
-        }
-        for r in range(world)
-    ]
-
-
 # ---- from a launch to a judgement (`launched_*`), on rank files written by hand -------------------
 
 
@@ -87,7 +65,7 @@ class _Runs:
         self.root, self.returncodes = root, returncodes
 
     def train(self, device, world, nnodes=1):
-        rows = _train_rows(world)
+        rows = train_rows(world)
         for r in rows:
             r["modes"]["ddp"]["step_s"] = [0.04 / world, 0.04 / world]
         return _launch(self.root / f"w{world}", rows, self.returncodes)

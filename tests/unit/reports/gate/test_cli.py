@@ -3,24 +3,11 @@ file, a bad tolerance, impossible times) exit 2 in one line naming the file."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
-from reports.__main__ import main
 from tests import synthetic
-
-
-def write(path: Path, doc: dict) -> Path:
-    path.write_text(json.dumps(doc), encoding="utf-8")
-    return path
-
-
-def run_gate(capsys, *args) -> tuple[int, str, str]:
-    code = main(["gate", *map(str, args)])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from tests.gate_cli import run_gate
+from tests.synthetic import write
 
 
 def test_step_summary_is_appended(tmp_path, capsys, monkeypatch):

@@ -4,36 +4,15 @@ on the pair it times, a tolerance from baseline runs that differ, a variant that
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from harness.contract import record, rules
 from reports import gate, load
-from reports.__main__ import main
 from tests import synthetic
-
-
-def write(path: Path, doc: dict) -> Path:
-    path.write_text(json.dumps(doc), encoding="utf-8")
-    return path
-
-
-def run_gate(capsys, *args) -> tuple[int, str, str]:
-    code = main(["gate", *map(str, args)])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def pooled(tmp_path, name, docs) -> Path:
-    """A baseline folder of several runs (the README's recommended baseline)."""
-    folder = tmp_path / name
-    folder.mkdir()
-    for i, doc in enumerate(docs):
-        write(folder / f"run{i}.json", doc)
-    return folder
+from tests.gate_cli import run_gate
+from tests.synthetic import pooled, write
 
 
 def test_a_variant_that_allocates_nothing_is_compared_not_crashed(tmp_path, capsys):

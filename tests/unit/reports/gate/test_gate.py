@@ -3,31 +3,9 @@ from real per-round data, detection of injected slowdowns)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-from reports.__main__ import main
 from tests import synthetic
-
-
-def write(path: Path, doc: dict) -> Path:
-    path.write_text(json.dumps(doc), encoding="utf-8")
-    return path
-
-
-def run_gate(capsys, *args) -> tuple[int, str, str]:
-    code = main(["gate", *map(str, args)])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def pooled(tmp_path, name, docs) -> Path:
-    """A baseline folder of several runs (the README's recommended baseline)."""
-    folder = tmp_path / name
-    folder.mkdir()
-    for i, doc in enumerate(docs):
-        write(folder / f"run{i}.json", doc)
-    return folder
+from tests.gate_cli import run_gate
+from tests.synthetic import pooled, write
 
 
 def test_absolute_flags_a_uniform_slowdown_that_speedups_hide(tmp_path, capsys):

@@ -16,19 +16,10 @@ import pytest
 from harness.contract import record, rules
 from reports.__main__ import main
 from tests import synthetic
+from tests.gate_cli import run_gate as gate
+from tests.synthetic import write
 
 SLOW_3X = {"fast_v": 3.0}  # the optimized way 3× slower: every gated pair drops by 67%
-
-
-def write(path: Path, doc: dict) -> Path:
-    path.write_text(json.dumps(doc), encoding="utf-8")
-    return path
-
-
-def gate(capsys, *args) -> tuple[int, str, str]:
-    code = main(["gate", *map(str, args)])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def baseline(tmp_path, n=3, **kw) -> Path:

@@ -6,39 +6,19 @@ from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from reports import gate, load
-from reports.__main__ import main
 from tests import paths, synthetic
+from tests.gate_cli import run_gate
+from tests.synthetic import pooled, write
 
 DATA = paths.DATA
 REAL = [DATA / "distance_cpu_run1.json", DATA / "distance_cpu_run2.json"]
 REAL_ALL = [DATA / "distance_cpu_all_run1.json", DATA / "distance_cpu_all_recheck.json"]
-
-
-def write(path: Path, doc: dict) -> Path:
-    path.write_text(json.dumps(doc), encoding="utf-8")
-    return path
-
-
-def run_gate(capsys, *args) -> tuple[int, str, str]:
-    code = main(["gate", *map(str, args)])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def pooled(tmp_path, name, docs) -> Path:
-    """A baseline folder of several runs (the README's recommended baseline)."""
-    folder = tmp_path / name
-    folder.mkdir()
-    for i, doc in enumerate(docs):
-        write(folder / f"run{i}.json", doc)
-    return folder
 
 
 # ---- statistics ----------------------------------------------------------------------------------
