@@ -62,3 +62,27 @@ def test_eta_falls_back_to_the_kinds_where_the_history_prices_too_little_or_is_c
     p = _with_history({"a": 1.0, "c": "x"}, {"a": 2.0}, kinds)  # b unpriced, c corrupt
     assert abs(p.eta_s(elapsed=2.0) - 2 * 2.0) < 1e-9
     assert _with_history({}, {"a": 2.0}, kinds).eta_s(elapsed=2.0) == 4.0
+
+
+def _planned(history=None) -> tuple[Progress, list[str]]:
+    p = Progress(max_time_s=1.0, enabled=True)
+    tests = [(f"t{i}", {"case": "c", "kind": "variant"}, True, False) for i in range(10)]
+    tests += [(f"p{i}", {"case": "c", "kind": "pair"}, False, False) for i in range(5)]
+    tests += [("l0", {"case": "c", "kind": "check"}, False, True)]
+    return p, p.plan(tests, history)
+
+
+def test_the_plan_prices_every_kind_not_only_the_timed_points():
+    """10 timed points, 5 pairs and a launch, before anything ran: each at its price (the line once
+    counted the timed points alone and said 'at most' 6.1 min of runs that took 10-13)."""
+    p, lines = _planned()
+    want = 10 * p.guess_s("variant-timed") + 5 * p.guess_s("pair") + p.guess_s("launch")
+    assert f"about {want / 60:.1f} min (each kind at its price" in lines[0]
+
+
+def test_the_plan_reads_the_previous_runs_times_where_they_cover_the_run():
+    history = {f"t{i}": 2.0 for i in range(10)} | {f"p{i}": 4.0 for i in range(5)} | {"l0": 40.0}
+    _, lines = _planned(history)
+    assert f"about {(20 + 20 + 40) / 60:.1f} min (at the previous run's times)" in lines[0]
+    _, lines = _planned({"t0": 2.0})  # one test of 16 priced: not a plan
+    assert "each kind at its price" in lines[0]
