@@ -20,6 +20,16 @@ def _collected(*pytest_args):
 
 
 ROOT = paths.ROOT
+# One collection for the CUDA pricing tests (each reads its own case's totals): DataParallel's and
+# DDP's launches, and the six variants of distance.pairwise at n = 128.
+CUDA_PLAN = (
+    "--device",
+    "cuda",
+    "--benchmark-only",
+    "-k",
+    "(dp_vs_ddp and cuda and not w2) or "
+    "(distance.pairwise and n128 and float32 and test_benchmark and not compiled)",
+)
 
 
 def test_a_quiet_fast_point_costs_its_pilot_and_the_minimum_rounds():
@@ -70,8 +80,11 @@ def test_tests_that_need_more_gpus_than_the_machine_has_cost_nothing(gpus, launc
 
     from plan.estimate import estimate
 
-    plan = _collected("--device", "cuda", "--benchmark-only", "-k", "dp_vs_ddp and cuda and not w2")
-    args = Namespace(gpus=gpus, check_s=0.0, launch_s=1.0, compile_s=0.0)
+    plan = _collected(*CUDA_PLAN)
+    args = Namespace(
+        gpus=gpus, check_s=0.0, launch_s=1.0, compile_s=0.0, autotune_s=0.0, memory_gib=80.0,
+        cap_s=1.0, fixed_s=0.0, group_s=0.0, oracle_factor=0.0, default_call_s=1e-3, default_spread=0.02,
+    )  # fmt: skip
     totals = estimate(plan, {}, args)["parallel.dp_vs_ddp"]
     assert {"test_dataparallel", "test_ddp"} <= {p.nodeid.split("::")[1].split("[")[0] for p in plan}
     assert totals.checks_s == launches and totals.skipped == 2 - launches
@@ -88,8 +101,7 @@ def test_cuda_points_cost_nothing_on_a_machine_without_a_gpu(gpus, priced):
         gpus=gpus, check_s=0.0, launch_s=0.0, compile_s=0.0, autotune_s=0.0, memory_gib=80.0,
         cap_s=1.0, fixed_s=0.0, group_s=0.0, oracle_factor=0.0, default_call_s=1e-3, default_spread=0.02,
     )  # fmt: skip
-    select = "distance.pairwise and n128 and float32 and test_benchmark and not compiled"
-    totals = estimate(_collected("--device", "cuda", "-k", select), {}, args)["distance.pairwise"]
+    totals = estimate(_collected(*CUDA_PLAN), {}, args)["distance.pairwise"]
     assert (totals.points, totals.skipped) == (priced, 6 - priced)  # six variants
 
 
