@@ -91,12 +91,6 @@ def where_device(device: str, timing_mode: str) -> str:
     return device if timing_mode in ("warm", "", None) else f"{device} {timing_mode}"
 
 
-def _positions(frame, keys) -> list[tuple[tuple, np.ndarray]]:
-    """(key, row positions) per group, in the order the groups first appear, without building a
-    sub-frame per group (the gate builds these for every run)."""
-    return load.group_positions(frame, keys)
-
-
 @dataclass(frozen=True)
 class RunSpeedup:
     """One run's view of one pair."""
@@ -129,7 +123,7 @@ class Runs:
         pairs = results.pairs
         if pairs is not None and not pairs.empty:
             fast, slow, busy = (pairs[c].to_numpy() for c in ("fast_data", "slow_data", "busy"))
-            for (*key, run), idx in _positions(pairs, PAIR_KEYS + ["run"]):
+            for (*key, run), idx in load.group_positions(pairs, PAIR_KEYS + ["run"]):
                 logs = [gain.log_ratios(slow[i], fast[i]) for i in idx]
                 busy_why = next((str(busy[i]) for i in idx if isinstance(busy[i], str) and busy[i]), "")
                 self.paired.setdefault(tuple(key), {})[run] = (logs, busy_why)
@@ -138,7 +132,9 @@ class Runs:
         if not results.rows.empty:
             data = results.rows["data"].to_numpy()
             keys = ["case", "size_label", "dtype", "device", "timing_mode", "variant", "run"]
-            for (case, size, dtype, device, mode, variant, run), idx in _positions(results.rows, keys):
+            for (case, size, dtype, device, mode, variant, run), idx in load.group_positions(
+                results.rows, keys
+            ):
                 key = (case, size, dtype, where_device(device, mode), variant)
                 self.rows.setdefault(key, {})[run] = np.concatenate([data[i] for i in idx])
 
