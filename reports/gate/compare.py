@@ -167,16 +167,17 @@ def compare(
     for rc, rc_name in zip(rechecks, names[2:] or [f"--recheck {i + 1}" for i in range(len(rechecks))]):
         _same_run_kind(rc, current, rc_name, names[1])
     lines: list[Line] = []
-    failed = current.outcomes[current.outcomes["outcome"] == "failed"]
-    for r in failed.itertuples():
+    outcomes = current.outcomes
+    for i in np.flatnonzero(outcomes["outcome"].to_numpy() == "failed"):
+        r = outcomes.iloc[i]
         lines.append(
             Line(
-                r.case,
-                r.size_label,
-                f"{r.dtype} {r.device}".strip(),
-                r.name,
+                r["case"],
+                r["size_label"],
+                f"{r['dtype']} {r['device']}".strip(),
+                r["name"],
                 verdict=FAILED,
-                note=r.reason.splitlines()[0][:200] if r.reason else "",
+                note=r["reason"].splitlines()[0][:200] if r["reason"] else "",
             )
         )
     base_groups, cur_groups = _groups(baseline), _groups(current)

@@ -19,6 +19,7 @@ from tests.synthetic import pooled, write
 DATA = paths.DATA
 REAL = [DATA / "distance_cpu_run1.json", DATA / "distance_cpu_run2.json"]
 REAL_ALL = [DATA / "distance_cpu_all_run1.json", DATA / "distance_cpu_all_recheck.json"]
+_load = synthetic.SameShapeLoader()  # the trials' runs, read at a fraction of the loader's cost
 
 
 # ---- statistics ----------------------------------------------------------------------------------
@@ -140,8 +141,8 @@ def test_detection_of_injected_slowdowns(tmp_path, slowdown, at_least, at_most):
     rng = np.random.default_rng(int(slowdown * 100))
     codes = []
     for trial in range(100):
-        base = load.from_documents((f"b{i}.json", _drifted(4 * trial + i, rng, 1.0)) for i in range(3))
-        cur = load.from_documents([("c.json", _drifted(4 * trial + 3, rng, slowdown))])
+        base = _load((f"b{i}.json", _drifted(4 * trial + i, rng, 1.0)) for i in range(3))
+        cur = _load([("c.json", _drifted(4 * trial + 3, rng, slowdown))])
         codes.append(gate.exit_code(gate.compare(base, cur)))
     rate, passed = codes.count(1) / 100, codes.count(0) / 100
     print(f"slowdown {slowdown - 1:.0%}: detected in {rate:.1%}, passed in {passed:.1%} of 100 trials")
@@ -182,19 +183,41 @@ def _a_a(
     first, final = [], []
     for trial in range(trials):
         seeds = range(10 * trial, 10 * trial + baseline_runs)
-        base = load.from_documents((f"b{i}.json", noisy_run(s, rng)) for i, s in enumerate(seeds))
-        cur = load.from_documents([("c.json", noisy_run(10 * trial + 9, rng, slow=slow))])
+        base = _load((f"b{i}.json", noisy_run(s, rng)) for i, s in enumerate(seeds))
+        cur = _load([("c.json", noisy_run(10 * trial + 9, rng, slow=slow))])
         code = gate.exit_code(gate.compare(base, cur))
         first.append(code)
         if code in (1, 3) and rechecks:
             again_rng = np.random.default_rng((25, trial))
             again = tuple(
-                load.from_documents([(f"r{i}.json", noisy_run(10 * trial + 5 + i, again_rng, slow=slow))])
+                _load([(f"r{i}.json", noisy_run(10 * trial + 5 + i, again_rng, slow=slow))])
                 for i in range(rechecks)
             )
             code = gate.exit_code(gate.compare(base, cur, rechecks=again))
         final.append(code)
     return first, final
+
+
+def test_the_same_shape_loader_gates_as_the_loader():
+    """The trials' shortcut (tests.synthetic.SameShapeLoader) against the reports' loader, on runs
+    that regress, pass and re-measure: the same lines, verdicts and figures."""
+    rng = np.random.default_rng(3)
+    shortcut = synthetic.SameShapeLoader()
+    codes = []
+    for trial, slow in enumerate([1.0, 1.3, 4.0, 1.0]):
+        paired = (  # rounds taken side by side, and taken apart
+            [(f"b{i}.json", noisy_run(10 * trial + i, rng)) for i in range(3)],
+            [("c.json", noisy_run(10 * trial + 9, rng, slow={"fast_v": slow}))],
+        )
+        apart = (
+            [(f"b{i}.json", _drifted(10 * trial + i, rng, 1.0)) for i in range(3)],
+            [("c.json", _drifted(10 * trial + 9, rng, slow))],
+        )
+        for docs, cur in (paired, apart):
+            lines = gate.compare(shortcut(docs), shortcut(cur))
+            assert repr(lines) == repr(gate.compare(load.from_documents(docs), load.from_documents(cur)))
+            codes.append(gate.exit_code(lines))
+    assert set(codes) >= {0, 1}, codes
 
 
 def test_a_a_with_between_run_noise_does_not_fail():
