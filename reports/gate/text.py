@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import math
 
-from scipy.stats import t as student_t
-
 from reports.gate.lines import EXIT_UNJUDGED, FAILING, REGRESSED, UNJUDGED, UNSTABLE, Line, exit_code
-from reports.gate.model import LEVEL, MAX_TOLERANCE, PRIOR_DF, PRIOR_SIGMA, WIDEN
+from reports.gate.model import MAX_TOLERANCE, PRIOR_DF, PRIOR_SIGMA, WIDEN, t_quantile
 
 
 def _f(value, spec=".3g") -> str:
@@ -18,7 +16,7 @@ def _f(value, spec=".3g") -> str:
 def single_run_note(tolerance: float) -> str:
     se = PRIOR_SIGMA * math.sqrt(2)  # one run a side
     edge = math.log(1 - min(max(tolerance, 1 - math.exp(-WIDEN * se)), MAX_TOLERANCE))
-    fails = math.exp(-(edge - float(student_t.ppf(1 - (1 - LEVEL) / 2, PRIOR_DF)) * se))
+    fails = math.exp(-(edge - t_quantile(PRIOR_DF) * se))
     return (
         "Note: the baseline holds a single run, so it says nothing of how far this machine's runs of "
         f"unchanged code differ; a between-run σ of {PRIOR_SIGMA:.0%} (of the log speed-up) is assumed "
