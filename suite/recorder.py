@@ -33,22 +33,32 @@ class Recorder:
 
     @pytest.hookimpl(tryfirst=True)  # before `-m` selects by the markers added here
     def pytest_collection_modifyitems(self, config, items):
-        """Markers, skips and clocks from each point's requirements (harness.point.marks)."""
+        """Markers from each point's declaration (harness.point.marks), for `-m` to select by."""
         points = [(item, point) for item in items if (point := plan.point_of(item)) is not None]
         cpu_only = plan.cpu_only_cases(point for _, point in points)
         for item, point in points:
             described = point.key.to_data()  # plain data: a worker's events carry it across processes
-            timed = "benchmark" in getattr(item, "fixturenames", ())
-            names, skip, clock = marks.of(point, point.key.role, timed)
-            for name in names:
+            for name in marks.names_of(point, point.key.role):
                 item.add_marker(getattr(pytest.mark, name))
             if point.key.case in cpu_only:  # the GPU command (`-m gpu`) runs it on the host's CPU
                 item.add_marker(pytest.mark.gpu)
+            item.user_properties.append(("point", described))
+
+    @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+    def pytest_collection_modifyitems_after_selection(self, config, items):
+        """Skips and clocks from the requirements of the points `-k` and `-m` left: a requirement's
+        probe (torch.compile's takes ~3 s) runs only in a run that will run a point needing it."""
+        for item in items:
+            point = plan.point_of(item)
+            if point is None:
+                continue
+            timed = "benchmark" in getattr(item, "fixturenames", ())
+            _, skip, clock = marks.of(point, point.key.role, timed)
             if skip:
-                item.add_marker(pytest.mark.skip(reason=skip))
+                # Ahead of pytest-benchmark's own skips: the requirement is the reason recorded.
+                item.add_marker(pytest.mark.skip(reason=skip), append=False)
             elif clock is not None:
                 item.add_marker(pytest.mark.benchmark(timer=clock))
-            item.user_properties.append(("point", described))
 
     @pytest.hookimpl(trylast=True)  # after pytest-benchmark has marked what --benchmark-only skips
     def pytest_collection_finish(self, session):

@@ -24,6 +24,13 @@ class Marks(NamedTuple):
 def of(point, role: str = "", timed: bool = False) -> Marks:
     """`point`: a plan point (its `requires`, `device`, and where it has them `slow` and `timing`);
     `role`: its variant's role; `timed`: its test takes pytest-benchmark's fixture."""
+    skip = requirements.unmet(point.requires, point.device) or ""
+    return Marks(names_of(point, role), skip, _clock(point) if timed and not skip else None)
+
+
+def names_of(point, role: str = "") -> tuple[str, ...]:
+    """The marker names alone: read off the declaration, no requirement probed (a probe such as
+    torch.compile's takes seconds, and a run need not pay it for points it deselects)."""
     wanted = {
         "gpu": requirements.needs_gpu(point.requires, point.device),
         "multigpu": requirements.gpus_needed(point.requires) >= 2,
@@ -31,10 +38,7 @@ def of(point, role: str = "", timed: bool = False) -> Marks:
         "slow": getattr(point, "slow", False),
         "compiled": role == "compiled",
     }
-    skip = requirements.unmet(point.requires, point.device) or ""
-    return Marks(
-        tuple(n for n, w in wanted.items() if w), skip, _clock(point) if timed and not skip else None
-    )
+    return tuple(n for n, w in wanted.items() if w)
 
 
 def _clock(point):

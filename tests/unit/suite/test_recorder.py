@@ -1,5 +1,5 @@
 """The run's record, the pytest glue (suite/recorder.py): each collected point gets its markers, skips and
-replay clock from its requirements."""
+replay clock from its requirements, probed only for the points the run selected."""
 
 import torch
 
@@ -49,8 +49,8 @@ def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements
             self.callspec = type("CallSpec", (), {"params": {"launch_point": point}})()
             self.marks, self.user_properties, self.own_markers = [], [], []
 
-        def add_marker(self, mark):
-            self.marks.append(mark)
+        def add_marker(self, mark, append=True):
+            self.marks.append(mark) if append else self.marks.insert(0, mark)
 
     # one CUDA point of the case: its CPU points stay out of the GPU run (no gpu marker)
     points = [
@@ -59,7 +59,9 @@ def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements
         LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cuda", 2),
     ]
     items = [Item(p) for p in points]
-    Recorder(_Defaults()).pytest_collection_modifyitems(None, items)
+    recorder = Recorder(_Defaults())
+    recorder.pytest_collection_modifyitems(None, items)
+    recorder.pytest_collection_modifyitems_after_selection(None, items)
     names = [{m.name for m in item.marks} for item in items]
     assert names[0] == {"distributed", "benchmark"} and names[1] == {"distributed", "slow", "benchmark"}
     assert {"gpu", "multigpu", "distributed"} <= names[2]
@@ -75,3 +77,31 @@ def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements
     if not torch.cuda.is_available():
         skip = next(m for m in items[2].marks if m.name == "skip")
         assert skip.kwargs["reason"] == "CUDA not available" and "benchmark" not in names[2]
+
+
+def test_requirements_are_probed_only_for_the_points_selected(monkeypatch):
+    """The markers `-m` selects by come from the declarations alone; a requirement's probe (torch.compile's
+    takes seconds) runs after `-k`/`-m` have deselected, for the points left."""
+    from harness.machine import requirements
+    from plan import variant_points
+    from suite.recorder import Recorder
+
+    class Item:
+        fixturenames = ("variant_point", "benchmark")
+
+        def __init__(self, point):
+            self.callspec = type("CallSpec", (), {"params": {"variant_point": point}})()
+            self.marks, self.user_properties, self.own_markers = [], [], []
+
+        def add_marker(self, mark, append=True):
+            self.marks.append(mark) if append else self.marks.insert(0, mark)
+
+    probed = []
+    monkeypatch.setattr(requirements, "unmet", lambda requires, device: probed.append(device) or None)
+    items = [Item(p) for p in variant_points("quick", ("cpu", "cuda"))[:40]]
+    recorder = Recorder(_Defaults())
+    recorder.pytest_collection_modifyitems(None, items)
+    assert probed == [] and any(item.marks for item in items)
+    selected = items[:3]  # what -k left
+    recorder.pytest_collection_modifyitems_after_selection(None, selected)
+    assert len(probed) == len(selected)
