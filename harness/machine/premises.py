@@ -317,10 +317,20 @@ def _cxx_compiles(cxx: str) -> tuple[bool, str]:
     return True, f"{cxx} compiled a C++/OpenMP/Python.h probe"
 
 
+_COMPILE_PROBED: dict[str, Premise] = {}  # device → what torch_compile found in this process
+
+
 def torch_compile(device: str) -> Premise:
     """torch.compile's default backend (Inductor) able to build kernels for `device`: TorchDynamo
     supported on this Python; on CPU a C++ compiler that builds what Inductor writes (measured: it
-    compiles a probe); on CUDA, Triton importable and a GPU Triton supports (sm_70+)."""
+    compiles a probe); on CUDA, Triton importable and a GPU Triton supports (sm_70+). Probed once
+    per process: importing TorchDynamo and compiling the probe take 1.5-3 s."""
+    if device not in _COMPILE_PROBED:
+        _COMPILE_PROBED[device] = _torch_compile(device)
+    return _COMPILE_PROBED[device]
+
+
+def _torch_compile(device: str) -> Premise:
     name = f"torch.compile on {device}"
     if not hasattr(torch, "compile"):
         return Premise(name, False, f"torch {torch.__version__} has no torch.compile")
@@ -345,21 +355,31 @@ def torch_compile(device: str) -> Premise:
 def summary() -> dict[str, dict]:
     """Every premise above that can be read without a GPU measurement, for the results file's
     machine info: the CPU's oneDNN modes (measured), GPU count, tensor cores per dtype (read),
-    torch.compile, NCCL and the TF32 override variables."""
+    torch.compile where a point of the run needed it, NCCL and the TF32 override variables."""
     found = [
         onednn_reduced("matmul", "bf16"),
         onednn_reduced("conv", "bf16"),
         onednn_reduced("matmul", "tf32"),
         gpus(1),
         gpus(2),
-        torch_compile("cpu"),
     ]
+    compile_on = ["cpu"]
     if gpu_count():
         cuda = torch.device("cuda", torch.cuda.current_device())
         found += [cuda_tensor_cores(cuda, d) for d in ("tf32", "bf16", "fp16")]
-        found += [torch_compile("cuda"), nccl()]
+        found += [nccl()]
+        compile_on.append("cuda")
     # Read on every machine: a results file from a GPU box says whether the flags were overruled,
     # and one from a CPU box that the variables, where set, did nothing.
     device = "cuda" if gpu_count() else "cpu"
     found += [tf32_flags_decide(device), ieee_fp32(device)]
-    return {p.name: {"present": p.present, "evidence": p.evidence} for p in found}
+    out = {p.name: {"present": p.present, "evidence": p.evidence} for p in found}
+    for d in compile_on:
+        # The run's compiled points asked already; a run without any does not pay the probe.
+        probed = _COMPILE_PROBED.get(d)
+        out[f"torch.compile on {d}"] = (
+            {"present": probed.present, "evidence": probed.evidence}
+            if probed is not None
+            else {"present": None, "evidence": "not probed: no point of this run needed torch.compile"}
+        )
+    return out

@@ -157,6 +157,18 @@ def test_tokens_give_the_premise_as_the_skip_reason(monkeypatch):
     assert requirements.unmet(("gpus>=2",), "cuda") == "needs >= 2 GPUs, found 1"
 
 
+def test_torch_compile_is_probed_once_and_only_where_a_point_asks(monkeypatch):
+    """The results file names torch.compile's premise as the run found it, and a run that never
+    asked (no compiled point selected) records it not probed instead of paying 1.5-3 s for it."""
+    calls = []
+    monkeypatch.setattr(premises, "_COMPILE_PROBED", {})
+    monkeypatch.setattr(premises, "_torch_compile", lambda d: calls.append(d) or PRESENT)
+    assert premises.summary()["torch.compile on cpu"]["present"] is None and calls == []
+    assert requirements.unmet(("compiler",), "cpu") is None and premises.torch_compile("cpu") is PRESENT
+    assert calls == ["cpu"]
+    assert premises.summary()["torch.compile on cpu"] == {"present": True, "evidence": PRESENT.evidence}
+
+
 def test_machine_info_records_the_premises():
     found = machine.machine_info()["premises"]
     assert {"oneDNN bf16 for fp32 matmul on this CPU", ">= 2 GPU(s)", "torch.compile on cpu"} <= set(found)
