@@ -139,6 +139,7 @@ def test_tensor_cores_per_dtype_from_the_compute_capability(monkeypatch, sm, ten
 
 def test_compiler_premise_is_a_compiled_probe_not_a_name_on_path(monkeypatch):
     monkeypatch.setattr(premises, "_inductor_compilers", lambda: ["/nonexistent/c++", "false"])
+    monkeypatch.setattr(premises, "_COMPILE_PROBED", {})  # not what an earlier test found
     found = premises.torch_compile("cpu")
     assert not found.present
     assert "/nonexistent/c++" in found.evidence and "false failed" in found.evidence
