@@ -380,6 +380,6 @@ def summary() -> dict[str, dict]:
         out[f"torch.compile on {d}"] = (
             {"present": probed.present, "evidence": probed.evidence}
             if probed is not None
-            else {"present": None, "evidence": "not probed: no point of this run needed torch.compile"}
+            else {"present": None, "evidence": "not probed: no point run in this process needed it"}
         )
     return out
