@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import platform
+import statistics
 import subprocess
 import sys
 
@@ -67,8 +68,15 @@ def test_pin_fixes_both_thresholds_and_hands_them_to_children():
 def test_a_large_temporary_costs_the_same_fresh_or_after_other_work_once_pinned():
     """Unpinned, a process pays page faults on every call or not depending on its history
     (measured 14.5 ms against 1.6 ms, AMD EPYC 2 cores); pinned, 1.4-1.7 ms in both states: held
-    within 30% (timing noise on a quiet machine is a few percent; the unpinned gap is 9×)."""
-    fresh, after = _probe("pin", "fresh")["median"], _probe("pin", "history")["median"]
+    within 30% (timing noise on a quiet machine is a few percent; the unpinned gap is 9×). Three
+    processes of each kind, alternated, and the median of each kind: one probe of each, one after
+    the other, once read 4.8 against 3.1 ms in a fresh-clone CI run here and passed in the run before (a
+    neighbour's burst on this VM lands on one process; alternated, it lands on both kinds)."""
+    medians: dict[str, list[float]] = {"fresh": [], "history": []}
+    for _ in range(3):
+        for history, found in medians.items():
+            found.append(_probe("pin", history)["median"])
+    fresh, after = statistics.median(medians["fresh"]), statistics.median(medians["history"])
     quiet.hold(
         max(fresh, after) / min(fresh, after) < 1.3,
         f"pinned: fresh process {fresh * 1e3:.2f} ms vs after other work {after * 1e3:.2f} ms a call",
