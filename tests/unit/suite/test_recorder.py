@@ -11,6 +11,19 @@ class _Defaults:
         return default
 
 
+class _Item:
+    """A collected test as the recorder sees it: its point as the parameter `param`, the fixtures it
+    takes, and the marks added to it in order (``append=False`` puts one first, as pytest does)."""
+
+    def __init__(self, param, point, fixturenames=()):
+        self.callspec = type("CallSpec", (), {"params": {param: point}})()
+        self.fixturenames = fixturenames
+        self.marks, self.user_properties, self.own_markers = [], [], []
+
+    def add_marker(self, mark, append=True):
+        self.marks.append(mark) if append else self.marks.insert(0, mark)
+
+
 def test_a_slow_check_gets_the_slow_marker():
     from cases.spec import Case, Check
     from plan import CheckPoint
@@ -24,17 +37,10 @@ def test_a_slow_check_gets_the_slow_marker():
         checks={"fast": Check(lambda d: None), "sweep": Check(lambda d: None, slow=True)},
     )
 
-    class Item:
-        def __init__(self, point):
-            self.callspec = type("CallSpec", (), {"params": {"check_point": point}})()
-            self.markers, self.user_properties, self.own_markers = [], [], []
-
-        def add_marker(self, mark):
-            self.markers.append(mark.name)
-
-    items = [Item(CheckPoint(case, name, "cpu")) for name in ("fast", "sweep")]
+    items = [_Item("check_point", CheckPoint(case, name, "cpu")) for name in ("fast", "sweep")]
     Recorder(_Defaults()).pytest_collection_modifyitems(None, items)
-    assert "slow" not in items[0].markers and "slow" in items[1].markers
+    names = [{m.name for m in item.marks} for item in items]
+    assert "slow" not in names[0] and "slow" in names[1]
 
 
 def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements():
@@ -42,23 +48,13 @@ def test_a_launch_point_gets_markers_skip_and_replay_clock_from_its_requirements
     from plan import LaunchPoint
     from suite.recorder import Recorder
 
-    class Item:
-        fixturenames = ("launch_point", "benchmark")
-
-        def __init__(self, point):
-            self.callspec = type("CallSpec", (), {"params": {"launch_point": point}})()
-            self.marks, self.user_properties, self.own_markers = [], [], []
-
-        def add_marker(self, mark, append=True):
-            self.marks.append(mark) if append else self.marks.insert(0, mark)
-
     # one CUDA point of the case: its CPU points stay out of the GPU run (no gpu marker)
     points = [
         LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cpu", 2),
         LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cpu", 4, slow=True),
         LaunchPoint.on("parallel.dp_vs_ddp", "ddp", "cuda", 2),
     ]
-    items = [Item(p) for p in points]
+    items = [_Item("launch_point", p, ("launch_point", "benchmark")) for p in points]
     recorder = Recorder(_Defaults())
     recorder.pytest_collection_modifyitems(None, items)
     recorder.pytest_collection_modifyitems_after_selection(None, items)
@@ -86,19 +82,10 @@ def test_requirements_are_probed_only_for_the_points_selected(monkeypatch):
     from plan import variant_points
     from suite.recorder import Recorder
 
-    class Item:
-        fixturenames = ("variant_point", "benchmark")
-
-        def __init__(self, point):
-            self.callspec = type("CallSpec", (), {"params": {"variant_point": point}})()
-            self.marks, self.user_properties, self.own_markers = [], [], []
-
-        def add_marker(self, mark, append=True):
-            self.marks.append(mark) if append else self.marks.insert(0, mark)
-
     probed = []
     monkeypatch.setattr(requirements, "unmet", lambda requires, device: probed.append(device) or None)
-    items = [Item(p) for p in variant_points("quick", ("cpu", "cuda"))[:40]]
+    points = variant_points("quick", ("cpu", "cuda"))[:40]
+    items = [_Item("variant_point", p, ("variant_point", "benchmark")) for p in points]
     recorder = Recorder(_Defaults())
     recorder.pytest_collection_modifyitems(None, items)
     assert probed == [] and any(item.marks for item in items)
