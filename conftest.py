@@ -25,7 +25,7 @@ import torch
 from harness import machine
 from harness.host import allocator
 from harness.machine import requirements
-from suite import options
+from suite import options, xdist_worker
 from suite.progress_plugin import PROGRESS, ProgressPlugin
 from suite.recorder import RECORDER, Recorder
 
@@ -51,6 +51,7 @@ def pytest_configure(config):
     # Before anything allocates a timed tensor: a temporary's cost must not depend on which
     # points ran before it in the process (harness/host/allocator.py).
     config.stash[ALLOCATOR] = allocator.pin()
+    xdist_worker.configure(config)  # under -n: the cores shared out among the workers
     if config.getoption("--threads") is not None:
         torch.set_num_threads(config.getoption("--threads"))
     config.stash[RECORDER] = Recorder(config)

@@ -21,6 +21,10 @@ import torch
 from harness.run import isolation
 from tests.launcher import INTERRUPTIBLE_PYTEST, PYTEST, ROOT
 
+# The module's shared run of the suite (alone) is made once: under `-n auto --dist loadgroup` (the
+# test command) every test of this module goes to the same worker.
+pytestmark = pytest.mark.xdist_group("test_isolation")
+
 QUICK = ["--benchmark-max-time=0.002", "--benchmark-min-rounds=2", "--benchmark-warmup=off"]
 # Checks, benchmarks (CPU timed, CUDA skipped with the reason here) and rule checks with findings.
 SELECTION = ["suite", "--device", "cpu,cuda", "-k", "onehot.encode and not c1000 and not perf_lint"]

@@ -15,6 +15,10 @@ from harness.contract import catalogue, record, rules
 from tests import paths
 from tests.launcher import PYTEST
 
+# The module's shared run of the suite (small_run) is made once: under `-n auto --dist loadgroup` (the
+# test command) every test of this module goes to the same worker.
+pytestmark = pytest.mark.xdist_group("test_record")
+
 ROOT = paths.ROOT
 
 

@@ -9,6 +9,10 @@ from cases._lib import snippets as sn
 from cases._lib.snippet_map import SNIPPETS
 from harness.contract.record import ErratumKind
 
+# The notes' snippets run once for the module (note_results): under `-n auto --dist loadgroup` (the
+# test command) every test of this module goes to the same worker.
+pytestmark = pytest.mark.xdist_group("test_snippets")
+
 # ---- running the notes (fresh interpreters) -----------------------------------------------------
 
 # What the notes as written give on torch 2.13 (CPU): the errata a run must find, by snippet.

@@ -115,6 +115,7 @@ GLUE = (
     "persist",
     "progress_plugin",
     "recorder",
+    "xdist_worker",
 )
 
 
