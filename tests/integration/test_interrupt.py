@@ -50,6 +50,17 @@ def _wait_for(predicate, proc, timeout_s=240.0, what=""):
         time.sleep(0.05)
 
 
+def _ended(proc, timeout_s: float, log: Path, sig: str) -> int:
+    """The run's exit status once it ended; a run still going `timeout_s` after the signal fails
+    the test with its own output (the caller kills it), which a bare TimeoutExpired would lose."""
+    try:
+        return proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        pytest.fail(
+            f"the run did not end within {timeout_s:.0f} s of {sig}; its output:\n{log.read_text()[-3000:]}"
+        )
+
+
 def _journaled(path: Path) -> list[dict]:
     return [r["row"] for r in journal.read(path) if r.get("kind") == "benchmark"] if path.exists() else []
 
@@ -78,7 +89,7 @@ def test_interrupted_run_keeps_every_finished_point(sig, tmp_path):
         _wait_for(lambda: len(_journaled(journal_path)) >= 2, proc, what="two finished points")
         finished = {row["fullname"]: row for row in _journaled(journal_path)}
         proc.send_signal(getattr(signal, sig))
-        status = proc.wait(120)
+        status = _ended(proc, 120, log, sig)
     finally:
         proc.kill()
         proc.wait()
@@ -131,7 +142,7 @@ def test_point_caught_in_its_rounds_is_left_out(rounds_before, tmp_path):
     try:
         _wait_for(ready.exists, proc, what="the stuck point")
         proc.send_signal(signal.SIGINT)
-        status = proc.wait(60)
+        status = _ended(proc, 60, log, "SIGINT")
     finally:
         proc.kill()
         proc.wait()
