@@ -60,6 +60,7 @@ from pathlib import Path
 
 import torch
 
+from harness.host import signals
 from harness.measure import device as devices
 from harness.run.journal import WORKER_JOURNAL_ENV, Tail
 
@@ -484,9 +485,13 @@ def _follow(worker, followed, replay, stopped) -> None:
 def _drain(worker, followed, replay) -> None:
     followed.queue.extend(worker.events())
     while followed.queue:
-        event = followed.queue.popleft()
-        followed.see(event)
-        replay(event)
+        # An interrupt between taking an event from the queue and replaying it whole would drop it
+        # (seen under load: a point the worker finished missing from the JSON, the points after it
+        # kept): it is held until the event is taken in, then raised.
+        with signals.held():
+            event = followed.queue.popleft()
+            followed.see(event)
+            replay(event)
 
 
 def _fail(fail: Fail, nodeid: str, followed: Followed, message: str) -> None:
