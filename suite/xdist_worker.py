@@ -3,11 +3,12 @@ it down and the pytest runs it starts are not mistaken for workers.
 
 * **Threads.** Each worker, and each pytest run of the suite or torchrun a test starts from it,
   would use torch's default of one thread per core: N workers on N cores run N² threads, and an
-  OpenMP region waits at its barrier for every one of them. Measured on the 2-core EPYC with two
-  workers at two threads: the test command's CPU time went from ~1,000 s to 1,730 s and its wall
-  time did not drop (1,006 s); rnn.hidden_detach's small autograd steps took 47 s against under
-  9 s alone. A worker gets cores ÷ workers threads (at least one), and so do the processes it
-  starts (OMP_NUM_THREADS), unless `--threads` says otherwise. Nothing in the test command times
+  OpenMP region waits at its barrier for every one of them. Measured on the 2-core EPYC, the test
+  command with two workers: at two threads each 1,006 s wall and 1,730 s of CPU, no faster than
+  one process (916-1,041 s), rnn.hidden_detach's small autograd steps 47 s against under 9 s
+  alone; at one thread each 744 s wall and 1,442 s of CPU. A worker gets cores ÷ workers threads
+  (at least one), and so do the processes it starts (OMP_NUM_THREADS), unless `--threads` says
+  otherwise. Nothing in the test command times
   (`--benchmark-disable`, `-m "not timing"`), so the thread count changes no figure it checks.
 * **Its mark.** xdist sets PYTEST_XDIST_WORKER in the worker's environment, and pytest-benchmark
   reads it as "xdist is on" and turns timing off: a child run asked to time (`--benchmark-only`),
