@@ -25,7 +25,7 @@ import torch
 from harness import machine
 from harness.host import allocator
 from harness.machine import requirements
-from suite import options, xdist_worker
+from suite import options, pair_rounds, xdist_worker
 from suite.progress_plugin import PROGRESS, ProgressPlugin
 from suite.recorder import RECORDER, Recorder
 
@@ -58,6 +58,7 @@ def pytest_configure(config):
     config.pluginmanager.register(config.stash[RECORDER], "suite-recorder")
     config.stash[PROGRESS] = ProgressPlugin(config)
     config.pluginmanager.register(config.stash[PROGRESS], "suite-progress")
+    pair_rounds.configure(config)  # a pair's rounds timed once, for the pair and its sides' rows
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):

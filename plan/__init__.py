@@ -16,7 +16,7 @@ plan.points_by_argument(...)``, ``from plan import InputCache, VariantPoint``):
   twin is placed at);
 - `expand`: the cases expanded into points over part × variant × size × dtype × device × timing
   mode (`variant_points`, `pair_points`, `check_points`, `with_timing_modes`,
-  `points_by_argument`, `cpu_only_cases`, `point_of`, `select_points`);
+  `points_by_argument`, `cpu_only_cases`, `point_of`, `select_points`, `timed_in_pairs`);
 - `inputs`: the input cache and a point's resolution into what the harness measures
   (`InputCache`, the size check `oversize_reason`, `variant_at`, `pair_at`);
 - `launches` (which launches each distributed test makes), `estimate` (a run's duration before it
@@ -35,6 +35,7 @@ from plan.expand import (
     point_of,
     points_by_argument,
     select_points,
+    timed_in_pairs,
     variant_points,
     with_timing_modes,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "point_of",
     "points_by_argument",
     "select_points",
+    "timed_in_pairs",
     "variant_at",
     "variant_points",
     "with_timing_modes",

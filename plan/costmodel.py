@@ -52,3 +52,41 @@ def timed_point(
     calls = 1 + (pilot_rounds + plan.rounds) * plan.iterations + 1 + probe
     seconds = calls * call_s + (pilot_rounds + plan.rounds) * HOST_S_PER_ROUND
     return PointEstimate(calls, plan.rounds, plan.iterations, seconds)
+
+
+def replayed_point(call_s: float, *, device: str) -> PointEstimate:
+    """A side of a timed pair: its rounds are the pair's (`paired_point`), so its own test makes the
+    memory pass and one call after the replayed rounds, and on CUDA the host-vs-device probe."""
+    call_s = max(call_s, 1e-7)
+    calls = 2 + (rounds.probe_reps(call_s) if device == "cuda" else 0)
+    return PointEstimate(calls, 0, 1, calls * call_s)
+
+
+def paired_point(sides, *, device: str, cap_s: float = 1.0, min_rounds: int = 5) -> PointEstimate:
+    """Two variants timed in alternating rounds (harness.measure.interleave.timed_pair), each side
+    (call seconds, spread σ/median) as `timed_point` takes it: each warmed and sized (the cheap
+    side's block at least BALANCE of the other's), a short side's block started by one untimed
+    call, a pilot, then the rounds that bring the ratio's interval to ±2% (the two sides' spreads
+    add), at least MIN_PAIRED_ROUNDS, within the cap."""
+    from harness.measure import interleave  # not at import: plan.estimate prices without torch work
+
+    (a_s, a_spread), (b_s, b_spread) = [(max(s, 1e-7), spread) for s, spread in sides]
+    min_round_s = rounds.MIN_ROUND_S[device]
+    longest = max(rounds.iterations_for(s, min_round_s) * s for s in (a_s, b_s))
+    block = max(min_round_s, interleave.BALANCE * longest)
+    k = {side: rounds.iterations_for(s, block) for side, s in (("a", a_s), ("b", b_s))}
+    calls_per_round = {
+        "a": k["a"] + (k["a"] * a_s < interleave.REWARM_BELOW_S),
+        "b": k["b"] + (k["b"] * b_s < interleave.REWARM_BELOW_S),
+    }
+    round_s = calls_per_round["a"] * a_s + calls_per_round["b"] * b_s
+    floor = max(interleave.MIN_PAIRED_ROUNDS, min_rounds)
+    pilot = max(min(rounds.PILOT_SAMPLES, floor), 2)
+    spread = (a_spread**2 / k["a"] + b_spread**2 / k["b"]) ** 0.5
+    needed = rounds.rounds_needed(pilot, rounds.expected_halfwidth(spread, 1, pilot), rounds.TARGET)
+    total, _ = rounds.round_count(max(needed, pilot), round_s, cap_s=cap_s, min_rounds=floor)
+    total = max(total, floor)
+    calls = 4 + total * (calls_per_round["a"] + calls_per_round["b"])  # warm-up and sizing: 2 a side
+    return PointEstimate(
+        calls, total, k["a"] + k["b"], 2 * (a_s + b_s) + total * round_s + 2 * total * HOST_S_PER_ROUND
+    )

@@ -15,7 +15,9 @@ what `plan.costmodel` says its calls cost at the reference run's median and spre
 point (scaled by the case's cost model from another size of the same variant where the reference
 lacks it), plus a fixed cost per point and the inputs and float64 oracle once per group of
 variants (the oracle a multiple of the group's fastest call: the efficient form in float64).
-Rule checks, compiles and process launches cost a fixed time each. Those fixed costs are
+A timed pair costs its interleaved rounds (`plan.costmodel.paired_point`) and a side of a pair
+the run times only its own checked calls: its rows come from the pair's rounds
+(suite/pair_rounds.py). Rule checks, compiles and process launches cost a fixed time each. Those fixed costs are
 parameters, printed with the estimate; the README ("Time budget") gives the evidence for them.
 """
 
@@ -326,8 +328,24 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
     """Seconds per case of the planned run. `reference`: {id: (median s, spread)}; `compiles`:
     {id: measured compile s} (a results JSON's), else `args.compile_s`/`args.autotune_s` each."""
     compiles = compiles or {}
-    from plan import CheckPoint, LaunchPoint, VariantPoint
+    from plan import CheckPoint, LaunchPoint, PairPoint, VariantPoint, timed_in_pairs
 
+    def priced(planned: Planned) -> bool:
+        return not (
+            planned.not_a_benchmark_skipped
+            or ("gpu" in planned.markers and args.gpus < 1)
+            or ("multigpu" in planned.markers and args.gpus < 2)
+        )
+
+    def call_of(point) -> tuple[float, float, bool]:
+        """(call seconds, spread, from the reference itself) of a variant point."""
+        if point.id in reference:
+            return (*reference[point.id], True)
+        return _cost_scaled(point, reference) or args.default_call_s, args.default_spread, False
+
+    # A side of a pair the run times takes its rows from the pair's rounds (suite/pair_rounds.py).
+    pairs = [p.point for p in plan if p.test == "test_pair" and isinstance(p.point, PairPoint) and priced(p)]
+    paired = timed_in_pairs(pairs)
     by_case: dict[str, Totals] = defaultdict(Totals)
     group_call: dict[tuple, float] = {}  # the fastest variant's call per group
     for planned in plan:
@@ -341,7 +359,13 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
         if "multigpu" in planned.markers and args.gpus < 2:
             totals.skipped += 1  # skipped with "needs >= 2 GPUs" (harness.machine.requirements)
             continue
-        if planned.test == "test_benchmark" and isinstance(point, VariantPoint):
+        if planned.test == "test_pair" and isinstance(point, PairPoint):
+            if point.device == "cuda" and any(_too_big(side, args.memory_gib) for side in point.sides):
+                totals.skipped += 1
+                continue
+            sides = [call_of(side)[:2] for side in point.sides]
+            totals.calls_s += costmodel.paired_point(sides, device=point.device, cap_s=args.cap_s).seconds
+        elif planned.test == "test_benchmark" and isinstance(point, VariantPoint):
             param = point.id
             if point.device == "cuda" and _too_big(point, args.memory_gib):
                 totals.skipped += 1  # skipped before it is tried (plan.oversize_reason)
@@ -350,13 +374,13 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
             if compiled and point.comparison.uncompilable.get(point.compiled_from):
                 totals.skipped += 1  # "not compiled: <reason>" (harness.point.variant_benchmark)
                 continue
-            if param in reference:
-                call_s, spread = reference[param]
-            else:
-                call_s, spread = _cost_scaled(point, reference) or args.default_call_s, args.default_spread
-                totals.unreferenced += 1
+            call_s, spread, referenced = call_of(point)
+            totals.unreferenced += not referenced
             device = point.device
-            cost = costmodel.timed_point(call_s, spread, device=device, cap_s=args.cap_s)
+            if point.timing == "warm" and param in paired:
+                cost = costmodel.replayed_point(call_s, device=device)
+            else:
+                cost = costmodel.timed_point(call_s, spread, device=device, cap_s=args.cap_s)
             totals.points += 1
             totals.calls_s += cost.seconds
             totals.fixed_s += args.fixed_s

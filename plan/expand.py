@@ -98,6 +98,18 @@ def pair_points(profile: str, devices) -> list[PairPoint]:
     return points
 
 
+def timed_in_pairs(pairs) -> dict[str, PairPoint]:
+    """Each side's variant-point ID (warm mode) → the first of `pairs` it is a side of: the pair
+    whose interleaved rounds give that variant its solo figures too (suite/pair_rounds.py), so a
+    variant of a timed pair is timed once. A variant in two pairs (``precision.tf32``'s
+    ``matmul.highest`` against ``high`` and ``medium``) takes its rounds from the first."""
+    sides: dict[str, PairPoint] = {}
+    for pair in pairs:
+        for side in pair.sides:
+            sides.setdefault(side.id, pair)
+    return sides
+
+
 def check_points(devices) -> list[CheckPoint]:
     return [
         CheckPoint(case, name, device)

@@ -1,5 +1,6 @@
 """Parametrisation of the suite's tests from the plan (`plan/__init__.py`), and the session's
-fixtures: the input cache, the machine's ceilings and noise floor. Hooks and fixtures only."""
+fixtures: the input cache, the machine's ceilings and noise floor, the pairs' rounds. Hooks and
+fixtures only."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 
 import plan
 from suite import options
+from suite.pair_rounds import pair_rounds as pair_rounds_of
 from suite.recorder import recorder
 
 
@@ -41,3 +43,11 @@ def machine_ceilings(request):
 def noise_floor(request):
     """`floor_for(device)`: the machine's A/A noise floor on `device` (harness.machine.machine_measures)."""
     return recorder(request.config).machine.noise_floor
+
+
+@pytest.fixture(scope="session")
+def pair_rounds(request, input_cache, noise_floor):
+    """The run's pairs' rounds (suite/pair_rounds.py), bound to this session's inputs and floor."""
+    return pair_rounds_of(request.config).bound(
+        config=request.config, input_cache=input_cache, noise_floor=noise_floor
+    )

@@ -4,6 +4,7 @@
   they were (harness.measure.mutation); ``test_benchmark`` checks the same again after its timed calls.
 * ``test_benchmark``: each variant timed by pytest-benchmark (device-synchronized), with its peak
   memory, error and cost model in ``extra_info``; an out-of-memory size is recorded and skipped.
+  A side of a timed pair takes its rounds from the pair's (suite/pair_rounds.py): timed once.
 * ``test_rule``: each rule check of the case, with its finding on the notes' claim recorded.
 """
 
@@ -47,10 +48,11 @@ def test_check(variant_point, input_cache):
     _as_test_outcome(variant_benchmark.check, variant_at(variant_point, input_cache))
 
 
-def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, request):
+def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, pair_rounds, request):
     if reason := oversize_reason(variant_point, input_cache):
         pytest.skip(reason)
-    marker = request.node.get_closest_marker("benchmark")  # a CUDA warm point's DeviceClock
+    # A CUDA point's DeviceClock, or the ReplayClock of a pair's side (suite/pair_rounds.py).
+    marker = request.node.get_closest_marker("benchmark")
     _as_test_outcome(
         variant_benchmark.run,
         benchmark,
@@ -59,6 +61,7 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, requ
         min_rounds=options.min_rounds(request.config),
         clock=marker.kwargs.get("timer") if marker is not None else None,
         device_ceilings=machine_ceilings(variant_point.device) if not benchmark.disabled else {},
+        paired=pair_rounds.side_rounds(variant_point),
     )
 
 

@@ -62,8 +62,7 @@ def replay(request, benchmark, seconds: list[float]) -> None:
             f"{request.node.nodeid} has no ReplayClock timer: is it parametrised with a LaunchPoint?",
             pytrace=False,
         )
-    clock.load(seconds)
-    benchmark.pedantic(clock.advance, setup=clock.rewind, rounds=len(seconds), iterations=1)
+    timing.replay_rounds(benchmark, clock, seconds)
 
 
 def recorded(request, judged: LaunchRecord, benchmark=None) -> None:

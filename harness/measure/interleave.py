@@ -32,6 +32,15 @@ from harness.contract import rounds
 # two unchanged quick runs on the CI machine could not be told apart from a 10% drop (exit 3);
 # the slowest quick-profile pairs (~0.2 s a round) spend ~4 s on 20.
 MIN_PAIRED_ROUNDS = 20
+# A side's first call after the other side's block runs on caches and TLB entries the other side
+# filled: `distance.pairwise`'s matmul at n = 256 took 0.97 ms as the first call after the
+# broadcast against 0.40 ms in a loop (0.29 against 0.19 ms at n = 128; AMD EPYC, 2 cores), and
+# its second call was back at the loop's time. Rounds of one call would then time the fast side
+# cold and speed-ups would shrink (88x against the loops' 185x at n = 256). So a side's block
+# starts with one untimed call where that costs little, a block shorter than this; in a longer
+# block the refill (at most the last-level cache's few MiB) weighs a few percent.
+REWARM_BELOW_S = 20e-3
+BALANCE = 0.1
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,7 @@ class PairedRounds:
     first: list[str] = field(default_factory=list)  # which side ran first in each round
     planned: int = 0
     capped: bool = False  # the precision target needed more rounds than the cap allowed
+    rewarmed: tuple[str, ...] = ()  # the sides whose blocks start with an untimed call
 
     def info(self) -> dict:
         return {
@@ -50,6 +60,7 @@ class PairedRounds:
             "iterations": dict(self.iterations),
             "rounds_planned": self.planned,
             "rounds_capped": self.capped,
+            "rewarmed": list(self.rewarmed),
         }
 
 
@@ -70,9 +81,11 @@ def run_rounds(
     clock=None,
     start: int = 0,
     contexts: Contexts | None = None,
+    rewarm=(),
 ):
     """`n` rounds; round i (counted from `start`) runs the sides in the given order when i is
-    even, reversed when odd, each side's block of calls inside its context (if it has one)."""
+    even, reversed when odd, each side's block of calls inside its context (if it has one),
+    after one untimed call for the sides in `rewarm`."""
     clock = clock or time.perf_counter
     contexts = contexts or {}
     names = list(calls)
@@ -83,6 +96,8 @@ def run_rounds(
         first.append(order[0])
         for name in order:
             with contexts.get(name, contextlib.nullcontext)():
+                if name in rewarm:
+                    calls[name]()
                 out[name].append(_one_round(calls[name], iterations[name], clock))
     return out, first
 
@@ -100,7 +115,8 @@ def timed_pair(
     """Both sides warmed, sized (calls per round so a round lasts ≥ `min_round_s`), then a pilot
     of paired rounds plans how many make the median ratio's 95% interval ±`target`, within
     `cap_s` seconds for the whole pair and at least `min_rounds` (the pilot's rounds are kept:
-    they are paired rounds like the rest). A cap of 0 (a spent --time-budget) leaves the floor:
+    they are paired rounds like the rest); a short side's block starts with an untimed call
+    (`REWARM_BELOW_S`). A cap of 0 (a spent --time-budget) leaves the floor:
     `min_rounds`, as a variant timed alone keeps its minimum rounds. `clock`: the device's
     (default the host's); `contexts`: a side's context, entered once around its warm-up and once
     around each of its round blocks."""
@@ -110,14 +126,22 @@ def timed_pair(
         raise ValueError("cap_s must be 0 or more and min_rounds at least 1")
     clock = clock or time.perf_counter
     contexts = contexts or {}
-    iterations = {}
+    call_s = {}
     for name, call in calls.items():
         with contexts.get(name, contextlib.nullcontext)():
             call()  # warm-up: allocator, kernel selection, first-touch of the output
-            iterations[name] = rounds.iterations_for(_one_round(call, 1, clock), min_round_s)
+            call_s[name] = _one_round(call, 1, clock)
+    # The cheap side's block lasts at least BALANCE of the other's: a round then costs at most
+    # that much more, and the cheap side's own row (its side of these rounds, suite/pair_rounds.py)
+    # averages several calls a round rather than one.
+    longest = max(rounds.iterations_for(s, min_round_s) * s for s in call_s.values())
+    iterations = {
+        name: rounds.iterations_for(s, max(min_round_s, BALANCE * longest)) for name, s in call_s.items()
+    }
+    rewarm = [name for name, s in call_s.items() if iterations[name] * s < REWARM_BELOW_S]
     started = time.perf_counter()
     pilot = max(min(rounds.PILOT_SAMPLES, min_rounds), 2)
-    seconds, first = run_rounds(calls, iterations, pilot, clock, contexts=contexts)
+    seconds, first = run_rounds(calls, iterations, pilot, clock, contexts=contexts, rewarm=rewarm)
     spent = time.perf_counter() - started
     per_round = spent / pilot
     a, b = (seconds[name] for name in calls)
@@ -129,11 +153,13 @@ def timed_pair(
     # interval needs that many rounds, and a pair without one cannot be judged at all.
     total = max(total, min_rounds)
     if total > pilot:
-        more, more_first = run_rounds(calls, iterations, total - pilot, clock, start=pilot, contexts=contexts)
+        more, more_first = run_rounds(
+            calls, iterations, total - pilot, clock, start=pilot, contexts=contexts, rewarm=rewarm
+        )
         for name in calls:
             seconds[name] += more[name]
         first += more_first
-    return PairedRounds(seconds, iterations, first, planned=total, capped=capped)
+    return PairedRounds(seconds, iterations, first, planned=total, capped=capped, rewarmed=tuple(rewarm))
 
 
 def _halfwidth(logs: list[float]) -> float:

@@ -26,7 +26,8 @@ synchronised call is kept only where a caller hands no clock (``perf_counter_syn
 ``extra_info["timer"]`` names the clock either way.
 
 Timers handed to pytest-benchmark (``pytest.mark.benchmark(timer=...)``): ``DeviceClock`` reads
-the GPU's clock; ``ReplayClock`` reads back times measured in other processes (a launch's ranks).
+the GPU's clock; ``ReplayClock`` reads back times measured elsewhere (a launch's ranks, or a
+variant's side of its pair's interleaved rounds: `replayed_rounds`).
 """
 
 from __future__ import annotations
@@ -128,7 +129,8 @@ def _fails_on_host_synchronization(fn: Callable[[], Any]) -> None:
 class ReplayClock:
     """A timer for pytest-benchmark that reads back times measured elsewhere: the steps that a
     launch's ranks timed themselves (device synchronized before each clock read), which the
-    pytest process cannot time.
+    pytest process cannot time, and a variant's side of its pair's rounds (timed once, for the
+    pair and for the variant's own row).
 
     Given to pytest-benchmark as an item's timer (``pytest.mark.benchmark(timer=...)``) and run as
     ``load(seconds)``, then ``benchmark.pedantic(advance, setup=rewind, rounds=len(seconds))``:
@@ -320,16 +322,66 @@ def timed_rounds(
         eager_s = clock_median(timed(call), clock, reps=10, budget_s=1.0)
         info.update(eager_seconds=eager_s, launch_overhead_fraction=max(0.0, 1.0 - graph_s / eager_s))
     if not benchmark.disabled:
-        imprecise = rounds.precision_warning(list(benchmark.stats.stats.data)) if mode != "cold_l2" else None
-        machine = load.measure(probe_s=0)
-        info["warnings"] = ([imprecise] if imprecise else []) + timer_warnings(
-            list(benchmark.stats.stats.data),
-            info.get("device_seconds"),
-            info.get("wall_seconds"),
-            machine.loadavg_1m,
-            machine.cores,
-        )
+        info["warnings"] = _round_warnings(benchmark, info, precise=mode != "cold_l2")
     return result, info
+
+
+def _round_warnings(benchmark, info: dict, precise: bool = True) -> list[str]:
+    """The self-checks of the rounds pytest-benchmark holds: the median's interval (where the
+    rounds were planned for it) and `timer_warnings`."""
+    data = list(benchmark.stats.stats.data)
+    imprecise = rounds.precision_warning(data) if precise else None
+    machine = load.measure(probe_s=0)
+    return ([imprecise] if imprecise else []) + timer_warnings(
+        data, info.get("device_seconds"), info.get("wall_seconds"), machine.loadavg_1m, machine.cores
+    )
+
+
+def replay_rounds(benchmark, clock: ReplayClock, seconds) -> None:
+    """Rounds timed elsewhere handed to pytest-benchmark through the item's ReplayClock (its
+    timer): one pedantic round per measured time, its statistics, JSON and comparisons then
+    those of the measured rounds."""
+    if not isinstance(clock, ReplayClock):
+        raise TypeError(f"replayed rounds need the benchmark's ReplayClock as its timer, not {clock!r}")
+    clock.load(seconds)
+    benchmark.pedantic(clock.advance, setup=clock.rewind, rounds=len(seconds), iterations=1)
+
+
+def rounds_by_hand(
+    call: Callable[[], Any], device: str, *, cap_s: float, min_rounds: int
+) -> tuple[list[float], dict]:
+    """(per-call seconds of each round, the plan's info): `call` in rounds planned as the ``warm``
+    mode plans them, on the device's clock, timed here rather than by pytest-benchmark, for a
+    point whose benchmark replays its rounds (a side of a pair that could not be timed)."""
+    dev = harness_device.of(device)
+    clock = dev.clock()
+    round_s = rounds.MIN_ROUND_S["cuda" if torch.device(device).type == "cuda" else "cpu"]
+    plan = rounds.pilot_plan(call, clock, round_s, cap_s, min_rounds)
+    seconds = []
+    for _ in range(plan.rounds):
+        t0 = clock()
+        for _ in range(plan.iterations):
+            call()
+        seconds.append((clock() - t0) / plan.iterations)
+    return seconds, {**plan.info(), "timer": dev.timer_name}
+
+
+def replayed_rounds(
+    benchmark, clock: ReplayClock, call: Callable[[], Any], device: str, seconds, info: dict
+) -> tuple[Any, dict]:
+    """What `timed_rounds` returns for the ``warm`` mode, from rounds measured already (`seconds`
+    per call, `info` saying where): the rounds replayed into `benchmark`, then one more call of
+    `call`, whose output the caller checks (a variant that goes wrong once warm shows there), and
+    on CUDA the host's view beside the device's."""
+    replay_rounds(benchmark, clock, seconds)
+    last = call()
+    info = {"timing_mode": "warm", **info}
+    if torch.device(device).type == "cuda":
+        info.update(_busy_vs_wall(call, device, benchmark.stats.stats.median))
+    else:
+        info.pop("timer", None)  # as timed_rounds: a CPU point's clock is the host's, unnamed
+    info["warnings"] = _round_warnings(benchmark, info)
+    return last, info
 
 
 def _planned_rounds(benchmark, call, clock, device: str, info: dict, cap_s: float, min_rounds: int):

@@ -11,7 +11,10 @@ fixture, in this order, each step for a reason:
 3. the case's own metrics, and for the ``graph`` mode a capture whose replay is checked too;
 4. the timed rounds in the point's mode (`harness.measure.timing.timed_rounds`) within the point's cap,
    of the bare computation inside the variant's precision flags, set once around them all
-   (`harness.measure.precision_flags.split`; the checked call of step 2 sets them itself);
+   (`harness.measure.precision_flags.split`; the checked call of step 2 sets them itself); for a
+   side of a timed pair, its side of the pair's interleaved rounds instead, replayed (`paired`:
+   the variant is timed once, in its pair), or where the pair could not be timed, rounds timed
+   here and replayed the same way;
 5. the last timed call's output checked again: a variant that goes wrong once warm (a stale cache,
    a buffer reused across calls, an input it writes into) shows only there;
 6. the roofline fraction against the machine's ceilings, flagged where it is above them.
@@ -115,17 +118,30 @@ def check(variant: VariantAtPoint) -> None:
     _raise_if_wrong(variant, not_measured_on_oom(variant, run))
 
 
-def run(benchmark, variant: VariantAtPoint, *, budget, min_rounds: int, clock=None, device_ceilings) -> None:
+def run(
+    benchmark,
+    variant: VariantAtPoint,
+    *,
+    budget,
+    min_rounds: int,
+    clock=None,
+    device_ceilings,
+    paired: Callable[[], tuple[list[float], dict]] | None = None,
+) -> None:
     """Measure `variant` with `benchmark` (pytest-benchmark's fixture): its group and extra_info,
     which gets the point's record.BenchmarkInfo, where the point's time went (``phase_s``), its
     peak memory and error, the timing mode's figures and the roofline.
 
     `budget`: the run's time budget (harness.run.progress.Progress: ``round_cap_s(point_id)``,
     ``max_time_s``, ``spent_in_rounds(seconds)``), asked for the cap just before the rounds;
-    `min_rounds`: ``--benchmark-min-rounds``; `clock`: a CUDA point's DeviceClock (every mode);
-    `device_ceilings`: the machine's measured ceilings for the device ({} for none)."""
+    `min_rounds`: ``--benchmark-min-rounds``; `clock`: a CUDA point's DeviceClock (every mode), or
+    with `paired` the item's ReplayClock; `device_ceilings`: the machine's measured ceilings for
+    the device ({} for none); `paired()`: (per-call seconds, info) of this variant's side of its
+    pair's rounds, raising NotMeasured where the pair cannot be timed."""
     benchmark.group = variant.group
     benchmark.extra_info.update(variant.recorded)
+    if benchmark.disabled:
+        paired = None  # nothing is timed: the variant is called once, as any other
     # Where a point's time goes (the full GPU profile's budget is mostly outside the rounds):
     # inputs and the float64 oracle, a compile, the checked peak-memory pass, pilot and rounds.
     phases = benchmark.extra_info["phase_s"] = {}
@@ -161,25 +177,40 @@ def run(benchmark, variant: VariantAtPoint, *, budget, min_rounds: int, clock=No
         inputs, _ = variant.inputs()
         benchmark.extra_info.update(variant.metrics(inputs, torch.device(variant.device)))
     _raise_if_wrong(variant, err)  # timings of a wrong answer are not recorded as results
+    cap = budget.max_time_s
+    if paired is not None:
+        # Outside this variant's flags: the pair enters each side's own around its rounds.
+        started = time.perf_counter()
+        from_pair = not_measured_on_oom(variant, lambda: _side_of_pair(paired))
+        phases["timing"] = time.perf_counter() - started
     with flags_in_force():  # restored, and checked restored, on the way out
         replay = _checked_graph_replay(variant, call) if variant.mode == "graph" else None
-        cap = budget.round_cap_s(variant.id)
+        if paired is None or from_pair is None:
+            cap = budget.round_cap_s(variant.id)
         started = time.perf_counter()
-        last, info = not_measured_on_oom(
-            variant,
-            lambda: timing.timed_rounds(
-                benchmark,
-                call,
-                variant.device,
-                variant.mode,
-                max_time_s=budget.max_time_s,
-                min_rounds=min_rounds,
-                cap_s=cap,
-                replay=replay,
-                clock=clock,
-            ),
-        )
-        phases["timing"] = time.perf_counter() - started
+        if paired is None:
+            last, info = not_measured_on_oom(
+                variant,
+                lambda: timing.timed_rounds(
+                    benchmark,
+                    call,
+                    variant.device,
+                    variant.mode,
+                    max_time_s=budget.max_time_s,
+                    min_rounds=min_rounds,
+                    cap_s=cap,
+                    replay=replay,
+                    clock=clock,
+                ),
+            )
+        else:
+            if from_pair is None:
+                from_pair = not_measured_on_oom(
+                    variant,
+                    lambda: timing.rounds_by_hand(call, variant.device, cap_s=cap, min_rounds=min_rounds),
+                )
+            last, info = timing.replayed_rounds(benchmark, clock, call, variant.device, *from_pair)
+        phases["timing"] = phases.get("timing", 0.0) + time.perf_counter() - started
     # The first call was checked; a variant that goes wrong once warm (a stale cache, a buffer
     # reused across calls, an input it writes into) shows in the last timed call's output.
     inputs, truth = variant.inputs()
@@ -189,7 +220,12 @@ def run(benchmark, variant: VariantAtPoint, *, budget, min_rounds: int, clock=No
         benchmark.has_error = True  # pytest-benchmark leaves an errored point's rounds out of its JSON
     _raise_if_wrong(variant, warm, "after the timed calls")
     if not benchmark.disabled:
-        budget.spent_in_rounds(sum(benchmark.stats.stats.data) * benchmark.stats.iterations)
+        # A replayed side's rounds were timed in its pair (by this test, or before it, by another):
+        # what this test spent on them is its time in that step.
+        stats = benchmark.stats.stats
+        budget.spent_in_rounds(
+            phases["timing"] if paired is not None else sum(stats.data) * benchmark.stats.iterations
+        )
         if cap < budget.max_time_s:
             info["round_cap_trimmed_s"] = cap
     benchmark.extra_info.update(info)
@@ -206,6 +242,15 @@ def run(benchmark, variant: VariantAtPoint, *, budget, min_rounds: int, clock=No
             )
         )
         extra["warnings"] = extra.get("warnings", []) + ceilings.above_ceiling_warning(extra)
+
+
+def _side_of_pair(paired) -> tuple[list[float], dict] | None:
+    """`paired()`, or None where its pair cannot be timed (a side too big or wrong here: the
+    variant's own rounds are timed instead, and the pair's test says why it has none)."""
+    try:
+        return paired()
+    except NotMeasured:
+        return None
 
 
 def compile_first(variant: VariantAtPoint) -> dict:

@@ -133,3 +133,41 @@ def test_a_results_json_calibrates_calls_and_compiles(tmp_path):
     totals = estimate(plan, points, args, compiles)
     assert totals["distance.pairwise"].compile_s == 7.5
     assert totals["data.recordio"].compile_s == 0 and totals["data.recordio"].skipped == 1
+
+
+def test_a_pair_costs_its_floor_of_rounds_of_both_sides_and_the_cheap_side_a_tenth_more():
+    """distance.pairwise at n = 256 on the CPU: the broadcast 70 ms a call, the matmul 0.4 ms. The
+    matmul's block is a tenth of the broadcast's (18 calls) plus its untimed call; 20 rounds, the
+    floor, are more than the 1 s cap holds."""
+    est = costmodel.paired_point([(0.4e-3, 0.05), (70e-3, 0.05)], device="cpu")
+    assert (est.rounds, est.iterations) == (20, 18 + 1)
+    round_s = 19 * 0.4e-3 + 70e-3
+    assert est.seconds == pytest.approx(2 * (0.4e-3 + 70e-3) + 20 * round_s, rel=0.01)
+
+
+def test_a_side_of_a_pair_costs_its_checked_calls_only():
+    assert costmodel.replayed_point(1e-3, device="cpu").seconds == pytest.approx(2e-3)
+    assert (
+        costmodel.replayed_point(1e-3, device="cpu").seconds
+        < costmodel.timed_point(1e-3, 0.01, device="cpu").seconds / 5
+    )
+
+
+def test_a_plan_prices_a_selected_pairs_sides_as_replayed_and_alone_as_timed():
+    from argparse import Namespace
+
+    from plan.estimate import estimate
+
+    args = Namespace(
+        gpus=0, check_s=0.0, launch_s=0.0, compile_s=0.0, autotune_s=0.0, memory_gib=80.0,
+        cap_s=1.0, fixed_s=0.0, group_s=0.0, oracle_factor=0.0, default_call_s=1e-3, default_spread=0.02,
+    )  # fmt: skip
+    select = "distance.pairwise and n128 and (matmul or broadcast) and not compiled and not unit_norm"
+    both = estimate(_collected("--device", "cpu", "-k", select), {}, args)["distance.pairwise"]
+    alone = estimate(_collected("--device", "cpu", "-k", f"{select} and not test_pair"), {}, args)[
+        "distance.pairwise"
+    ]
+    two_sides = 2 * costmodel.replayed_point(1e-3, device="cpu").seconds
+    pair = costmodel.paired_point([(1e-3, 0.02)] * 2, device="cpu").seconds
+    assert both.calls_s == pytest.approx(two_sides + pair)
+    assert alone.calls_s == pytest.approx(2 * costmodel.timed_point(1e-3, 0.02, device="cpu").seconds)

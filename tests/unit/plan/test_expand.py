@@ -42,3 +42,13 @@ def test_point_of_an_item_is_its_parameter_with_requires_and_a_key():
     item = SimpleNamespace(callspec=SimpleNamespace(params={"x": 1, "check_point": point}))
     assert expand.point_of(item) is point
     assert expand.point_of(SimpleNamespace()) is None
+
+
+def test_each_side_of_a_pair_takes_its_rows_from_the_first_pair_it_is_in():
+    pairs = expand.pair_points("quick", ["cpu"])
+    sides = expand.timed_in_pairs(pairs)
+    tf32 = [p for p in pairs if p.case.id == "precision.tf32" and p.slow == "matmul.highest"]
+    assert len({p.fast for p in tf32}) == 2, "matmul.highest is the slow side of two pairs"
+    assert sides[tf32[0].side("matmul.highest").id] is tf32[0]
+    assert set(sides) == {side.id for p in pairs for side in p.sides}
+    assert all(s.endswith("-cpu") for s in sides), "warm points' IDs: no timing mode after the device"

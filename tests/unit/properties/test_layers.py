@@ -112,6 +112,7 @@ GLUE = (
     "conftest",
     "isolation_plugin",
     "options",
+    "pair_rounds",
     "persist",
     "progress_plugin",
     "recorder",

@@ -12,12 +12,14 @@ from cases import all_cases
 from cases.spec import Role, Tol, dtype_name
 from harness import measure
 from plan import InputCache, VariantPoint
+from suite.pair_rounds import Bound
 from suite.test_cases import test_benchmark as suite_benchmark
 from suite.test_cases import test_check as suite_check
 from tests.negative_controls import KNOWN_GAPS, bias
 from tests.targets import doubling_point, name_of, target_id, variant_targets
 
 TARGETS = variant_targets()
+NOT_PAIRED = Bound(timing=None, side_rounds=lambda point: None)  # a variant timed alone
 _name, _target_id = name_of, target_id
 
 
@@ -73,7 +75,7 @@ def _wrong_after_first_call():
 def test_benchmark_fails_a_variant_wrong_once_warm(benchmark, request):
     variant, calls = _wrong_after_first_call()
     with pytest.raises(pytest.fail.Exception, match="outside tolerance.*after the timed calls") as failed:
-        suite_benchmark(_synthetic(variant), InputCache(0), benchmark, lambda device: {}, request)
+        suite_benchmark(_synthetic(variant), InputCache(0), benchmark, lambda device: {}, NOT_PAIRED, request)
     assert len(calls) >= 2, "the first call was right: only a later one can be caught"
     # The failure names the precision flags in force: a reduced-precision flag left set would show.
     assert "precision flags: float32_matmul_precision=highest" in str(failed.value)
@@ -87,11 +89,13 @@ def test_benchmark_fails_a_variant_that_writes_into_its_input_once_warm(benchmar
         return 2 * x if len(calls) == 1 else _writes_into_its_input(x)
 
     with pytest.raises(pytest.fail.Exception, match=r"in place after the timed calls \(input 0\)"):
-        suite_benchmark(_synthetic(variant), InputCache(0), benchmark, lambda device: {}, request)
+        suite_benchmark(_synthetic(variant), InputCache(0), benchmark, lambda device: {}, NOT_PAIRED, request)
 
 
 def test_benchmark_passes_the_same_variant_right_every_call(benchmark, request):
-    suite_benchmark(_synthetic(lambda x: 2 * x), InputCache(0), benchmark, lambda device: {}, request)
+    suite_benchmark(
+        _synthetic(lambda x: 2 * x), InputCache(0), benchmark, lambda device: {}, NOT_PAIRED, request
+    )
 
 
 def test_the_warm_rounds_keep_their_last_output_only():

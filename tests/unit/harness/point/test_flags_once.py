@@ -58,8 +58,9 @@ def _side(name, fn, inputs, truth, tol=Tol(rtol=2 * 2.0**-8, floor=4 * 2.0**-8))
 
 
 def _calls_in(paired_rounds: int, iterations: dict) -> dict:
-    # per side: its checked call, its warm-up, its one-call sizing round and its rounds
-    return {name: 3 + paired_rounds * k for name, k in iterations.items()}
+    # per side: its checked call, its warm-up, its one-call sizing round and its rounds, each round's
+    # block after one untimed call (both sides' blocks are far shorter than REWARM_BELOW_S)
+    return {name: 3 + paired_rounds * (1 + k) for name, k in iterations.items()}
 
 
 def test_a_pair_enters_each_sides_flags_once_per_round_block_not_per_call(entries):
