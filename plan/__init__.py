@@ -1,7 +1,8 @@
 """The plan: every point a run measures, as plain data, and what each point needs to run.
 
-A point is one thing the suite does once: check a variant (`VariantPoint`, also timed alone by
-pytest-benchmark), time two variants against each other in alternating rounds (`PairPoint`), run
+A point is one thing the suite does once: check a variant (`VariantPoint`, also timed by
+pytest-benchmark: alone, or a side of a timed pair in that pair's rounds, `timed_in_pairs`), time
+two variants against each other in alternating rounds (`PairPoint`), run
 a rule check (`CheckPoint`) or launch worker processes (`LaunchPoint`). `suite/conftest.py` only
 parametrises the tests from this plan. Every node ID starts with the catalogue ID
 (``test_check[distance.pairwise-matmul-n1024-...]``), so ``-k distance.pairwise`` selects one

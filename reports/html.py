@@ -197,7 +197,7 @@ def _section(view: CaseView, machines: list[str], css_class: str) -> str:
 def _machines_table(runs: pd.DataFrame) -> str:
     head = (
         "<tr><th>machine</th><th>run</th><th>when</th><th>profile</th><th>CPU</th><th>GPU</th>"
-        "<th>precision</th></tr>"
+        "<th>precision</th><th>host allocator</th></tr>"
     )
     body = []
     for r in runs.itertuples():
@@ -210,9 +210,27 @@ def _machines_table(runs: pd.DataFrame) -> str:
         body.append(
             f"<tr><td>{esc(r.machine)}</td><td>{esc(run_name)}</td><td>{esc(r.datetime)}</td>"
             f"<td>{esc(r.profile)}</td><td>{esc(cpu.get('model'))} ({esc(cpu.get('usable_cores'))} cores; "
-            f"{esc(feats)})</td><td>{esc(gpu)}</td><td class=meta>{esc(precision)}</td></tr>"
+            f"{esc(feats)})</td><td>{esc(gpu)}</td><td class=meta>{esc(precision)}</td>"
+            f"<td class=meta>{esc(allocator_state(info.get('allocator')))}</td></tr>"
         )
     return f"<table>{head}{''.join(body)}</table>"
+
+
+def allocator_state(state: dict | None) -> str:
+    """The host allocator's state the CPU figures were timed in (harness/host/allocator.py), named:
+    the same temporary cost 1.6 or 14.5 ms a call in two states (README, "How it measures")."""
+    if not state:
+        return "not recorded"
+    thp = f"; transparent huge pages: {state.get('transparent_hugepages', 'unknown')}"
+    if not state.get("pinned"):
+        why = state.get("why", "unknown why")
+        return f"not pinned ({why}): a figure depends on what the process ran before{thp}"
+    mib = state.get("mmap_threshold", 0) / 2**20
+    return (
+        f"{state.get('library', 'glibc')} thresholds pinned: blocks under {mib:g} MiB reused from a "
+        f"heap never trimmed (a program whose heap has settled; a short default one can pay page "
+        f"faults on its temporaries){thp}"
+    )
 
 
 VERDICT_ORDER = ("holds", "fails", "depends", "could not judge", "not measured")

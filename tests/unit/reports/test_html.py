@@ -27,3 +27,18 @@ def test_numbers_and_images():
 def test_no_compared_pair_gives_no_recommendation():
     assert html.recommendation(None) is None
     assert html.recommendation(pd.DataFrame({"against": ["compiled"], "part": [""], "x": [1]})) is None
+
+
+def test_the_allocator_state_the_figures_were_timed_in_is_named():
+    pinned = {
+        "pinned": True,
+        "library": "glibc 2.36",
+        "mmap_threshold": 32 * 2**20,
+        "transparent_hugepages": "madvise",
+    }
+    text = html.allocator_state(pinned)
+    assert "glibc 2.36 thresholds pinned" in text and "under 32 MiB" in text and "settled" in text
+    assert "madvise" in text
+    loose = html.allocator_state({"pinned": False, "why": "C library musl: thresholds not pinned"})
+    assert loose.startswith("not pinned (C library musl") and "ran before" in loose
+    assert html.allocator_state(None) == "not recorded"
