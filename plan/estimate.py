@@ -17,8 +17,9 @@ lacks it), plus a fixed cost per point and the inputs and float64 oracle once pe
 variants (the oracle a multiple of the group's fastest call: the efficient form in float64).
 A timed pair costs its interleaved rounds (`plan.costmodel.paired_point`) and a side of a pair
 the run times only its own checked calls: its rows come from the pair's rounds
-(suite/pair_rounds.py). Rule checks, compiles and process launches cost a fixed time each. Those fixed costs are
-parameters, printed with the estimate; the README ("Time budget") gives the evidence for them.
+(suite/pair_rounds.py). Rule checks, compiles and process launches cost a fixed time each. Those
+fixed costs are parameters, printed with the estimate; the README ("Time budget") gives the
+evidence for them.
 """
 
 from __future__ import annotations

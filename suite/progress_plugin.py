@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness.measure.timing import ReplayClock
 from harness.run.progress import Progress
-from plan import LaunchPoint, point_of
+from plan import LaunchPoint, VariantPoint, point_of
 from suite import options
 
 PROGRESS = pytest.StashKey["ProgressPlugin"]()
@@ -31,7 +32,13 @@ class ProgressPlugin:
         cache = getattr(session.config, "cache", None)
         history = cache.get(HISTORY_KEY, {}) if cache is not None and self.progress.enabled else {}
         tests = [
-            (item.nodeid, point, "benchmark" in getattr(item, "fixturenames", ()), _launches(item))
+            (
+                item.nodeid,
+                point,
+                "benchmark" in getattr(item, "fixturenames", ()),
+                _launches(item),
+                _replayed(item),
+            )
             for item in session.items
             if (point := dict(item.user_properties).get("point")) is not None
             and item.get_closest_marker("skip") is None
@@ -68,6 +75,14 @@ class ProgressPlugin:
 
 def _launches(item) -> bool:
     return isinstance(point_of(item), LaunchPoint)
+
+
+def _replayed(item) -> bool:
+    """A side of a timed pair, its rows the pair's rounds replayed (suite/pair_rounds.py gave its
+    benchmark a ReplayClock; a launch's benchmark has one too, and is priced as a launch)."""
+    marker = item.get_closest_marker("benchmark")
+    timer = marker.kwargs.get("timer") if marker is not None else None
+    return isinstance(point_of(item), VariantPoint) and isinstance(timer, ReplayClock)
 
 
 def progress(config) -> Progress:

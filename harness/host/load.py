@@ -6,7 +6,10 @@ Three readings, because each misses something the others see:
   started, and counts our own threads;
 * Linux's pressure-stall information (``/proc/pressure/cpu``, "some avg10") is the share of the
   last 10 s in which a runnable task waited for a CPU: it sees contention at once, where there is
-  a kernel that exposes it;
+  a kernel that exposes it. Its running total ("some total", µs) gives the same share over a
+  stretch of work alone (`window`, then ``measure(since=...)``): a pair timed for 1 s right after
+  a variant that kept both cores oversubscribed for 9 s (the rounds of a KD-tree built on threads)
+  read "busy" on avg10 in every run, its own rounds quiet;
 * a probe: one spinning process per usable core for a fraction of a second, each reading the CPU
   time it got. On an idle machine every spinner gets its whole core (share ≈ 1); beside two CPU
   burners on two cores each gets about two thirds. It sees any other consumer of any core, which
@@ -35,17 +38,38 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def cpu_pressure() -> float | None:
-    """/proc/pressure/cpu "some avg10" in percent, None where the kernel does not expose it."""
+def _some_cpu(field: str) -> float | None:
     try:
         with open("/proc/pressure/cpu") as f:
             for line in f:
                 if line.startswith("some "):
                     fields = dict(kv.split("=") for kv in line.split()[1:])
-                    return float(fields["avg10"])
+                    return float(fields[field])
     except (OSError, ValueError, KeyError):
         return None
     return None
+
+
+def cpu_pressure() -> float | None:
+    """/proc/pressure/cpu "some avg10" in percent, None where the kernel does not expose it."""
+    return _some_cpu("avg10")
+
+
+def cpu_stall_us() -> float | None:
+    """/proc/pressure/cpu "some total": microseconds a runnable task waited for a CPU since boot."""
+    return _some_cpu("total")
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where a stretch of work began, for the CPU pressure over it alone (``measure(since=...)``)."""
+
+    wall: float
+    stall_us: float | None
+
+
+def window() -> Window:
+    return Window(time.perf_counter(), cpu_stall_us())
 
 
 def _spin(seconds: float, conn) -> None:
@@ -84,6 +108,10 @@ class Load:
     loadavg_1m: float | None
     pressure_10s: float | None  # percent of the last 10 s a runnable task waited for a CPU
     probe_share: float | None  # the least share of its core a probe spinner got
+    # Percent of a measured stretch of work (`window`) a runnable task waited for a CPU, and its
+    # seconds; where there is one it is judged instead of the last 10 s.
+    pressure_window: float | None = None
+    window_s: float | None = None
 
     def busy_reason(self) -> str | None:
         """Why wall-clock figures measured now would measure the neighbours; None when quiet."""
@@ -92,7 +120,13 @@ class Load:
             reasons.append(
                 f"a spinner per core got only {self.probe_share:.0%} of its core (quiet: ≥ {MIN_SHARE:.0%})"
             )
-        if self.pressure_10s is not None and self.pressure_10s > MAX_PRESSURE:
+        if self.pressure_window is not None:
+            if self.pressure_window > MAX_PRESSURE:
+                reasons.append(
+                    f"tasks waited for a CPU {self.pressure_window:.0f}% of the {self.window_s:.3g} s "
+                    f"measured (quiet: ≤ {MAX_PRESSURE:.0f}%)"
+                )
+        elif self.pressure_10s is not None and self.pressure_10s > MAX_PRESSURE:
             reasons.append(
                 f"tasks waited for a CPU {self.pressure_10s:.0f}% of the last 10 s "
                 f"(quiet: ≤ {MAX_PRESSURE:.0f}%)"
@@ -108,15 +142,24 @@ class Load:
             "loadavg_1m": self.loadavg_1m,
             "cpu_pressure_10s": self.pressure_10s,
             "probe_share": self.probe_share,
+            "cpu_pressure_window": self.pressure_window,
+            "window_s": self.window_s,
             "busy": self.busy_reason(),
         }
 
 
-def measure(probe_s: float = PROBE_S) -> Load:
+def measure(probe_s: float = PROBE_S, since: Window | None = None) -> Load:
+    """The machine's load now; with `since`, the CPU pressure over the work since that `window`
+    too (judged instead of the last 10 s)."""
     try:
         avg = os.getloadavg()[0]
     except (AttributeError, OSError):
         avg = None
     cores = usable_cores()
     share = probe_share(probe_s, cores) if probe_s > 0 else None
-    return Load(cores, avg, cpu_pressure(), share)
+    pressure_window = window_s = None
+    if since is not None and since.stall_us is not None:
+        stall, elapsed = cpu_stall_us(), time.perf_counter() - since.wall
+        if stall is not None and elapsed > 0:
+            pressure_window, window_s = 100 * (stall - since.stall_us) / 1e6 / elapsed, elapsed
+    return Load(cores, avg, cpu_pressure(), share, pressure_window, window_s)

@@ -38,6 +38,7 @@ def measured(device: str) -> dict:
     # handful of rounds would report the width of a small sample, not the machine's noise.
     # Rounds as long as a pair's on the device (the CPU's: as before).
     kind = torch.device(device).type
+    began = load.window()
     paired = interleave.timed_pair(
         {"a": work, "b": work},
         cap_s=CAP_S,
@@ -49,6 +50,6 @@ def measured(device: str) -> dict:
     return {
         "floor": None if math.isnan(floor) else floor,
         "rounds": len(paired.first),
-        "load": load.measure(probe_s=0).to_data(),
+        "load": load.measure(probe_s=0, since=began).to_data(),
         "timer": dev.timer_name,
     }

@@ -6,10 +6,11 @@ speed-up, so a side outside its tolerance (or writing into its inputs) leaves th
 (`NotMeasured`; ``test_check`` says what it broke). The rounds alternate between the sides
 (`harness.measure.interleave`) within one point's cap, on the device's clock (`harness.measure.device`: CUDA
 events at each round's start and end, no barrier between the calls; the host's clock on a CPU),
-and the record (`harness.contract.record.PairTiming`) names that clock and carries the device's A/A noise
-floor and the machine's load, both measured after the rounds, so the reports can tell a gain from
-noise. A side's precision flags (`harness.measure.precision_flags.scoped`) are set once around each of its
-round blocks, and the rounds time the bare computation. Plain Python: no pytest, no cases, no plan.
+and the record (`harness.contract.record.PairTiming`) names that clock and carries the device's A/A
+noise floor and the machine's load over the rounds, both measured after them, so the reports can
+tell a gain from noise. A side's precision flags (`harness.measure.precision_flags.scoped`) are set
+once around each of its round blocks, and the rounds time the bare computation. Plain Python: no
+pytest, no cases, no plan.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def run(
     identical = measure.bitwise_identical(outputs[pair.fast], outputs[pair.slow])
     del outputs  # the rounds' own outputs need the memory
     device = harness_device.of(pair.key.device)
+    rounds_began = load.window()  # the machine's load is judged over the rounds alone
     paired = interleave.timed_pair(
         calls,
         cap_s=cap_s,
@@ -87,7 +89,7 @@ def run(
         x=pair.x,
         identical=identical,
         noise_floor=noise_floor(),
-        load=load.measure(probe_s=0).to_data(),
+        load=load.measure(probe_s=0, since=rounds_began).to_data(),
         iterations=dict(paired.iterations),
         timer=device.timer_name,
     )

@@ -26,13 +26,16 @@ class Tally:
     seconds: float = 0.0
 
 
-def cost_kind(point: dict, timed: bool, launch: bool = False) -> str:
-    """What a test costs like: a timed variant, a variant only checked, a pair, a check, a launch
-    of processes (seconds each, where a check takes milliseconds)."""
+def cost_kind(point: dict, timed: bool, launch: bool = False, replayed: bool = False) -> str:
+    """What a test costs like: a timed variant, a side of a timed pair (its rows are the pair's
+    rounds, replayed: suite/pair_rounds.py), a variant only checked, a pair, a check, a launch of
+    processes (seconds each, where a check takes milliseconds)."""
     if launch:
         return "launch"
     kind = point.get("kind", "check")
-    return f"{kind}-timed" if kind == "variant" and timed else kind
+    if kind == "variant" and timed:
+        return "variant-replayed" if replayed else "variant-timed"
+    return kind
 
 
 @dataclass(eq=False)
@@ -64,19 +67,20 @@ class Progress:
 
     # plan ------------------------------------------------------------------------------------------
     def plan(self, tests, history: dict | None = None) -> list[str]:
-        """Count `tests` — (node ID, point dict, timed, launch) of each test that will run: its
-        point's description, whether it takes pytest-benchmark's fixture and whether it launches
-        processes — and say what the run will do (nothing while timing is off)."""
+        """Count `tests` — (node ID, point dict, timed, launch, replayed) of each test that will
+        run: its point's description, whether it takes pytest-benchmark's fixture, whether it
+        launches processes and whether its rows are a pair's rounds replayed — and say what the
+        run will do (nothing while timing is off)."""
         self.started = time.perf_counter()
         self.history = history if isinstance(history, dict) else {}
         compiles = 0
-        for nodeid, point, timed, launch in tests:
+        for nodeid, point, timed, launch, replayed in tests:
             self.tests_by_case[point["case"]] += 1
             if timed and self.enabled:
                 self.timed_by_case[point["case"]] += 1
                 self.timed_ids.add(nodeid)
                 compiles += point.get("role") == "compiled"
-            kind = cost_kind(point, nodeid in self.timed_ids, launch)
+            kind = cost_kind(point, nodeid in self.timed_ids, launch, replayed)
             self.kind_of[nodeid] = kind
             self.planned_by_kind[kind] += 1
         if not self.enabled or not self.timed_by_case:
@@ -184,6 +188,8 @@ class Progress:
         that mean said 37 s were left of 2.5 min."""
         if kind == "pair":
             return 2 * self.max_time_s + OVERHEAD_GUESS_S  # two ways, interleaved, each to the cap
+        if kind == "variant-replayed":
+            return OVERHEAD_GUESS_S  # its rounds are its pair's
         if kind.endswith("-timed"):
             return self.max_time_s + OVERHEAD_GUESS_S
         return LAUNCH_GUESS_S if kind == "launch" else CHECK_GUESS_S

@@ -31,3 +31,22 @@ def test_the_lines_are_written_where_a_terminal_reporter_is():
     assert written == ["\n", "plan: 3 tests", "ETA 2 min"]
     plugin._write([])
     assert len(written) == 3
+
+
+def test_a_side_of_a_timed_pair_is_priced_as_replayed_and_a_launch_is_not():
+    import pytest
+
+    from harness.measure.timing import ReplayClock
+
+    def item(point, timer):
+        mark = pytest.mark.benchmark(timer=timer).mark
+        return SimpleNamespace(
+            callspec=SimpleNamespace(params={"point": point}),
+            get_closest_marker=lambda name: mark if name == "benchmark" else None,
+        )
+
+    side = expand.pair_points("quick", ["cpu"])[0].sides[0]
+    launch = launches.points(next(iter(launches.LAUNCHES)), ["cpu"])[0]
+    assert progress_plugin._replayed(item(side, ReplayClock()))
+    assert not progress_plugin._replayed(item(side, None))
+    assert not progress_plugin._replayed(item(launch, ReplayClock()))

@@ -42,3 +42,26 @@ def test_probe_sees_one_burner_per_core():
             b.terminate()
             b.join()
     assert share < load.MIN_SHARE, f"the probe got {share:.0%} of a core beside {cores} burners"
+
+
+def test_the_pressure_over_a_window_is_judged_instead_of_the_last_10_s(monkeypatch):
+    """A pair timed for 1 s right after 9 s of oversubscribed work: avg10 says busy, its own rounds
+    waited for a CPU 2% of their time; and the other way round, a quiet avg10 with busy rounds."""
+    stalls = iter([1_000_000.0, 1_020_000.0])  # µs: 20 ms waited over the window
+    monkeypatch.setattr(load, "cpu_stall_us", lambda: next(stalls))
+    monkeypatch.setattr(load, "cpu_pressure", lambda: 14.0)
+    began = load.Window(wall=load.time.perf_counter() - 1.0, stall_us=next(stalls))
+    seen = load.measure(probe_s=0, since=began)
+    assert 1.5 < seen.pressure_window < 2.1 and 0.99 < seen.window_s < 1.2
+    assert seen.busy_reason() is None and seen.to_data()["cpu_pressure_10s"] == 14.0
+    busy = load.Load(
+        cores=2, loadavg_1m=1.0, pressure_10s=2.0, probe_share=None, pressure_window=30.0, window_s=1.5
+    )
+    assert "30% of the 1.5 s measured" in busy.busy_reason()
+
+
+def test_without_the_kernels_running_total_the_last_10_s_are_judged(monkeypatch):
+    monkeypatch.setattr(load, "cpu_stall_us", lambda: None)
+    monkeypatch.setattr(load, "cpu_pressure", lambda: 14.0)
+    seen = load.measure(probe_s=0, since=load.window())
+    assert seen.pressure_window is None and "of the last 10 s" in seen.busy_reason()

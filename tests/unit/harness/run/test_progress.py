@@ -34,6 +34,7 @@ def test_an_unstarted_kind_costs_its_plan_price_and_the_time_between_tests_count
 def test_kinds():
     assert cost_kind({"kind": "variant"}, True) == "variant-timed"
     assert cost_kind({"kind": "variant"}, False) == "variant"
+    assert cost_kind({"kind": "variant"}, True, replayed=True) == "variant-replayed"
     assert cost_kind({"kind": "check"}, False, launch=True) == "launch"
 
 
@@ -66,23 +67,32 @@ def test_eta_falls_back_to_the_kinds_where_the_history_prices_too_little_or_is_c
 
 def _planned(history=None) -> tuple[Progress, list[str]]:
     p = Progress(max_time_s=1.0, enabled=True)
-    tests = [(f"t{i}", {"case": "c", "kind": "variant"}, True, False) for i in range(10)]
-    tests += [(f"p{i}", {"case": "c", "kind": "pair"}, False, False) for i in range(5)]
-    tests += [("l0", {"case": "c", "kind": "check"}, False, True)]
+    tests = [(f"t{i}", {"case": "c", "kind": "variant"}, True, False, False) for i in range(10)]
+    tests += [(f"s{i}", {"case": "c", "kind": "variant"}, True, False, True) for i in range(10)]
+    tests += [(f"p{i}", {"case": "c", "kind": "pair"}, False, False, False) for i in range(5)]
+    tests += [("l0", {"case": "c", "kind": "check"}, False, True, False)]
     return p, p.plan(tests, history)
 
 
 def test_the_plan_prices_every_kind_not_only_the_timed_points():
-    """10 timed points, 5 pairs and a launch, before anything ran: each at its price (the line once
-    counted the timed points alone and said 'at most' 6.1 min of runs that took 10-13)."""
+    """10 timed points, 10 sides of pairs, 5 pairs and a launch, before anything ran: each at its
+    price (the line once counted the timed points alone and said 'at most' 6.1 min of runs that took
+    10-13); a side's rounds are its pair's, so it costs its checked calls alone."""
     p, lines = _planned()
-    want = 10 * p.guess_s("variant-timed") + 5 * p.guess_s("pair") + p.guess_s("launch")
+    want = (
+        10 * p.guess_s("variant-timed")
+        + 10 * p.guess_s("variant-replayed")
+        + 5 * p.guess_s("pair")
+        + p.guess_s("launch")
+    )
+    assert p.guess_s("variant-replayed") < p.guess_s("variant-timed") / 3
     assert f"about {want / 60:.1f} min (each kind at its price" in lines[0]
 
 
 def test_the_plan_reads_the_previous_runs_times_where_they_cover_the_run():
-    history = {f"t{i}": 2.0 for i in range(10)} | {f"p{i}": 4.0 for i in range(5)} | {"l0": 40.0}
+    history = {f"t{i}": 2.0 for i in range(10)} | {f"s{i}": 0.5 for i in range(10)}
+    history |= {f"p{i}": 4.0 for i in range(5)} | {"l0": 40.0}
     _, lines = _planned(history)
-    assert f"about {(20 + 20 + 40) / 60:.1f} min (at the previous run's times)" in lines[0]
-    _, lines = _planned({"t0": 2.0})  # one test of 16 priced: not a plan
+    assert f"about {(20 + 5 + 20 + 40) / 60:.1f} min (at the previous run's times)" in lines[0]
+    _, lines = _planned({"t0": 2.0})  # one test of 26 priced: not a plan
     assert "each kind at its price" in lines[0]
