@@ -68,17 +68,11 @@ def paired_point(sides, *, device: str, cap_s: float = 1.0, min_rounds: int = 5)
     side's block at least BALANCE of the other's), a short side's block started by one untimed
     call, a pilot, then the rounds that bring the ratio's interval to ±2% (the two sides' spreads
     add), at least MIN_PAIRED_ROUNDS, within the cap."""
-    from harness.measure import interleave  # not at import: plan.estimate prices without torch work
+    from harness.measure import interleave  # not at import: the harness.measure package imports torch
 
     (a_s, a_spread), (b_s, b_spread) = [(max(s, 1e-7), spread) for s, spread in sides]
-    min_round_s = rounds.MIN_ROUND_S[device]
-    longest = max(rounds.iterations_for(s, min_round_s) * s for s in (a_s, b_s))
-    block = max(min_round_s, interleave.BALANCE * longest)
-    k = {side: rounds.iterations_for(s, block) for side, s in (("a", a_s), ("b", b_s))}
-    calls_per_round = {
-        "a": k["a"] + (k["a"] * a_s < interleave.REWARM_BELOW_S),
-        "b": k["b"] + (k["b"] * b_s < interleave.REWARM_BELOW_S),
-    }
+    k, rewarm = interleave.blocks({"a": a_s, "b": b_s}, rounds.MIN_ROUND_S[device])
+    calls_per_round = {side: k[side] + (side in rewarm) for side in k}
     round_s = calls_per_round["a"] * a_s + calls_per_round["b"] * b_s
     floor = max(interleave.MIN_PAIRED_ROUNDS, min_rounds)
     pilot = max(min(rounds.PILOT_SAMPLES, floor), 2)

@@ -7,9 +7,10 @@ Three readings, because each misses something the others see:
 * Linux's pressure-stall information (``/proc/pressure/cpu``, "some avg10") is the share of the
   last 10 s in which a runnable task waited for a CPU: it sees contention at once, where there is
   a kernel that exposes it. Its running total ("some total", µs) gives the same share over a
-  stretch of work alone (`window`, then ``measure(since=...)``): a pair timed for 1 s right after
-  a variant that kept both cores oversubscribed for 9 s (the rounds of a KD-tree built on threads)
-  read "busy" on avg10 in every run, its own rounds quiet;
+  stretch of work alone (`window`, then ``measure(since=...)``): `onehot.encode`'s pairs, timed
+  right after `nn.kd_vs_brute`'s variants (scipy's query threads beside torch's), read "busy" on
+  avg10 in each of three runs, their own rounds quiet. It cannot tell whose tasks waited: a pair
+  whose own threads oversubscribe the cores (the KD-tree's, 29-42% of its rounds) reads busy too;
 * a probe: one spinning process per usable core for a fraction of a second, each reading the CPU
   time it got. On an idle machine every spinner gets its whole core (share ≈ 1); beside two CPU
   burners on two cores each gets about two thirds. It sees any other consumer of any core, which

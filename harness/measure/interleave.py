@@ -102,6 +102,19 @@ def run_rounds(
     return out, first
 
 
+def blocks(call_s: Mapping[str, float], min_round_s: float) -> tuple[dict[str, int], list[str]]:
+    """(calls per round of each side, the sides whose block starts with an untimed call), from one
+    call's seconds of each. A block lasts at least `min_round_s`, and the cheap side's at least
+    BALANCE of the other's: a round then costs at most that much more, and the cheap side's own
+    row (its side of these rounds, suite/pair_rounds.py) averages several calls a round rather
+    than one. A block under REWARM_BELOW_S starts with an untimed call."""
+    longest = max(rounds.iterations_for(s, min_round_s) * s for s in call_s.values())
+    iterations = {
+        name: rounds.iterations_for(s, max(min_round_s, BALANCE * longest)) for name, s in call_s.items()
+    }
+    return iterations, [name for name, s in call_s.items() if iterations[name] * s < REWARM_BELOW_S]
+
+
 def timed_pair(
     calls: Mapping[str, Callable[[], object]],
     *,
@@ -131,14 +144,7 @@ def timed_pair(
         with contexts.get(name, contextlib.nullcontext)():
             call()  # warm-up: allocator, kernel selection, first-touch of the output
             call_s[name] = _one_round(call, 1, clock)
-    # The cheap side's block lasts at least BALANCE of the other's: a round then costs at most
-    # that much more, and the cheap side's own row (its side of these rounds, suite/pair_rounds.py)
-    # averages several calls a round rather than one.
-    longest = max(rounds.iterations_for(s, min_round_s) * s for s in call_s.values())
-    iterations = {
-        name: rounds.iterations_for(s, max(min_round_s, BALANCE * longest)) for name, s in call_s.items()
-    }
-    rewarm = [name for name, s in call_s.items() if iterations[name] * s < REWARM_BELOW_S]
+    iterations, rewarm = blocks(call_s, min_round_s)
     started = time.perf_counter()
     pilot = max(min(rounds.PILOT_SAMPLES, min_rounds), 2)
     seconds, first = run_rounds(calls, iterations, pilot, clock, contexts=contexts, rewarm=rewarm)

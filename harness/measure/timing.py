@@ -43,7 +43,7 @@ from harness.contract import rounds
 from harness.contract.rounds import SPREAD_LIMIT
 from harness.host import load
 from harness.measure import device as harness_device
-from harness.measure import sync_lint
+from harness.measure import interleave, sync_lint
 from harness.measure.device import DeviceClock  # noqa: F401  (its name in marks, results and tests)
 
 TIMING_MODES = ("warm", "cold_l2", "graph")
@@ -357,13 +357,8 @@ def rounds_by_hand(
     clock = dev.clock()
     round_s = rounds.MIN_ROUND_S["cuda" if torch.device(device).type == "cuda" else "cpu"]
     plan = rounds.pilot_plan(call, clock, round_s, cap_s, min_rounds)
-    seconds = []
-    for _ in range(plan.rounds):
-        t0 = clock()
-        for _ in range(plan.iterations):
-            call()
-        seconds.append((clock() - t0) / plan.iterations)
-    return seconds, {**plan.info(), "timer": dev.timer_name}
+    seconds, _ = interleave.run_rounds({"call": call}, {"call": plan.iterations}, plan.rounds, clock)
+    return seconds["call"], {**plan.info(), "timer": dev.timer_name}
 
 
 def replayed_rounds(
