@@ -126,6 +126,9 @@ def check_crossover(device):
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     observed = []
+    # The neighbours over the sweep alone: PSI's last 10 s would count the variants timed before,
+    # and the tree's own query threads.
+    began = load.window()
     try:
         for d in (2, 4, 8, 16, 32, 64, 128, 256):
             data, queries, tree = make_cloud({"n": n, "q": q, "d": d}, FP32, device, seed=d)
@@ -146,7 +149,9 @@ def check_crossover(device):
             observed.append((d, ratio, gain.classify(ratio, gain.DELTA_FLOOR)))
     finally:
         torch.set_num_threads(previous)
-    return judge_crossover(observed, n, q, device.type, busy=load.measure(probe_s=0).busy_reason())
+    return judge_crossover(
+        observed, n, q, device.type, busy=load.measure(probe_s=0, since=began).busy_reason()
+    )
 
 
 def judge_crossover(observed: list, n: int, q: int, device: str, busy: str | None = None) -> Finding:

@@ -1,16 +1,21 @@
 """Is this machine quiet enough to hold a wall-clock assertion? Measured, not assumed.
 
-Three readings, because each misses something the others see:
+Four readings, because each misses something the others see:
 
 * the 1-minute load average counts runnable tasks, but lags a minute behind a job that just
   started, and counts our own threads;
 * Linux's pressure-stall information (``/proc/pressure/cpu``, "some avg10") is the share of the
   last 10 s in which a runnable task waited for a CPU: it sees contention at once, where there is
-  a kernel that exposes it. Its running total ("some total", µs) gives the same share over a
-  stretch of work alone (`window`, then ``measure(since=...)``): `onehot.encode`'s pairs, timed
-  right after `nn.kd_vs_brute`'s variants (scipy's query threads beside torch's), read "busy" on
-  avg10 in each of three runs, their own rounds quiet. It cannot tell whose tasks waited: a pair
-  whose own threads oversubscribe the cores (the KD-tree's, 29-42% of its rounds) reads busy too;
+  a kernel that exposes it. It cannot tell whose tasks waited: a stretch of work whose own threads
+  oversubscribe the cores reads busy too (`nn.kd_vs_brute`'s pairs, scipy's query threads beside
+  torch's: 29-42% of their own rounds, every run);
+* over a stretch of work alone (`window`, then ``measure(since=...)``), the other processes' share
+  of the cores this process may run on: the kernel's busy time of those cores (``/proc/stat``,
+  steal included: a hypervisor's other guests) less this process tree's CPU time over the same
+  stretch. It sees exactly the neighbours, never the work's own threads or workers, and is judged
+  instead of the pressure where the kernel gives it. (Measured before it: `onehot.encode`'s pairs,
+  timed right after `nn.kd_vs_brute`'s variants, read "busy" on avg10 in each of three runs, their
+  own rounds quiet; the KD-tree's pairs read busy from their own threads on the window's pressure.)
 * a probe: one spinning process per usable core for a fraction of a second, each reading the CPU
   time it got. On an idle machine every spinner gets its whole core (share ≈ 1); beside two CPU
   burners on two cores each gets about two thirds. It sees any other consumer of any core, which
@@ -32,11 +37,16 @@ from dataclasses import dataclass
 MIN_SHARE = 0.9
 # Tasks waited for a CPU more than this share of the last 10 s.
 MAX_PRESSURE = 10.0  # percent, as /proc/pressure/cpu reports it
+# Other processes (and a hypervisor's steal) took more than this share of this process's cores over
+# a measured stretch. Quiet here (2-core EPYC VM): 0-3%, kernel threads and interrupts; /proc/stat
+# counts in ticks (10 ms), a 0.5 s stretch on 2 cores reads to ±2%.
+MAX_OTHERS = 10.0  # percent
+_TICK_S = 1 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
 PROBE_S = 0.25
 
 
 def usable_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return len(_affinity())
 
 
 def _some_cpu(field: str) -> float | None:
@@ -61,16 +71,74 @@ def cpu_stall_us() -> float | None:
     return _some_cpu("total")
 
 
+def cores_busy_s(cores: set[int] | None = None) -> float | None:
+    """Seconds the kernel counts `cores` (default: this process's) busy since boot, over
+    ``/proc/stat``'s per-CPU lines: user, nice, system, irq, softirq and steal (guest time is inside
+    user); None where there is no /proc/stat."""
+    cores = cores if cores is not None else _affinity()
+    try:
+        with open("/proc/stat") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    ticks = 0
+    for line in lines:
+        name, _, rest = line.partition(" ")
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cores:
+            fields = [int(v) for v in rest.split()]
+            ticks += sum(fields[i] for i in (0, 1, 2, 5, 6, 7) if i < len(fields))
+    return ticks * _TICK_S
+
+
+def _affinity() -> set[int]:
+    return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+
+
+def own_cpu_s() -> float:
+    """CPU seconds of this process (every thread), of its children it has waited for, and of its
+    live descendants (a DataLoader's workers, a launch's ranks): the work's own share, which the
+    neighbours' share leaves out."""
+    times = os.times()
+    return time.process_time() + times.children_user + times.children_system + _descendants_cpu_s()
+
+
+def _descendants_cpu_s() -> float:
+    """User and system seconds of every live process below this one, theirs and their waited-for
+    children's (/proc/<pid>/stat fields 14-17); 0 where there is no /proc."""
+    parent, cpu = {}, {}
+    try:
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return 0.0
+    for pid in entries:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue  # exited since the listing
+        fields = text[text.rindex(")") + 2 :].split()  # the command name may contain spaces
+        parent[int(pid)] = int(fields[1])
+        cpu[int(pid)] = sum(int(v) for v in fields[11:15]) * _TICK_S
+    below, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, ppid in parent.items() if ppid in frontier and pid not in below}
+        below |= frontier
+    return sum(cpu[pid] for pid in below)
+
+
 @dataclass(frozen=True)
 class Window:
-    """Where a stretch of work began, for the CPU pressure over it alone (``measure(since=...)``)."""
+    """Where a stretch of work began, for the load over it alone (``measure(since=...)``): the
+    CPU pressure's running total, the cores' busy time and this process tree's CPU time then."""
 
     wall: float
     stall_us: float | None
+    cores_busy_s: float | None = None
+    own_cpu_s: float | None = None
 
 
 def window() -> Window:
-    return Window(time.perf_counter(), cpu_stall_us())
+    return Window(time.perf_counter(), cpu_stall_us(), cores_busy_s(), own_cpu_s())
 
 
 def _spin(seconds: float, conn) -> None:
@@ -113,6 +181,9 @@ class Load:
     # seconds; where there is one it is judged instead of the last 10 s.
     pressure_window: float | None = None
     window_s: float | None = None
+    # Percent of this process's cores that other processes (and steal) took over that stretch;
+    # where there is one it is judged instead of both pressures.
+    others_window: float | None = None
 
     def busy_reason(self) -> str | None:
         """Why wall-clock figures measured now would measure the neighbours; None when quiet."""
@@ -121,7 +192,13 @@ class Load:
             reasons.append(
                 f"a spinner per core got only {self.probe_share:.0%} of its core (quiet: ≥ {MIN_SHARE:.0%})"
             )
-        if self.pressure_window is not None:
+        if self.others_window is not None:
+            if self.others_window > MAX_OTHERS:
+                reasons.append(
+                    f"other processes took {self.others_window:.0f}% of this process's cores over the "
+                    f"{self.window_s:.3g} s measured (quiet: ≤ {MAX_OTHERS:.0f}%)"
+                )
+        elif self.pressure_window is not None:
             if self.pressure_window > MAX_PRESSURE:
                 reasons.append(
                     f"tasks waited for a CPU {self.pressure_window:.0f}% of the {self.window_s:.3g} s "
@@ -145,22 +222,32 @@ class Load:
             "probe_share": self.probe_share,
             "cpu_pressure_window": self.pressure_window,
             "window_s": self.window_s,
+            "others_cpu_window": self.others_window,
             "busy": self.busy_reason(),
         }
 
 
 def measure(probe_s: float = PROBE_S, since: Window | None = None) -> Load:
-    """The machine's load now; with `since`, the CPU pressure over the work since that `window`
-    too (judged instead of the last 10 s)."""
+    """The machine's load now; with `since`, over the work since that `window` too: the other
+    processes' share of the cores (judged where /proc/stat gives it) and the CPU pressure."""
     try:
         avg = os.getloadavg()[0]
     except (AttributeError, OSError):
         avg = None
     cores = usable_cores()
     share = probe_share(probe_s, cores) if probe_s > 0 else None
-    pressure_window = window_s = None
-    if since is not None and since.stall_us is not None:
-        stall, elapsed = cpu_stall_us(), time.perf_counter() - since.wall
-        if stall is not None and elapsed > 0:
-            pressure_window, window_s = 100 * (stall - since.stall_us) / 1e6 / elapsed, elapsed
-    return Load(cores, avg, cpu_pressure(), share, pressure_window, window_s)
+    pressure_window = window_s = others = None
+    if since is not None:
+        busy, own = cores_busy_s(), own_cpu_s()
+        elapsed = time.perf_counter() - since.wall
+        stall = cpu_stall_us() if since.stall_us is not None else None
+        if elapsed > 0:
+            window_s = elapsed
+            if stall is not None:
+                pressure_window = 100 * (stall - since.stall_us) / 1e6 / elapsed
+            if busy is not None and since.cores_busy_s is not None and since.own_cpu_s is not None:
+                theirs = (busy - since.cores_busy_s) - (own - since.own_cpu_s)
+                # Ticks against the scheduler's exact own time: a quiet stretch can read a hair
+                # below zero.
+                others = max(0.0, 100 * theirs / (elapsed * len(_affinity())))
+    return Load(cores, avg, cpu_pressure(), share, pressure_window, window_s, others)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
+
+import pytest
 
 from harness.host import load
 
@@ -45,6 +48,8 @@ def test_probe_sees_one_burner_per_core():
 
 
 def test_the_pressure_over_a_window_is_judged_instead_of_the_last_10_s(monkeypatch):
+    # Without /proc/stat's busy time the pressure over the window is what is judged.
+    monkeypatch.setattr(load, "cores_busy_s", lambda cores=None: None)
     """A pair timed for 1 s right after 9 s of oversubscribed work: avg10 says busy, its own rounds
     waited for a CPU 2% of their time; and the other way round, a quiet avg10 with busy rounds."""
     stalls = iter([1_000_000.0, 1_020_000.0])  # µs: 20 ms waited over the window
@@ -62,6 +67,71 @@ def test_the_pressure_over_a_window_is_judged_instead_of_the_last_10_s(monkeypat
 
 def test_without_the_kernels_running_total_the_last_10_s_are_judged(monkeypatch):
     monkeypatch.setattr(load, "cpu_stall_us", lambda: None)
+    monkeypatch.setattr(load, "cores_busy_s", lambda cores=None: None)
     monkeypatch.setattr(load, "cpu_pressure", lambda: 14.0)
     seen = load.measure(probe_s=0, since=load.window())
     assert seen.pressure_window is None and "of the last 10 s" in seen.busy_reason()
+
+
+def _window_over(
+    monkeypatch, *, busy: tuple[float, float], own: tuple[float, float], stall_us=(0.0, 400_000.0)
+):
+    """A 1 s window on 2 cores whose readings at its start and end are the given pairs."""
+    readings = {"busy": iter(busy), "own": iter(own), "stall": iter(stall_us)}
+    monkeypatch.setattr(load, "_affinity", lambda: {0, 1})
+    monkeypatch.setattr(load, "cores_busy_s", lambda cores=None: next(readings["busy"]))
+    monkeypatch.setattr(load, "own_cpu_s", lambda: next(readings["own"]))
+    monkeypatch.setattr(load, "cpu_stall_us", lambda: next(readings["stall"]))
+    began = load.window()
+    began = load.Window(load.time.perf_counter() - 1.0, began.stall_us, began.cores_busy_s, began.own_cpu_s)
+    return load.measure(probe_s=0, since=began)
+
+
+def test_the_works_own_threads_are_not_neighbours(monkeypatch):
+    """The cores 1.9 s busy over 1 s, 1.8 s of it this process tree's (threads waiting for each
+    other: 40% pressure): the neighbours took 5%, quiet; the same cores with only 0.9 s of it ours:
+    the neighbours took 50%, busy, whatever the pressure says."""
+    own_work = _window_over(monkeypatch, busy=(100.0, 101.9), own=(10.0, 11.8))
+    assert 4.0 < own_work.others_window < 6.0 and own_work.pressure_window > 30
+    assert own_work.busy_reason() is None
+    assert own_work.to_data()["others_cpu_window"] == own_work.others_window
+    shared = _window_over(monkeypatch, busy=(100.0, 101.9), own=(10.0, 10.9), stall_us=(0.0, 0.0))
+    assert 49.0 < shared.others_window < 51.0
+    assert "other processes took 50% of this process's cores" in shared.busy_reason()
+
+
+def _burn_orphaned(seconds: float) -> None:
+    """A burner that is not this process's descendant (its parent exits at once, so it is
+    reparented): a neighbour, as another job on the machine is."""
+    pid = os.fork()
+    if pid == 0:
+        if os.fork() == 0:
+            _burn(seconds)
+            os._exit(0)
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def test_a_neighbour_reads_busy_and_the_works_own_workers_do_not():
+    """Real processes: a burner that is a child (the work's own) is left out of the neighbours'
+    share; one reparented away (a neighbour) is in it: one core of two for the whole window, about
+    half, and far above the bound however busy the machine is besides."""
+    began = load.window()
+    _burn_orphaned(0.6)
+    time.sleep(0.6)
+    assert load.measure(probe_s=0, since=began).others_window > 2 * load.MAX_OTHERS
+
+
+@pytest.mark.timing
+def test_children_oversubscribing_the_cores_are_the_works_own():
+    """Twice as many spinning children as cores: they wait for each other (high pressure), yet on a
+    quiet machine no neighbour took anything."""
+    ctx = multiprocessing.get_context("fork")
+    began = load.window()
+    burners = [ctx.Process(target=_burn, args=(0.8,), daemon=True) for _ in range(2 * load.usable_cores())]
+    for b in burners:
+        b.start()
+    for b in burners:
+        b.join()
+    seen = load.measure(probe_s=0, since=began)
+    assert seen.others_window < load.MAX_OTHERS, seen.to_data()
