@@ -9,6 +9,9 @@ slowest rank's time per step is the step time. pytest-benchmark cannot time a su
 so each benchmark item carries a `harness.measure.timing.ReplayClock` as its timer (put there by the
 recorder, from the point's timing ``replay``), and `replay` runs one pedantic round per measured
 step against it: `benchmarks[].stats.data` holds the per-step times like any other row.
+
+The launches that time nothing are started ahead, with those of the tests right after them
+(`read_ahead`, over `harness.run.ahead`), and each test reads its own.
 """
 
 from __future__ import annotations
@@ -21,10 +24,12 @@ from cases import dist
 from cases._lib import launch_faults
 from cases._lib.dist_launches import LaunchRecord, Runs
 from cases.parallel import allreduce, average_gradient, dp_vs_ddp
+from harness.host import load
 from harness.measure import timing
 from harness.run import launch
+from harness.run.ahead import Ahead
 from plan import launches
-from suite import options
+from suite import options, xdist_worker
 
 
 def launched(test):
@@ -107,31 +112,73 @@ def test_allreduce_sizes(launch_point, runs, benchmark, request):
     recorded(request, allreduce.launched_sweep(runs, launch_point.name, launch_point.world), benchmark)
 
 
-@launched
-def test_setup_torchrun(launch_point, runs, tmp_path, request):
-    recorded(request, dist.launched_torchrun_env(runs, launch_point.device, launch_point.world, tmp_path))
+# The tests whose launches time nothing: each is started ahead with those of the tests right after
+# it, a few at a time (harness/run/ahead.py says why), and read here. Started in this order: the
+# hanging rank first, whose launch mostly waits for its timeout, beside the others' start-ups.
+UNTIMED = {
+    "test_fault_hanging_rank": lambda runs, p, out: launch_faults.hanging_rank(runs, out),
+    "test_setup_spawn": lambda runs, p, out: dist.launched_spawn(runs, p.device, p.world, out),
+    "test_setup_torchrun": lambda runs, p, out: dist.launched_torchrun_env(runs, p.device, p.world, out),
+    "test_notes_launch_local_rank": lambda runs, p, out: dist.launched_notes_launch(runs, p.world, out),
+    "test_fault_port_in_use": lambda runs, p, out: launch_faults.port_in_use(runs, out),
+    "test_fault_raising_rank": lambda runs, p, out: launch_faults.raising_rank(runs, out),
+}
+
+
+@pytest.fixture(scope="session")
+def ahead(request):
+    """A worker's share of the cores (the test command's xdist workers share them), else all."""
+    config, cores = request.config, load.usable_cores()
+    if xdist_worker.is_worker(config):
+        return Ahead(xdist_worker.threads_per_worker(int(config.workerinput["workercount"]), cores))
+    return Ahead(cores)
+
+
+def read_ahead(request, ahead, runs, tmp_path_factory):
+    """This test's untimed launch, judged: started now with those of the tests that run right after
+    it (up to the first that is not one, or is skipped), unless one before it started it already."""
+    node = request.node
+    if node.nodeid not in ahead:
+        items = request.session.items
+        jobs = []
+        for item in items[items.index(node) :]:
+            name = getattr(item, "originalname", "")
+            skipped = item.get_closest_marker("skip") or item.get_closest_marker("skipif")
+            if name not in UNTIMED or (item is not node and skipped):
+                break
+            point, out = item.callspec.params["launch_point"], tmp_path_factory.mktemp(name)
+            jobs.append(
+                (list(UNTIMED).index(name), item.nodeid, functools.partial(UNTIMED[name], runs, point, out))
+            )
+        ahead.start((nodeid, job) for _, nodeid, job in sorted(jobs, key=lambda j: j[0]))
+    return ahead.result(node.nodeid)
 
 
 @launched
-def test_setup_spawn(launch_point, runs, tmp_path, request):
-    recorded(request, dist.launched_spawn(runs, launch_point.device, launch_point.world, tmp_path))
+def test_setup_torchrun(launch_point, runs, ahead, tmp_path_factory, request):
+    recorded(request, read_ahead(request, ahead, runs, tmp_path_factory))
 
 
 @launched
-def test_notes_launch_local_rank(launch_point, runs, tmp_path, request):
-    recorded(request, dist.launched_notes_launch(runs, launch_point.world, tmp_path))
+def test_setup_spawn(launch_point, runs, ahead, tmp_path_factory, request):
+    recorded(request, read_ahead(request, ahead, runs, tmp_path_factory))
 
 
 @launched
-def test_fault_port_in_use(launch_point, runs, tmp_path):
-    launch_faults.port_in_use(runs, tmp_path)
+def test_notes_launch_local_rank(launch_point, runs, ahead, tmp_path_factory, request):
+    recorded(request, read_ahead(request, ahead, runs, tmp_path_factory))
 
 
 @launched
-def test_fault_raising_rank(launch_point, runs, tmp_path):
-    launch_faults.raising_rank(runs, tmp_path)
+def test_fault_port_in_use(launch_point, runs, ahead, tmp_path_factory, request):
+    read_ahead(request, ahead, runs, tmp_path_factory)
 
 
 @launched
-def test_fault_hanging_rank(launch_point, runs, tmp_path):
-    launch_faults.hanging_rank(runs, tmp_path)
+def test_fault_raising_rank(launch_point, runs, ahead, tmp_path_factory, request):
+    read_ahead(request, ahead, runs, tmp_path_factory)
+
+
+@launched
+def test_fault_hanging_rank(launch_point, runs, ahead, tmp_path_factory, request):
+    read_ahead(request, ahead, runs, tmp_path_factory)
