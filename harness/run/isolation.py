@@ -483,7 +483,11 @@ def _follow(worker, followed, replay, stopped) -> None:
 
 
 def _drain(worker, followed, replay) -> None:
-    followed.queue.extend(worker.events())
+    # Read and queued under one hold: the journal's offset moves past what a read returns, so an
+    # interrupt between the read and the queue would drop all of it (seen in the test command: an
+    # interrupted run kept none of its worker's points).
+    with signals.held():
+        followed.queue.extend(worker.events())
     while followed.queue:
         # An interrupt between taking an event from the queue and replaying it whole would drop it
         # (seen under load: a point the worker finished missing from the JSON, the points after it

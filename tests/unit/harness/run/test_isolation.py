@@ -222,3 +222,27 @@ def test_an_interrupt_while_a_worker_event_is_taken_in_loses_nothing():
     worker.events = list  # nothing new: the handler's drain takes in what was queued
     isolation._drain(worker, followed, replay)
     assert taken == ["second", "third", "one"] and not followed.queue
+
+
+def test_an_interrupt_while_a_workers_journal_is_read_loses_nothing():
+    """SIGINT arriving while the journal is read: the journal's offset has moved past what was read,
+    so those events must reach the queue, and the drain the interrupt handler makes takes them in
+    (under load the test command lost every point a worker had finished: the interrupt landed
+    between the read and the queue)."""
+    import signal
+
+    events = [{"kind": "benchmark", "row": {"name": n}} for n in ("second", "third")]
+    reads = iter([events, []])
+
+    def read_once_then_nothing():
+        chunk = next(reads)
+        if chunk:
+            signal.raise_signal(signal.SIGINT)  # lands after the offset moved, before the queue
+        return list(chunk)
+
+    worker = SimpleNamespace(events=read_once_then_nothing)
+    followed, taken = isolation.Followed(), []
+    with pytest.raises(KeyboardInterrupt):
+        isolation._drain(worker, followed, lambda e: taken.append(e["row"]["name"]))
+    isolation._drain(worker, followed, lambda e: taken.append(e["row"]["name"]))
+    assert taken == ["second", "third"] and not followed.queue
