@@ -21,6 +21,7 @@ its files are read (`Launch.require_ok`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -28,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,17 +83,40 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
-def free_port(host: str = "127.0.0.1", preferred: int | None = None) -> int:
-    """`preferred` when it can be bound, else a port the kernel says is free.
+# Ports handed out by `free_port` in this process, and when: a port is bound by torchrun only
+# after the probe socket that found it is closed, and in that window the kernel can give the same
+# port to the next probe (seen: `dist.setup`'s check of two launches at once got one port for both,
+# and the second torchrun joined the first's rendezvous). Launches started ahead probe from several
+# threads at once.
+_HANDED_OUT: dict[int, float] = {}
+_HANDED_OUT_LOCK = threading.Lock()
+HOLD_S = 120.0  # a launch binds its port within seconds of asking; none waits this long to start
 
-    There is a window between closing the probe socket and torchrun binding the port; the
-    kernel does not hand the same ephemeral port out again at once, which is enough here.
-    """
-    if preferred is not None and port_is_free(preferred, host):
-        return preferred
+
+def _kernel_port(host: str) -> int:
+    """A port the kernel says is free now (bind to port 0)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def free_port(host: str = "127.0.0.1", preferred: int | None = None) -> int:
+    """`preferred` when it can be bound, else a port the kernel says is free; never a port this
+    process handed out in the last `HOLD_S` seconds (see `_HANDED_OUT`)."""
+    with _HANDED_OUT_LOCK:
+        now = time.monotonic()
+        for port, when in list(_HANDED_OUT.items()):
+            if now - when > HOLD_S:
+                del _HANDED_OUT[port]
+        preferred_free = preferred is not None and port_is_free(preferred, host)
+        candidates = itertools.chain(
+            [preferred] if preferred_free else [], (_kernel_port(host) for _ in range(64))
+        )
+        port = next((p for p in candidates if p not in _HANDED_OUT), None)
+        if port is None:
+            raise OSError(f"no free port on {host} that this process has not handed out already")
+        _HANDED_OUT[port] = now
+        return port
 
 
 def torchrun_command(
