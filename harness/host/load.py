@@ -12,10 +12,15 @@ Four readings, because each misses something the others see:
 * over a stretch of work alone (`window`, then ``measure(since=...)``), the other processes' share
   of the cores this process may run on: the kernel's busy time of those cores (``/proc/stat``,
   steal included: a hypervisor's other guests) less this process tree's CPU time over the same
-  stretch. It sees exactly the neighbours, never the work's own threads or workers, and is judged
-  instead of the pressure where the kernel gives it. (Measured before it: `onehot.encode`'s pairs,
-  timed right after `nn.kd_vs_brute`'s variants, read "busy" on avg10 in each of three runs, their
-  own rounds quiet; the KD-tree's pairs read busy from their own threads on the window's pressure.)
+  stretch. It sees the neighbours and not the work's own threads or workers (up to the ticks'
+  resolution, and the work's own interrupt time where the kernel charges it apart), and is judged
+  instead of the pressure where it can be read: busy where the neighbours took a tenth of the cores,
+  or a quarter of a core of cores the work was filling (one neighbour's core is 6% of 16). Not
+  read, and the pressure judged, where the stretch is short for the ticks, the readings disagree
+  (the work ran on cores its main thread may not), or a CPU quota below the cores hides the
+  neighbours that share it. (Measured before it: `onehot.encode`'s pairs, timed right after
+  `nn.kd_vs_brute`'s variants, read "busy" on avg10 in each of three runs, their own rounds quiet;
+  the KD-tree's pairs read busy from their own threads on the window's pressure.)
 * a probe: one spinning process per usable core for a fraction of a second, each reading the CPU
   time it got. On an idle machine every spinner gets its whole core (share ≈ 1); beside two CPU
   burners on two cores each gets about two thirds. It sees any other consumer of any core, which
@@ -38,9 +43,15 @@ MIN_SHARE = 0.9
 # Tasks waited for a CPU more than this share of the last 10 s.
 MAX_PRESSURE = 10.0  # percent, as /proc/pressure/cpu reports it
 # Other processes (and a hypervisor's steal) took more than this share of this process's cores over
-# a measured stretch. Quiet here (2-core EPYC VM): 0-3%, kernel threads and interrupts; /proc/stat
-# counts in ticks (10 ms), a 0.5 s stretch on 2 cores reads to ±2%.
+# a measured stretch. Quiet here (2-core EPYC VM): 0-3%, kernel threads and interrupts.
 MAX_OTHERS = 10.0  # percent
+# ... or at least this many cores' worth while the stretch's own work and theirs filled the cores
+# (within half a core): on 16 cores one neighbour's core is 6%, yet every OpenMP barrier of a
+# 16-thread op waits for the thread it displaced.
+MIN_CONTENDING_CORES = 0.25
+# /proc/stat counts in ticks (10 ms) while the work's own time is exact: a stretch shorter than
+# this many core-seconds reads its neighbours to worse than ±5%, and the pressure is judged instead.
+MIN_WINDOW_CORE_S = 0.5
 _TICK_S = 1 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
 PROBE_S = 0.25
 
@@ -71,27 +82,50 @@ def cpu_stall_us() -> float | None:
     return _some_cpu("total")
 
 
-def cores_busy_s(cores: set[int] | None = None) -> float | None:
-    """Seconds the kernel counts `cores` (default: this process's) busy since boot, over
-    ``/proc/stat``'s per-CPU lines: user, nice, system, irq, softirq and steal (guest time is inside
-    user); None where there is no /proc/stat."""
-    cores = cores if cores is not None else _affinity()
+def cores_busy_s(cores: frozenset[int]) -> float | None:
+    """Seconds the kernel counts `cores` busy since boot (``/proc/stat``); None where there is no
+    /proc/stat or it lacks one of them (a container's renumbered view)."""
     try:
         with open("/proc/stat") as f:
-            lines = f.read().splitlines()
+            return busy_s_in(f.read(), cores)
     except OSError:
         return None
-    ticks = 0
-    for line in lines:
+
+
+def busy_s_in(stat: str, cores: frozenset[int]) -> float | None:
+    """`cores`' busy seconds in a /proc/stat text: user, nice, system, irq, softirq and steal of
+    each (guest time is inside user; idle and iowait are not busy); None if one is missing."""
+    ticks, seen = 0, set()
+    for line in stat.splitlines():
         name, _, rest = line.partition(" ")
         if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cores:
             fields = [int(v) for v in rest.split()]
             ticks += sum(fields[i] for i in (0, 1, 2, 5, 6, 7) if i < len(fields))
-    return ticks * _TICK_S
+            seen.add(int(name[3:]))
+    return ticks * _TICK_S if seen == set(cores) else None
 
 
-def _affinity() -> set[int]:
-    return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+def _affinity() -> frozenset[int]:
+    """The cores this process may run on (its main thread's mask)."""
+    if hasattr(os, "sched_getaffinity"):
+        return frozenset(os.sched_getaffinity(0))
+    return frozenset(range(os.cpu_count() or 1))
+
+
+def cpu_quota_cores() -> float | None:
+    """The cgroup v2 CPU quota of this process's group in cores (``cpu.max``), None where it has
+    none or none can be read. A quota below the cores it may run on hides the neighbours that share
+    it: their use shows as this group's throttling, not on the cores' busy time."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            path = next((line.split("::", 1)[1].strip() for line in f if line.startswith("0::")), None)
+        if path is None:
+            return None
+        with open(f"/sys/fs/cgroup{path.rstrip('/')}/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+    except (OSError, ValueError):
+        return None
+    return None if quota == "max" else int(quota) / int(period)
 
 
 def own_cpu_s() -> float:
@@ -116,14 +150,22 @@ def _descendants_cpu_s() -> float:
                 text = f.read()
         except OSError:
             continue  # exited since the listing
-        fields = text[text.rindex(")") + 2 :].split()  # the command name may contain spaces
-        parent[int(pid)] = int(fields[1])
-        cpu[int(pid)] = sum(int(v) for v in fields[11:15]) * _TICK_S
+        parent[int(pid)], cpu[int(pid)] = parent_and_cpu_s(text)
+    # Not one snapshot: a child reaped between its parent's reading and its own counts nowhere
+    # (a few ticks, once).
     below, frontier = set(), {os.getpid()}
     while frontier:
         frontier = {pid for pid, ppid in parent.items() if ppid in frontier and pid not in below}
         below |= frontier
     return sum(cpu[pid] for pid in below)
+
+
+def parent_and_cpu_s(stat: str) -> tuple[int, float]:
+    """(parent PID, CPU seconds of the process and its waited-for children) from a
+    /proc/<pid>/stat text: fields 4 and 14-17, after the command name, which may hold spaces and
+    parentheses."""
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return int(fields[1]), sum(int(v) for v in fields[11:15]) * _TICK_S
 
 
 @dataclass(frozen=True)
@@ -135,10 +177,12 @@ class Window:
     stall_us: float | None
     cores_busy_s: float | None = None
     own_cpu_s: float | None = None
+    cores: frozenset[int] = frozenset()  # the cores both readings are of
 
 
 def window() -> Window:
-    return Window(time.perf_counter(), cpu_stall_us(), cores_busy_s(), own_cpu_s())
+    cores = _affinity()
+    return Window(time.perf_counter(), cpu_stall_us(), cores_busy_s(cores), own_cpu_s(), cores)
 
 
 def _spin(seconds: float, conn) -> None:
@@ -181,9 +225,26 @@ class Load:
     # seconds; where there is one it is judged instead of the last 10 s.
     pressure_window: float | None = None
     window_s: float | None = None
-    # Percent of this process's cores that other processes (and steal) took over that stretch;
-    # where there is one it is judged instead of both pressures.
+    # Percent of the stretch's cores that other processes (and steal) took, and that its own
+    # process tree took; where there is one it is judged instead of both pressures.
     others_window: float | None = None
+    own_window: float | None = None
+
+    def _shared(self) -> str | None:
+        """Why the neighbours took too much of the stretch's cores; None when they did not."""
+        if self.others_window > MAX_OTHERS:
+            return (
+                f"other processes took {self.others_window:.0f}% of this process's cores over the "
+                f"{self.window_s:.3g} s measured (quiet: ≤ {MAX_OTHERS:.0f}%)"
+            )
+        others_cores = self.others_window / 100 * self.cores
+        own_cores = (self.own_window or 0.0) / 100 * self.cores
+        if others_cores >= MIN_CONTENDING_CORES and own_cores + others_cores > self.cores - 0.5:
+            return (
+                f"other processes took {others_cores:.2g} of the {self.cores} cores the work was "
+                f"using {own_cores:.2g} of over the {self.window_s:.3g} s measured: it had to share them"
+            )
+        return None
 
     def busy_reason(self) -> str | None:
         """Why wall-clock figures measured now would measure the neighbours; None when quiet."""
@@ -193,11 +254,8 @@ class Load:
                 f"a spinner per core got only {self.probe_share:.0%} of its core (quiet: ≥ {MIN_SHARE:.0%})"
             )
         if self.others_window is not None:
-            if self.others_window > MAX_OTHERS:
-                reasons.append(
-                    f"other processes took {self.others_window:.0f}% of this process's cores over the "
-                    f"{self.window_s:.3g} s measured (quiet: ≤ {MAX_OTHERS:.0f}%)"
-                )
+            if shared := self._shared():
+                reasons.append(shared)
         elif self.pressure_window is not None:
             if self.pressure_window > MAX_PRESSURE:
                 reasons.append(
@@ -223,6 +281,7 @@ class Load:
             "cpu_pressure_window": self.pressure_window,
             "window_s": self.window_s,
             "others_cpu_window": self.others_window,
+            "own_cpu_window": self.own_window,
             "busy": self.busy_reason(),
         }
 
@@ -236,18 +295,36 @@ def measure(probe_s: float = PROBE_S, since: Window | None = None) -> Load:
         avg = None
     cores = usable_cores()
     share = probe_share(probe_s, cores) if probe_s > 0 else None
-    pressure_window = window_s = others = None
+    pressure_window = window_s = others = own = None
     if since is not None:
-        busy, own = cores_busy_s(), own_cpu_s()
         elapsed = time.perf_counter() - since.wall
         stall = cpu_stall_us() if since.stall_us is not None else None
         if elapsed > 0:
             window_s = elapsed
             if stall is not None:
                 pressure_window = 100 * (stall - since.stall_us) / 1e6 / elapsed
-            if busy is not None and since.cores_busy_s is not None and since.own_cpu_s is not None:
-                theirs = (busy - since.cores_busy_s) - (own - since.own_cpu_s)
-                # Ticks against the scheduler's exact own time: a quiet stretch can read a hair
-                # below zero.
-                others = max(0.0, 100 * theirs / (elapsed * len(_affinity())))
-    return Load(cores, avg, cpu_pressure(), share, pressure_window, window_s, others)
+            others, own = _shares(since, elapsed)
+            if others is not None:
+                cores = len(since.cores)
+    return Load(cores, avg, cpu_pressure(), share, pressure_window, window_s, others, own)
+
+
+def _shares(since: Window, elapsed: float) -> tuple[float | None, float | None]:
+    """(others', own) percent of the window's cores over it; (None, None) where that cannot be told:
+    no /proc/stat reading at either end, a stretch too short for the ticks, a CPU quota below the
+    cores (the neighbours sharing it do not show on the cores), or readings that disagree by more
+    than the ticks can (the own time above the cores' busy time)."""
+    n = len(since.cores)
+    busy = cores_busy_s(since.cores) if n else None
+    if busy is None or since.cores_busy_s is None or since.own_cpu_s is None:
+        return None, None
+    quota = cpu_quota_cores()
+    if elapsed * n < MIN_WINDOW_CORE_S or (quota is not None and quota < n):
+        return None, None
+    mine = own_cpu_s() - since.own_cpu_s
+    theirs = (busy - since.cores_busy_s) - mine
+    # Ticks against the scheduler's exact own time: a quiet stretch reads a hair below zero; far
+    # below, the two readings are not of the same cores (the work's threads ran elsewhere).
+    if theirs < -(2 * _TICK_S * n + 0.05 * elapsed * n):
+        return None, None
+    return 100 * max(0.0, theirs) / (elapsed * n), 100 * mine / (elapsed * n)

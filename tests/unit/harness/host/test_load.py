@@ -48,10 +48,10 @@ def test_probe_sees_one_burner_per_core():
 
 
 def test_the_pressure_over_a_window_is_judged_instead_of_the_last_10_s(monkeypatch):
-    # Without /proc/stat's busy time the pressure over the window is what is judged.
-    monkeypatch.setattr(load, "cores_busy_s", lambda cores=None: None)
     """A pair timed for 1 s right after 9 s of oversubscribed work: avg10 says busy, its own rounds
-    waited for a CPU 2% of their time; and the other way round, a quiet avg10 with busy rounds."""
+    waited for a CPU 2% of their time; and the other way round, a quiet avg10 with busy rounds.
+    (Without /proc/stat's busy time, so the pressure over the window is what is judged.)"""
+    monkeypatch.setattr(load, "cores_busy_s", lambda cores: None)
     stalls = iter([1_000_000.0, 1_020_000.0])  # µs: 20 ms waited over the window
     monkeypatch.setattr(load, "cpu_stall_us", lambda: next(stalls))
     monkeypatch.setattr(load, "cpu_pressure", lambda: 14.0)
@@ -67,23 +67,25 @@ def test_the_pressure_over_a_window_is_judged_instead_of_the_last_10_s(monkeypat
 
 def test_without_the_kernels_running_total_the_last_10_s_are_judged(monkeypatch):
     monkeypatch.setattr(load, "cpu_stall_us", lambda: None)
-    monkeypatch.setattr(load, "cores_busy_s", lambda cores=None: None)
+    monkeypatch.setattr(load, "cores_busy_s", lambda cores: None)
     monkeypatch.setattr(load, "cpu_pressure", lambda: 14.0)
     seen = load.measure(probe_s=0, since=load.window())
     assert seen.pressure_window is None and "of the last 10 s" in seen.busy_reason()
 
 
-def _window_over(
-    monkeypatch, *, busy: tuple[float, float], own: tuple[float, float], stall_us=(0.0, 400_000.0)
-):
-    """A 1 s window on 2 cores whose readings at its start and end are the given pairs."""
+def _window_over(monkeypatch, *, busy, own, stall_us=(0.0, 400_000.0), cores=2, elapsed=1.0, quota=None):
+    """A window of `elapsed` seconds on `cores` cores whose readings at its start and end are the
+    given pairs."""
     readings = {"busy": iter(busy), "own": iter(own), "stall": iter(stall_us)}
-    monkeypatch.setattr(load, "_affinity", lambda: {0, 1})
-    monkeypatch.setattr(load, "cores_busy_s", lambda cores=None: next(readings["busy"]))
+    monkeypatch.setattr(load, "_affinity", lambda: frozenset(range(cores)))
+    monkeypatch.setattr(load, "cores_busy_s", lambda cores: next(readings["busy"]))
     monkeypatch.setattr(load, "own_cpu_s", lambda: next(readings["own"]))
     monkeypatch.setattr(load, "cpu_stall_us", lambda: next(readings["stall"]))
+    monkeypatch.setattr(load, "cpu_quota_cores", lambda: quota)
     began = load.window()
-    began = load.Window(load.time.perf_counter() - 1.0, began.stall_us, began.cores_busy_s, began.own_cpu_s)
+    began = load.Window(
+        load.time.perf_counter() - elapsed, began.stall_us, began.cores_busy_s, began.own_cpu_s, began.cores
+    )
     return load.measure(probe_s=0, since=began)
 
 
@@ -93,11 +95,76 @@ def test_the_works_own_threads_are_not_neighbours(monkeypatch):
     the neighbours took 50%, busy, whatever the pressure says."""
     own_work = _window_over(monkeypatch, busy=(100.0, 101.9), own=(10.0, 11.8))
     assert 4.0 < own_work.others_window < 6.0 and own_work.pressure_window > 30
-    assert own_work.busy_reason() is None
+    assert own_work.busy_reason() is None and 89 < own_work.own_window < 91
     assert own_work.to_data()["others_cpu_window"] == own_work.others_window
     shared = _window_over(monkeypatch, busy=(100.0, 101.9), own=(10.0, 10.9), stall_us=(0.0, 0.0))
     assert 49.0 < shared.others_window < 51.0
     assert "other processes took 50% of this process's cores" in shared.busy_reason()
+
+
+def test_one_neighbours_core_of_sixteen_is_busy_only_where_the_work_filled_them(monkeypatch):
+    """16 cores: a neighbour on one (6%) beside work on the other 15 (every OpenMP barrier waits for
+    the thread it displaced) is busy; beside single-threaded work, which it never met, quiet."""
+    full = _window_over(monkeypatch, busy=(0.0, 16.0), own=(0.0, 15.0), cores=16, stall_us=(0.0, 0.0))
+    assert 6 < full.others_window < 7 and "had to share them" in full.busy_reason()
+    alone = _window_over(monkeypatch, busy=(0.0, 2.0), own=(0.0, 1.0), cores=16, stall_us=(0.0, 0.0))
+    assert 6 < alone.others_window < 7 and alone.busy_reason() is None
+
+
+@pytest.mark.parametrize(
+    "why, readings",
+    [
+        ("too short for the ticks", dict(busy=(0.0, 0.4), own=(0.0, 0.1), elapsed=0.2)),
+        ("a CPU quota below the cores", dict(busy=(0.0, 1.0), own=(0.0, 0.1), quota=1.0)),
+        ("own time beyond the cores' busy time", dict(busy=(0.0, 0.5), own=(0.0, 1.9))),
+    ],
+)
+def test_a_window_that_cannot_tell_the_neighbours_judges_the_pressure(monkeypatch, why, readings):
+    seen = _window_over(monkeypatch, stall_us=(0.0, 600_000.0 * readings.get("elapsed", 1.0)), **readings)
+    assert seen.others_window is None, why
+    assert "tasks waited for a CPU 60%" in seen.busy_reason()
+
+
+def test_proc_stat_busy_time_is_user_nice_system_irq_softirq_steal_of_the_cores_asked():
+    stat = (
+        "cpu  100 0 0 900 0 0 0 0 0 0\n"
+        "cpu0 10 1 2 500 400 3 4 5 7 0\n"  # idle 500 and iowait 400 are not busy; guest 7 is in user
+        "cpu1 20 0 0 0 0 0 0 0 0 0\n"
+        "intr 12345\n"
+    )
+    assert load.busy_s_in(stat, frozenset({0})) == pytest.approx(25 * load._TICK_S)
+    assert load.busy_s_in(stat, frozenset({0, 1})) == pytest.approx(45 * load._TICK_S)
+    assert load.busy_s_in(stat, frozenset({0, 2})) is None  # a core the text lacks
+
+
+def test_a_process_stat_line_gives_parent_and_cpu_whatever_its_name():
+    fields = ["S", "41"] + ["0"] * 9 + ["300", "200", "50", "25"] + ["0"] * 30
+    text = "4242 (python (worker) 1) " + " ".join(fields)
+    assert load.parent_and_cpu_s(text) == (41, pytest.approx(575 * load._TICK_S))
+
+
+def _burn_cpu_then_sleep(cpu_s: float, conn) -> None:
+    start = time.process_time()
+    while time.process_time() - start < cpu_s:
+        pass
+    conn.send("burnt")
+    time.sleep(30)  # alive, not reaped: counted only through /proc
+
+
+def test_a_live_childs_cpu_is_the_works_own():
+    """A child that burnt 0.4 s of CPU and is still alive (its parent has not waited for it, so
+    os.times() does not have it): own_cpu_s counts it through /proc."""
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    before = load.own_cpu_s()
+    worker = ctx.Process(target=_burn_cpu_then_sleep, args=(0.4, child), daemon=True)
+    worker.start()
+    try:
+        assert parent.poll(30) and parent.recv() == "burnt"
+        assert load.own_cpu_s() - before >= 0.38
+    finally:
+        worker.terminate()
+        worker.join()
 
 
 def _burn_orphaned(seconds: float) -> None:
@@ -112,14 +179,15 @@ def _burn_orphaned(seconds: float) -> None:
     os.waitpid(pid, 0)
 
 
-def test_a_neighbour_reads_busy_and_the_works_own_workers_do_not():
-    """Real processes: a burner that is a child (the work's own) is left out of the neighbours'
-    share; one reparented away (a neighbour) is in it: one core of two for the whole window, about
-    half, and far above the bound however busy the machine is besides."""
+def test_neighbours_on_every_core_read_busy():
+    """Real processes: one reparented burner per core (neighbours, as another job's are) for the
+    whole window: far above the bound however many cores, and however busy the machine is besides."""
     began = load.window()
-    _burn_orphaned(0.6)
+    for _ in range(load.usable_cores()):
+        _burn_orphaned(0.6)
     time.sleep(0.6)
-    assert load.measure(probe_s=0, since=began).others_window > 2 * load.MAX_OTHERS
+    seen = load.measure(probe_s=0, since=began)
+    assert seen.others_window > 2 * load.MAX_OTHERS and seen.busy_reason()
 
 
 @pytest.mark.timing
