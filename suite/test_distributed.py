@@ -22,7 +22,7 @@ import pytest
 
 from cases import dist
 from cases._lib import launch_faults
-from cases._lib.dist_launches import LaunchRecord, Runs
+from cases._lib.dist_launches import TIMEOUT_S, LaunchRecord, Runs
 from cases.parallel import allreduce, average_gradient, dp_vs_ddp
 from harness.host import load
 from harness.measure import timing
@@ -127,17 +127,25 @@ UNTIMED = {
 
 @pytest.fixture(scope="session")
 def ahead(request):
-    """A worker's share of the cores (the test command's xdist workers share them), else all."""
-    config, cores = request.config, load.usable_cores()
-    if xdist_worker.is_worker(config):
-        return Ahead(xdist_worker.threads_per_worker(int(config.workerinput["workercount"]), cores))
-    return Ahead(cores)
+    """None in a pytest-xdist worker (the test command): its session lists every test, most of them
+    other workers', and the workers already share the cores. Else a launch per three cores, at least
+    two at once: each is three processes (torchrun and two ranks), and the hanging rank's ranks must
+    reach their collective within its 15 s timeout beside the others' start-ups (they did, in every
+    run on the 2-core EPYC)."""
+    if xdist_worker.is_worker(request.config):
+        return None
+    return Ahead(max(2, load.usable_cores() // 3))
 
 
 def read_ahead(request, ahead, runs, tmp_path_factory):
     """This test's untimed launch, judged: started now with those of the tests that run right after
-    it (up to the first that is not one, or is skipped), unless one before it started it already."""
+    it (up to the first that is not one, or is skipped), unless one before it started it already;
+    run here and now where there is no `ahead`."""
     node = request.node
+    if ahead is None:
+        return UNTIMED[node.originalname](
+            runs, node.callspec.params["launch_point"], tmp_path_factory.mktemp("d")
+        )
     if node.nodeid not in ahead:
         items = request.session.items
         jobs = []
@@ -151,7 +159,8 @@ def read_ahead(request, ahead, runs, tmp_path_factory):
                 (list(UNTIMED).index(name), item.nodeid, functools.partial(UNTIMED[name], runs, point, out))
             )
         ahead.start((nodeid, job) for _, nodeid, job in sorted(jobs, key=lambda j: j[0]))
-    return ahead.result(node.nodeid)
+    # Each job is one launch under its own timeout; all of them one after another bound the wait.
+    return ahead.result(node.nodeid, timeout_s=len(UNTIMED) * (TIMEOUT_S + launch.GRACE_S + 30))
 
 
 @launched

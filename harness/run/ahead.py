@@ -11,8 +11,11 @@ before the next test starts.
 
 Threads, not processes: each job spends its time waiting on its own subprocesses. Daemon threads,
 so an interrupted run exits without waiting for them; the launches they started die with the
-process (`harness.run.launch.die_with_parent`: the kernel kills a launch whose parent thread is
-gone). A job's exception is raised again, unchanged, in the test that reads it.
+process (`harness.run.launch.die_with_parent`: the kernel kills a launch when the *thread* that
+started it is gone, so the threads never exit before the process does). A job's exception is
+raised again, unchanged, in the test that reads it; a reader waits at most `timeout_s` (a launch
+whose child hung before exec, as `preexec_fn` beside other threads can, would block its job's
+thread for ever).
 
 Plain Python; the pytest glue that says which tests come next is `suite/test_distributed.py`.
 """
@@ -50,12 +53,14 @@ class Ahead:
             thread.start()
             self._threads.append(thread)
 
-    def result(self, key: Hashable) -> object:
-        """The job's return value once it has finished; its exception raised again."""
+    def result(self, key: Hashable, timeout_s: float | None = None) -> object:
+        """The job's return value once it has finished; its exception raised again; TimeoutError
+        if it has not finished in `timeout_s`."""
         if key not in self._done:
             raise KeyError(f"no job {key!r} was started ahead")
-        self._done[key].wait()
-        value, error = self._outcome.pop(key)
+        if not self._done[key].wait(timeout_s):
+            raise TimeoutError(f"{key} did not finish in {timeout_s:.0f} s")
+        value, error = self._outcome[key]
         if error is not None:
             raise error
         return value

@@ -71,3 +71,11 @@ def test_bad_input_is_refused():
         Ahead(0)
     with pytest.raises(KeyError, match="no job 'x'"):
         Ahead(1).result("x")
+
+
+def test_a_job_read_twice_gives_its_result_twice_and_a_stuck_one_times_out():
+    ahead = Ahead(1)
+    ahead.start([("a", lambda: 7), ("stuck", lambda: time.sleep(5))])
+    assert ahead.result("a") == ahead.result("a") == 7
+    with pytest.raises(TimeoutError, match="stuck did not finish in 0 s"):
+        ahead.result("stuck", timeout_s=0.05)
