@@ -50,7 +50,10 @@ MAX_OTHERS = 10.0  # percent
 # 16-thread op waits for the thread it displaced.
 MIN_CONTENDING_CORES = 0.25
 # /proc/stat counts in ticks (10 ms) while the work's own time is exact: a stretch shorter than
-# this many core-seconds reads its neighbours to worse than ±5%, and the pressure is judged instead.
+# this many core-seconds would read its neighbours to worse than ±5%, so its reading waits until
+# the stretch is this long (a pair of fast calls: 15-70 ms of rounds, 30 of 85 pairs under 0.25 s on
+# 2 cores, 4 s a run in all). The CPU pressure over so short a stretch is no better: 10% over 69 ms,
+# one stall of 7 ms, read a quiet layernorm.manual pair busy.
 MIN_WINDOW_CORE_S = 0.5
 _TICK_S = 1 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
 PROBE_S = 0.25
@@ -288,7 +291,8 @@ class Load:
 
 def measure(probe_s: float = PROBE_S, since: Window | None = None) -> Load:
     """The machine's load now; with `since`, over the work since that `window` too: the other
-    processes' share of the cores (judged where /proc/stat gives it) and the CPU pressure."""
+    processes' share of the cores (judged where /proc/stat gives it) and the CPU pressure. A window
+    shorter than MIN_WINDOW_CORE_S of its cores is read once it has lasted that long."""
     try:
         avg = os.getloadavg()[0]
     except (AttributeError, OSError):
@@ -297,6 +301,11 @@ def measure(probe_s: float = PROBE_S, since: Window | None = None) -> Load:
     share = probe_share(probe_s, cores) if probe_s > 0 else None
     pressure_window = window_s = others = own = None
     if since is not None:
+        if (
+            since.cores
+            and (short := MIN_WINDOW_CORE_S / len(since.cores) - (time.perf_counter() - since.wall)) > 0
+        ):
+            time.sleep(short)
         elapsed = time.perf_counter() - since.wall
         stall = cpu_stall_us() if since.stall_us is not None else None
         if elapsed > 0:
@@ -311,9 +320,9 @@ def measure(probe_s: float = PROBE_S, since: Window | None = None) -> Load:
 
 def _shares(since: Window, elapsed: float) -> tuple[float | None, float | None]:
     """(others', own) percent of the window's cores over it; (None, None) where that cannot be told:
-    no /proc/stat reading at either end, a stretch too short for the ticks, a CPU quota below the
-    cores (the neighbours sharing it do not show on the cores), or readings that disagree by more
-    than the ticks can (the own time above the cores' busy time)."""
+    no /proc/stat reading at either end, a stretch too short for the ticks (`measure` waits out a
+    short one), a CPU quota below the cores (the neighbours sharing it do not show on the cores), or
+    readings that disagree by more than the ticks can (the own time above the cores' busy time)."""
     n = len(since.cores)
     busy = cores_busy_s(since.cores) if n else None
     if busy is None or since.cores_busy_s is None or since.own_cpu_s is None:

@@ -114,7 +114,6 @@ def test_one_neighbours_core_of_sixteen_is_busy_only_where_the_work_filled_them(
 @pytest.mark.parametrize(
     "why, readings",
     [
-        ("too short for the ticks", dict(busy=(0.0, 0.4), own=(0.0, 0.1), elapsed=0.2)),
         ("a CPU quota below the cores", dict(busy=(0.0, 1.0), own=(0.0, 0.1), quota=1.0)),
         ("own time beyond the cores' busy time", dict(busy=(0.0, 0.5), own=(0.0, 1.9))),
     ],
@@ -123,6 +122,14 @@ def test_a_window_that_cannot_tell_the_neighbours_judges_the_pressure(monkeypatc
     seen = _window_over(monkeypatch, stall_us=(0.0, 600_000.0 * readings.get("elapsed", 1.0)), **readings)
     assert seen.others_window is None, why
     assert "tasks waited for a CPU 60%" in seen.busy_reason()
+
+
+def test_a_window_too_short_for_the_ticks_is_read_once_it_is_long_enough(monkeypatch):
+    """20 ms of rounds on 2 cores: read after 0.25 s (0.5 core-seconds), the neighbours' share of
+    that, not of the 20 ms."""
+    seen = _window_over(monkeypatch, busy=(0.0, 0.3), own=(0.0, 0.05), elapsed=0.02, stall_us=(0.0, 0.0))
+    assert seen.window_s >= load.MIN_WINDOW_CORE_S / 2
+    assert seen.others_window == pytest.approx(100 * 0.25 / (2 * seen.window_s))
 
 
 def test_proc_stat_busy_time_is_user_nice_system_irq_softirq_steal_of_the_cores_asked():
