@@ -108,6 +108,16 @@ def busy_s_in(stat: str, cores: frozenset[int]) -> float | None:
     return ticks * _TICK_S if seen == set(cores) else None
 
 
+def listed_cores() -> frozenset[int]:
+    """Every core /proc/stat lists (empty where there is none)."""
+    try:
+        with open("/proc/stat") as f:
+            names = [line.split(" ", 1)[0] for line in f if line.startswith("cpu")]
+    except OSError:
+        return frozenset()
+    return frozenset(int(name[3:]) for name in names if name[3:].isdigit())
+
+
 def _affinity() -> frozenset[int]:
     """The cores this process may run on (its main thread's mask)."""
     if hasattr(os, "sched_getaffinity"):
@@ -332,8 +342,11 @@ def _shares(since: Window, elapsed: float) -> tuple[float | None, float | None]:
         return None, None
     mine = own_cpu_s() - since.own_cpu_s
     theirs = (busy - since.cores_busy_s) - mine
-    # Ticks against the scheduler's exact own time: a quiet stretch reads a hair below zero; far
-    # below, the two readings are not of the same cores (the work's threads ran elsewhere).
-    if theirs < -(2 * _TICK_S * n + 0.05 * elapsed * n):
+    # Ticks against the scheduler's exact own time: a quiet stretch reads below zero, on this VM by
+    # more than the ticks (a KD-tree pair, its own threads on both cores: its own time 0.15 s over
+    # the cores' busy time in 1.04 s; the vCPU's stolen time counts in one and not the other). Where
+    # the work may run on every core that is all it can be. On part of them, far below zero means
+    # the two readings are not of the same cores (the work's threads ran elsewhere): not read.
+    if theirs < -(2 * _TICK_S * n + 0.05 * elapsed * n) and since.cores != listed_cores():
         return None, None
     return 100 * max(0.0, theirs) / (elapsed * n), 100 * mine / (elapsed * n)

@@ -115,13 +115,22 @@ def test_one_neighbours_core_of_sixteen_is_busy_only_where_the_work_filled_them(
     "why, readings",
     [
         ("a CPU quota below the cores", dict(busy=(0.0, 1.0), own=(0.0, 0.1), quota=1.0)),
-        ("own time beyond the cores' busy time", dict(busy=(0.0, 0.5), own=(0.0, 1.9))),
+        ("own time beyond the busy time of part of the cores", dict(busy=(0.0, 0.5), own=(0.0, 1.9))),
     ],
 )
 def test_a_window_that_cannot_tell_the_neighbours_judges_the_pressure(monkeypatch, why, readings):
+    monkeypatch.setattr(load, "listed_cores", lambda: frozenset(range(4)))  # the work may use 2 of 4
     seen = _window_over(monkeypatch, stall_us=(0.0, 600_000.0 * readings.get("elapsed", 1.0)), **readings)
     assert seen.others_window is None, why
     assert "tasks waited for a CPU 60%" in seen.busy_reason()
+
+
+def test_own_time_beyond_the_busy_time_of_every_core_reads_no_neighbours(monkeypatch):
+    """On every core the machine has, the own time above the cores' busy time is accounting (a
+    VM's stolen time counts in one and not the other): no neighbour, not an unreadable window."""
+    monkeypatch.setattr(load, "listed_cores", lambda: frozenset(range(2)))
+    seen = _window_over(monkeypatch, busy=(0.0, 1.4), own=(0.0, 1.6), stall_us=(0.0, 380_000.0))
+    assert seen.others_window == 0.0 and seen.busy_reason() is None
 
 
 def test_a_window_too_short_for_the_ticks_is_read_once_it_is_long_enough(monkeypatch):
