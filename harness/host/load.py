@@ -343,10 +343,11 @@ def _shares(since: Window, elapsed: float) -> tuple[float | None, float | None]:
     mine = own_cpu_s() - since.own_cpu_s
     theirs = (busy - since.cores_busy_s) - mine
     # Ticks against the scheduler's exact own time: a quiet stretch reads below zero, on this VM by
-    # more than the ticks (a KD-tree pair, its own threads on both cores: its own time 0.15 s over
-    # the cores' busy time in 1.04 s; the vCPU's stolen time counts in one and not the other). Where
-    # the work may run on every core that is all it can be. On part of them, far below zero means
-    # the two readings are not of the same cores (the work's threads ran elsewhere): not read.
+    # more than the ticks (a KD-tree pair, its own threads on both cores: its own time above the
+    # cores' busy time by more than the 0.14 s allowed over 1.04 s; a vCPU's stolen time can count
+    # in one and not the other). Where the work may run on every core, that is all it can be; on
+    # part of them, far below zero means the two readings are not of the same cores (the work's
+    # threads ran elsewhere): not read.
     if theirs < -(2 * _TICK_S * n + 0.05 * elapsed * n) and since.cores != listed_cores():
         return None, None
     return 100 * max(0.0, theirs) / (elapsed * n), 100 * mine / (elapsed * n)
