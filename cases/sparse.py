@@ -172,13 +172,11 @@ def check_crossover(device):
     (a small and a larger matrix, seconds on a CPU): the notes' "only very large, very sparse"."""
     sizes = (256, 1024) if device.type == "cpu" else (2048, 8192)
     per_size = []
-    began = load.window()  # the neighbours over the sweep alone
-    for n in sizes:
-        mem_coo, mem_csr, time_coo, time_csr, time_best, table = crossovers_at(n, device)
-        per_size.append((n, mem_coo, mem_csr, time_coo, time_csr, time_best, table))
-    return judge_where_it_turns(
-        per_size, device.type, busy=load.measure(probe_s=0, since=began).busy_reason()
-    )
+    with load.stretch() as over:  # the neighbours over the sweep alone
+        for n in sizes:
+            mem_coo, mem_csr, time_coo, time_csr, time_best, table = crossovers_at(n, device)
+            per_size.append((n, mem_coo, mem_csr, time_coo, time_csr, time_best, table))
+    return judge_where_it_turns(per_size, device.type, busy=over.load.busy_reason())
 
 
 def judge_where_it_turns(per_size: list, device: str, busy: str | None = None) -> Finding:

@@ -52,15 +52,15 @@ def timed_claim(
     For a rule check whose finding is "A is faster than B": timed one side after the other, a
     neighbour on the other core decides the answer (the fastest of 5 calls of cross-entropy's two
     targets gave 1.40× quiet and 0.24× beside two CPU burners)."""
-    began = load.window()  # the neighbours over these rounds alone, not the work before them
-    paired = interleave.timed_pair(
-        dict(calls),
-        cap_s=cap_s,
-        min_rounds=2 * gain.MIN_PAIRS,
-        clock=devices.of(device).clock(),
-    )
+    with load.stretch() as over:  # the neighbours over these rounds alone, not the work before them
+        paired = interleave.timed_pair(
+            dict(calls),
+            cap_s=cap_s,
+            min_rounds=2 * gain.MIN_PAIRS,
+            clock=devices.of(device).clock(),
+        )
     ratio = gain.paired_ratio(paired.seconds[slow], paired.seconds[fast])
-    return ratio, load.measure(probe_s=0, since=began).busy_reason()
+    return ratio, over.load.busy_reason()
 
 
 def judge_faster(ratio: gain.Ratio, busy: str | None, what: str) -> tuple[Verdict, str]:

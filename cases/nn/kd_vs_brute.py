@@ -126,32 +126,30 @@ def check_crossover(device):
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     observed = []
-    # The neighbours over the sweep alone: PSI's last 10 s would count the variants timed before,
-    # and the tree's own query threads.
-    began = load.window()
     try:
-        for d in (2, 4, 8, 16, 32, 64, 128, 256):
-            data, queries, tree = make_cloud({"n": n, "q": q, "d": d}, FP32, device, seed=d)
-            got_b, got_t = brute(data, queries, tree), kdtree_query(data, queries, tree)
-            # The brute force's own bound (derived at its variant below): a near-tie swap's error.
-            torch.testing.assert_close(
-                got_t, got_b, rtol=1e-5, atol=1e-6, msg=f"D={d}: tree and brute disagree"
-            )
-            paired = interleave.timed_pair(
-                {
-                    "tree": measure.synchronized(lambda: _kdtree_one_worker(data, queries, tree), device),
-                    "brute": measure.synchronized(lambda: brute(data, queries, tree), device),
-                },
-                cap_s=0.3,
-                min_rounds=gain.MIN_PAIRS * 2,
-            )
-            ratio = gain.paired_ratio(paired.seconds["brute"], paired.seconds["tree"])  # > 1: tree faster
-            observed.append((d, ratio, gain.classify(ratio, gain.DELTA_FLOOR)))
+        # The neighbours over the sweep alone: PSI's last 10 s would count the variants timed
+        # before, and the tree's own query threads.
+        with load.stretch() as over:
+            for d in (2, 4, 8, 16, 32, 64, 128, 256):
+                data, queries, tree = make_cloud({"n": n, "q": q, "d": d}, FP32, device, seed=d)
+                got_b, got_t = brute(data, queries, tree), kdtree_query(data, queries, tree)
+                # The brute force's own bound (derived at its variant below): a near-tie swap's error.
+                torch.testing.assert_close(
+                    got_t, got_b, rtol=1e-5, atol=1e-6, msg=f"D={d}: tree and brute disagree"
+                )
+                paired = interleave.timed_pair(
+                    {
+                        "tree": measure.synchronized(lambda: _kdtree_one_worker(data, queries, tree), device),
+                        "brute": measure.synchronized(lambda: brute(data, queries, tree), device),
+                    },
+                    cap_s=0.3,
+                    min_rounds=gain.MIN_PAIRS * 2,
+                )
+                ratio = gain.paired_ratio(paired.seconds["brute"], paired.seconds["tree"])  # > 1: tree faster
+                observed.append((d, ratio, gain.classify(ratio, gain.DELTA_FLOOR)))
     finally:
         torch.set_num_threads(previous)
-    return judge_crossover(
-        observed, n, q, device.type, busy=load.measure(probe_s=0, since=began).busy_reason()
-    )
+    return judge_crossover(observed, n, q, device.type, busy=over.load.busy_reason())
 
 
 def judge_crossover(observed: list, n: int, q: int, device: str, busy: str | None = None) -> Finding:

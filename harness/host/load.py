@@ -37,6 +37,8 @@ import os
 import time
 from dataclasses import dataclass
 
+from harness.host import processes
+
 # A probe spinner that got less than this share of its core shared it with someone (an idle
 # machine gives 0.97-1.0: timer ticks and kernel threads take the rest).
 MIN_SHARE = 0.9
@@ -55,7 +57,7 @@ MIN_CONTENDING_CORES = 0.25
 # 2 cores, 4 s a run in all). The CPU pressure over so short a stretch is no better: 10% over 69 ms,
 # one stall of 7 ms, read a quiet layernorm.manual pair busy.
 MIN_WINDOW_CORE_S = 0.5
-_TICK_S = 1 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
+_TICK_S = processes.TICK_S
 PROBE_S = 0.25
 
 
@@ -151,34 +153,9 @@ def own_cpu_s() -> float:
 
 def _descendants_cpu_s() -> float:
     """User and system seconds of every live process below this one, theirs and their waited-for
-    children's (/proc/<pid>/stat fields 14-17); 0 where there is no /proc."""
-    parent, cpu = {}, {}
-    try:
-        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
-    except OSError:
-        return 0.0
-    for pid in entries:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                text = f.read()
-        except OSError:
-            continue  # exited since the listing
-        parent[int(pid)], cpu[int(pid)] = parent_and_cpu_s(text)
-    # Not one snapshot: a child reaped between its parent's reading and its own counts nowhere
-    # (a few ticks, once).
-    below, frontier = set(), {os.getpid()}
-    while frontier:
-        frontier = {pid for pid, ppid in parent.items() if ppid in frontier and pid not in below}
-        below |= frontier
-    return sum(cpu[pid] for pid in below)
-
-
-def parent_and_cpu_s(stat: str) -> tuple[int, float]:
-    """(parent PID, CPU seconds of the process and its waited-for children) from a
-    /proc/<pid>/stat text: fields 4 and 14-17, after the command name, which may hold spaces and
-    parentheses."""
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[1]), sum(int(v) for v in fields[11:15]) * _TICK_S
+    children's; 0 where there is no /proc."""
+    procs = processes.table()
+    return sum(procs[pid].cpu_s for pid in processes.below({os.getpid()}, procs))
 
 
 @dataclass(frozen=True)
@@ -326,6 +303,28 @@ def measure(probe_s: float = PROBE_S, since: Window | None = None) -> Load:
             if others is not None:
                 cores = len(since.cores)
     return Load(cores, avg, cpu_pressure(), share, pressure_window, window_s, others, own)
+
+
+class Stretch:
+    """The load over one block of work alone: ``with load.stretch() as over: <work>``, then
+    ``over.load`` (a `Load`, measured as the block ends without a probe; None where the block
+    raised): the neighbours while the work ran, not before it."""
+
+    def __init__(self) -> None:
+        self.load: Load | None = None
+
+    def __enter__(self) -> Stretch:
+        self._began = window()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            self.load = measure(probe_s=0, since=self._began)
+        return False
+
+
+def stretch() -> Stretch:
+    return Stretch()
 
 
 def _shares(since: Window, elapsed: float) -> tuple[float | None, float | None]:

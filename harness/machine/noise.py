@@ -38,18 +38,18 @@ def measured(device: str) -> dict:
     # handful of rounds would report the width of a small sample, not the machine's noise.
     # Rounds as long as a pair's on the device (the CPU's: as before).
     kind = torch.device(device).type
-    began = load.window()
-    paired = interleave.timed_pair(
-        {"a": work, "b": work},
-        cap_s=CAP_S,
-        min_rounds=MIN_ROUNDS,
-        min_round_s=rounds.MIN_ROUND_S.get(kind, rounds.MIN_ROUND_S["cpu"]),
-        clock=dev.clock(),
-    )
+    with load.stretch() as over:
+        paired = interleave.timed_pair(
+            {"a": work, "b": work},
+            cap_s=CAP_S,
+            min_rounds=MIN_ROUNDS,
+            min_round_s=rounds.MIN_ROUND_S.get(kind, rounds.MIN_ROUND_S["cpu"]),
+            clock=dev.clock(),
+        )
     floor = gain.noise_floor(paired.seconds["a"], paired.seconds["b"])
     return {
         "floor": None if math.isnan(floor) else floor,
         "rounds": len(paired.first),
-        "load": load.measure(probe_s=0, since=began).to_data(),
+        "load": over.load.to_data(),
         "timer": dev.timer_name,
     }

@@ -70,15 +70,15 @@ def run(
     identical = measure.bitwise_identical(outputs[pair.fast], outputs[pair.slow])
     del outputs  # the rounds' own outputs need the memory
     device = harness_device.of(pair.key.device)
-    rounds_began = load.window()  # the machine's load is judged over the rounds alone
-    paired = interleave.timed_pair(
-        calls,
-        cap_s=cap_s,
-        min_rounds=max(interleave.MIN_PAIRED_ROUNDS, min_rounds),
-        min_round_s=rounds.MIN_ROUND_S.get(torch.device(pair.key.device).type, rounds.MIN_ROUND_S["cpu"]),
-        clock=device.clock(),
-        contexts=contexts,
-    )
+    with load.stretch() as rounds_load:  # the machine's load is judged over the rounds alone
+        paired = interleave.timed_pair(
+            calls,
+            cap_s=cap_s,
+            min_rounds=max(interleave.MIN_PAIRED_ROUNDS, min_rounds),
+            min_round_s=rounds.MIN_ROUND_S.get(torch.device(pair.key.device).type, rounds.MIN_ROUND_S["cpu"]),
+            clock=device.clock(),
+            contexts=contexts,
+        )
     return record.PairTiming.at(
         pair.key,
         fast=pair.fast,
@@ -89,7 +89,7 @@ def run(
         x=pair.x,
         identical=identical,
         noise_floor=noise_floor(),
-        load=load.measure(probe_s=0, since=rounds_began).to_data(),
+        load=rounds_load.load.to_data(),
         iterations=dict(paired.iterations),
         timer=device.timer_name,
     )

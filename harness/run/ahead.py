@@ -11,11 +11,10 @@ before the next test starts.
 
 Threads, not processes: each job spends its time waiting on its own subprocesses. Daemon threads,
 so an interrupted run exits without waiting for them; the launches they started die with the
-process (`harness.run.launch.die_with_parent`: the kernel kills a launch when the *thread* that
-started it is gone, so the threads never exit before the process does). A job's exception is
-raised again, unchanged, in the test that reads it; a reader waits at most `timeout_s` (a launch
-whose child hung before exec, as `preexec_fn` beside other threads can, would block its job's
-thread for ever).
+process (`harness.run.launch.dying_with_this_process`: the kernel kills a launch when the *thread*
+that started it is gone, so the threads never exit before the process does). A job's exception is
+raised again, unchanged, in the test that reads it; a reader waits at most `timeout_s` (a job that
+never returns must not hang the run).
 
 Plain Python; the pytest glue that says which tests come next is `suite/test_distributed.py`.
 """

@@ -10,8 +10,9 @@ test can prove nothing is left.
 
 The tracking needs this process alive. If it is killed outright (SIGKILL, the OOM killer) nothing
 runs here any more, so each launched process asks the kernel to kill it when its parent dies
-(`die_with_parent`, Linux's PR_SET_PDEATHSIG): torchrun when the launching process dies, and each
-rank, which calls it first thing, when torchrun dies. Their ports go with them.
+(Linux's PR_SET_PDEATHSIG): torchrun when the launching process dies (`dying_with_this_process`, in
+the child before it becomes torchrun), and each rank, which calls `die_with_parent` first thing,
+when torchrun dies. Their ports go with them.
 
 All output goes to files, not pipes (a full pipe would block a chatty rank), and is kept in the
 result whether the launch succeeded or not; ``--tee 3`` prefixes every line with its rank. A
@@ -33,6 +34,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from harness.host import processes
 
 GRACE_S = 5.0  # between SIGTERM to torchrun and SIGKILL to whatever is left
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -72,6 +75,27 @@ def die_with_parent() -> bool:
     if parent == 1:  # reparented to init: the launcher is gone already
         os._exit(1)
     return ok
+
+
+# The child's first steps, in a Python of its own: ask for PR_SET_PDEATHSIG, exit if the launcher
+# is already gone, then become the command (exec keeps the PID and the request). Not a
+# `preexec_fn`: that runs Python between fork and exec, which can deadlock on a lock another thread
+# held at the fork (an import, the allocator), and launches are started from threads
+# (harness.run.ahead). Costs one bare interpreter start (-S: no site), ~20 ms a launch.
+_EXEC_DYING_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    os._exit(1)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def dying_with_this_process(cmd: list[str]) -> list[str]:
+    """`cmd` started so that the kernel kills it when this process dies (Linux; as is elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return list(cmd)
+    return [sys.executable, "-S", "-c", _EXEC_DYING_WITH_PARENT, str(os.getpid()), *cmd]
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -150,33 +174,17 @@ def torchrun_command(
     ]
 
 
-def _proc_stat(pid: int) -> tuple[int, int] | None:
-    """(parent PID, start time in clock ticks) of a live process, or None."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2 :].split()  # the command name may contain spaces
-    if fields[0] == "Z":  # a zombie has exited; only its parent's wait is missing
-        return None
-    return int(fields[1]), int(fields[19])
+def _start_ticks(pid: int) -> int | None:
+    """A live process's start time (clock ticks since boot), or None where it is gone or a zombie
+    (it has exited; only its parent's wait is missing)."""
+    p = processes.read(pid)
+    return p.start_ticks if p is not None and p.state != "Z" else None
 
 
 def _descendants(roots: set[int]) -> dict[int, int]:
-    """PID → start time of every live process below `roots` (Linux /proc walk)."""
-    stats = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            stat = _proc_stat(int(entry.name))
-            if stat is not None:
-                stats[int(entry.name)] = stat
-    found, frontier = {}, set(roots)
-    while frontier:
-        children = {pid for pid, (ppid, _) in stats.items() if ppid in frontier and pid not in found}
-        for pid in children:
-            found[pid] = stats[pid][1]
-        frontier = children
-    return found
+    """PID → start time of every live process below `roots`."""
+    live = {pid: p for pid, p in processes.table().items() if p.state != "Z"}
+    return {pid: live[pid].start_ticks for pid in processes.below(roots, live)}
 
 
 @dataclass
@@ -214,7 +222,7 @@ class Launch:
         """
         deadline = time.monotonic() + grace_s
         while True:
-            alive = [pid for pid, start in self.tracked.items() if (s := _proc_stat(pid)) and s[1] == start]
+            alive = [pid for pid, start in self.tracked.items() if _start_ticks(pid) == start]
             if not alive or time.monotonic() >= deadline:
                 return alive
             time.sleep(0.1)
@@ -261,15 +269,14 @@ def run(
             files.append(log)
             procs.append(
                 subprocess.Popen(
-                    cmd,
+                    dying_with_this_process(cmd),  # torchrun dies with this process, even on SIGKILL
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     env=full_env,
                     start_new_session=True,
-                    preexec_fn=die_with_parent,  # torchrun dies with this process, even on SIGKILL
                 )
             )
-            tracked[procs[-1].pid] = (_proc_stat(procs[-1].pid) or (0, 0))[1]
+            tracked[procs[-1].pid] = _start_ticks(procs[-1].pid) or 0
         deadline = start + timeout_s
         timed_out = False
         while any(p.poll() is None for p in procs):
@@ -314,8 +321,7 @@ def _terminate(procs, tracked) -> None:
 
 def _kill_tracked(tracked: dict[int, int]) -> None:
     for pid, start in tracked.items():
-        stat = _proc_stat(pid)
-        if stat is not None and stat[1] == start:
+        if _start_ticks(pid) == start:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

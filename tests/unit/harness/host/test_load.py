@@ -153,12 +153,6 @@ def test_proc_stat_busy_time_is_user_nice_system_irq_softirq_steal_of_the_cores_
     assert load.busy_s_in(stat, frozenset({0, 2})) is None  # a core the text lacks
 
 
-def test_a_process_stat_line_gives_parent_and_cpu_whatever_its_name():
-    fields = ["S", "41"] + ["0"] * 9 + ["300", "200", "50", "25"] + ["0"] * 30
-    text = "4242 (python (worker) 1) " + " ".join(fields)
-    assert load.parent_and_cpu_s(text) == (41, pytest.approx(575 * load._TICK_S))
-
-
 def _burn_cpu_then_sleep(cpu_s: float, conn) -> None:
     start = time.process_time()
     while time.process_time() - start < cpu_s:
