@@ -51,14 +51,17 @@ fails an unchanged run at nearly 5%, and a suite of ~80 such pairs would fail mo
 runs. So, as the gate did with the spread of its baseline's runs, each pair's tolerance is
 widened to what its noise lets the gate see: 1 − exp(−WIDEN·se_model), se_model = σ·√(1/k +
 1/m), the SD of d between unchanged runs (WIDEN: see there). The widened tolerance and the σ
-behind it are named on the line; it stops at MAX_TOLERANCE (a 2× drop), where the pair is judged
-at the cap and the line says so.
+behind it are named on the line; it stops at MAX_TOLERANCE (a 1.5× drop), where the pair is
+judged at the cap and the line says so, and that a smaller drop lies inside its noise.
 
 Fail closed: where the interval straddles the tolerance but the drop itself (d) lies inside it,
 the line passes as ``ok (drop not significant)``; a drop beyond the tolerance that the interval
 cannot confirm is not passed but re-measured (``unstable``). Against a one-run baseline the edge
 for that is the bare tolerance: σ0 is a guess for every pair there, and a 30% drop is not passed
-for lying inside a guessed noise.
+for lying inside a guessed noise. A pair judged at the cap has the cap as that edge: with the
+bare tolerance there instead, an unchanged run's answer was the sign of its own noise (a little
+below the baseline's mean: could not judge; above: pass), so on a machine with a few such pairs
+no comparison passed (the 2-core EPYC: 3 of 10 with a 5-run history; 8 of 10 with the cap).
 
 Could not judge (exit 3): a drop beyond the tolerance that the runs cannot confirm, or that
 rests only on runs the load probe saw busy, or a side with no run of stable, enough rounds:

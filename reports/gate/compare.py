@@ -26,7 +26,6 @@ from reports.gate.lines import (
     Line,
 )
 from reports.gate.model import (
-    MAX_TOLERANCE,
     PRIOR_DF,
     PRIOR_SIGMA,
     Judged,
@@ -113,7 +112,7 @@ def _judge_pair(
     if judged.tol > tol:
         notes.append(
             f"tolerance {judged.tol:.0%}: this pair's runs vary by σ {judged.sigma:.1%}"
-            + (" (the widest judged)" if judged.tol >= MAX_TOLERANCE else "")
+            + (" (the widest judged: a smaller drop lies inside this pair's noise)" if judged.capped else "")
         )
     if assumed:
         notes.append(f"between-run σ0 {prior[0]:.0%} assumed: the baseline holds one run")
@@ -121,11 +120,13 @@ def _judge_pair(
         notes.append("the baseline timed it only on a busy machine")
     if len(cur) > 1:
         notes.append(f"{len(cur)} current runs")
-    # Fail closed: a drop beyond the tolerance that the runs cannot confirm is not a pass. One
-    # baseline run says nothing of this pair's own noise (σ0 is a guess for every pair), and a
-    # pair noisier than the widest tolerance cannot see a drop of that size: for both the bare
-    # tolerance is the edge, so a 2× drop is not passed for lying inside noise the gate cannot bound.
-    unconfirmed = tol if assumed or judged.capped else judged.tol
+    # Fail closed: a drop beyond the tolerance the pair is judged at that the runs cannot confirm
+    # is not a pass. One baseline run says nothing of this pair's own noise (σ0 is a guess for every
+    # pair): there the bare tolerance is the edge. A pair noisier than the widest tolerance is
+    # judged at the widest: taking the bare tolerance as its edge instead made its answer the sign
+    # of its own noise (an unchanged run a little below the baseline's mean: could not judge; a
+    # little above: pass), and every gate "could not judge" on a machine with a few such pairs.
+    unconfirmed = tol if assumed else judged.tol
     beyond = judged.d < math.log(1 - unconfirmed)
     if cur[0].busy:
         # A drop measured on a busy machine is re-measured, never failed: the neighbours' share is
@@ -134,13 +135,7 @@ def _judge_pair(
             return not_judged, "; ".join([f"timed on a busy machine ({cur[0].busy}){ask}", *notes]), judged
         notes.append("timed on a busy machine")
     if judged.verdict != REGRESSED and beyond:
-        runs = (
-            "one baseline run"
-            if assumed
-            else "these runs (too noisy to bound)"
-            if judged.capped
-            else "these runs"
-        )
+        runs = "one baseline run" if assumed else "these runs"
         why = f"a drop beyond -{unconfirmed:.0%} that {runs} cannot confirm"
         return not_judged, "; ".join([why + ask, *notes]), judged
     if judged.verdict == REGRESSED:
