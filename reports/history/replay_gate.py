@@ -13,8 +13,15 @@ between-run offset and so makes the baseline look quieter than real runs are. Ev
 as a clean run of one commit on main (the first quiet run may come from a slightly earlier or dirty
 tree). The current run is then gated as is (A/A) and with the planted variant's times multiplied by
 the factor in every benchmark and paired round (that variant alone slower, as tests/plant_slowdown.py
-plants it in a live run). No recheck is replayed: a recheck is another process of the current code,
-and every real run is already the current run or in the baseline.
+plants it in a live run).
+
+With ``--rechecks N`` the trials replay the CI workflow (.github/workflows/benchmarks.yml) whole:
+N more real runs are held out of the history as the rechecks, each cut to the points the first
+gate named as suspects (what ``pytest -k "$suspects"`` re-measures), the planted slowdown in them
+too, and where the first gate exits 1 or 3 the gate runs again with them; the final exit is
+counted. That needs 1 + N + the history's runs of one commit (8 for the workflow's 5 and 2): the
+history is made of real runs only, mosaics filling it where fewer are left. Trial t takes run
+t mod n as the current one and, on each pass over the runs, the next N of the others as rechecks.
 """
 
 from __future__ import annotations
@@ -121,6 +128,43 @@ def plant(doc: dict, case: str, variant: str, factor: float) -> dict:
     return out
 
 
+def suspect_points(expression: str) -> set[tuple[str, str]]:
+    """(case, size) of each suspect in a ``--suspects`` expression (reports.gate.text.suspects:
+    ``(case and size) or case or ...``); size '' where the whole case is a suspect."""
+    points = set()
+    for term in filter(None, (t.strip() for t in expression.split(" or "))):
+        case, _, size = term.strip("()").partition(" and ")
+        points.add((case.strip(), size.strip()))
+    return points
+
+
+def cut_to(doc: dict, points: set[tuple[str, str]], keep: bool = True) -> dict:
+    """``doc`` as a re-run of just those points would have made it: their benchmarks, pairs and
+    outcomes, nothing else; with ``keep=False``, everything but them."""
+
+    def kept(case, size) -> bool:
+        return ((case, size) in points or (case, "") in points) == keep
+
+    out = copy.deepcopy(doc)
+    out["benchmarks"] = [
+        b
+        for b in out["benchmarks"]
+        if kept((b.get("extra_info") or {}).get("case"), (b.get("extra_info") or {}).get("size_label", ""))
+    ]
+    out["pairs"] = [p for p in out.get("pairs") or [] if kept(p.get("case"), p.get("size_label", ""))]
+    out["outcomes"] = [o for o in out.get("outcomes") or [] if kept(o.get("case"), o.get("size_label", ""))]
+    return out
+
+
+def held_out(trial: int, runs: int, rechecks: int) -> tuple[int, list[int]]:
+    """The current run of a trial and its rechecks: run `trial` mod `runs`, and the next `rechecks`
+    of the others, moved on by `rechecks` on each pass over the runs."""
+    current = trial % runs
+    others = [i for i in range(runs) if i != current]
+    shift = (trial // runs) * rechecks
+    return current, [others[(shift + k) % len(others)] for k in range(rechecks)]
+
+
 def _clean(doc: dict, commit: str) -> dict:
     doc = copy.deepcopy(doc)
     doc["commit_info"] = {**(doc.get("commit_info") or {}), "id": commit, "dirty": False, "branch": "main"}
@@ -134,6 +178,19 @@ def main(argv=None) -> int:
     parser.add_argument("--plant", default="distance.pairwise:matmul:1.3")
     parser.add_argument("--last", type=int, default=5)
     parser.add_argument(
+        "--leave-out",
+        action="append",
+        default=[],
+        metavar="CASE:SIZE",
+        help="leave this point out of every run (what the gate would say were it measured steadily)",
+    )
+    parser.add_argument(
+        "--rechecks",
+        type=int,
+        default=0,
+        help="replay the workflow's rechecks: this many more real runs held out, cut to the suspects",
+    )
+    parser.add_argument(
         "--mode",
         choices=("mosaic", "rounds"),
         default="mosaic",
@@ -145,13 +202,16 @@ def main(argv=None) -> int:
     docs = [load.read_json(p) for p in args.runs]
     commit = (docs[-1].get("commit_info") or {}).get("id", "replay")
     docs = [_clean(d, commit) for d in docs]
+    if args.leave_out:
+        gone = {tuple(x.split(":", 1)) for x in args.leave_out}
+        docs = [cut_to(d, gone, keep=False) for d in docs]
     tally = {"A/A": {}, "planted": {}}
     with tempfile.TemporaryDirectory(prefix="replay-gate-") as tmp:
         tmp = Path(tmp)
         for t in range(args.trials):
-            held = t % len(docs)
-            others = [d for i, d in enumerate(docs) if i != held]
-            base = list(others)
+            held, recheck_of = held_out(t, len(docs), args.rechecks)
+            others = [d for i, d in enumerate(docs) if i != held and i not in recheck_of]
+            base = others[: args.last]
             j = 0
             while len(base) < args.last:
                 base.append(
@@ -174,7 +234,17 @@ def main(argv=None) -> int:
             ):
                 path = tmp / f"t{t}-{what.replace('/', '')}.json"
                 path.write_text(json.dumps(current))
-                code, text = gate.run(None, path, history=history, last=args.last)
+                suspects = tmp / "suspects.txt"
+                code, text = gate.run(None, path, history=history, last=args.last, suspects_path=suspects)
+                first = code
+                if code in (1, 3) and recheck_of:
+                    points = suspect_points(suspects.read_text(encoding="utf-8").strip())
+                    again = []
+                    for k, i in enumerate(recheck_of):
+                        doc = docs[i] if what == "A/A" else plant(docs[i], case, variant, float(factor))
+                        again.append(tmp / f"t{t}-{what.replace('/', '')}-recheck{k}.json")
+                        again[-1].write_text(json.dumps(cut_to(doc, points)))
+                    code, text = gate.run(None, path, history=history, last=args.last, recheck_paths=again)
                 tally[what][code] = tally[what].get(code, 0) + 1
                 regressed = [
                     line.split("|")[1].strip() + " " + line.split("|")[2].strip()
@@ -186,8 +256,13 @@ def main(argv=None) -> int:
                     for line in text.splitlines()
                     if f"| {gate.UNSTABLE} |" in line or f"| {gate.UNJUDGED} |" in line
                 ]
+                rechecked = (
+                    f" (first gate {first}; rechecks {[args.runs[i].name for i in recheck_of]})"
+                    if recheck_of and first in (1, 3)
+                    else ""
+                )
                 print(
-                    f"trial {t} (current = {args.runs[held].name}) {what}: exit {code}; "
+                    f"trial {t} (current = {args.runs[held].name}) {what}: exit {code}{rechecked}; "
                     f"regressed {regressed}; "
                     f"re-measure {unjudged}",
                     flush=True,
