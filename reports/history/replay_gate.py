@@ -198,6 +198,8 @@ def main(argv=None) -> int:
         "a bootstrap of one run's rounds",
     )
     args = parser.parse_args(argv)
+    if bad := [x for x in args.leave_out if ":" not in x]:
+        parser.error(f"--leave-out takes CASE:SIZE, not {bad[0]!r}")
     case, variant, factor = args.plant.split(":")
     docs = [load.read_json(p) for p in args.runs]
     commit = (docs[-1].get("commit_info") or {}).get("id", "replay")
@@ -211,7 +213,7 @@ def main(argv=None) -> int:
         for t in range(args.trials):
             held, recheck_of = held_out(t, len(docs), args.rechecks)
             others = [d for i, d in enumerate(docs) if i != held and i not in recheck_of]
-            base = others[: args.last]
+            base = list(others)
             j = 0
             while len(base) < args.last:
                 base.append(
