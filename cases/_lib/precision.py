@@ -6,7 +6,7 @@ hand-built form that ends in a matmul would then be compared at full fp32 precis
 library kernel running at TF32's 10-bit mantissa: neither the error nor the speedup would mean what
 the dtype says. These cases measure fp32 as IEEE fp32 on both sides; bf16/fp16 show tensor cores.
 
-The flags are the variant's context (`harness.measure.precision_flags.scoped`): the harness sets them once
+The flags are the variant's block context (`harness.measure.block_context.scoped`): the harness sets them once
 around a block of timed calls, so their ~110-170 µs of saving, setting and checking stays out of
 each call's time; a direct call still sets them itself.
 """
@@ -18,7 +18,7 @@ from typing import Iterator
 
 import torch
 
-from harness.measure import precision_flags
+from harness.measure import block_context, precision_flags
 
 IEEE_OPS = (
     "backends.cuda.matmul.fp32_precision",
@@ -55,7 +55,7 @@ def ieee_context(*inputs) -> Iterator[None]:
 
 def ieee_fp32(fn):
     """`fn` with TF32 off in cuDNN and cuBLAS while it runs (no-op off CUDA)."""
-    call = precision_flags.scoped(ieee_context)(fn)
+    call = block_context.scoped(ieee_context)(fn)
 
     # torch.compile (harness.measure.compiled) compiles `fn` itself and keeps the flags outside the graph:
     # Dynamo need not trace a context manager that writes global backend state.

@@ -9,7 +9,7 @@ oneDNN compute fp32 GEMMs in bf16 (8-bit mantissa) on CPUs with AMX; with AVX-51
 only changes the summation order, and 'high' does nothing on any CPU met so far. Whether the flag
 lowers precision on the machine at hand is measured (`harness.machine.premises`), and where it does not the
 error checks say `depends`. Every variant carries its flags as its context
-(`harness.measure.precision_flags.scoped`): a direct call sets and restores them itself, and the harness
+(`harness.measure.block_context.scoped`): a direct call sets and restores them itself, and the harness
 sets them once around a block of timed calls, so the ~110-170 µs of saving, setting and checking
 them is not timed with the GEMM; nothing leaks into other cases either way.
 """
@@ -38,6 +38,7 @@ from cases.spec import (
 )
 from harness.contract.rules import AllOf, Faster
 from harness.machine import premises
+from harness.measure import block_context
 from harness.measure import precision_flags as flags
 
 FP32 = torch.float32
@@ -65,7 +66,7 @@ def make_conv(size, dtype, device, seed):
 
 
 def _matmul_at(level):
-    @flags.scoped(lambda a, b: flags.matmul_precision(level))
+    @block_context.scoped(lambda a, b: flags.matmul_precision(level))
     def run(a, b):
         # 2n³ flops; reads 2n², writes n² elements. Only the kernel choice differs between levels.
         return a @ b
@@ -75,7 +76,7 @@ def _matmul_at(level):
 
 
 def _conv(reduced):
-    @flags.scoped(lambda x, w: flags.conv_precision(x.device, reduced))
+    @block_context.scoped(lambda x, w: flags.conv_precision(x.device, reduced))
     def run(x, w):
         # 2·B·C²·9·H·W flops: compute-bound, so the precision of the MACs sets the speed.
         return F.conv2d(x, w, padding=1)
@@ -91,7 +92,7 @@ def _notes_conv_flag(x, w):
         yield
 
 
-@flags.scoped(_notes_conv_flag)
+@block_context.scoped(_notes_conv_flag)
 def conv_notes_flag(x, w):
     """The notes' own line, `torch.backends.cudnn.allow_tf32 = True`, over an IEEE start on every
     backend (a oneDNN bf16 setting from the environment must not stand in for it). cuDNN's flag: on

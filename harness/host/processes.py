@@ -1,5 +1,6 @@
 """The process table as Linux's ``/proc`` shows it: each process's parent, state, start time and CPU
-time (`read`, `table`), and the processes below some roots (`below`).
+time (`read`, `table`), the processes below some roots (`below`), and a process's threads
+(`threads`).
 
 Two readers follow a process tree: the load reading counts a run's own workers (a DataLoader's,
 a launch's ranks) as its own work, not as neighbours (`harness.host.load`), and a launch tracks
@@ -59,6 +60,23 @@ def table() -> dict[int, Process]:
         if (p := read(pid)) is not None:
             procs[pid] = p
     return procs
+
+
+def threads(pid: int | str = "self") -> dict[int, Process]:
+    """Each thread of a process, by thread ID, as its ``/proc/<pid>/task`` lists them now (a thread
+    that ends between the listing and its reading is left out); empty where there is no /proc."""
+    try:
+        tids = [int(e.name) for e in os.scandir(f"/proc/{pid}/task") if e.name.isdigit()]
+    except OSError:
+        return {}
+    found = {}
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                found[tid] = parse_stat(f.read())
+        except OSError:
+            continue
+    return found
 
 
 def below(roots: Iterable[int], procs: dict[int, Process]) -> set[int]:

@@ -2,8 +2,9 @@
 device's clock, peak memory; CUDA, the host, a fake for tests), how a call is timed in each mode
 and the clocks' self-checks (`timing`), two ways timed in alternating rounds (`interleave`),
 inputs a call wrote into (`mutation`), a call's hidden host-device synchronisation (`sync_lint`),
-precision flags set around the rounds and restored (`precision_flags`) and torch.compile of a
-naive variant (`compiled`). This face holds the calls themselves:
+a variant's context entered around a block of timed calls (`block_context`): its precision
+flags, set and restored (`precision_flags`), or other threads of the process gone idle before its
+block (`settle`), and torch.compile of a naive variant (`compiled`). This face holds the calls themselves:
 
 Timing wrappers, peak memory, saved-activation bytes and errors against an oracle.
 

@@ -45,11 +45,11 @@ class Compiled:
         self._compiled = None
         self._bare = None  # the compiled computation without the wrapper's flags
         self.__name__ = f"compiled({getattr(fn, '__name__', 'fn')}, {mode})"
-        # Flags set around the computation (harness.measure.precision_flags.scoped) stay outside the timed
+        # Flags set around the computation (harness.measure.block_context.scoped) stay outside the timed
         # calls, as the eager variant's do: the harness enters them once around its rounds.
-        if getattr(fn, "precision_context", None) is not None:
-            self.precision_context = fn.precision_context
-            self.precision_bare = self._call_bare
+        if getattr(fn, "block_context", None) is not None:
+            self.block_context = fn.block_context
+            self.block_bare = self._call_bare
 
     def _compile(self):
         mode = None if self.mode == DEFAULT else self.mode
@@ -87,7 +87,7 @@ class Compiled:
         return self._compiled(*inputs)
 
     def _call_bare(self, *inputs):
-        """The compiled computation alone, inside flags the caller entered (`precision_context`)."""
+        """The compiled computation alone, inside flags the caller entered (`block_context`)."""
         if self._compiled is None:
             self._compiled = self._compile()
             with _compile_config(cold=False):

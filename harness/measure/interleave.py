@@ -11,7 +11,7 @@ a precision-driven round count, so it is written here.
 The clock is the device's (`harness.measure.device`): on CUDA a DeviceClock, whose readings at a round's
 start and end wait for the device, so the round's calls run back to back with no barrier and the
 figure is device time; on the CPU the host's, around calls that return with their work done.
-A side may have a context to run in (its precision flags: `harness.measure.precision_flags.split`): it
+A side may have a context to run in (`harness.measure.block_context`: its precision flags, say): it
 is entered around each of that side's round blocks, outside the clock's readings, never around
 each call. Plain Python, no torch.
 """

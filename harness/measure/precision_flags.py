@@ -13,17 +13,16 @@ back and raises if anything still differs: a silent leak of TF32 into later case
 their error and timing without a trace.
 
 Saving, setting, restoring and verifying all of them costs ~110-170 µs on a CPU: more than many
-timed calls. A variant that needs flags therefore carries them as its context (`scoped`): called
-directly it enters the context on each call, so a check or any other direct caller gets the right
-flags, while the harness takes it apart (`split`) and calls the bare computation inside one
-entered context around a block of timed calls (harness.measure.interleave, harness.point.variant_benchmark).
+timed calls. A variant that needs flags therefore carries these contexts as its block context
+(`harness.measure.block_context.scoped`): a direct call enters it on each call, so a check or any
+other direct caller gets the right flags, while the harness enters it once around a block of timed
+calls.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-from typing import Any, Callable, ContextManager, Iterator
+from typing import Iterator
 
 import torch
 
@@ -129,44 +128,3 @@ def conv_precision(device: torch.device, reduced: bool) -> Iterator[None]:
         elif has_new_api():
             torch.backends.mkldnn.conv.fp32_precision = "bf16" if reduced else "ieee"
         yield
-
-
-Context = Callable[..., ContextManager]  # called with the variant's inputs
-
-
-def scoped(context: Context) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorate a computation with the flags it runs under: ``context(*inputs)`` is a context
-    manager that sets them (and restores them, checked, on exit). The decorated function enters it
-    around each direct call and carries it as ``precision_context`` beside the bare computation
-    (``precision_bare``), for `split`."""
-
-    def wrap(fn):
-        @functools.wraps(fn)
-        def call(*args):
-            with context(*args):
-                return fn(*args)
-
-        call.precision_context = context
-        call.precision_bare = fn
-        return call
-
-    return wrap
-
-
-def _no_flags(*args) -> ContextManager:
-    return contextlib.nullcontext()
-
-
-def split(fn: Callable[..., Any]) -> tuple[Callable[..., Any], Context]:
-    """(the bare computation, the context to enter around a block of its calls) of a `scoped`
-    function; (`fn`, no context) for any other."""
-    context = getattr(fn, "precision_context", None)
-    if context is None:
-        return fn, _no_flags
-    return fn.precision_bare, context
-
-
-def entered(fn: Callable[..., Any], inputs: tuple) -> tuple[Callable[[], Any], Callable[[], ContextManager]]:
-    """`split` bound to `inputs`: (the bare call, its context), both taking no arguments."""
-    bare, context = split(fn)
-    return functools.partial(bare, *inputs), functools.partial(context, *inputs)

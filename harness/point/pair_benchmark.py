@@ -8,7 +8,7 @@ speed-up, so a side outside its tolerance (or writing into its inputs) leaves th
 events at each round's start and end, no barrier between the calls; the host's clock on a CPU),
 and the record (`harness.contract.record.PairTiming`) names that clock and carries the device's A/A
 noise floor and the machine's load over the rounds, both measured after them, so the reports can
-tell a gain from noise. A side's precision flags (`harness.measure.precision_flags.scoped`) are set
+tell a gain from noise. A side's precision flags (`harness.measure.block_context.scoped`) are set
 once around each of its round blocks, and the rounds time the bare computation. Plain Python: no
 pytest, no cases, no plan.
 """
@@ -23,8 +23,8 @@ import torch
 from harness import measure
 from harness.contract import record, rounds
 from harness.host import load
+from harness.measure import block_context, interleave
 from harness.measure import device as harness_device
-from harness.measure import interleave, precision_flags
 from harness.point.variant_benchmark import NotMeasured, VariantAtPoint
 
 
@@ -66,7 +66,7 @@ def run(
         outputs[name] = out  # checked as called directly: the variant set its own flags
         # No barrier after the call: the device's clock waits at each round's start and end. The
         # flags: entered around each round block of this side, not inside each call.
-        calls[name], contexts[name] = precision_flags.entered(side.fn, inputs)
+        calls[name], contexts[name] = block_context.entered(side.fn, inputs)
     identical = measure.bitwise_identical(outputs[pair.fast], outputs[pair.slow])
     del outputs  # the rounds' own outputs need the memory
     device = harness_device.of(pair.key.device)

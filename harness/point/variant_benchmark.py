@@ -11,7 +11,7 @@ fixture, in this order, each step for a reason:
 3. the case's own metrics, and for the ``graph`` mode a capture whose replay is checked too;
 4. the timed rounds in the point's mode (`harness.measure.timing.timed_rounds`) within the point's cap,
    of the bare computation inside the variant's precision flags, set once around them all
-   (`harness.measure.precision_flags.split`; the checked call of step 2 sets them itself); for a
+   (`harness.measure.block_context.split`; the checked call of step 2 sets them itself); for a
    side of a timed pair, its side of the pair's interleaved rounds instead, replayed (`paired`:
    the variant is timed once, in its pair), or where the pair could not be timed, rounds timed
    here and replayed the same way;
@@ -35,7 +35,7 @@ import torch
 
 from harness import measure
 from harness.machine import ceilings
-from harness.measure import compiled, mutation, precision_flags, timing
+from harness.measure import block_context, compiled, mutation, precision_flags, timing
 from harness.run import isolation
 
 
@@ -170,7 +170,7 @@ def run(
     inputs, before, peak, err = not_measured_on_oom(variant, measured_once)
     # What the rounds time: the bare computation, its flags entered once around them (a variant
     # that sets none: the call itself).
-    call, flags_in_force = precision_flags.entered(variant.fn, inputs)
+    call, flags_in_force = block_context.entered(variant.fn, inputs)
     phases["memory_pass"] = time.perf_counter() - started
     benchmark.extra_info.update(peak_bytes=peak, max_abs_err=err.max_abs, max_rel_err=err.max_rel)
     if variant.metrics is not None:

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from cases import all_cases
 from cases._lib.precision import ieee_fp32
 from cases.spec import tolerance_at
+from harness.measure import block_context
 from harness.measure import precision_flags as flags
 from plan import VariantPoint
 from tests.unit.properties.test_mutations import EXEMPT
@@ -108,8 +109,8 @@ def _id(p: VariantPoint) -> str:
 
 def _as_the_harness_calls_it(fn, inputs):
     """The bare computation inside the variant's context, entered once
-    (harness.measure.precision_flags.split)."""
-    bare, context = flags.split(fn)
+    (harness.measure.block_context.split)."""
+    bare, context = block_context.split(fn)
     with context(*inputs):
         return bare(*inputs)
 

@@ -50,3 +50,29 @@ def test_the_table_holds_this_process_and_a_live_child_below_it():
         child.kill()
         child.wait()
     assert processes.read(child.pid) is None  # reaped: gone from /proc
+
+
+@linux
+def test_threads_lists_this_process_threads_and_a_sleeping_one_is_not_running():
+    import threading
+    import time
+
+    stop = threading.Event()
+    sleeper = threading.Thread(target=stop.wait, daemon=True)
+    sleeper.start()
+    try:
+        found = processes.threads()
+        assert threading.get_native_id() in found and sleeper.native_id in found
+        assert found[threading.get_native_id()].state == "R"  # reading its own stat, it runs
+        # Just started, it may not have reached its wait yet.
+        deadline = time.monotonic() + 5
+        while processes.threads()[sleeper.native_id].state != "S" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert processes.threads()[sleeper.native_id].state == "S"
+    finally:
+        stop.set()
+        sleeper.join()
+
+
+def test_threads_of_a_process_that_is_gone_is_empty():
+    assert processes.threads(2**22 + 7) == {}

@@ -3,7 +3,7 @@
 Saving, setting, restoring and verifying every fp32-precision flag costs ~110-170 µs on a CPU;
 inside a variant's call it is timed with the computation (layout's matmul and conv3x3, every
 conv.* variant, rnn, precision.tf32). A variant that needs flags carries its context
-(`harness.measure.precision_flags.scoped`): called directly it still enters it on each call (a check gets
+(`harness.measure.block_context.scoped`): called directly it still enters it on each call (a check gets
 the right flags), while the harness calls the bare computation inside one entered context per
 side and round block of a pair, once around a variant's timed rounds. Entries are counted by
 `precision_flags.preserved`, which every such context goes through; the flags are checked restored
@@ -21,6 +21,7 @@ from cases._lib.precision import ieee_fp32
 from cases.precision import tf32
 from cases.spec import Tol
 from harness.contract import record
+from harness.measure import block_context
 from harness.measure import precision_flags as flags
 from harness.point import variant_benchmark
 from harness.point.pair_benchmark import PairAtPoint
@@ -174,7 +175,7 @@ def test_a_compiled_twin_keeps_its_flags_outside_the_timed_calls(entries, monkey
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # ieee_fp32 sets flags on CUDA only
     twin = Compiled(ieee_fp32(torch.matmul))
     a = torch.randn(8, 8)
-    bare, context = flags.split(twin)
+    bare, context = block_context.split(twin)
     assert bare is not twin, "the harness gets the computation without its flags"
     entries["n"] = 0
     with context(a, a):
