@@ -36,6 +36,7 @@ def history_plot(series: dict, cps: dict, title: str) -> bytes:
     """The speed-up of each (size, where, pair) over the runs of one ID; change points as dashed
     lines at the first run after them. ``series``: label → DataFrame(run_id, commit_id, time, log)."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter
 
     runs = sorted({(t, r) for g in series.values() for t, r in zip(g["time"], g["run_id"])})
     pos = {r: i for i, (_, r) in enumerate(runs)}
@@ -53,7 +54,7 @@ def history_plot(series: dict, cps: dict, title: str) -> bytes:
     ax.set_xticklabels(
         [f"{i + 1}\n{str(commit.get(r, ''))[:7]}" for i, (_, r) in enumerate(runs)],
         fontsize=7,
-        rotation=0 if len(runs) <= 20 else 90,
+        rotation=0 if len(runs) <= 6 else 90,  # past six runs the commits' labels run into each other
     )
     ax.set_xlabel("run (oldest first) / commit")
     ax.set_ylabel("speed-up (×)")
@@ -61,6 +62,8 @@ def history_plot(series: dict, cps: dict, title: str) -> bytes:
     if plots._spans_decades(values):
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(plots._PLAIN)
+        # The minor ticks' default labels are mathtext, which the reports print raw (parse_math off).
+        ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_title(title, fontsize=9)
     ax.grid(True, alpha=0.3)
     if len(series) <= 12:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from reports.__main__ import main
 from reports.history import changes, report, store
 from tests.history_runs import history_doc as _doc
@@ -27,3 +29,23 @@ def test_a_planted_20_percent_step_is_found_at_its_run_and_shown_in_the_report(t
     page = (out / "index.html").read_text()
     assert 'id="history-distance.pairwise"' in page and f"<td>{step_run}</td>" in page
     assert list((out / "plots").glob("history--distance.pairwise*.png"))
+
+
+def test_the_history_plot_labels_no_tick_in_raw_mathtext(monkeypatch):
+    """The reports turn mathtext off (reports/plots.py), so a log axis's default minor labels
+    printed as "$\\mathdefault{3\\times10^{2}}$" beside the speed-ups."""
+    import pandas as pd
+    from reports import plots
+
+    drawn = []
+    real_png = plots._png
+    monkeypatch.setattr(plots, "_png", lambda fig: drawn.append(fig) or real_png(fig))
+    logs = np.log([20.0, 22.0, 150.0, 140.0, 300.0, 320.0])  # a decade and a half: minor ticks labelled
+    series = {
+        "n128": pd.DataFrame({"run_id": range(6), "commit_id": ["abc"] * 6, "time": range(6), "log": logs})
+    }
+    report.history_plot(series, {}, "t")
+    (fig,) = drawn
+    (ax,) = fig.axes
+    labels = [t.get_text() for t in ax.yaxis.get_majorticklabels() + ax.yaxis.get_minorticklabels()]
+    assert any(labels) and not [t for t in labels if "$" in t], labels
