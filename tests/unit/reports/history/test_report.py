@@ -35,6 +35,7 @@ def test_the_history_plot_labels_no_tick_in_raw_mathtext(monkeypatch):
     """The reports turn mathtext off (reports/plots.py), so a log axis's default minor labels
     printed as "$\\mathdefault{3\\times10^{2}}$" beside the speed-ups."""
     import pandas as pd
+
     from reports import plots
 
     drawn = []
