@@ -48,6 +48,23 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLE_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
+# A check's and a process launch's cost where --check-s / --launch-s do not say, by device. The CPU's:
+# a first quick-profile run on the CI kind of machine (2-core Intel Xeon, AVX-512 and AMX, torch
+# 2.13.0+cpu, three fresh clones, 2026-11-27) spent 0.115-0.119 s a rule check, 0.044-0.046 s a
+# variant's check and 2.75-2.81 s a launch test (torchrun or mp.spawn, gloo, 1-4 ranks); a launch
+# took 4-7 s on the slower 2-core AMD EPYC. CUDA's: ×3 a check (its kernels' launches), and CUDA
+# and NCCL start slower. Before, the CUDA prices were every run's: a CPU quick run priced at 9.4 min
+# took 3.6.
+CHECK_S = {"cpu": 0.08, "cuda": 0.2}
+LAUNCH_S = {"cpu": 3.0, "cuda": 20.0}
+
+
+def _by_device(value: float | None, prices: dict, device: str) -> float:
+    if value is not None:
+        return value
+    return prices.get(str(device).split(":")[0], prices["cuda"])
+
+
 class BadReference(ValueError):
     """A reference that cannot price a run; the message is one line naming the file and field.
     A median of -1 s or NaN priced its points at nothing: every estimate from it was wrong."""
@@ -393,9 +410,9 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
         elif isinstance(point, CheckPoint) and "compiler" in point.requires:  # a cold torch.compile
             totals.compile_s += args.compile_s
         elif isinstance(point, LaunchPoint):  # a torchrun launch
-            totals.checks_s += args.launch_s
+            totals.checks_s += _by_device(args.launch_s, LAUNCH_S, point.device)
         else:  # a rule check, a variant check without --benchmark-only, a flags test
-            totals.checks_s += args.check_s
+            totals.checks_s += _by_device(args.check_s, CHECK_S, getattr(point, "device", "cpu"))
     for (case, *_), call_s in group_call.items():
         by_case[case].oracle_s += args.group_s + args.oracle_factor * call_s
     return dict(by_case)
@@ -444,10 +461,15 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--oracle-factor", type=COST, default=4.0, help="float64 oracle / fastest variant's call"
     )
-    # The CPU's 128 rule checks took 9.1 s (0.07 s each, 2-core CI machine); ×3 for CUDA's launches.
-    parser.add_argument("--check-s", type=COST, default=0.2, help="per rule check")
-    # A torchrun launch of 1-2 ranks took 4-7 s on the CPU (gloo); CUDA and NCCL start slower.
-    parser.add_argument("--launch-s", type=COST, default=20.0, help="per process launch (distributed tests)")
+    parser.add_argument(
+        "--check-s", type=COST, default=None, help="per check (default by the check's device: CHECK_S)"
+    )
+    parser.add_argument(
+        "--launch-s",
+        type=COST,
+        default=None,
+        help="per process launch, the distributed tests' (default by the launch's device: LAUNCH_S)",
+    )
     parser.add_argument(
         "--compile-s",
         type=COST,

@@ -18,6 +18,22 @@ CHECK_GUESS_S = 0.05
 HEARTBEAT_S = 30.0
 LAUNCH_GUESS_S = 8.0  # a torchrun launch of 2 gloo processes on 2 CPU cores, until measured
 COMPILE_GUESS_S = 10.0  # a torch.compile of one point on 2 CPU cores (measured 7-9 s), until measured
+# What a test of each kind cost in a first run (no previous run's times) on the CI kind of machine:
+# a 2-core Intel Xeon with AVX-512 and AMX, torch 2.13.0+cpu, the quick profile from three fresh
+# clones (2026-11-27; 199-209 s of tests, 210-220 s by pytest's clock). A pair's rounds run inside
+# whichever of its tests comes first, mostly a side's (suite/pair_rounds.py): here the pair carries
+# them (74 s for 85 pairs and their 160 sides) and a side its own checked calls. The plan line's
+# estimate; the guesses above stay its ceiling. A slower machine takes longer (the 2-core AMD EPYC
+# of earlier rounds about twice), and the ETA lines correct it once each kind has run.
+PACE_S = {
+    "pair": 0.80,
+    "variant-replayed": 0.04,
+    "variant-timed": 0.34,  # compiles apart (COMPILE_PACE_S)
+    "variant": 0.045,  # a variant checked, not timed
+    "check": 0.117,
+    "launch": 2.8,
+}
+COMPILE_PACE_S = 7.3
 
 
 @dataclass
@@ -90,14 +106,20 @@ class Progress:
         if previous is not None:
             expected, basis = previous, "at the previous run's times"
         else:
-            # Every kind at its price before it is measured: pairs and timed points at their cap,
-            # launches and checks at their guesses. Once an "at most" that counted the timed
-            # points alone; it said 6.1 min of runs that took 10-13.
-            expected = (
+            # Every kind at the CI machine's pace, and the ceiling beside it: every kind at its
+            # price before it is measured, pairs and timed points at their cap. The ceiling alone
+            # said 8.7 min of quick runs that took 3.5-3.7 on the CI machine (and 8-9 on the EPYC).
+            expected = sum(
+                n * self.pace_s(kind) for kind, n in self.planned_by_kind.items()
+            ) + compiles * min(COMPILE_PACE_S, COMPILE_GUESS_S)
+            ceiling = (
                 sum(n * self.guess_s(kind) for kind, n in self.planned_by_kind.items())
                 + compiles * COMPILE_GUESS_S
             )
-            basis = "each kind at its price before it is measured, rounds at their cap"
+            basis = (
+                f"each kind at the CI machine's pace, a 2-core Xeon; at most {ceiling / 60:.1f} min "
+                "with each kind at its price before it is measured, rounds at their cap"
+            )
         budget = f"; --time-budget {self.budget_s:g} s trims the rounds to fit" if self.budget_s else ""
         return [
             f"plan: {timed} timed points and {tests - timed} other tests in {len(self.tests_by_case)} "
@@ -193,6 +215,10 @@ class Progress:
         if kind.endswith("-timed"):
             return self.max_time_s + OVERHEAD_GUESS_S
         return LAUNCH_GUESS_S if kind == "launch" else CHECK_GUESS_S
+
+    def pace_s(self, kind: str) -> float:
+        """A kind's cost in a first run on the CI machine (PACE_S), never above its ceiling."""
+        return min(PACE_S.get(kind, PACE_S["check"]), self.guess_s(kind))
 
     def _history_s(self, nodeids: list[str]) -> float | None:
         """What `nodeids` cost in the previous run (those it lacks at its mean), or None where it

@@ -86,7 +86,19 @@ def test_the_plan_prices_every_kind_not_only_the_timed_points():
         + p.guess_s("launch")
     )
     assert p.guess_s("variant-replayed") < p.guess_s("variant-timed") / 3
-    assert f"about {want / 60:.1f} min (each kind at its price" in lines[0]
+    assert f"at most {want / 60:.1f} min with each kind at its price" in lines[0]
+    paced = 10 * p.pace_s("variant-timed") + 10 * p.pace_s("variant-replayed") + 5 * p.pace_s("pair")
+    paced += p.pace_s("launch")
+    assert f"about {paced / 60:.1f} min (each kind at the CI machine's pace" in lines[0]
+
+
+def test_a_kind_is_paced_at_the_ci_machines_cost_never_above_its_ceiling():
+    p = Progress(max_time_s=1.0, enabled=True)
+    for kind in ("pair", "variant-timed", "variant-replayed", "variant", "check", "launch", "other"):
+        assert 0 < p.pace_s(kind) <= p.guess_s(kind), kind
+    assert p.pace_s("pair") < p.guess_s("pair") / 2  # rounds stop at ±2% well before the cap there
+    short = Progress(max_time_s=0.1, enabled=True)  # --benchmark-max-time 0.1: the cap is the bound
+    assert short.pace_s("pair") == short.guess_s("pair") < p.pace_s("pair")
 
 
 def test_the_plan_reads_the_previous_runs_times_where_they_cover_the_run():
@@ -95,4 +107,4 @@ def test_the_plan_reads_the_previous_runs_times_where_they_cover_the_run():
     _, lines = _planned(history)
     assert f"about {(20 + 5 + 20 + 40) / 60:.1f} min (at the previous run's times)" in lines[0]
     _, lines = _planned({"t0": 2.0})  # one test of 26 priced: not a plan
-    assert "each kind at its price" in lines[0]
+    assert "each kind at the CI machine's pace" in lines[0]
