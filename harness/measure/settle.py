@@ -6,12 +6,12 @@ starts without a wake-up. A computation whose threads are not that pool's, start
 window, shares the cores with the spinners: in `nn.kd_vs_brute`'s paired rounds at D = 2 the
 KD-tree query (scipy, ``workers=-1``) took 3.6-3.9 ms a call in the rounds right after the brute
 force's GEMM and 0.8-1.2 ms after its own (7 of 8 whole-suite runs, 2-core AMD EPYC), and the
-paired ratios of such a run mix two regimes that the gate rightly refuses to judge. The pool went
-idle 3.3-4.0 ms after the GEMM there (`idle_others`' wait, measured). A variant whose work runs
-outside torch's pool carries `settled` as its block context (`harness.measure.block_context`):
-each block of its timed calls then starts on a process whose other threads are idle, outside the
-clock, as the variant's calls back to back run (its own rounds timed alone), and as a program
-that calls only it does. Where there is no ``/proc`` nothing is waited for.
+paired ratios of such a run mix two regimes that the gate rightly refuses to judge. After that
+GEMM the pool went idle in 3.3-4.0 ms (`idle_others`' wait, measured on the 2-core Xeon with
+AMX). A variant whose work runs outside torch's pool carries `settled` as its block context
+(`harness.measure.block_context`): each block of its timed calls then starts on a process whose
+other threads are idle, outside the clock, as the variant's calls back to back run (its own rounds
+timed alone), and as a program that calls only it does. Where there is no ``/proc`` nothing is waited for.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Iterator
 from harness.host import processes
 from harness.measure import block_context
 
-# Longer than the spin measured (~4 ms), short beside a block: a thread of the process that never
-# stops (a neighbour's busy loop) costs each block this much wall time, and nothing more.
+# Longer than the spin measured (~4 ms), short beside a block: a thread of this process that never
+# stops running costs each block this much wall time, and nothing more.
 CAP_S = 0.05
 POLL_S = 0.0005
 

@@ -168,9 +168,9 @@ def run(
 
     started = time.perf_counter()
     inputs, before, peak, err = not_measured_on_oom(variant, measured_once)
-    # What the rounds time: the bare computation, its flags entered once around them (a variant
-    # that sets none: the call itself).
-    call, flags_in_force = block_context.entered(variant.fn, inputs)
+    # What the rounds time: the bare computation, its block context (its flags, say) entered once
+    # around them (a variant that carries none: the call itself).
+    call, block_in_force = block_context.entered(variant.fn, inputs)
     phases["memory_pass"] = time.perf_counter() - started
     benchmark.extra_info.update(peak_bytes=peak, max_abs_err=err.max_abs, max_rel_err=err.max_rel)
     if variant.metrics is not None:
@@ -179,11 +179,11 @@ def run(
     _raise_if_wrong(variant, err)  # timings of a wrong answer are not recorded as results
     cap = budget.max_time_s
     if paired is not None:
-        # Outside this variant's flags: the pair enters each side's own around its rounds.
+        # Outside this variant's block context: the pair enters each side's own around its blocks.
         started = time.perf_counter()
         from_pair = not_measured_on_oom(variant, lambda: _side_of_pair(paired))
         phases["timing"] = time.perf_counter() - started
-    with flags_in_force():  # restored, and checked restored, on the way out
+    with block_in_force():  # flags restored, and checked restored, on the way out
         replay = _checked_graph_replay(variant, call) if variant.mode == "graph" else None
         if paired is None or from_pair is None:
             cap = budget.round_cap_s(variant.id)

@@ -42,15 +42,15 @@ def test_it_waits_while_another_thread_runs_and_not_for_its_own(fake_threads):
 def test_with_only_sleeping_threads_it_does_not_wait(fake_threads):
     script, reads = fake_threads
     script += [{7: "S", 8: "D"}]
-    assert settle.idle_others(cap_s=10) < 0.05
+    settle.idle_others(cap_s=10)
     assert len(reads) == 1
 
 
-def test_a_thread_that_never_stops_costs_the_cap_and_no_more(fake_threads):
-    script, _ = fake_threads
+def test_a_thread_that_never_stops_costs_the_cap_then_the_block_goes_on(fake_threads):
+    script, reads = fake_threads
     script += [{7: "R"}]
-    waited = settle.idle_others(cap_s=0.02)
-    assert 0.02 <= waited < 0.5
+    assert settle.idle_others(cap_s=0.02) >= 0.02  # returns: the loop ends at the cap
+    assert len(reads) > 1
 
 
 def test_a_settled_variant_waits_on_each_direct_call_and_once_per_block(monkeypatch):
