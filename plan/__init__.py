@@ -40,7 +40,7 @@ from plan.expand import (
     variant_points,
     with_timing_modes,
 )
-from plan.inputs import InputCache, oversize_reason, pair_at, variant_at
+from plan.inputs import InputCache, fresh_build, fresh_spec, oversize_reason, pair_at, variant_at
 from plan.points import CheckPoint, LaunchPoint, PairPoint, TopicPoint, VariantPoint
 
 __all__ = [
@@ -54,6 +54,8 @@ __all__ = [
     "compiled_twins",
     "compiled_variants",
     "cpu_only_cases",
+    "fresh_build",
+    "fresh_spec",
     "measure",
     "oversize_reason",
     "pair_at",

@@ -11,6 +11,7 @@ import torch
 from cases.spec import Role, dtype_name, tolerance_at
 from harness import measure
 from harness.contract import record
+from harness.measure import block_context
 from harness.point.pair_benchmark import PairAtPoint
 from harness.point.variant_benchmark import VariantAtPoint
 from plan.points import PairPoint, VariantPoint
@@ -114,3 +115,21 @@ def pair_at(point: PairPoint, input_cache: InputCache) -> PairAtPoint:
         against=point.against,
         x=point.comparison.x_axis,
     )
+
+
+def fresh_build(
+    case_id: str, part: str, variant_name: str, size: dict, dtype: torch.dtype, device: str, seed: int
+):
+    """In a fresh process (harness.measure.faulted_pages): the point rebuilt from its picklable
+    description, its inputs made there, and its bare call with its block context
+    (harness.measure.block_context.entered). No oracle: nothing is checked there, only timed; the
+    suite checked the same call on the same inputs (same seed) before."""
+    from cases import declared_case
+
+    point = VariantPoint(declared_case(case_id), variant_name, size, dtype, device, part=part)
+    return block_context.entered(point.variant.fn, point.make_inputs(seed))
+
+
+def fresh_spec(point: VariantPoint, seed: int) -> tuple:
+    """`fresh_build`'s arguments for `point`."""
+    return (point.case.id, point.part, point.variant_name, dict(point.size), point.dtype, point.device, seed)

@@ -87,6 +87,10 @@ class ResultRow:
     # The δ floor the run recorded (harness.contract.record.RunInfo.delta_floor): the band a row is
     # judged with is never narrower than the one it was written under.
     delta_floor: float
+    # The same variant timed with every large temporary's pages faulted on each call
+    # (harness.measure.faulted_pages), beside median_s's settled heap; NaN where it was not.
+    faulted_median_s: float
+    faulted_iqr_s: float
 
 
 COLUMNS = [f.name for f in fields(ResultRow)]
@@ -234,6 +238,15 @@ def _num(value) -> float:
         return math.nan
 
 
+def _faulted(figure) -> dict:
+    """The faulted-pages figure's columns; NaN where there is none or it says why not."""
+    figure = figure if isinstance(figure, dict) else {}
+    median, iqr = _num(figure.get("median_s")), _num(figure.get("iqr_s"))
+    if not (math.isfinite(median) and median > 0):
+        median = iqr = math.nan
+    return {"faulted_median_s": median, "faulted_iqr_s": iqr}
+
+
 def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray] | None:
     info = bench.get("extra_info") or {}
     try:
@@ -325,6 +338,7 @@ def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray
         extra=json.dumps(extra, sort_keys=True, default=str) if extra else "",
         timing_mode=str(extra.get("timing_mode") or "warm"),
         delta_floor=run["delta_floor"],
+        **_faulted(extra.get("faulted_pages")),
     )
     if data.size == 0:
         data = np.array([median])  # saved without --benchmark-save-data: the median stands alone

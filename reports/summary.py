@@ -49,8 +49,20 @@ SUMMARY_COLUMNS = [
     "gain",
     "identical",
     "quality",
-    "timing_mode",  # last: the columns before it keep their places for readers of older files
+    "timing_mode",  # the columns before it keep their places for readers of older files
+    # Each side with every large temporary's pages faulted on each call (harness.measure.faulted_pages),
+    # and its ratio: the other end of what a default program sees; NaN where it was not timed so.
+    "fast_faulted_s",
+    "slow_faulted_s",
+    "faulted_speedup",
 ]
+
+
+def faulted_columns(fast_s: float, slow_s: float) -> dict:
+    """A pair's faulted-pages columns: each side's figure and slow ÷ fast (one figure a side, from
+    fresh processes: a ratio of medians, no interval)."""
+    ratio = slow_s / fast_s if fast_s > 0 and math.isfinite(slow_s) else math.nan
+    return {"fast_faulted_s": fast_s, "slow_faulted_s": slow_s, "faulted_speedup": ratio}
 
 
 class Group:
@@ -62,6 +74,7 @@ class Group:
         self.sources: dict[str, str] = {}  # compiled twin → the naive variant it compiles
         self.data: dict[str, np.ndarray] = {}
         self.peak: dict[str, float] = {}
+        self.faulted: dict[str, float] = {}  # variant → median of its rows' faulted-pages figures
         self.runs: set = set()  # the runs its rows came from
 
     def pairs(self, case) -> list[tuple[str, str, str]]:
@@ -106,7 +119,18 @@ def groups(rows: pd.DataFrame) -> list[Group]:
         return []
     cols = {
         c: rows[c].to_numpy()
-        for c in ("tier", "part", "x_name", "x", "role", "compiled_from", "peak_bytes", "data", "run")
+        for c in (
+            "tier",
+            "part",
+            "x_name",
+            "x",
+            "role",
+            "compiled_from",
+            "peak_bytes",
+            "data",
+            "run",
+            "faulted_median_s",
+        )
     }
     out: dict[tuple, Group] = {}
     for (*key, variant), idx in load.group_positions(rows, KEYS + ["variant"]):
@@ -136,6 +160,9 @@ def groups(rows: pd.DataFrame) -> list[Group]:
             if np.isfinite(cols["peak_bytes"][idx]).any()
             else float("nan")
         )
+        faulted = cols["faulted_median_s"][idx].astype(float)
+        faulted = faulted[np.isfinite(faulted)]
+        group.faulted[variant] = float(np.median(faulted)) if faulted.size else math.nan
     return list(out.values())
 
 
@@ -264,6 +291,7 @@ def build(
                     "gain": gain.classify(gain.Ratio(speedup, lo, hi), band).value,
                     "identical": identical,
                     "quality": quality(together is not None, rounds, busy, band),
+                    **faulted_columns(group.faulted.get(fast, math.nan), group.faulted.get(slow, math.nan)),
                 }
             )
     shown = {tuple(r[k] for k in PAIR_KEYS) for r in out if r["timing_mode"] == "warm"}
@@ -307,6 +335,7 @@ def build(
                 "gain": gain.classify(ratio, band).value,
                 "identical": together["identical"],
                 "quality": quality(True, ratio.n, together["busy"], band),
+                **faulted_columns(math.nan, math.nan),
             }
         )
     return pd.DataFrame(out, columns=SUMMARY_COLUMNS)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cases.spec import PROFILES
+from harness.measure import faulted_pages
 from harness.measure.compiled import COMPILE_SCOPES
 from harness.run import option_values
 
@@ -89,6 +90,17 @@ def add_options(parser) -> None:
         "compile costs seconds on a small CPU), all in the full profile.",
     )
     group.addoption(
+        "--faulted-pages",
+        choices=faulted_pages.SCOPES,
+        default="auto",
+        help="which cases' CPU points are also timed with every large temporary's pages faulted on "
+        "each call (glibc's initial 128 KiB mmap threshold held; a fresh process, "
+        "torch.utils.benchmark), shown beside the suite's settled-heap figure: a default program "
+        "lies between the two. all, the representative ones, or none. Default (auto): "
+        "representative in the quick profile (distance.pairwise, layernorm.manual), all in the "
+        "full profile.",
+    )
+    group.addoption(
         "--timing-mode",
         default="warm",
         help="comma-separated GPU timing modes among warm,cold_l2,graph (or 'all'): each CUDA point "
@@ -98,6 +110,11 @@ def add_options(parser) -> None:
 
 def devices(config) -> tuple[str, ...]:
     return option_values.devices(config.getoption("--device"))
+
+
+def faulted_pages_cases(config) -> tuple[str, ...] | None:
+    """The cases whose CPU points are also timed with pages faulted (None: every case)."""
+    return faulted_pages.cases_in(config.getoption("--faulted-pages"), config.getoption("--profile"))
 
 
 def timing_modes(config) -> tuple[str, ...]:

@@ -10,13 +10,16 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 
 from cases.spec import Role
+from harness.measure import faulted_pages
 from harness.point import variant_benchmark
 from harness.point.variant_benchmark import NotMeasured, WrongAnswer
-from plan import oversize_reason, select_points, variant_at
+from plan import fresh_build, fresh_spec, oversize_reason, select_points, variant_at
 from suite import options
 from suite.progress_plugin import progress
 
@@ -48,6 +51,18 @@ def test_check(variant_point, input_cache):
     _as_test_outcome(variant_benchmark.check, variant_at(variant_point, input_cache))
 
 
+def _with_faulted_pages(point, config, benchmark) -> bool:
+    """Whether `point` is also timed with pages faulted (harness.measure.faulted_pages): an eager
+    CPU point of a case `--faulted-pages` names, in a run that times."""
+    cases = options.faulted_pages_cases(config)
+    return (
+        not benchmark.disabled
+        and point.device == "cpu"
+        and point.variant.role is not Role.COMPILED
+        and (cases is None or point.case.id in cases)
+    )
+
+
 def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, pair_rounds, request):
     if reason := oversize_reason(variant_point, input_cache):
         pytest.skip(reason)
@@ -63,6 +78,12 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, pair
         device_ceilings=machine_ceilings(variant_point.device) if not benchmark.disabled else {},
         paired=pair_rounds.side_rounds(variant_point),
     )
+    if _with_faulted_pages(variant_point, request.config, benchmark):
+        started = time.perf_counter()
+        benchmark.extra_info["faulted_pages"] = faulted_pages.figure(
+            fresh_build, *fresh_spec(variant_point, input_cache.seed), threads=torch.get_num_threads()
+        )
+        benchmark.extra_info["phase_s"]["faulted_pages"] = time.perf_counter() - started
 
 
 def test_rule(check_point, record_property):

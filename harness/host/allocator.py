@@ -36,6 +36,25 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_PERTURB = -1, -3, -6  # <malloc.h>
 # bf16, -5.3e303 in fp64, NaN in fp16, -7e16 in int64: never within a bound of any answer.
 PERTURB_BYTE = 0x01
 TUNABLES = f"glibc.malloc.mmap_threshold={MMAP_THRESHOLD}:glibc.malloc.trim_threshold={TRIM_THRESHOLD}"
+# The other end of what a default program sees: glibc's initial mmap threshold (128 KiB) held, so
+# it never adapts. Every block of 128 KiB and more is mapped fresh when asked for (each touched page
+# faults and is zeroed) and unmapped when freed: a default program's first calls, and every call of
+# one whose heap top is trimmed between calls. `harness.measure.faulted_pages` times in it.
+FAULTED_MMAP_THRESHOLD = 128 * 2**10
+FAULTED_TUNABLES = f"glibc.malloc.mmap_threshold={FAULTED_MMAP_THRESHOLD}"
+SETTLED_STATE = "settled heap"
+FAULTED_STATE = "pages faulted each call"
+
+
+def environment_with(tunables: str) -> str:
+    """``GLIBC_TUNABLES`` for a child process: this process's, its malloc thresholds replaced by
+    `tunables`."""
+    kept = [
+        t
+        for t in os.environ.get("GLIBC_TUNABLES", "").split(":")
+        if t and "malloc.mmap" not in t and "malloc.trim" not in t
+    ]
+    return ":".join([*kept, tunables])
 
 
 def _transparent_hugepages() -> str:
@@ -64,12 +83,7 @@ def pin() -> dict:
         return {**state, "pinned": False, "why": f"mallopt unavailable: {exc}"}
     if not ok:
         return {**state, "pinned": False, "why": "mallopt refused the thresholds"}
-    tunables = [
-        t
-        for t in os.environ.get("GLIBC_TUNABLES", "").split(":")
-        if t and "malloc.mmap" not in t and "malloc.trim" not in t
-    ]
-    os.environ["GLIBC_TUNABLES"] = ":".join([*tunables, TUNABLES])
+    os.environ["GLIBC_TUNABLES"] = environment_with(TUNABLES)
     return {
         **state,
         "pinned": True,

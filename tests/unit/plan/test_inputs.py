@@ -180,3 +180,18 @@ def test_the_allocators_own_words_still_count():
     assert measure.is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
     assert measure.is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried"))
     assert not measure.is_out_of_memory(ValueError("CUBLAS_STATUS_ALLOC_FAILED"))  # not a torch error
+
+
+def test_a_point_rebuilt_in_a_fresh_process_computes_what_the_suite_checked():
+    """`fresh_build` (harness.measure.faulted_pages's children) makes the same inputs from the
+    same seed and calls the same computation: its output equals the variant's on the suite's
+    inputs, bit for bit."""
+    from cases import distance, get_case
+
+    point = VariantPoint(get_case("distance.pairwise"), "broadcast", {"n": 8, "m": 5, "d": 3}, FP32, "cpu")
+    call, context = plan.fresh_build(*plan.fresh_spec(point, seed=7))
+    with context():
+        rebuilt = call()
+    assert torch.equal(rebuilt, distance.broadcast(*point.make_inputs(7)))
+    other, _ = plan.fresh_build(*plan.fresh_spec(point, seed=8))
+    assert not torch.equal(other(), rebuilt)  # the seed travels

@@ -179,7 +179,9 @@ class _Request:
                 pytest.mark.benchmark(timer=clock).mark if name == "benchmark" else None
             )
         )
-        self.config = SimpleNamespace(getoption=lambda name, default=None: default)
+        # A synthetic case is in no `--faulted-pages` scope; "none" says so without asking the plan.
+        options = {"--faulted-pages": "none", "--profile": "quick"}
+        self.config = SimpleNamespace(getoption=lambda name, default=None: options.get(name, default))
 
 
 PAIR_SECONDS = [1e-3 * (1 + i % 3) for i in range(20)]
