@@ -125,7 +125,8 @@ def _summary_table(frame: pd.DataFrame) -> str:
         f"thresholds pinned: blocks under 32 MiB reused); the last column times each side again in "
         f"a fresh process with glibc's initial 128 KiB mmap threshold held, every larger block "
         f"mapped and faulted on each call (torch.utils.benchmark). A program left at glibc's "
-        f"defaults sees a figure between the two, which one depending on its own heap.</p>"
+        f"defaults mostly sees a figure between the two, which one depending on its own heap; "
+        f"neither is exact for it (README, How it measures).</p>"
         if faulted
         else ""
     )

@@ -4,17 +4,21 @@ what a default program sees, timed by `torch.utils.benchmark` in a fresh process
 The suite times with the host allocator pinned (`harness.host.allocator`): a settled heap, every
 block under 32 MiB reused, the same figure whatever ran before. A user's program starts with
 glibc's defaults, whose thresholds adapt to what it freed, so a computation with large temporaries
-costs what the trivia of its own heap made of them: in fresh processes (2-core Xeon with AVX-512
-and AMX, torch 2.13.0+cpu, 2026-11-27; one process a figure) `distance.pairwise`'s broadcast at
-n = 128 took 9.5-10.0 ms a call under `adaptive_autorange` and 1.40 ms under `blocked_autorange`,
-the same call with the same inputs and defaults (its two 16 MiB temporaries trimmed from the heap
-and faulted back on every call, or not, as the timer's own small allocations fell), against 1.38 ms
-settled and 10.0 ms faulted; the manual LayerNorm at d = 2048 14.4 or 22.5-23.3 ms from one process
-to the next (settled 14.8, faulted 31.8). No one figure is the default program's, but it lies
-between two states that do not depend on history, so the report shows both, named
-(`allocator.SETTLED_STATE`, the suite's median; `allocator.FAULTED_STATE`, timed here):
-glibc's initial mmap threshold of 128 KiB held, every block from 128 KiB mapped fresh and unmapped
-when freed.
+costs what the trivia of its own heap made of them. Measured in fresh processes (2-core Xeon
+with AVX-512 and AMX, torch 2.13.0+cpu, 2026-11-27): `distance.pairwise`'s broadcast at n = 128
+took 9.5-10.0 ms a call under `adaptive_autorange` and 1.40 ms under `blocked_autorange`, the same
+call on the same inputs with glibc's defaults (its two 16 MiB temporaries trimmed from the heap
+and faulted back on every call, or not, as the timer's own small allocations fell), against
+1.38 ms settled and 8.6-10.0 ms here; the manual LayerNorm at d = 2048 14.4 or 22.5-23.3 ms from
+one default process to the next (settled 14.8, here 27.5-31.8). So the report shows two states,
+named (`allocator.SETTLED_STATE`, the suite's median; `allocator.FAULTED_STATE`, timed here):
+glibc's initial mmap threshold of 128 KiB held, every block from 128 KiB that the heap has no
+free room for mapped fresh and unmapped when freed. A default program's figure mostly lies
+between them; neither is exact for it. Nor is this one history-free: a block just over 128 KiB
+can come from room an earlier computation left in the heap (matmul at n = 128: 0.22-0.24 ms a
+call here and in a fresh interpreter that computed the float64 oracle first, 0.076-0.079 ms in
+one that did not), and one fresh process differs from the next by up to ~15% where pages are
+faulted (the library LayerNorm at d = 512: 1.20-1.25 ms in one, 1.35-1.41 ms in another).
 
 How: a `multiprocessing` forkserver is started once with ``GLIBC_TUNABLES`` set to that state
 (`allocator.FAULTED_TUNABLES`; it is exec'd, so this process's pinned mallopt settings do not
@@ -22,9 +26,9 @@ carry over) and torch imported; each figure forks a new child of it, which build
 (`build(*args)`, a picklable function returning the bare call and its block context), enters the
 context and times the call with ``Timer.blocked_autorange``. A fork of a process that has only
 imported costs ~10 ms where a new interpreter costs ~1 s of imports; the heap it inherits holds
-only the imports' blocks, and the held threshold makes what it does with large blocks the same in
-every child. Plain Python and torch: no pytest, no cases, no plan (the caller's `build` knows how
-to make a point).
+only the imports' blocks, the same in every child. The forkserver is this process's: another user
+of multiprocessing's forkserver here would get children in this state. Plain Python and torch: no
+pytest, no cases, no plan (the caller's `build` knows how to make a point).
 """
 
 from __future__ import annotations
