@@ -33,7 +33,8 @@ def main(case_id: str, wanted: list[tuple[str, str]]) -> None:
         point = points[(variant, size_label)]
         call, context = block_context.entered(point.variant.fn, point.make_inputs(0))
         with context():
-            timer = benchmark.Timer(stmt="call()", globals={"call": call}, num_threads=torch.get_num_threads())
+            threads = torch.get_num_threads()
+            timer = benchmark.Timer(stmt="call()", globals={"call": call}, num_threads=threads)
             measured = timer.adaptive_autorange(min_run_time=MIN_RUN_S, max_run_time=MAX_RUN_S)
         del call
         line = {"variant": variant, "size_label": size_label, "median_s": measured.median}
