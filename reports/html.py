@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from harness.host import allocator
+from harness.contract import record
 
 BADGE = {
     "holds": "#1a7f37",
@@ -101,7 +101,7 @@ def _summary_table(frame: pd.DataFrame) -> str:
         "<tr><th>size</th><th>dtype</th><th>device</th><th>compared (faster? ÷ baseline)</th>"
         "<th>its median</th><th>baseline median</th><th>speed-up: baseline ÷ it [95% CI]</th>"
         "<th>what it says</th><th>memory ratio (baseline ÷ it)</th><th>how sure</th>"
-        + (f"<th>{esc(allocator.FAULTED_STATE)}: it, baseline, speed-up</th>" if faulted else "")
+        + (f"<th>{esc(record.FAULTED_PAGES)}: it, baseline, speed-up</th>" if faulted else "")
         + "</tr>"
     )
     body = []
@@ -121,7 +121,7 @@ def _summary_table(frame: pd.DataFrame) -> str:
             + "</tr>"
         )
     caption = (
-        f"<p class=meta>Medians and speed-ups are a {esc(allocator.SETTLED_STATE)}'s (glibc's "
+        f"<p class=meta>Medians and speed-ups are a {esc(record.SETTLED_HEAP)}'s (glibc's "
         f"thresholds pinned: blocks under 32 MiB reused); the last column times each side again in "
         f"a fresh process with glibc's initial 128 KiB mmap threshold held, every larger block "
         f"mapped and faulted on each call (torch.utils.benchmark). A program left at glibc's "

@@ -421,6 +421,10 @@ class BenchmarkInfo:
 
 
 STANDARD_EXTRA_KEYS = frozenset(f.name for f in fields(BenchmarkInfo))
+# The two host-allocator states a CPU figure is named by: a benchmark's median is a settled heap's
+# (harness.host.allocator.pin), its ``faulted_pages`` entry (harness.measure.faulted_pages) the other's.
+SETTLED_HEAP = "settled heap"
+FAULTED_PAGES = "pages faulted each call"
 _TEXT = ("case", "variant", "role", "size_label", "dtype", "device", "kind", "part", "compiled_from")
 _COUNTS = ("flops", "bytes", "peak_bytes", "max_abs_err", "max_rel_err")
 

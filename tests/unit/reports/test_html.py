@@ -42,3 +42,34 @@ def test_the_allocator_state_the_figures_were_timed_in_is_named():
     loose = html.allocator_state({"pinned": False, "why": "C library musl: thresholds not pinned"})
     assert loose.startswith("not pinned (C library musl") and "ran before" in loose
     assert html.allocator_state(None) == "not recorded"
+
+
+def _pair_row(**faulted) -> dict:
+    row = dict(
+        size_label="n128",
+        dtype="float32",
+        device="cpu",
+        fast="matmul",
+        slow="broadcast",
+        against="rule",
+        fast_median_s=1e-4,
+        slow_median_s=1.4e-3,
+        speedup=14.0,
+        ci_low=13.0,
+        ci_high=15.0,
+        gain="faster",
+        memory_ratio=2.0,
+        quality="",
+    )
+    nan = float("nan")
+    return row | {"fast_faulted_s": nan, "slow_faulted_s": nan, "faulted_speedup": nan} | faulted
+
+
+def test_the_comparison_table_names_both_allocator_states_where_both_were_timed():
+    both = html._summary_table(
+        pd.DataFrame([_pair_row(fast_faulted_s=2e-4, slow_faulted_s=8.6e-3, faulted_speedup=43.0)])
+    )
+    assert "pages faulted each call: it, baseline, speed-up" in both and "settled heap" in both
+    assert "0.2 ms, 8.6 ms, 43×" in both
+    settled_only = html._summary_table(pd.DataFrame([_pair_row()]))
+    assert "pages faulted" not in settled_only and "settled heap" not in settled_only

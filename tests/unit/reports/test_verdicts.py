@@ -220,3 +220,24 @@ def test_a_pair_timed_apart_is_as_busy_as_the_run_its_probed_pairs_saw(tmp_path)
     apart = lambda table: table.loc[table["against"] == "library", "quality"].iloc[0]  # noqa: E731
     assert "unpaired" in apart(quiet) and "busy" not in apart(quiet)
     assert "machine busy during this run" in apart(busy) and "probed pairs" in apart(busy)
+
+
+def test_the_faulted_pages_figures_are_shown_and_decide_nothing():
+    """The second allocator state (harness.measure.faulted_pages) is reported beside each side and
+    its ratio, but verdicts and claims are the settled pair's alone: faulted figures that turn the
+    gain round (the naive way 10× faster) change no verdict, no claim, no summary column before them."""
+    doc = synthetic.result(
+        cases=(CASE,), variants=NAIVE_AND_FAST, cases_info=_declared(rules.Faster()), paired=True
+    )
+    plain = build.tables(load.from_documents([("run.json", doc)]))
+    for bench in doc["benchmarks"]:
+        slow = bench["extra_info"]["variant"] == "naive_v"
+        bench["extra_info"]["faulted_pages"] = {"median_s": 1e-3 if slow else 1e-2, "iqr_s": 1e-5}
+    faulted = build.tables(load.from_documents([("run.json", doc)]))
+    pd.testing.assert_frame_equal(plain.verdicts, faulted.verdicts)
+    pd.testing.assert_frame_equal(plain.claims, faulted.claims)
+    before = [c for c in plain.summary.columns if "faulted" not in c]
+    pd.testing.assert_frame_equal(plain.summary[before], faulted.summary[before])
+    row = faulted.summary[faulted.summary["against"] == "rule"].iloc[0]
+    assert (row.fast_faulted_s, row.slow_faulted_s) == (1e-2, 1e-3) and abs(row.faulted_speedup - 0.1) < 1e-12
+    assert plain.summary[["fast_faulted_s", "slow_faulted_s", "faulted_speedup"]].isna().all().all()
