@@ -14,8 +14,14 @@ points ran earlier are not results.
 
 `pin` fixes both thresholds (glibc then stops adapting them): blocks under 32 MiB (the largest
 mmap threshold glibc accepts) are reused from the heap, which is never trimmed, as in a
-long-running program whose working set has settled; blocks of 32 MiB and more are mapped fresh
-on every allocation, as glibc does for any program. Worker processes inherit the same settings
+long-running program whose working set has settled. A block of 32 MiB and more is mapped fresh
+(and faulted) only where the heap has no free room for it: malloc looks for room before it maps,
+so such a block's cost still depends on what the process freed before. `distance.pairwise`'s
+broadcast at n = 256 (two 64 MiB temporaries) took 57.7 ms a call in a fresh pinned process and
+19.0 ms in the same process once 360 MiB of 30 MiB blocks had been freed into its heap (2-core
+Xeon, AMX, torch 2.13.0+cpu, 2026-11-27), and 9.5, 11.0 and 24.5 ms in three quick runs of the
+suite against a median of 36.5 ms in five fresh pinned interpreters: not fixed here (README, How
+it measures). Worker processes inherit the same settings
 through the environment (``GLIBC_TUNABLES``). Elsewhere (another C library, macOS) nothing is
 pinned and the record says so.
 """
