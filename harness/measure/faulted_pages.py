@@ -27,8 +27,10 @@ carry over) and torch imported; each figure forks a new child of it, which build
 context and times the call with ``Timer.blocked_autorange``. A fork of a process that has only
 imported costs ~10 ms where a new interpreter costs ~1 s of imports; the heap it inherits holds
 only the imports' blocks, the same in every child. The forkserver is this process's: another user
-of multiprocessing's forkserver here would get children in this state. Plain Python and torch: no
-pytest, no cases, no plan (the caller's `build` knows how to make a point).
+of multiprocessing's forkserver here would get children in this state; and each child imports the
+parent's main module, as multiprocessing's children do, so a main script must keep its work (and
+any `allocator.pin()`) under ``if __name__ == "__main__"`` (pytest's own is). Plain Python and
+torch: no pytest, no cases, no plan (the caller's `build` knows how to make a point).
 """
 
 from __future__ import annotations
