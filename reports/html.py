@@ -135,9 +135,11 @@ def _summary_table(frame: pd.DataFrame) -> str:
 
 def _faulted_cell(r) -> str:
     fast, slow, ratio = r.fast_faulted_s, r.slow_faulted_s, r.faulted_speedup
+    busy = getattr(r, "faulted_busy", "") or ""
+    busy = f'<span class="warn">left out, machine busy: {esc(busy)}</span>' if busy else ""
     if not (math.isfinite(fast) or math.isfinite(slow)):
-        return "not timed"
-    return f"{fmt(fast * 1e3)} ms, {fmt(slow * 1e3)} ms, {fmt(ratio)}×"
+        return busy or "not timed"
+    return f"{fmt(fast * 1e3)} ms, {fmt(slow * 1e3)} ms, {fmt(ratio)}×" + (f" ({busy})" if busy else "")
 
 
 def _errata(j) -> str:

@@ -91,6 +91,7 @@ class ResultRow:
     # (harness.measure.faulted_pages), beside median_s's settled heap; NaN where it was not.
     faulted_median_s: float
     faulted_iqr_s: float
+    faulted_busy: str  # why the machine was too busy for it to mean anything ("" when quiet): then no figure
 
 
 COLUMNS = [f.name for f in fields(ResultRow)]
@@ -239,12 +240,14 @@ def _num(value) -> float:
 
 
 def _faulted(figure) -> dict:
-    """The faulted-pages figure's columns; NaN where there is none or it says why not."""
+    """The faulted-pages figure's columns; NaN where there is none, it says why not, or the load
+    probe found the machine busy while it was timed (noise is not a figure: the reason is kept)."""
     figure = figure if isinstance(figure, dict) else {}
     median, iqr = _num(figure.get("median_s")), _num(figure.get("iqr_s"))
-    if not (math.isfinite(median) and median > 0):
+    busy = str(figure.get("busy") or "")
+    if busy or not (math.isfinite(median) and median > 0):
         median = iqr = math.nan
-    return {"faulted_median_s": median, "faulted_iqr_s": iqr}
+    return {"faulted_median_s": median, "faulted_iqr_s": iqr, "faulted_busy": busy}
 
 
 def _benchmark_row(bench: dict, run: dict, path: Path) -> tuple[dict, np.ndarray] | None:

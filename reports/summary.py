@@ -55,14 +55,20 @@ SUMMARY_COLUMNS = [
     "fast_faulted_s",
     "slow_faulted_s",
     "faulted_speedup",
+    "faulted_busy",  # why a side's faulted figure was left out: the machine was busy then
 ]
 
 
-def faulted_columns(fast_s: float, slow_s: float) -> dict:
+def faulted_columns(fast_s: float, slow_s: float, busy: str = "") -> dict:
     """A pair's faulted-pages columns: each side's figure and slow ÷ fast (one figure a side, from
-    fresh processes: a ratio of medians, no interval)."""
+    fresh processes: a ratio of medians, no interval), and why a side's was left out."""
     ratio = slow_s / fast_s if fast_s > 0 and math.isfinite(slow_s) else math.nan
-    return {"fast_faulted_s": fast_s, "slow_faulted_s": slow_s, "faulted_speedup": ratio}
+    return {
+        "fast_faulted_s": fast_s,
+        "slow_faulted_s": slow_s,
+        "faulted_speedup": ratio,
+        "faulted_busy": busy,
+    }
 
 
 class Group:
@@ -75,6 +81,7 @@ class Group:
         self.data: dict[str, np.ndarray] = {}
         self.peak: dict[str, float] = {}
         self.faulted: dict[str, float] = {}  # variant → median of its rows' faulted-pages figures
+        self.faulted_busy: dict[str, str] = {}  # variant → why a row's faulted figure was left out
         self.runs: set = set()  # the runs its rows came from
 
     def pairs(self, case) -> list[tuple[str, str, str]]:
@@ -130,6 +137,7 @@ def groups(rows: pd.DataFrame) -> list[Group]:
             "data",
             "run",
             "faulted_median_s",
+            "faulted_busy",
         )
     }
     out: dict[tuple, Group] = {}
@@ -163,6 +171,9 @@ def groups(rows: pd.DataFrame) -> list[Group]:
         faulted = cols["faulted_median_s"][idx].astype(float)
         faulted = faulted[np.isfinite(faulted)]
         group.faulted[variant] = float(np.median(faulted)) if faulted.size else math.nan
+        group.faulted_busy[variant] = "; ".join(
+            dict.fromkeys(b for b in cols["faulted_busy"][idx] if isinstance(b, str) and b)
+        )
     return list(out.values())
 
 
@@ -291,7 +302,13 @@ def build(
                     "gain": gain.classify(gain.Ratio(speedup, lo, hi), band).value,
                     "identical": identical,
                     "quality": quality(together is not None, rounds, busy, band),
-                    **faulted_columns(group.faulted.get(fast, math.nan), group.faulted.get(slow, math.nan)),
+                    **faulted_columns(
+                        group.faulted.get(fast, math.nan),
+                        group.faulted.get(slow, math.nan),
+                        "; ".join(
+                            b for b in (group.faulted_busy.get(fast), group.faulted_busy.get(slow)) if b
+                        ),
+                    ),
                 }
             )
     shown = {tuple(r[k] for k in PAIR_KEYS) for r in out if r["timing_mode"] == "warm"}

@@ -73,3 +73,10 @@ def test_the_comparison_table_names_both_allocator_states_where_both_were_timed(
     assert "0.2 ms, 8.6 ms, 43×" in both
     settled_only = html._summary_table(pd.DataFrame([_pair_row()]))
     assert "pages faulted" not in settled_only and "settled heap" not in settled_only
+
+
+def test_a_faulted_figure_left_out_as_busy_says_so():
+    cell = html._summary_table(
+        pd.DataFrame([_pair_row(fast_faulted_s=2e-4, faulted_busy="a spinner per core got only 40%")])
+    )
+    assert "left out, machine busy: a spinner per core got only 40%" in cell

@@ -4,6 +4,7 @@ the machine's band, every finding counted the same way, errata apart."""
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -241,3 +242,17 @@ def test_the_faulted_pages_figures_are_shown_and_decide_nothing():
     row = faulted.summary[faulted.summary["against"] == "rule"].iloc[0]
     assert (row.fast_faulted_s, row.slow_faulted_s) == (1e-2, 1e-3) and abs(row.faulted_speedup - 0.1) < 1e-12
     assert plain.summary[["fast_faulted_s", "slow_faulted_s", "faulted_speedup"]].isna().all().all()
+
+
+def test_a_faulted_figure_timed_on_a_busy_machine_is_left_out_with_the_reason():
+    doc = synthetic.result(
+        cases=(CASE,), variants=NAIVE_AND_FAST, cases_info=_declared(rules.Faster()), paired=True
+    )
+    for bench in doc["benchmarks"]:
+        naive = bench["extra_info"]["variant"] == "naive_v"
+        busy = "other processes took 60% of this process's cores" if naive else ""
+        bench["extra_info"]["faulted_pages"] = {"median_s": 1e-3, "iqr_s": 1e-5, "busy": busy}
+    table = build.tables(load.from_documents([("run.json", doc)])).summary
+    row = table[table["against"] == "rule"].iloc[0]
+    assert row.fast_faulted_s == 1e-3 and math.isnan(row.slow_faulted_s) and math.isnan(row.faulted_speedup)
+    assert row.faulted_busy == "other processes took 60% of this process's cores"
