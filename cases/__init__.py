@@ -66,7 +66,7 @@ def declared_in(case_id: str) -> str:
 def declared_case(case_id: str) -> Case:
     """`case_id` as its module declares it (its variants; not the snippets check `get_case` adds),
     importing that module alone: for a process that needs one case, where importing all of them
-    costs ~0.2 s (harness.measure.fresh_program's children)."""
+    costs ~0.2 s (harness.measure.faulted_pages's children)."""
     for name in expected_modules(case_id):
         try:
             module = importlib.import_module(name)

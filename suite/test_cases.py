@@ -16,7 +16,6 @@ import pytest
 import torch
 
 from cases.spec import Role
-from harness.host import load
 from harness.measure import faulted_pages
 from harness.point import variant_benchmark
 from harness.point.variant_benchmark import NotMeasured, WrongAnswer
@@ -81,12 +80,9 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, pair
     )
     if _with_faulted_pages(variant_point, request.config, benchmark):
         started = time.perf_counter()
-        with load.stretch() as over:  # the child's time counts as this process tree's own
-            figure = faulted_pages.figure(
-                fresh_build, *fresh_spec(variant_point, input_cache.seed), threads=torch.get_num_threads()
-            )
-        busy = over.load.busy_reason() if over.load is not None else None
-        benchmark.extra_info["faulted_pages"] = figure | {"busy": busy or ""}
+        benchmark.extra_info["faulted_pages"] = faulted_pages.figure(
+            fresh_build, *fresh_spec(variant_point, input_cache.seed), threads=torch.get_num_threads()
+        )
         benchmark.extra_info["phase_s"]["faulted_pages"] = time.perf_counter() - started
 
 

@@ -35,8 +35,6 @@ import functools
 import os
 import platform
 
-from harness.contract import record
-
 MMAP_THRESHOLD = 32 * 2**20  # glibc's maximum (HEAP_MAX_SIZE / 2 on 64-bit)
 TRIM_THRESHOLD = 2**31 - 1  # mallopt takes a C int: the largest, so the heap top is kept
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_PERTURB = -1, -3, -6  # <malloc.h>
@@ -50,8 +48,6 @@ TUNABLES = f"glibc.malloc.mmap_threshold={MMAP_THRESHOLD}:glibc.malloc.trim_thre
 # one whose heap top is trimmed between calls. `harness.measure.faulted_pages` times in it.
 FAULTED_MMAP_THRESHOLD = 128 * 2**10
 FAULTED_TUNABLES = f"glibc.malloc.mmap_threshold={FAULTED_MMAP_THRESHOLD}"
-SETTLED_STATE = record.SETTLED_HEAP
-FAULTED_STATE = record.FAULTED_PAGES
 
 
 def environment_with(tunables: str) -> str:

@@ -11,7 +11,7 @@ call on the same inputs with glibc's defaults (its two 16 MiB temporaries trimme
 and faulted back on every call, or not, as the timer's own small allocations fell), against
 1.38 ms settled and 8.6-10.0 ms here; the manual LayerNorm at d = 2048 14.4 or 22.5-23.3 ms from
 one default process to the next (settled 14.8, here 27.5-31.8). So the report shows two states,
-named (`allocator.SETTLED_STATE`, the suite's median; `allocator.FAULTED_STATE`, timed here):
+named (`record.SETTLED_HEAP`, the suite's median; `record.FAULTED_PAGES`, timed here):
 glibc's initial mmap threshold of 128 KiB held, every block from 128 KiB that the heap has no
 free room for mapped fresh and unmapped when freed. A default program's figure mostly lies
 between them; neither is exact for it. Nor is this one history-free: a block just over 128 KiB
@@ -41,7 +41,8 @@ import multiprocessing.forkserver
 import os
 from typing import Any, Callable
 
-from harness.host import allocator
+from harness.contract import record
+from harness.host import allocator, load
 
 PRELOAD = ["torch", "torch.utils.benchmark"]
 # blocked_autorange: blocks of calls long enough for its timer's overhead to be 1e-4 of a block,
@@ -112,7 +113,7 @@ def _child(conn, build, args, threads: int) -> None:
                 "iqr_s": measured.iqr,
                 "blocks": len(measured.times),
                 "calls": measured.number_per_run * len(measured.times),
-                "state": allocator.FAULTED_STATE,
+                "state": record.FAULTED_PAGES,
                 "tunables": allocator.FAULTED_TUNABLES,
             }
         )
@@ -124,8 +125,18 @@ def _child(conn, build, args, threads: int) -> None:
 
 def figure(build: Callable[..., tuple[Callable[[], Any], Callable]], *args, threads: int) -> dict:
     """Time ``build(*args)``'s call in a fresh child of the faulted-pages forkserver with `threads`
-    intra-op threads: {"median_s", "iqr_s", "blocks", "calls", "state", "tunables"}, or
-    {"error": why} where it raised, died or ran past TIMEOUT_S (the child is killed)."""
+    intra-op threads: {"median_s", "iqr_s", "blocks", "calls", "state", "tunables", "busy"}, or
+    {"error": why} where it raised, died or ran past TIMEOUT_S (the child is killed). "busy": why
+    the load probe found the machine too busy while the child ran ("" when quiet; the child's time
+    counts as this process tree's own), so a reader can leave that figure out."""
+    with load.stretch() as over:
+        found = _in_child(build, args, threads)
+    if "median_s" in found:
+        found["busy"] = (over.load.busy_reason() if over.load is not None else None) or ""
+    return found
+
+
+def _in_child(build, args, threads: int) -> dict:
     context = _forkserver([build.__module__])  # the builder's imports, made once
     receive, send = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(send, build, args, threads), daemon=True)

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from harness.contract import record
 from harness.host import allocator
 from harness.measure import faulted_pages
 
@@ -38,8 +39,9 @@ def test_a_figure_comes_from_a_child_in_the_faulted_state():
     allocator.pin()  # the suite's own state: the child must not inherit it
     figure = faulted_pages.figure(in_faulted_state, 0.002, threads=1)
     assert "error" not in figure, figure
-    assert figure["state"] == allocator.FAULTED_STATE and figure["tunables"] == allocator.FAULTED_TUNABLES
+    assert figure["state"] == record.FAULTED_PAGES and figure["tunables"] == allocator.FAULTED_TUNABLES
     assert 0.002 <= figure["median_s"] < 0.05 and figure["calls"] >= figure["blocks"] >= 1
+    assert isinstance(figure["busy"], str)  # the load probe's word on the child's stretch
 
 
 def test_each_figure_is_a_new_child():
