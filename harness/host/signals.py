@@ -47,6 +47,15 @@ def held(redeliver: bool = True) -> Iterator[list[int]]:
             signal.raise_signal(s)
 
 
+def poll(proc) -> int | None:
+    """`proc.poll()` (a `subprocess.Popen`) with SIGINT/SIGTERM held: CPython's poll takes a lock
+    before the try that frees it, so an interrupt landing between the two leaves the lock taken for
+    good and every later `wait()` on that process hangs (seen in CI: an interrupted run waited
+    forever for a worker it had already stopped)."""
+    with held():
+        return proc.poll()
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread as SIGINT raises KeyboardInterrupt."""
 

@@ -236,7 +236,7 @@ class Worker:
 
     @property
     def returncode(self) -> int | None:
-        return self.proc.poll()
+        return signals.poll(self.proc)
 
     def interrupt(self, grace_s: float = INTERRUPT_GRACE_S) -> None:
         """Stop the worker as this process was stopped; SIGKILL if it has not exited in `grace_s`.
@@ -244,7 +244,7 @@ class Worker:
         SIGTERM rather than SIGINT: the worker finishes the same way (`harness.host.signals.Interrupts`),
         and a run started in the background by a shell without job control has SIGINT ignored,
         which the worker would inherit."""
-        if self.proc.poll() is None:
+        if signals.poll(self.proc) is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(grace_s)

@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.host import processes
+from harness.host import processes, signals
 
 GRACE_S = 5.0  # between SIGTERM to torchrun and SIGKILL to whatever is left
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -280,7 +280,7 @@ def run(
             tracked[procs[-1].pid] = _start_ticks(procs[-1].pid) or 0
         deadline = start + timeout_s
         timed_out = False
-        while any(p.poll() is None for p in procs):
+        while any(signals.poll(p) is None for p in procs):
             tracked.update(_descendants({p.pid for p in procs}))
             if time.perf_counter() > deadline:
                 timed_out = True
@@ -298,7 +298,7 @@ def run(
             logs.append(f"--- node {i}: {' '.join(commands[i][3:])}\n" + log.read().decode(errors="replace"))
     finally:
         for p in procs:
-            if p.poll() is None:
+            if signals.poll(p) is None:
                 p.kill()
                 p.wait()
         for log in files:
@@ -308,14 +308,14 @@ def run(
 
 def _terminate(procs, tracked) -> None:
     for p in procs:
-        if p.poll() is None:
+        if signals.poll(p) is None:
             p.send_signal(signal.SIGTERM)  # torchrun forwards SIGTERM to its ranks
     end = time.perf_counter() + GRACE_S
-    while time.perf_counter() < end and any(p.poll() is None for p in procs):
+    while time.perf_counter() < end and any(signals.poll(p) is None for p in procs):
         time.sleep(0.1)
     _kill_tracked(tracked)
     for p in procs:
-        if p.poll() is None:
+        if signals.poll(p) is None:
             p.kill()
         p.wait()
 
