@@ -80,9 +80,13 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, pair
     )
     if _with_faulted_pages(variant_point, request.config, benchmark):
         started = time.perf_counter()
-        benchmark.extra_info["faulted_pages"] = faulted_pages.figure(
+        figure = faulted_pages.figure(
             fresh_build, *fresh_spec(variant_point, input_cache.seed), threads=torch.get_num_threads()
         )
+        benchmark.extra_info["faulted_pages"] = figure
+        if "error" in figure:  # no figure (results.csv: NaN); its JSON row's warnings say why
+            warned = benchmark.extra_info.get("warnings") or []
+            benchmark.extra_info["warnings"] = [*warned, f"no faulted-pages figure: {figure['error']}"]
         benchmark.extra_info["phase_s"]["faulted_pages"] = time.perf_counter() - started
 
 

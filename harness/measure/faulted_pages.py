@@ -102,6 +102,11 @@ def _child(conn, build, args, threads: int) -> None:
         import torch
         from torch.utils import benchmark
 
+        # The state as this child has it, not as asked: a forkserver someone else started first,
+        # or one restarted after it died, would run without the tunables.
+        tunables = os.environ.get("GLIBC_TUNABLES", "")
+        if allocator.FAULTED_TUNABLES not in tunables.split(":"):
+            raise RuntimeError(f"not in the faulted state: the forkserver's GLIBC_TUNABLES is {tunables!r}")
         torch.set_num_threads(threads)
         call, block_context = build(*args)
         with block_context():
@@ -114,7 +119,7 @@ def _child(conn, build, args, threads: int) -> None:
                 "blocks": len(measured.times),
                 "calls": measured.number_per_run * len(measured.times),
                 "state": record.FAULTED_PAGES,
-                "tunables": allocator.FAULTED_TUNABLES,
+                "tunables": tunables,
             }
         )
     except BaseException as exc:  # the parent records why; the child's exit code alone would not say
@@ -140,9 +145,9 @@ def _in_child(build, args, threads: int) -> dict:
     context = _forkserver([build.__module__])  # the builder's imports, made once
     receive, send = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(send, build, args, threads), daemon=True)
-    child.start()
-    send.close()
     try:
+        child.start()
+        send.close()
         if not receive.poll(TIMEOUT_S):
             return {"error": f"no figure within {TIMEOUT_S:.0f} s; the child was killed"}
         try:
@@ -150,8 +155,12 @@ def _in_child(build, args, threads: int) -> dict:
         except EOFError:
             child.join(5)
             return {"error": f"the child died without a figure (exit code {child.exitcode})"}
+        except Exception as exc:  # a figure that did not arrive whole is no figure; the run goes on
+            return {"error": f"the child's figure could not be read: {type(exc).__name__}: {exc}"}
     finally:
+        send.close()
         receive.close()
-        if child.is_alive():
-            child.kill()
-        child.join()
+        if child.pid is not None:  # started
+            if child.is_alive():
+                child.kill()
+            child.join()

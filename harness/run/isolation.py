@@ -245,12 +245,12 @@ class Worker:
         and a run started in the background by a shell without job control has SIGINT ignored,
         which the worker would inherit."""
         if signals.poll(self.proc) is None:
-            self.proc.send_signal(signal.SIGTERM)
+            signals.send(self.proc, signal.SIGTERM)
         try:
-            self.proc.wait(grace_s)
+            signals.wait(self.proc, grace_s)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            signals.send(self.proc, signal.SIGKILL)
+            signals.wait(self.proc)
 
     def log_tail(self, chars: int = 3000) -> str:
         try:

@@ -299,8 +299,8 @@ def run(
     finally:
         for p in procs:
             if signals.poll(p) is None:
-                p.kill()
-                p.wait()
+                signals.send(p, signal.SIGKILL)
+                signals.wait(p)
         for log in files:
             log.close()
     return Launch(commands, [p.returncode for p in procs], timed_out, wall, out_dir, logs, port, tracked)
@@ -309,15 +309,15 @@ def run(
 def _terminate(procs, tracked) -> None:
     for p in procs:
         if signals.poll(p) is None:
-            p.send_signal(signal.SIGTERM)  # torchrun forwards SIGTERM to its ranks
+            signals.send(p, signal.SIGTERM)  # torchrun forwards SIGTERM to its ranks
     end = time.perf_counter() + GRACE_S
     while time.perf_counter() < end and any(signals.poll(p) is None for p in procs):
         time.sleep(0.1)
     _kill_tracked(tracked)
     for p in procs:
         if signals.poll(p) is None:
-            p.kill()
-        p.wait()
+            signals.send(p, signal.SIGKILL)
+        signals.wait(p)
 
 
 def _kill_tracked(tracked: dict[int, int]) -> None:

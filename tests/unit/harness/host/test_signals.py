@@ -45,3 +45,70 @@ def test_signal_in_a_profiler_session_lands_after_it():
                 raise ValueError
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+@pytest.fixture
+def sleeper():
+    """A child process that would run a minute, with SIGINT raising KeyboardInterrupt here (as in a
+    user's pytest) for the test; killed and reaped after it whatever the test left."""
+    import subprocess
+    import sys
+
+    from tests import interrupt_in_lock
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield proc
+    signal.signal(signal.SIGINT, before)
+    interrupt_in_lock.stop(proc)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        signals.poll,
+        lambda proc: signals.send(proc, signal.SIGTERM),
+        lambda proc: signals.wait(proc, timeout_s=0.2),
+    ],
+    ids=["poll", "send", "wait"],
+)
+def test_an_interrupt_inside_a_child_process_call_leaves_its_lock_free(sleeper, call):
+    """SIGINT landing where Popen has taken its lock and not yet entered the try that frees it:
+    the call finishes first, the interrupt follows, and the process can still be waited for (red
+    before: the lock stayed taken and wait() hung)."""
+    import subprocess
+
+    from tests import interrupt_in_lock
+
+    lock = interrupt_in_lock.install(sleeper)
+    with pytest.raises(KeyboardInterrupt):
+        call(sleeper)
+    assert lock.signalled and not lock.locked()
+    signals.send(sleeper, signal.SIGKILL)
+    assert signals.wait(sleeper, timeout_s=10) in (-signal.SIGTERM, -signal.SIGKILL)
+    with pytest.raises(subprocess.TimeoutExpired):  # and a wait that times out says so
+        signals.wait(subprocess.Popen(["sleep", "5"]), timeout_s=0.05)
+
+
+@pytest.mark.parametrize("landing_after", [0, len(signals.HELD)], ids=["first-swap", "first-put-back"])
+def test_every_handler_is_put_back_when_an_interrupt_lands_between_two(monkeypatch, landing_after):
+    """An interrupt raised right after `held` swaps its first handler, or puts the first back: the
+    others are put back all the same (red before: one stayed `hold`, recording every later Ctrl-C
+    into a list nobody reads)."""
+    real = signal.signal
+    originals = {s: signal.getsignal(s) for s in signals.HELD}
+    calls = []
+
+    def then_an_interrupt(signum, handler):
+        previous = real(signum, handler)
+        calls.append(signum)
+        if len(calls) == landing_after + 1:
+            raise KeyboardInterrupt  # a signal landing right after this swap
+        return previous
+
+    monkeypatch.setattr(signal, "signal", then_an_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        with signals.held():
+            pass
+    monkeypatch.undo()
+    assert {s: signal.getsignal(s) for s in signals.HELD} == originals

@@ -260,36 +260,6 @@ def test_an_interrupt_while_a_workers_journal_is_read_loses_nothing(default_sigi
     assert taken == ["second", "third"] and not followed.queue
 
 
-class _LockTheInterruptLandsIn:
-    """`Popen`'s waitpid lock, with a SIGINT raised right after the first time it is taken: where
-    CPython's `Popen.poll` can be interrupted between taking the lock and the try that frees it."""
-
-    def __init__(self):
-        import threading
-
-        self.lock, self.signalled = threading.Lock(), False
-
-    def acquire(self, blocking=True, timeout=-1):
-        import signal
-
-        got = self.lock.acquire(blocking, timeout)
-        if got and not self.signalled:
-            self.signalled = True
-            signal.raise_signal(signal.SIGINT)
-        return got
-
-    def release(self):
-        self.lock.release()
-
-    def locked(self):
-        return self.lock.locked()
-
-    __enter__ = acquire
-
-    def __exit__(self, *exc):
-        self.release()
-
-
 def test_an_interrupt_while_a_worker_is_polled_leaves_it_stoppable(default_sigint):
     """SIGINT landing inside the poll of a running worker: the poll finishes and frees its lock,
     the interrupt follows, and stopping the worker then ends (in CI the lock stayed taken and the
@@ -297,18 +267,17 @@ def test_an_interrupt_while_a_worker_is_polled_leaves_it_stoppable(default_sigin
     import subprocess
     import sys
 
+    from tests import interrupt_in_lock
+
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        proc._waitpid_lock = _LockTheInterruptLandsIn()
+        lock = interrupt_in_lock.install(proc)
         worker = isolation.Worker.__new__(isolation.Worker)  # a running process, no pytest in it
         worker.proc = proc
         with pytest.raises(KeyboardInterrupt):
             worker.returncode  # noqa: B018 - the poll is the point
-        assert proc._waitpid_lock.signalled and not proc._waitpid_lock.locked()
+        assert lock.signalled and not lock.locked()
         worker.interrupt(grace_s=10)
         assert proc.returncode is not None
     finally:
-        proc.kill()
-        if proc._waitpid_lock.locked():  # the failure this test is for: free it, or wait() hangs
-            proc._waitpid_lock.release()
-        proc.wait()
+        interrupt_in_lock.stop(proc)
