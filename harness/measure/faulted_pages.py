@@ -26,7 +26,10 @@ carry over) and torch imported; each figure forks a new child of it, which build
 (`build(*args)`, a picklable function returning the bare call and its block context), enters the
 context and times the call with ``Timer.blocked_autorange``. A fork of a process that has only
 imported costs ~10 ms where a new interpreter costs ~1 s of imports; the heap it inherits holds
-only the imports' blocks, the same in every child. The forkserver is this process's: another user
+only the imports' blocks, the same in every child (the server's imports are those of the first
+figure's builder: a later builder from another module is imported in each of its children). A
+child checks the tunables it has, so a forkserver started some other way gives an error, not a
+figure in the wrong state. The forkserver is this process's: another user
 of multiprocessing's forkserver here would get children in this state; and each child imports the
 parent's main module, as multiprocessing's children do, so a main script must keep its work (and
 any `allocator.pin()`) under ``if __name__ == "__main__"`` (pytest's own is). Plain Python and
