@@ -31,6 +31,7 @@ from harness import measure
 from plan.compiled_twins import compiled_twins, compiled_variants
 from plan.expand import (
     check_points,
+    checks_run_by_benchmarks,
     cpu_only_cases,
     pair_points,
     point_of,
@@ -51,6 +52,7 @@ __all__ = [
     "TopicPoint",
     "VariantPoint",
     "check_points",
+    "checks_run_by_benchmarks",
     "compiled_twins",
     "compiled_variants",
     "cpu_only_cases",

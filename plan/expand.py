@@ -110,6 +110,26 @@ def timed_in_pairs(pairs) -> dict[str, PairPoint]:
     return sides
 
 
+def checks_run_by_benchmarks(tests) -> list[int]:
+    """Positions among `tests` ((test function name, plan point) of each selected test, in order)
+    of the ``test_check`` entries whose variant point a selected ``test_benchmark`` runs too, in
+    any timing mode. That benchmark calls the variant on the same inputs, checks the answer against
+    the same truth and its inputs for writes before anything is timed, under --benchmark-disable
+    too (harness.point.variant_benchmark.run), and fails with the same WrongAnswer: the check would
+    only call the variant once more for the same verdict (12 s of a quick run on 2 CPU cores).
+    A check selected without its benchmark (``-k test_check``) is kept."""
+    benchmarked = {
+        dataclasses.replace(point, timing="warm").id
+        for test, point in tests
+        if test == "test_benchmark" and isinstance(point, VariantPoint)
+    }
+    return [
+        i
+        for i, (test, point) in enumerate(tests)
+        if test == "test_check" and isinstance(point, VariantPoint) and point.id in benchmarked
+    ]
+
+
 def check_points(devices) -> list[CheckPoint]:
     return [
         CheckPoint(case, name, device)

@@ -28,6 +28,27 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize(argument, points, ids=[p.id for p in points])
 
 
+CHECKS_IN_BENCHMARKS = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have selected
+def pytest_collection_modifyitems(config, items):
+    """A variant's check is left to its benchmark where both are selected (plan.checks_run_by_benchmarks)."""
+    tests = [(getattr(item, "originalname", item.name), plan.point_of(item)) for item in items]
+    dropped = set(plan.checks_run_by_benchmarks(tests))
+    config.stash[CHECKS_IN_BENCHMARKS] = len(dropped)
+    if dropped:
+        config.hook.pytest_deselected(items=[items[i] for i in sorted(dropped)])
+        items[:] = [item for i, item in enumerate(items) if i not in dropped]
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    """Says what the "deselected" count holds that nobody asked to leave out."""
+    dropped = config.stash.get(CHECKS_IN_BENCHMARKS, 0)
+    if dropped:
+        return f"{dropped} test_check deselected: each variant's test_benchmark checks it first"
+
+
 @pytest.fixture(scope="session")
 def input_cache(request):
     cache = plan.InputCache(request.config.getoption("--seed"))

@@ -52,3 +52,21 @@ def test_each_side_of_a_pair_takes_its_rows_from_the_first_pair_it_is_in():
     assert sides[tf32[0].side("matmul.highest").id] is tf32[0]
     assert set(sides) == {side.id for p in pairs for side in p.sides}
     assert all(s.endswith("-cpu") for s in sides), "warm points' IDs: no timing mode after the device"
+
+
+def test_a_variant_check_is_left_to_its_benchmark_only_where_both_are_selected():
+    points = expand.variant_points("quick", ["cpu", "cuda"])
+    cuda = next(p for p in points if p.device == "cuda" and p.variant.role.value != "compiled")
+    cold = expand.with_timing_modes([cuda], ("cold_l2",))[0]
+    alone, both, other = points[0], points[1], points[2]
+    tests = [
+        ("test_check", alone),  # its benchmark not selected (-k test_check): kept
+        ("test_check", both),
+        ("test_benchmark", both),
+        ("test_benchmark", other),
+        ("test_check", cuda),  # benchmarked in another timing mode only: still the same variant's call
+        ("test_benchmark", cold),
+        ("test_rule", expand.check_points(["cpu"])[0]),
+    ]
+    assert expand.checks_run_by_benchmarks(tests) == [1, 4]
+    assert expand.checks_run_by_benchmarks([("test_check", both)]) == []

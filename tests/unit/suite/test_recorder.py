@@ -3,6 +3,8 @@ replay clock from its requirements, probed only for the points the run selected.
 
 import torch
 
+from cases import all_cases
+
 
 class _Defaults:
     """A pytest config where no option was given."""
@@ -92,3 +94,41 @@ def test_requirements_are_probed_only_for_the_points_selected(monkeypatch):
     selected = items[:3]  # what -k left
     recorder.pytest_collection_modifyitems_after_selection(None, selected)
     assert len(probed) == len(selected)
+
+
+class _Report:
+    """pytest's report of a test's call phase, as the recorder reads it."""
+
+    def __init__(self, nodeid, point, outcome="passed"):
+        self.nodeid, self.when, self.outcome, self.longrepr = nodeid, "call", outcome, None
+        self.user_properties = [("point", point)]
+        self.passed = outcome == "passed"
+
+
+class _Options(_Defaults):
+    def getoption(self, name, default=None):
+        return {"--profile": "quick", "--device": "cpu", "--seed": 0}.get(name, default)
+
+
+def test_the_json_keys_hold_every_outcome_reported_so_far_each_serialised_once(monkeypatch):
+    """The journal asks for the run's own keys after every test: each row is made once, and the
+    keys given out earlier are not changed by later reports."""
+    from harness.contract import record
+    from plan import CheckPoint
+    from suite.recorder import Recorder
+
+    recorder = Recorder(_Options())
+    point = CheckPoint(all_cases()[0], next(iter(all_cases()[0].checks or {"x": None})), "cpu")
+    made = []
+    to_data = record.Outcome.to_data
+    monkeypatch.setattr(record.Outcome, "to_data", lambda self: made.append(self) or to_data(self))
+    first: dict = {}
+    recorder.pytest_benchmark_update_json(recorder.config, [], first)
+    for i in range(3):
+        recorder.pytest_runtest_logreport(_Report(f"t::test_rule[{i}]", point.key.to_data()))
+        keys: dict = {}
+        recorder.pytest_benchmark_update_json(recorder.config, [], keys)
+    assert first["outcomes"] == [] and len(made) == 3, "each outcome serialised once, when reported"
+    assert [o["nodeid"] for o in keys["outcomes"]] == [f"t::test_rule[{i}]" for i in range(3)]
+    assert keys["outcomes"] == [o.to_data() for o in recorder.outcomes]
+    assert keys["cases"] is first["cases"] and set(keys["cases"]) >= {c.id for c in all_cases()}
