@@ -1,7 +1,9 @@
 """The three generic tests every case gets from its declaration.
 
 * ``test_check``: each variant equals the oracle within the dtype's tolerance and leaves its inputs as
-  they were (harness.measure.mutation); ``test_benchmark`` checks the same again after its timed calls.
+  they were (harness.measure.mutation). Where the run also selects the variant's ``test_benchmark``,
+  which makes the same check before its timed calls (and again after them), the check is left to
+  it: deselected (suite/conftest.py, plan.checks_run_by_benchmarks).
 * ``test_benchmark``: each variant timed by pytest-benchmark (device-synchronized), with its peak
   memory, error and cost model in ``extra_info``; an out-of-memory size is recorded and skipped.
   A side of a timed pair takes its rounds from the pair's (suite/pair_rounds.py): timed once.
