@@ -19,21 +19,24 @@ HEARTBEAT_S = 30.0
 LAUNCH_GUESS_S = 8.0  # a torchrun launch of 2 gloo processes on 2 CPU cores, until measured
 COMPILE_GUESS_S = 10.0  # a torch.compile of one point on 2 CPU cores (measured 7-9 s), until measured
 # What a test of each kind cost in a first run (no previous run's times) on the CI kind of machine:
-# a 2-core Intel Xeon with AVX-512 and AMX, torch 2.13.0+cpu, the quick profile from three fresh
-# clones (2026-11-27; 199-209 s of tests, 210-220 s by pytest's clock). A pair's rounds run inside
-# whichever of its tests comes first, mostly a side's (suite/pair_rounds.py): here the pair carries
-# them (74 s for 85 pairs and their 160 sides) and a side its own checked calls. The plan line's
-# estimate; the guesses above stay its ceiling. A slower machine takes longer (the 2-core AMD EPYC
-# of earlier rounds about twice), and the ETA lines correct it once each kind has run.
+# a 2-core Intel Xeon with AVX-512 and AMX, torch 2.13.0+cpu, the quick profile from fresh clones,
+# the mean of two evenings' paces: on 2026-11-27 three runs at 210-220 s by pytest's clock (199-209
+# s of tests) gave a pair 0.80 s, a timed variant 0.34, a check 0.117, a launch 2.8 and a compile
+# 7.3; on the same machine two hours later (the VM's hour: the old code's run 233-304 s) three runs
+# at 239-255 s gave 1.00, 0.49, 0.143, 3.27 and 10.1. A pair's rounds run inside whichever of its
+# tests comes first, mostly a side's (suite/pair_rounds.py): here the pair carries them and a side
+# its own checked calls. The plan line's estimate; the guesses above stay its ceiling. A slower
+# machine takes longer (the 2-core AMD EPYC of earlier rounds about twice), and the ETA lines
+# correct it once each kind has run.
 PACE_S = {
-    "pair": 0.80,
+    "pair": 0.90,
     "variant-replayed": 0.04,
-    "variant-timed": 0.34,  # compiles apart (COMPILE_PACE_S)
+    "variant-timed": 0.41,  # compiles apart (COMPILE_PACE_S)
     "variant": 0.045,  # a variant checked, not timed
-    "check": 0.117,
-    "launch": 2.8,
+    "check": 0.13,
+    "launch": 3.0,
 }
-COMPILE_PACE_S = 7.3
+COMPILE_PACE_S = 8.7
 
 
 @dataclass
