@@ -22,8 +22,9 @@ COMPILE_GUESS_S = 10.0  # a torch.compile of one point on 2 CPU cores (measured 
 # a 2-core Intel Xeon with AVX-512 and AMX, torch 2.13.0+cpu, the quick profile from fresh clones,
 # the mean of two evenings' paces: on 2026-11-27 three runs at 210-220 s by pytest's clock (199-209
 # s of tests) gave a pair 0.80 s, a timed variant 0.34, a check 0.117, a launch 2.8 and a compile
-# 7.3; on the same machine two hours later (the VM's hour: the old code's run 233-304 s) three runs
-# at 239-255 s gave 1.00, 0.49, 0.143, 3.27 and 10.1. A pair's rounds run inside whichever of its
+# 7.3; on the same machine that night (the VM's hour: one commit's suite took 219-252 s at
+# 19:54-21:05 and 278-304 s at 22:10-22:50) three runs at 239-255 s gave 1.00, 0.49, 0.143, 3.27
+# and 10.1. A pair's rounds run inside whichever of its
 # tests comes first, mostly a side's (suite/pair_rounds.py): here the pair carries them and a side
 # its own checked calls. The plan line's estimate; the guesses above stay its ceiling. A slower
 # machine takes longer (the 2-core AMD EPYC of earlier rounds about twice), and the ETA lines
