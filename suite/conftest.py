@@ -33,9 +33,11 @@ CHECKS_IN_BENCHMARKS = pytest.StashKey[int]()
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have selected
 def pytest_collection_modifyitems(config, items):
-    """A variant's check is left to its benchmark where both are selected (plan.checks_run_by_benchmarks)."""
+    """A variant's check is left to its benchmark where both are selected (plan.checks_run_by_benchmarks),
+    unless pytest-benchmark skips every benchmark (--benchmark-skip): the check is then the only one."""
     tests = [(getattr(item, "originalname", item.name), plan.point_of(item)) for item in items]
-    dropped = set(plan.checks_run_by_benchmarks(tests))
+    benchmarks_run = not config.getoption("benchmark_skip", False)
+    dropped = set(plan.checks_run_by_benchmarks(tests)) if benchmarks_run else set()
     config.stash[CHECKS_IN_BENCHMARKS] = len(dropped)
     if dropped:
         config.hook.pytest_deselected(items=[items[i] for i in sorted(dropped)])

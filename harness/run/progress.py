@@ -24,11 +24,10 @@ COMPILE_GUESS_S = 10.0  # a torch.compile of one point on 2 CPU cores (measured 
 # s of tests) gave a pair 0.80 s, a timed variant 0.34, a check 0.117, a launch 2.8 and a compile
 # 7.3; on the same machine that night (the VM's hour: one commit's suite took 219-252 s at
 # 19:54-21:05 and 278-304 s at 22:10-22:50) three runs at 239-255 s gave 1.00, 0.49, 0.143, 3.27
-# and 10.1. A pair's rounds run inside whichever of its
-# tests comes first, mostly a side's (suite/pair_rounds.py): here the pair carries them and a side
-# its own checked calls. The plan line's estimate; the guesses above stay its ceiling. A slower
-# machine takes longer (the 2-core AMD EPYC of earlier rounds about twice), and the ETA lines
-# correct it once each kind has run.
+# and 10.1. A pair's rounds run inside whichever of its tests comes first, mostly a side's
+# (suite/pair_rounds.py): here the pair carries them and a side its own checked calls. The plan
+# line's estimate; the guesses above stay its ceiling. A slower machine takes longer (the 2-core
+# AMD EPYC of earlier rounds about twice), and the ETA lines correct it once each kind has run.
 PACE_S = {
     "pair": 0.90,
     "variant-replayed": 0.04,

@@ -114,6 +114,15 @@ def test_gpu_command_gives_cpu_only_techniques_and_rule_checks_a_run():
     assert "test_check[" not in run.stdout, run.stdout[-3000:]
 
 
+@pytest.mark.integration
+def test_with_every_benchmark_skipped_the_variants_are_still_checked():
+    """--benchmark-skip: pytest-benchmark skips each test_benchmark, so no check is left to one."""
+    run, _ = _pytest("-k", "onehot.encode", "--benchmark-skip", "-vv")
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert re.search(r"test_check\[onehot\.encode-\S+ PASSED", run.stdout), run.stdout[-3000:]
+    assert "test_check deselected" not in run.stdout
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
