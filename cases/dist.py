@@ -378,6 +378,7 @@ def check_torchrun_omp_threads(device):
                 ["--out", str(outs[nproc])],
                 nproc=nproc,
                 port=port,
+                log_dir=root / "torchelastic",
                 rdzv_id=f"omp-{port}",
             )
             commands.append(["env", "-u", "OMP_NUM_THREADS", *cmd])

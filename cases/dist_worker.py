@@ -24,11 +24,13 @@ no case.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import hashlib
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -377,6 +379,17 @@ def _notes_main(rank, world_size):
     """The notes' `main(rank, world_size)`; it never gets that far when spawned as in the notes."""
 
 
+@contextlib.contextmanager
+def _temp_files_in(folder: Path):
+    """`tempfile`'s folder is `folder` inside the block (for this process only)."""
+    before = tempfile.tempdir
+    tempfile.tempdir = str(folder)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = before
+
+
 def task_spawn(a) -> None:
     import torch.multiprocessing as mp
 
@@ -395,8 +408,11 @@ def task_spawn(a) -> None:
     except NameError as exc:
         nprocs_error = f"NameError: {exc}"
     try:
-        # The notes' line as written: (world_size) is an int, not a tuple.
-        mp.spawn(me._notes_main, args=(world_size), nprocs=1, join=True)
+        # The notes' line as written: (world_size) is an int, not a tuple. Its rank raises, and
+        # mp.spawn leaves the rank's error file (a temporary file it never removes) behind: made
+        # in this launch's folder, not the system's temp folder.
+        with _temp_files_in(Path(a.out)):
+            mp.spawn(me._notes_main, args=(world_size), nprocs=1, join=True)
         slip = {"raised": False}
     except mp.ProcessRaisedException as exc:
         slip = {"raised": True, "error": str(exc).strip().splitlines()[-1]}

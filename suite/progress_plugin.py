@@ -12,7 +12,7 @@ import pytest
 
 from harness.measure.timing import ReplayClock
 from harness.run.progress import Progress
-from plan import LaunchPoint, VariantPoint, point_of
+from plan import LaunchPoint, PairPoint, VariantPoint, point_of
 from suite import options
 
 PROGRESS = pytest.StashKey["ProgressPlugin"]()
@@ -31,13 +31,14 @@ class ProgressPlugin:
         self.progress.enabled = not session.config._benchmarksession.disabled
         cache = getattr(session.config, "cache", None)
         history = cache.get(HISTORY_KEY, {}) if cache is not None and self.progress.enabled else {}
+        pair_rounds = session.config.pluginmanager.get_plugin("suite-pair-rounds")  # suite/pair_rounds.py
         tests = [
             (
                 item.nodeid,
                 point,
                 "benchmark" in getattr(item, "fixturenames", ()),
                 _launches(item),
-                _replayed(item),
+                _pair_rounds_of(item, pair_rounds),
             )
             for item in session.items
             if (point := dict(item.user_properties).get("point")) is not None
@@ -77,12 +78,19 @@ def _launches(item) -> bool:
     return isinstance(point_of(item), LaunchPoint)
 
 
-def _replayed(item) -> bool:
-    """A side of a timed pair, its rows the pair's rounds replayed (suite/pair_rounds.py gave its
-    benchmark a ReplayClock; a launch's benchmark has one too, and is priced as a launch)."""
+def _pair_rounds_of(item, pair_rounds) -> str | None:
+    """The ID of the timed pair whose rounds `item` times or reads: a pair's own test, or a side
+    whose rows are the pair's rounds replayed (suite/pair_rounds.py gave its benchmark a
+    ReplayClock; a launch's benchmark has one too, and is priced as a launch); else None."""
+    point = point_of(item)
+    if isinstance(point, PairPoint):
+        return point.id
     marker = item.get_closest_marker("benchmark")
     timer = marker.kwargs.get("timer") if marker is not None else None
-    return isinstance(point_of(item), VariantPoint) and isinstance(timer, ReplayClock)
+    if not (isinstance(point, VariantPoint) and isinstance(timer, ReplayClock)) or pair_rounds is None:
+        return None
+    pair = pair_rounds.side_pair(point)
+    return pair.id if pair is not None else None
 
 
 def progress(config) -> Progress:

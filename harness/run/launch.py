@@ -150,12 +150,16 @@ def torchrun_command(
     *,
     nproc: int,
     port: int,
+    log_dir: Path,
     nnodes: int = 1,
     node_rank: int = 0,
     rdzv_id: str = "suite",
 ) -> list[str]:
     """`python -m torch.distributed.run` (torchrun without relying on PATH: the same interpreter
-    and environment as the tests) with c10d rendezvous on 127.0.0.1:`port`."""
+    and environment as the tests) with c10d rendezvous on 127.0.0.1:`port`, its agent's logs under
+    `log_dir` (the launch's own folder): without ``--log-dir`` torchrun makes a ``torchelastic_*``
+    folder in the system's temp folder and never removes it, one a launch (1,374 of them in /tmp
+    after a day of runs)."""
     return [
         sys.executable,
         "-m",
@@ -169,6 +173,7 @@ def torchrun_command(
         "--max-restarts=0",
         "--monitor-interval=0.1",
         "--tee=3",
+        f"--log-dir={log_dir}",
         "-m",
         module,
         *args,
@@ -350,6 +355,7 @@ def torchrun(
             [*args, "--out", str(out_dir)],
             nproc=nproc,
             port=chosen,
+            log_dir=out_dir / "torchelastic",
             nnodes=nnodes,
             node_rank=n,
             rdzv_id=f"suite-{chosen}",
@@ -369,6 +375,7 @@ def legacy_launch(module: str, args: list[str], *, nproc: int, out_dir: Path, ti
         "torch.distributed.launch",
         f"--nproc-per-node={nproc}",
         f"--master-port={port}",
+        f"--log-dir={out_dir / 'torchelastic'}",  # its agent's, as torchrun_command's
         "-m",
         module,
         *args,

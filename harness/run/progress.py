@@ -25,18 +25,19 @@ COMPILE_GUESS_S = 10.0  # a torch.compile of one point on 2 CPU cores (measured 
 # 7.3; on the same machine that night (the VM's hour: one commit's suite took 219-252 s at
 # 19:54-21:05 and 278-304 s at 22:10-22:50) three runs at 239-255 s gave 1.00, 0.49, 0.143, 3.27
 # and 10.1. A pair's rounds run inside whichever of its tests comes first, mostly a side's
-# (suite/pair_rounds.py): here the pair carries them and a side its own checked calls. The plan
+# (suite/pair_rounds.py): that test is priced as the pair, the others as reading them. The plan
 # line's estimate; the guesses above stay its ceiling. A slower machine takes longer (the 2-core
 # AMD EPYC of earlier rounds about twice), and the ETA lines correct it once each kind has run.
 PACE_S = {
     "pair": 0.90,
     "variant-replayed": 0.04,
-    "variant-timed": 0.41,  # compiles apart (COMPILE_PACE_S)
+    "pair-replayed": 0.002,  # a pair's test reading rounds a side has timed
+    "variant-timed": 0.41,
     "variant": 0.045,  # a variant checked, not timed
     "check": 0.13,
     "launch": 3.0,
 }
-COMPILE_PACE_S = 8.7
+PACE_S["variant-compiled"] = PACE_S["variant-timed"] + 8.7  # its cold torch.compile
 
 
 @dataclass
@@ -45,15 +46,24 @@ class Tally:
     seconds: float = 0.0
 
 
-def cost_kind(point: dict, timed: bool, launch: bool = False, replayed: bool = False) -> str:
-    """What a test costs like: a timed variant, a side of a timed pair (its rows are the pair's
-    rounds, replayed: suite/pair_rounds.py), a variant only checked, a pair, a check, a launch of
-    processes (seconds each, where a check takes milliseconds)."""
+def cost_kind(point: dict, timed: bool, launch: bool = False, rounds: str | None = None) -> str:
+    """What a test costs like: a launch of processes (seconds each, where a check takes
+    milliseconds), a timed variant, a variant only checked, a check, or a test of a timed pair
+    (`rounds`: the pair's own test and each side's, whose rows are the pair's rounds replayed,
+    suite/pair_rounds.py): "times" for the one of them that runs first, which times the pair's
+    interleaved rounds and costs a pair, "reads" for the others, which read them. A timed
+    compiled variant costs its cold compile above all else."""
     if launch:
         return "launch"
     kind = point.get("kind", "check")
+    if kind == "variant" and timed and point.get("role") == "compiled":
+        return "variant-compiled"
+    if rounds == "times":
+        return "pair"
+    if rounds == "reads":
+        return f"{kind}-replayed"
     if kind == "variant" and timed:
-        return "variant-replayed" if replayed else "variant-timed"
+        return "variant-timed"
     return kind
 
 
@@ -86,20 +96,26 @@ class Progress:
 
     # plan ------------------------------------------------------------------------------------------
     def plan(self, tests, history: dict | None = None) -> list[str]:
-        """Count `tests` — (node ID, point dict, timed, launch, replayed) of each test that will
-        run: its point's description, whether it takes pytest-benchmark's fixture, whether it
-        launches processes and whether its rows are a pair's rounds replayed — and say what the
-        run will do (nothing while timing is off)."""
+        """Count `tests` — (node ID, point dict, timed, launch, pair) of each test that will run,
+        in the order they run: its point's description, whether it takes pytest-benchmark's
+        fixture, whether it launches processes and the ID of the timed pair whose rounds it times
+        or reads (the pair's own test, a side's replayed row), else None — and say what the run
+        will do (nothing while timing is off). The first test of a pair to run times the rounds
+        (mostly a side's); priced as the pair's test, the ETA missed the rounds a side had taken
+        and priced the pair's 85 tests at 77 s still to come that cost 0.1 s (4 min left of 1)."""
         self.started = time.perf_counter()
         self.history = history if isinstance(history, dict) else {}
-        compiles = 0
-        for nodeid, point, timed, launch, replayed in tests:
+        rounds_timed: set = set()
+        for nodeid, point, timed, launch, pair in tests:
             self.tests_by_case[point["case"]] += 1
             if timed and self.enabled:
                 self.timed_by_case[point["case"]] += 1
                 self.timed_ids.add(nodeid)
-                compiles += point.get("role") == "compiled"
-            kind = cost_kind(point, nodeid in self.timed_ids, launch, replayed)
+            rounds = None
+            if pair is not None and self.enabled:
+                rounds = "reads" if pair in rounds_timed else "times"
+                rounds_timed.add(pair)
+            kind = cost_kind(point, nodeid in self.timed_ids, launch, rounds)
             self.kind_of[nodeid] = kind
             self.planned_by_kind[kind] += 1
         if not self.enabled or not self.timed_by_case:
@@ -112,13 +128,8 @@ class Progress:
             # Every kind at the CI machine's pace, and the ceiling beside it: every kind at its
             # price before it is measured, pairs and timed points at their cap. The ceiling alone
             # said 8.7 min of quick runs that took 3.5-3.7 on the CI machine (and 8-9 on the EPYC).
-            expected = sum(
-                n * self.pace_s(kind) for kind, n in self.planned_by_kind.items()
-            ) + compiles * min(COMPILE_PACE_S, COMPILE_GUESS_S)
-            ceiling = (
-                sum(n * self.guess_s(kind) for kind, n in self.planned_by_kind.items())
-                + compiles * COMPILE_GUESS_S
-            )
+            expected = sum(n * self.pace_s(kind) for kind, n in self.planned_by_kind.items())
+            ceiling = sum(n * self.guess_s(kind) for kind, n in self.planned_by_kind.items())
             basis = (
                 f"each kind at the CI machine's pace, a 2-core Xeon; at most {ceiling / 60:.1f} min "
                 "with each kind at its price before it is measured, rounds at their cap"
@@ -190,8 +201,10 @@ class Progress:
     def eta_s(self, elapsed: float) -> float:
         """Seconds left: from the previous run's time per test where it covers most of what is left
         (`_eta_from_history`), else each kind's remaining tests at that kind's mean so far, a kind
-        not begun yet at its plan price (`guess_s`); both stretched by elapsed over measured, so
-        the time between tests counts."""
+        not begun yet at the CI machine's pace (`pace_s`) times this run's pace against it over the
+        kinds begun, never above its ceiling (`guess_s`); both stretched by elapsed over measured,
+        so the time between tests counts. At the ceiling, a first run on the CI machine read "ETA
+        6m49s" 2m19s in, and ended 1m20s later."""
         done = sum(t.done for t in self.done_by_kind.values())
         if not done:
             return 0.0
@@ -200,10 +213,15 @@ class Progress:
             return from_history
         measured = sum(t.seconds for t in self.done_by_kind.values())
         stretch = elapsed / measured if measured > 0 else 1.0  # collection, fixtures, gc between tests
+        paced = sum(t.done * self.pace_s(kind) for kind, t in self.done_by_kind.items())
+        pace = measured / paced if paced > 0 else 1.0  # this machine against the CI machine's pace
         left = 0.0
         for kind, planned in self.planned_by_kind.items():
             tally = self.done_by_kind.get(kind, Tally())
-            mean = tally.seconds / tally.done if tally.done else self.guess_s(kind)
+            if tally.done:
+                mean = tally.seconds / tally.done
+            else:
+                mean = min(self.pace_s(kind) * pace, self.guess_s(kind))
             left += max(0, planned - tally.done) * mean * stretch
         return left
 
@@ -213,8 +231,10 @@ class Progress:
         that mean said 37 s were left of 2.5 min."""
         if kind == "pair":
             return 2 * self.max_time_s + OVERHEAD_GUESS_S  # two ways, interleaved, each to the cap
-        if kind == "variant-replayed":
+        if kind.endswith("-replayed"):
             return OVERHEAD_GUESS_S  # its rounds are its pair's
+        if kind == "variant-compiled":
+            return self.max_time_s + OVERHEAD_GUESS_S + COMPILE_GUESS_S
         if kind.endswith("-timed"):
             return self.max_time_s + OVERHEAD_GUESS_S
         return LAUNCH_GUESS_S if kind == "launch" else CHECK_GUESS_S

@@ -33,20 +33,23 @@ def test_the_lines_are_written_where_a_terminal_reporter_is():
     assert len(written) == 3
 
 
-def test_a_side_of_a_timed_pair_is_priced_as_replayed_and_a_launch_is_not():
+def test_a_pair_and_its_replayed_sides_name_the_pair_whose_rounds_they_share_and_a_launch_does_not():
     import pytest
 
     from harness.measure.timing import ReplayClock
 
-    def item(point, timer):
+    def item(point, timer=None):
         mark = pytest.mark.benchmark(timer=timer).mark
         return SimpleNamespace(
             callspec=SimpleNamespace(params={"point": point}),
             get_closest_marker=lambda name: mark if name == "benchmark" else None,
         )
 
-    side = expand.pair_points("quick", ["cpu"])[0].sides[0]
+    pair = expand.pair_points("quick", ["cpu"])[0]
+    side = pair.sides[0]
     launch = launches.points(next(iter(launches.LAUNCHES)), ["cpu"])[0]
-    assert progress_plugin._replayed(item(side, ReplayClock()))
-    assert not progress_plugin._replayed(item(side, None))
-    assert not progress_plugin._replayed(item(launch, ReplayClock()))
+    rounds = SimpleNamespace(side_pair=lambda point: pair if point == side else None)  # suite/pair_rounds.py
+    assert progress_plugin._pair_rounds_of(item(pair), rounds) == pair.id
+    assert progress_plugin._pair_rounds_of(item(side, ReplayClock()), rounds) == pair.id
+    assert progress_plugin._pair_rounds_of(item(side), rounds) is None  # timed alone
+    assert progress_plugin._pair_rounds_of(item(launch, ReplayClock()), rounds) is None

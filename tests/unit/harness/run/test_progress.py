@@ -21,11 +21,17 @@ def test_eta_weighs_the_kinds_left():
     # The per-test mean would have said 9 × 11/101 ≈ 1 s.
 
 
-def test_an_unstarted_kind_costs_its_plan_price_and_the_time_between_tests_counts():
-    # Checks ran first (0.1 s each, elapsed twice that): the pairs left are priced at two ways
-    # timed to the cap, not at a check's 0.1 s.
-    p = _progress({"check": 10, "pair": 2}, {"check": (10, 1.0)})
-    assert abs(p.eta_s(elapsed=2.0) - 2 * p.guess_s("pair") * 2.0) < 1e-9
+def test_an_unstarted_kind_costs_its_pace_at_this_runs_speed_and_the_time_between_tests_counts():
+    # Checks ran first at twice the CI machine's pace (elapsed twice what they took): the pairs
+    # left are priced at twice a pair's pace, not at a check's mean, and stretched by the gaps.
+    p = Progress(max_time_s=1.0)
+    check = 2 * p.pace_s("check")
+    p = _progress({"check": 10, "pair": 2}, {"check": (10, 10 * check)})
+    assert abs(p.eta_s(elapsed=20 * check) - 2 * 2 * p.pace_s("pair") * 2.0) < 1e-9
+    # Never above the kind's ceiling, the pairs' rounds to their cap: a first check that took 5 s
+    # (the run's first probes) does not price the pairs at 40 times their pace.
+    slow = _progress({"check": 10, "pair": 2}, {"check": (1, 5.0)})
+    assert abs(slow.eta_s(elapsed=5.0) - (9 * 5.0 + 2 * slow.guess_s("pair"))) < 1e-9
     assert p.guess_s("pair") > p.guess_s("variant-timed") > p.guess_s("check")
     q = _progress({"check": 20}, {"check": (10, 1.0)})
     assert abs(q.eta_s(elapsed=2.0) - 10 * 0.2) < 1e-9  # pytest's own time stretches the mean
@@ -34,8 +40,35 @@ def test_an_unstarted_kind_costs_its_plan_price_and_the_time_between_tests_count
 def test_kinds():
     assert cost_kind({"kind": "variant"}, True) == "variant-timed"
     assert cost_kind({"kind": "variant"}, False) == "variant"
-    assert cost_kind({"kind": "variant"}, True, replayed=True) == "variant-replayed"
+    assert cost_kind({"kind": "variant"}, True, rounds="reads") == "variant-replayed"
+    assert cost_kind({"kind": "variant"}, True, rounds="times") == "pair"
+    assert cost_kind({"kind": "pair"}, False, rounds="times") == "pair"
+    assert cost_kind({"kind": "pair"}, False, rounds="reads") == "pair-replayed"
+    assert cost_kind({"kind": "variant", "role": "compiled"}, True, rounds="times") == "variant-compiled"
     assert cost_kind({"kind": "check"}, False, launch=True) == "launch"
+
+
+def test_the_first_test_of_a_pair_to_run_is_priced_as_the_pair_the_others_as_reading_it():
+    """Its rounds run in whichever of the pair's three tests comes first (suite/pair_rounds.py):
+    priced as the pair's own test, 85 pairs read in 0.1 s were 77 s of a run's ETA."""
+    p = Progress(enabled=True)
+    side = {"case": "c", "kind": "variant"}
+    p.plan(
+        [
+            ("a", side, True, False, "P"),
+            ("b", side, True, False, "P"),
+            ("q", {"case": "c", "kind": "pair"}, False, False, "Q"),
+            ("P", {"case": "c", "kind": "pair"}, False, False, "P"),
+            ("c", side, True, False, "Q"),
+        ]
+    )
+    assert p.kind_of == {
+        "a": "pair",
+        "b": "variant-replayed",
+        "q": "pair",
+        "P": "pair-replayed",
+        "c": "variant-replayed",
+    }
 
 
 def _with_history(history: dict, took: dict, kinds: dict) -> Progress:
@@ -67,34 +100,37 @@ def test_eta_falls_back_to_the_kinds_where_the_history_prices_too_little_or_is_c
 
 def _planned(history=None) -> tuple[Progress, list[str]]:
     p = Progress(max_time_s=1.0, enabled=True)
-    tests = [(f"t{i}", {"case": "c", "kind": "variant"}, True, False, False) for i in range(10)]
-    tests += [(f"s{i}", {"case": "c", "kind": "variant"}, True, False, True) for i in range(10)]
-    tests += [(f"p{i}", {"case": "c", "kind": "pair"}, False, False, False) for i in range(5)]
-    tests += [("l0", {"case": "c", "kind": "check"}, False, True, False)]
+    tests = [(f"t{i}", {"case": "c", "kind": "variant"}, True, False, None) for i in range(10)]
+    # 5 pairs, their 10 sides first: the first side of each times the pair's rounds
+    tests += [(f"s{i}", {"case": "c", "kind": "variant"}, True, False, f"p{i // 2}") for i in range(10)]
+    tests += [(f"p{i}", {"case": "c", "kind": "pair"}, False, False, f"p{i}") for i in range(5)]
+    tests += [("l0", {"case": "c", "kind": "check"}, False, True, None)]
     return p, p.plan(tests, history)
 
 
 def test_the_plan_prices_every_kind_not_only_the_timed_points():
-    """10 timed points, 10 sides of pairs, 5 pairs and a launch, before anything ran: each at its
-    price (the line once counted the timed points alone and said 'at most' 6.1 min of runs that took
-    10-13); a side's rounds are its pair's, so it costs its checked calls alone."""
+    """10 timed points, 5 pairs (their 10 sides and 5 tests) and a launch, before anything ran: each
+    at its price (the line once counted the timed points alone and said 'at most' 6.1 min of runs
+    that took 10-13); a pair's rounds are timed once, so the other two tests cost their reading."""
     p, lines = _planned()
     want = (
         10 * p.guess_s("variant-timed")
-        + 10 * p.guess_s("variant-replayed")
         + 5 * p.guess_s("pair")
+        + 5 * p.guess_s("variant-replayed")
+        + 5 * p.guess_s("pair-replayed")
         + p.guess_s("launch")
     )
     assert p.guess_s("variant-replayed") < p.guess_s("variant-timed") / 3
     assert f"at most {want / 60:.1f} min with each kind at its price" in lines[0]
-    paced = 10 * p.pace_s("variant-timed") + 10 * p.pace_s("variant-replayed") + 5 * p.pace_s("pair")
-    paced += p.pace_s("launch")
+    paced = 10 * p.pace_s("variant-timed") + 5 * p.pace_s("variant-replayed") + 5 * p.pace_s("pair")
+    paced += 5 * p.pace_s("pair-replayed") + p.pace_s("launch")
     assert f"about {paced / 60:.1f} min (each kind at the CI machine's pace" in lines[0]
 
 
 def test_a_kind_is_paced_at_the_ci_machines_cost_never_above_its_ceiling():
     p = Progress(max_time_s=1.0, enabled=True)
-    for kind in ("pair", "variant-timed", "variant-replayed", "variant", "check", "launch", "other"):
+    kinds = ("pair", "pair-replayed", "variant-timed", "variant-compiled", "variant-replayed", "variant")
+    for kind in (*kinds, "check", "launch", "other"):
         assert 0 < p.pace_s(kind) <= p.guess_s(kind), kind
     assert p.pace_s("pair") < p.guess_s("pair") / 2  # rounds stop at ±2% well before the cap there
     short = Progress(max_time_s=0.1, enabled=True)  # --benchmark-max-time 0.1: the cap is the bound
