@@ -55,8 +55,25 @@ TABLE_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 # took 4-7 s on the slower 2-core AMD EPYC. CUDA's: ×3 a check (its kernels' launches), and CUDA
 # and NCCL start slower. Before, the CUDA prices were every run's: a CPU quick run priced at 9.4 min
 # took 3.6.
-CHECK_S = {"cpu": 0.08, "cuda": 0.2}
+# Since then a variant's check runs inside its benchmark (plan.checks_run_by_benchmarks), so a CPU
+# run's checks are its rule checks: 0.133-0.140 s each in three fresh clones on 2026-11-28 (a
+# launch 2.9 s). A CPU compile: 8.7 s, the progress line's pace (harness.run.progress.PACE_S). The
+# CUDA prices stay the assumptions the README's GPU estimates were made with, until a GPU run
+# records its own.
+CHECK_S = {"cpu": 0.13, "cuda": 0.2}
+# A timed point's cost outside its calls, inputs and oracle (its memory pass, the CPU's faulted-pages
+# figures in a child process, the recorder): in those three runs 6.9 + 9.4 + 5.1 s over 225 CPU
+# points, 0.096 s each; CUDA's the assumption of the README's GPU estimates.
+FIXED_S = {"cpu": 0.1, "cuda": 0.05}
 LAUNCH_S = {"cpu": 3.0, "cuda": 20.0}
+COMPILE_S = {"cpu": 8.7, "cuda": 20.0}
+# The reference a run without --reference is priced from, by the devices it runs on: the CI
+# machine's quick profile (every pair compiled, its compile times included) and the first H100 run.
+# With none, every call was priced at --default-call-s: 9 s of calls for 70 measured.
+DEFAULT_REFERENCE = {
+    "cpu": ROOT / "reports/reference/cpu-xeon-amx-2026-11-23/quick-compiled-all.json.gz",
+    "cuda": ROOT / "reports/reference/h100-2026-11-23/points.csv",
+}
 
 
 def _by_device(value: float | None, prices: dict, device: str) -> float:
@@ -392,6 +409,7 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
             if compiled and point.comparison.uncompilable.get(point.compiled_from):
                 totals.skipped += 1  # "not compiled: <reason>" (harness.point.variant_benchmark)
                 continue
+            compile_s = _by_device(args.compile_s, COMPILE_S, point.device)
             call_s, spread, referenced = call_of(point)
             totals.unreferenced += not referenced
             device = point.device
@@ -401,14 +419,14 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
                 cost = costmodel.timed_point(call_s, spread, device=device, cap_s=args.cap_s)
             totals.points += 1
             totals.calls_s += cost.seconds
-            totals.fixed_s += args.fixed_s
+            totals.fixed_s += _by_device(args.fixed_s, FIXED_S, device)
             if compiled:
                 autotune = point.variant_name.endswith("_max_autotune")
-                totals.compile_s += compiles.get(param, args.autotune_s if autotune else args.compile_s)
+                totals.compile_s += compiles.get(param, args.autotune_s if autotune else compile_s)
             group = (point.case.id, point.size_label, point.dtype, device)
             group_call[group] = min(group_call.get(group, call_s), call_s)
         elif isinstance(point, CheckPoint) and "compiler" in point.requires:  # a cold torch.compile
-            totals.compile_s += args.compile_s
+            totals.compile_s += _by_device(args.compile_s, COMPILE_S, point.device)
         elif isinstance(point, LaunchPoint):  # a torchrun launch
             totals.checks_s += _by_device(args.launch_s, LAUNCH_S, point.device)
         else:  # a rule check, a variant check without --benchmark-only, a flags test
@@ -451,12 +469,18 @@ def main(argv=None) -> int:
         "--reference",
         action="append",
         default=[],
-        help="points CSV (id,median_s,spread), a suite results JSON (.json, .json.gz) or a saved log",
+        help="points CSV (id,median_s,spread), a suite results JSON (.json, .json.gz) or a saved log "
+        "(default: DEFAULT_REFERENCE, the CI machine's run, and the H100 run's where --gpus is 1 or more)",
     )
     parser.add_argument(
         "--cap-s", type=SECONDS, default=1.0, help="per-point round cap (--benchmark-max-time)"
     )
-    parser.add_argument("--fixed-s", type=COST, default=0.05, help="per timed point outside its calls")
+    parser.add_argument(
+        "--fixed-s",
+        type=COST,
+        default=None,
+        help="per timed point outside its calls (default by the point's device: FIXED_S)",
+    )
     parser.add_argument("--group-s", type=COST, default=0.05, help="per group: garbage collection, inputs")
     parser.add_argument(
         "--oracle-factor", type=COST, default=4.0, help="float64 oracle / fastest variant's call"
@@ -473,8 +497,9 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--compile-s",
         type=COST,
-        default=20.0,
-        help="per torch.compile (default mode), the jit compile test's too",
+        default=None,
+        help="per torch.compile (default mode), the jit compile test's too (default by the "
+        "compile's device: COMPILE_S)",
     )
     parser.add_argument("--autotune-s", type=COST, default=120.0, help="per max-autotune compile")
     parser.add_argument("--memory-gib", type=GIB, default=80.0, help="the device's memory (an H100: 80)")
@@ -493,6 +518,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.gpus is None:
         args.gpus = premises.gpu_count()
+    defaulted = not args.reference
+    if defaulted:
+        args.reference = [DEFAULT_REFERENCE["cpu"], *([DEFAULT_REFERENCE["cuda"]] if args.gpus else [])]
     try:  # before the plan is collected: a bad file is found in a second, not after the collection
         reference, compiles = read_references(args.reference)
     except BadReference as exc:
@@ -516,6 +544,9 @@ def main(argv=None) -> int:
         f"another size, else {args.default_call_s:g} s a call)\nskipped: not run on a machine of "
         f"{args.gpus} GPU(s) of {args.memory_gib:g} GiB (--gpus, --memory-gib), or not compilable"
     )
+    if defaulted:
+        named = ", ".join(str(Path(p).relative_to(ROOT)) for p in args.reference)
+        print(f"reference: {named} (the default; --reference a results file of this machine prices closer)")
     without = total.total - total.compile_s
     print(f"estimate: {total.total / 60:.1f} min; without compiles {without / 60:.1f} min")
     return 0

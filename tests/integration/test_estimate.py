@@ -50,6 +50,38 @@ def test_estimate_runs_on_the_plan_of_a_real_selection(tmp_path):
 
 
 @pytest.mark.integration
+def test_without_a_reference_the_ci_machines_run_prices_the_calls_and_is_named():
+    """With none, every call was priced at --default-call-s (1 ms): 9 s of a quick CPU run's
+    calls, for 70 s measured."""
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "plan.estimate",
+            "--gpus",
+            "0",
+            "--",
+            "--device",
+            "cpu",
+            "-k",
+            "distance.pairwise",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert (
+        "reference: reports/reference/cpu-xeon-amx-2026-11-23/quick-compiled-all.json.gz (the default"
+        in run.stdout
+    )
+    row = next(line for line in run.stdout.splitlines() if line.startswith("distance.pairwise"))
+    points, unreferenced = map(int, row.split()[1:3])
+    assert points >= 10 and unreferenced == 0
+
+
+@pytest.mark.integration
 def test_a_bad_reference_from_the_command_line_has_no_traceback(tmp_path):
     path = tmp_path / "ref.json.gz"
     path.write_bytes(b"\x1f\x8b not really gzip")
