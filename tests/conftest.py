@@ -29,3 +29,21 @@ def pytest_collection_finish(session):
     # tier (7.9 s in full collections, each scanning every object the tests keep), 4.8 s with these
     # thresholds (2-core EPYC; the same peak memory, 1.1 GB).
     gc.set_threshold(5000, 20, 100)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _children_keep_their_temporary_files_in_pytests_folder(tmp_path_factory):
+    """Whatever the processes these tests start leave in their temp folder (the isolation
+    workers' folder, kept where a test crashes one on purpose; a multiprocessing forkserver's
+    socket folder where a child is killed) goes under pytest's own folder, which pytest prunes to
+    its last three runs: `.ci/run` left a `suite-isolation-*` and a `pymp-*` folder in /tmp at
+    every run."""
+    import os
+
+    before = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(tmp_path_factory.mktemp("children-tmp"))
+    yield
+    if before is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = before
