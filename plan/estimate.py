@@ -42,6 +42,7 @@ import pytest
 
 from harness.machine import premises
 from harness.point.marks import NOT_A_BENCHMARK
+from harness.run.progress import COMPILE_PACE_S
 from plan import costmodel, point_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +58,7 @@ TABLE_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 # took 3.6.
 # Since then a variant's check runs inside its benchmark (plan.checks_run_by_benchmarks), so a CPU
 # run's checks are its rule checks: 0.133-0.140 s each in three fresh clones on 2026-11-28 (a
-# launch 2.9 s). A CPU compile: 8.7 s, the progress line's pace (harness.run.progress.PACE_S). The
+# launch 2.9 s). A CPU compile: the progress line's pace (harness.run.progress.COMPILE_PACE_S). The
 # CUDA prices stay the assumptions the README's GPU estimates were made with, until a GPU run
 # records its own.
 CHECK_S = {"cpu": 0.13, "cuda": 0.2}
@@ -66,7 +67,7 @@ CHECK_S = {"cpu": 0.13, "cuda": 0.2}
 # points, 0.096 s each; CUDA's the assumption of the README's GPU estimates.
 FIXED_S = {"cpu": 0.1, "cuda": 0.05}
 LAUNCH_S = {"cpu": 3.0, "cuda": 20.0}
-COMPILE_S = {"cpu": 8.7, "cuda": 20.0}
+COMPILE_S = {"cpu": COMPILE_PACE_S, "cuda": 20.0}
 # The reference a run without --reference is priced from, by the devices it runs on: the CI
 # machine's quick profile (every pair compiled, its compile times included) and the first H100 run.
 # With none, every call was priced at --default-call-s: 9 s of calls for 70 measured.
@@ -409,7 +410,6 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
             if compiled and point.comparison.uncompilable.get(point.compiled_from):
                 totals.skipped += 1  # "not compiled: <reason>" (harness.point.variant_benchmark)
                 continue
-            compile_s = _by_device(args.compile_s, COMPILE_S, point.device)
             call_s, spread, referenced = call_of(point)
             totals.unreferenced += not referenced
             device = point.device
@@ -422,7 +422,8 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
             totals.fixed_s += _by_device(args.fixed_s, FIXED_S, device)
             if compiled:
                 autotune = point.variant_name.endswith("_max_autotune")
-                totals.compile_s += compiles.get(param, args.autotune_s if autotune else compile_s)
+                default = args.autotune_s if autotune else _by_device(args.compile_s, COMPILE_S, device)
+                totals.compile_s += compiles.get(param, default)
             group = (point.case.id, point.size_label, point.dtype, device)
             group_call[group] = min(group_call.get(group, call_s), call_s)
         elif isinstance(point, CheckPoint) and "compiler" in point.requires:  # a cold torch.compile

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 
 import pytest
 
@@ -38,8 +39,6 @@ def _children_keep_their_temporary_files_in_pytests_folder(tmp_path_factory):
     socket folder where a child is killed) goes under pytest's own folder, which pytest prunes to
     its last three runs: `.ci/run` left a `suite-isolation-*` and a `pymp-*` folder in /tmp at
     every run."""
-    import os
-
     before = os.environ.get("TMPDIR")
     os.environ["TMPDIR"] = str(tmp_path_factory.mktemp("children-tmp"))
     yield

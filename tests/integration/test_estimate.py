@@ -14,6 +14,12 @@ from tests import paths
 ROOT = paths.ROOT
 
 
+def _estimate(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "plan.estimate", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+
+
 @pytest.mark.integration
 def test_estimate_runs_on_the_plan_of_a_real_selection(tmp_path):
     reference = tmp_path / "points.csv"
@@ -21,24 +27,15 @@ def test_estimate_runs_on_the_plan_of_a_real_selection(tmp_path):
         writer = csv.writer(f)
         writer.writerow(["id", "median_s", "spread"])
         writer.writerow(["distance.pairwise-broadcast-n1024-m1024-d256-float32-cpu", "0.02", "0.01"])
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "plan.estimate",
-            "--reference",
-            str(reference),
-            "--",
-            "--device",
-            "cpu",
-            "--benchmark-only",
-            "-k",
-            "distance.pairwise and n1024 and not compiled",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    run = _estimate(
+        "--reference",
+        str(reference),
+        "--",
+        "--device",
+        "cpu",
+        "--benchmark-only",
+        "-k",
+        "distance.pairwise and n1024 and not compiled",
     )
     assert run.returncode == 0, run.stderr
     header = run.stdout.splitlines()[0].split()
@@ -53,24 +50,7 @@ def test_estimate_runs_on_the_plan_of_a_real_selection(tmp_path):
 def test_without_a_reference_the_ci_machines_run_prices_the_calls_and_is_named():
     """With none, every call was priced at --default-call-s (1 ms): 9 s of a quick CPU run's
     calls, for 70 s measured."""
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "plan.estimate",
-            "--gpus",
-            "0",
-            "--",
-            "--device",
-            "cpu",
-            "-k",
-            "distance.pairwise",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    run = _estimate("--gpus", "0", "--", "--device", "cpu", "-k", "distance.pairwise")
     assert run.returncode == 0, run.stderr
     assert (
         "reference: reports/reference/cpu-xeon-amx-2026-11-23/quick-compiled-all.json.gz (the default"
@@ -85,12 +65,6 @@ def test_without_a_reference_the_ci_machines_run_prices_the_calls_and_is_named()
 def test_a_bad_reference_from_the_command_line_has_no_traceback(tmp_path):
     path = tmp_path / "ref.json.gz"
     path.write_bytes(b"\x1f\x8b not really gzip")
-    result = subprocess.run(
-        [sys.executable, "-m", "plan.estimate", "--reference", str(path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = _estimate("--reference", str(path))
     assert result.returncode == 2, result.stderr
     assert str(path) in result.stderr and "Traceback" not in result.stderr, result.stderr
