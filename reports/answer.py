@@ -65,7 +65,7 @@ def lines(
         tally = collections.Counter(
             o.finding.verdict.value for o in findings if o.finding.verdict is not None
         )
-        errata = {(e.kind, e.quote): o.case for o in findings for e in o.finding.errata}
+        errata = {e.key: o.case for o in findings for e in o.finding.errata}
         worst = sorted({o.case for o in findings if o.finding.verdict is record.Verdict.FAILS})
         # A check that only reads the notes or reports a measurement decides no verdict: counted
         # apart, so the tally adds up to the number of checks.

@@ -146,7 +146,9 @@ def _errata(j) -> str:
     if not j.errata:
         return f"<p>{notes_badge(j.notes_verdict)} the notes as written: no erratum found by the checks</p>"
     items = "".join(
-        f"<li><b>{esc(e.kind.value)}</b>: <code>{esc(e.quote)}</code> — {esc(e.evidence)}</li>"
+        f"<li><b>{esc(e.kind.value)}</b>"
+        + (f" <span class=meta>({esc(e.where)})</span>" if e.where else "")
+        + f": <code>{esc(e.quote)}</code> — {esc(e.evidence)}</li>"
         for e in j.errata
     )
     return f"<p>{notes_badge(j.notes_verdict)} the notes as written:</p><ul>{items}</ul>"
@@ -159,7 +161,9 @@ def _claims_table(j) -> str:
     )
     body = "".join(
         f"<tr class=claim><td><code>{esc(c.claim.id)}</code></td><td>{esc(c.claim.kind.value)}</td>"
-        f"<td>{esc(c.claim.quote)} <span class=meta>({esc(c.claim.file)})</span></td>"
+        f"<td>{esc(c.claim.quote)} <span class=meta>({esc(c.claim.file)})</span>"
+        + (f"<br><span class=meta>read as: {esc(c.claim.reading)}</span>" if c.claim.reading else "")
+        + "</td>"
         f"<td>{badge(c.verdict)}</td>"
         f"<td><span class=meta>{esc(c.decided_by)}</span><br>{esc(c.evidence)}</td></tr>"
         for c in j.claims

@@ -600,14 +600,15 @@ def _reads_findings(rule) -> bool:
 
 
 def errata_of(outcomes: pd.DataFrame) -> tuple:
-    """The notes' errata the case's passed checks found, each once (by kind and quote), in the
-    order found: the second verdict, which never decides the first."""
+    """The notes' errata the case's passed checks found, each once (by the note file and line it
+    is on; by kind and quote in files that did not locate it), in the order found: the second
+    verdict, which never decides the first."""
     if "errata" not in outcomes:
         return ()
     found = {}
     for errata in outcomes.loc[outcomes["outcome"] == "passed", "errata"]:
         for erratum in errata or ():
-            found.setdefault((erratum.kind, erratum.quote), erratum)
+            found.setdefault(erratum.key, erratum)
     return tuple(found.values())
 
 
@@ -695,7 +696,18 @@ VERDICT_COLUMNS = [
     "claims_could_not_judge",
 ]
 
-CLAIM_COLUMNS = ["machine", "case", "claim", "kind", "file", "quote", "verdict", "decided_by", "evidence"]
+CLAIM_COLUMNS = [
+    "machine",
+    "case",
+    "claim",
+    "kind",
+    "file",
+    "quote",
+    "reading",
+    "verdict",
+    "decided_by",
+    "evidence",
+]
 
 
 def _warm(frame: pd.DataFrame) -> pd.DataFrame:
@@ -792,7 +804,10 @@ def verdicts_table(judged: dict, entries, measured: dict | None = None) -> pd.Da
                     "technique_evidence": j.evidence,
                     "notes_verdict": j.notes_verdict,
                     "errata_count": len(j.errata),
-                    "errata": " | ".join(f"{e.kind.value}: {e.quote} — {e.evidence}" for e in j.errata),
+                    "errata": " | ".join(
+                        f"{e.kind.value}{' at ' + e.where if e.where else ''}: {e.quote} — {e.evidence}"
+                        for e in j.errata
+                    ),
                     "failed_tests": len(j.errors),
                     # Blank for results judged per case (files written before claims were the unit).
                     "claims": len(j.claims) if j.claims else None,
@@ -818,6 +833,7 @@ def claims_table(judged: dict) -> pd.DataFrame:
             "kind": c.claim.kind.value,
             "file": c.claim.file,
             "quote": c.claim.quote,
+            "reading": c.claim.reading,
             "verdict": c.verdict,
             "decided_by": c.decided_by,
             "evidence": c.evidence,

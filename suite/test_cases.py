@@ -17,6 +17,7 @@ import time
 import pytest
 import torch
 
+from cases._lib import notes_text
 from cases.spec import Role
 from harness.measure import faulted_pages
 from harness.point import variant_benchmark
@@ -93,6 +94,7 @@ def test_benchmark(variant_point, input_cache, benchmark, machine_ceilings, pair
 
 
 def test_rule(check_point, record_property):
-    finding = check_point.check.fn(torch.device(check_point.device))
+    # Each erratum keyed by the note file and line its quote is on: one fault, one erratum.
+    finding = notes_text.keyed(check_point.check.fn(torch.device(check_point.device)))
     if finding is not None:
         record_property("finding", finding.to_data())

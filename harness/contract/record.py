@@ -72,11 +72,13 @@ class ClaimKind(str, enum.Enum):
 @dataclass(frozen=True)
 class Claim:
     """One claim the notes make for a catalogue ID: a short ID (unique within the case), the
-    notes' words (`quote`), the note file it is in, and its kind. ``checks`` and ``variants`` are
-    what decides it: the rule checks that name it, and the variants (``part/name`` for a part's)
-    whose check against the truth does; the verdict rule's nodes that name it decide it too. They
-    are filled from the declaration (harness.contract.declared) so that a results file judges its claims by
-    what the run declared, not by today's code."""
+    notes' words (`quote`: one or more exact fragments of the note file, joined by " … ", nothing
+    inserted), the note file it is in, its kind, and how the suite reads it (`reading`: the
+    statement the checks decide, in the suite's words, kept apart from the quote). ``checks`` and
+    ``variants`` are what decides it: the rule checks that name it, and the variants (``part/name``
+    for a part's) whose check against the truth does; the verdict rule's nodes that name it decide
+    it too. They are filled from the declaration (harness.contract.declared) so that a results file
+    judges its claims by what the run declared, not by today's code."""
 
     id: str
     quote: str
@@ -84,6 +86,7 @@ class Claim:
     kind: ClaimKind
     checks: tuple[str, ...] = ()
     variants: tuple[str, ...] = ()
+    reading: str = ""
 
     def __post_init__(self):
         if not self.id or not self.id.replace("_", "").isalnum():
@@ -101,6 +104,7 @@ class Claim:
             "kind": self.kind.value,
             "checks": list(self.checks),
             "variants": list(self.variants),
+            "reading": self.reading,
         }
 
     @classmethod
@@ -115,6 +119,7 @@ class Claim:
                 kind=ClaimKind(data.get("kind")),
                 checks=tuple(str(c) for c in data.get("checks") or ()),
                 variants=tuple(str(v) for v in data.get("variants") or ()),
+                reading=str(data.get("reading") or ""),
             )
         except ValueError as e:
             raise RecordError(f"claim {data.get('id')!r}: {e}") from None
@@ -124,29 +129,60 @@ OUTCOMES = ("passed", "failed", "skipped")
 
 
 class ErratumKind(str, enum.Enum):
-    """The kinds of error in the notes as written (CATALOG.md, "How a technique is judged"). One
-    kind is treated the same way in every ID: an erratum is listed, never held against the
-    technique."""
+    """The kinds of slip of the pen in the notes as written (CATALOG.md, "How a technique is
+    judged"). One kind is treated the same way in every ID: an erratum is listed, never held
+    against the technique. A false statement, a wrong default or a formula that gives a wrong
+    result is not a slip: it is a claim of the notes, judged as written, that fails.
 
-    TYPO = "typo"
+    The last three kinds are read from files written before that rule (`LEGACY_KINDS`); no case
+    produces them now (tests/unit/properties/test_notes_as_written.py)."""
+
+    TYPO = "typo"  # a misspelled name, a syntax slip, a name used before the notes define it
     REMOVED_API = "removed API"
     DEPRECATED_API = "deprecated API"
+    SHAPE_SLIP = "shape slip"  # code whose formula the notes state correctly, with a shape slip
+    RAISES = "raises as written"  # a snippet that compiles but raises when run as pasted
     WRONG_DEFAULT = "wrong default"
     WRONG_SHAPE_OR_FORMULA = "wrong shape or formula"
     WRONG_STATEMENT = "wrong statement"
 
 
+LEGACY_KINDS = frozenset(
+    {ErratumKind.WRONG_DEFAULT, ErratumKind.WRONG_SHAPE_OR_FORMULA, ErratumKind.WRONG_STATEMENT}
+)
+"""Erratum kinds of older files: what they named is a claim that fails now, never an erratum."""
+
+
 @dataclass(frozen=True)
 class Erratum:
-    """One error in the notes as written: its kind, what the notes say (`quote`: the snippet, API
-    name or statement at fault) and what was observed instead (`evidence`)."""
+    """One slip of the pen in the notes as written: its kind, what the notes say (`quote`: the
+    notes' exact words at fault) and what was observed instead (`evidence`). ``file`` and ``line``
+    say where (the note file's prefix, "003", and the 1-based line the quote starts on): one fault
+    is one erratum, keyed by them, however many checks see it. A case may name the file; the line
+    is found from the quote (`cases._lib.notes_text.keyed`); 0 where the quote is not the notes'."""
 
     kind: ErratumKind
     quote: str
     evidence: str
+    file: str = ""
+    line: int = 0
+
+    @property
+    def key(self) -> tuple:
+        """Where the fault is: (file, line) once located, else its kind and words."""
+        return (self.file, self.line) if self.line else (self.kind, self.quote)
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else ""
 
     def to_data(self) -> dict:
-        return {"kind": self.kind.value, "quote": self.quote, "evidence": self.evidence}
+        data = {"kind": self.kind.value, "quote": self.quote, "evidence": self.evidence}
+        if self.file:
+            data["file"] = self.file
+        if self.line:
+            data["line"] = self.line
+        return data
 
     @classmethod
     def from_data(cls, data: Mapping) -> Erratum:
@@ -154,8 +190,19 @@ class Erratum:
             raise RecordError(f"an erratum is not an object: {data!r:.80}")
         kind = data.get("kind")
         try:
-            return cls(ErratumKind(kind), str(data.get("quote", "")), str(data.get("evidence", "")))
-        except ValueError:
+            line = data.get("line") or 0
+            if isinstance(line, bool) or not isinstance(line, int) or line < 0:
+                raise RecordError(f"erratum line {line!r:.30} is not a line number")
+            return cls(
+                ErratumKind(kind),
+                str(data.get("quote", "")),
+                str(data.get("evidence", "")),
+                str(data.get("file") or ""),
+                line,
+            )
+        except ValueError as e:
+            if isinstance(e, RecordError):
+                raise
             raise RecordError(
                 f"erratum kind {kind!r} is not one of {[k.value for k in ErratumKind]}"
             ) from None
