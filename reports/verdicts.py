@@ -69,7 +69,11 @@ class Judgement:
 
 
 def combine(parts: list[Judgement], joiner: str = "; ") -> Judgement:
-    """All holds → holds, all fails → fails, a mix → depends; unmeasured parts are set aside."""
+    """All holds → holds, all fails → fails; holds at one point and fails at another → depends (on
+    what tells the points apart: the device, the size, the dtype, named in the evidence); a part
+    that could not be judged (a busy machine, an interval across the band) leaves the whole
+    undecided unless the decided parts already disagree, since noise is never a condition.
+    Unmeasured parts are set aside."""
     measured = [p for p in parts if p.verdict != NOT_MEASURED]
     evidence = joiner.join(p.evidence for p in parts if p.evidence)
     if not measured:
@@ -79,7 +83,9 @@ def combine(parts: list[Judgement], joiner: str = "; ") -> Judgement:
         return Judgement(HOLDS, evidence)
     if kinds == {FAILS}:
         return Judgement(FAILS, evidence)
-    return Judgement(DEPENDS, evidence)
+    if {HOLDS, FAILS} <= kinds or DEPENDS in kinds:
+        return Judgement(DEPENDS, evidence)
+    return Judgement(COULD_NOT_JUDGE, evidence)
 
 
 def all_of(parts: list[Judgement]) -> Judgement:
@@ -146,9 +152,11 @@ def _busy(row) -> str:
 
 def speed_judgement(row, premise: str = "", min_speedup: float = 1.0) -> Judgement:
     """One pair at one size, by the catalogue's policy (harness.contract.gain): faster only when the whole
-    interval clears 1 + δ; "no measurable difference" inside ±δ fails a claim of a gain, unless
-    the band was widened by the machine's own noise (then it cannot tell: depends); an interval
-    across an edge of the band is too noisy to tell: depends, never a coin toss."""
+    interval clears 1 + δ, on a quiet or a busy machine alike (load only widens an interval, so one
+    that still clears the band is a finding); "no measurable difference" inside ±δ fails a claim
+    of a gain, unless the band was widened by the machine's own noise. Noise is never a condition:
+    anything else timed busy, an interval across an edge of the band, or a band widened by noise
+    is `could not judge`, naming why, never a coin toss and never `depends`."""
     delta = float(getattr(row, "delta", gain.DELTA_FLOOR) or gain.DELTA_FLOOR)
     where = f"{row.fast} vs {row.slow} at {row.size_label} {row.dtype} {row.device}: {_ci(row)}"
     band = f"±{delta:.0%}"
@@ -162,31 +170,36 @@ def speed_judgement(row, premise: str = "", min_speedup: float = 1.0) -> Judgeme
             f"the claim's premise ({premise}) is absent on this machine",
         )
     busy = _busy(row)
-    if busy:
-        # Noise is never a finding, and how busy a shared machine is varies from run to run: three
-        # runs beside two CPU burners gave holds, depends and holds for one pair (the neighbours
-        # took a different share each time), and a slow side can be slowed alone. A pair timed
-        # busy is reported with its numbers and left undecided, so busy runs agree with each
-        # other and contradict no quiet one.
+    if verdict == gain.Gain.FASTER.value and row.ci_low > min_speedup:
         return Judgement(
-            DEPENDS,
-            f"{where} ({verdict}), timed on a {busy}: not a finding either way; re-run on a quiet machine",
+            HOLDS,
+            f"{where}, faster beyond the {band} band"
+            + (f" (timed on a {busy}; the interval clears the band all the same)" if busy else ""),
+        )
+    if busy:
+        # Anything short of a clear gain, timed busy, is not a finding either way: a neighbour can
+        # slow one side alone, and how much varies from run to run (three runs beside two CPU
+        # burners gave three different answers for one pair). Left undecided, busy runs agree with
+        # each other and contradict no quiet one.
+        return Judgement(
+            COULD_NOT_JUDGE,
+            f"machine busy: {where} ({verdict}), timed on a {busy}; re-run on a quiet machine",
         )
     if verdict == gain.Gain.FASTER.value:
-        if not row.ci_low > min_speedup:
-            return Judgement(DEPENDS, f"{where}: faster, but not surely by the claimed {min_speedup:g}×")
-        return Judgement(HOLDS, f"{where}, faster beyond the {band} band")
+        return Judgement(
+            COULD_NOT_JUDGE, f"{where}: faster, but not surely by the claimed {min_speedup:g}×"
+        )
     if verdict == gain.Gain.SLOWER.value:
         return Judgement(FAILS, f"{where}: slower, beyond the {band} band")
     if verdict == gain.Gain.SAME.value:
         noisy = _noisy(row)
         if noisy:
             return Judgement(
-                DEPENDS,
+                COULD_NOT_JUDGE,
                 f"{where}: no measurable difference within {band}, a band this wide because of {noisy}",
             )
         return Judgement(FAILS, f"{where}: no measurable difference (inside {band})")
-    return Judgement(DEPENDS, f"{where}: too noisy to tell (the interval crosses the {band} band)")
+    return Judgement(COULD_NOT_JUDGE, f"{where}: too noisy to tell (the interval crosses the {band} band)")
 
 
 def where_it_turns(picked: pd.DataFrame) -> list[str]:
@@ -242,7 +255,9 @@ def not_faster(rule: rules.NotFaster, summary, rows, roles) -> Judgement:
             f"{rule.fast} faster than {rule.slow} everywhere measured; least at "
             f"{row.size_label} {row.dtype} {row.device}: {_ci(row)}",
         )
-    return Judgement(DEPENDS, "; ".join(j.evidence for j, _ in judged if j.verdict == DEPENDS))
+    return Judgement(
+        COULD_NOT_JUDGE, "; ".join(j.evidence for j, _ in judged if j.verdict == COULD_NOT_JUDGE)
+    )
 
 
 def _peak_pairs(light_spec: str, heavy_spec: str, rows: pd.DataFrame, roles: dict, largest_only: bool):
@@ -333,7 +348,7 @@ def from_findings(rule, outcomes: pd.DataFrame) -> Judgement:
         return Judgement(NOT_MEASURED, "no check reached a verdict")
     verdicts = set(found["verdict"])
     lines = [f"{r.name} ({r.device}): {r.verdict}: {r.evidence}" for r in found.itertuples()]
-    for kind in (FAILS, DEPENDS, HOLDS):
+    for kind in (FAILS, COULD_NOT_JUDGE, DEPENDS, HOLDS):
         if kind in verdicts:
             return Judgement(kind, "; ".join(lines))
     return Judgement(NOT_MEASURED, "; ".join(lines))

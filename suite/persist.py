@@ -67,8 +67,8 @@ class Persist:
         return getattr(self.config, "_benchmarksession", None)
 
     def redirect_results(self) -> None:
-        """pytest-benchmark's handle of --benchmark-json (or the suite's --results) becomes the
-        temporary file of a `harness.run.results_file.ResultsFile`."""
+        """pytest-benchmark's --benchmark-json (or the suite's --results) becomes the temporary file
+        of a `harness.run.results_file.ResultsFile`."""
         if self.points.worker:
             return
         try:
@@ -130,11 +130,8 @@ class Persist:
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: before pytest-benchmark writes, after it wrote
     def pytest_sessionfinish(self, session):
         self.points.keep(self.benchmark_session, bool(self.interrupts.reason))
-        handle = self.config.option.benchmark_json
         result = None
-        with results_file.writing(
-            self.results, handle, self.document.empty, self.points.settle, self._say
-        ) as failed:
+        with results_file.writing(self.results, self.document.empty, self.points.settle, self._say) as failed:
             result = yield
         if failed.reason and session.exitstatus == pytest.ExitCode.OK:
             # the run's results are not where it said they would be

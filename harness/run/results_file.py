@@ -1,13 +1,14 @@
 """A run's results JSON, written so that nothing measured is lost and a reader never sees half a
 file; the run's journal (`harness.run.journal`) is the fallback for a run that dies first.
 
-* pytest-benchmark writes its JSON once, into the handle of ``--benchmark-json``, which its option
-  type opens (truncating the file) as the options are parsed; the suite replaces that type with
-  `PendingJson`, a path opened at the first write, so nothing is truncated before the lock. The
-  handle given to pytest-benchmark is a temporary file beside the target, renamed over it when
-  the run ends (`ResultsFile`): the previous file stays until then, and an exclusive lock on
-  ``<target>.lock`` keeps a second run from writing into the same path. The temporaries a killed
-  run left beside the target are removed by the next run that takes the lock.
+* pytest-benchmark (5.3 and later) writes its JSON once, opening the path of ``--benchmark-json``
+  at the write, not when the options are parsed (5.2 and earlier opened, and truncated, the file
+  at the parse, before any lock: the suite needs 5.3). The path given to pytest-benchmark is a
+  temporary file beside the target, renamed over it when the run ends (`ResultsFile`): the
+  previous file stays until then, and an exclusive lock on ``<target>.lock`` keeps a second run
+  from writing into the same path. The temporaries a killed run left beside the target are
+  removed by the next run that takes the lock. The target must be a regular file or absent: a
+  device node or a folder given as the results path is refused before the first test.
 * A run cut short keeps only the points whose call finished (`keep_finished`): an interrupted
   point has too few rounds and an incomplete extra_info, and one with no round at all made
   pytest-benchmark's writer crash (``min() iterable argument is empty``) and leave an empty file.
@@ -45,57 +46,19 @@ class ResultsFileBusy(RuntimeError):
     """Another run holds the results file's lock; the message names it."""
 
 
-class PendingJson:
-    """The value of ``--benchmark-json``: its path, opened (and so truncated) only when
-    pytest-benchmark writes into it. pytest-benchmark's own option type (``argparse.FileType``)
-    truncates the file while the options are parsed, before any lock is taken: a second run
-    refused by the lock had already emptied the first run's results."""
-
-    def __init__(self, path: str):
-        self.name = path
-
-    def __enter__(self):
-        self._file = open(self.name, "wb")  # noqa: SIM115  (closed by __exit__)
-        return self._file
-
-    def __exit__(self, *exc) -> None:
-        self._file.close()
-
-    def close(self) -> None:  # nothing is open before the write
-        pass
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class _Handle:
-    """The writer's handle on the temporary file, named after the target it is renamed to: the
-    writer says where it wrote (pytest-benchmark's "Wrote benchmark data in: ...") and the
-    temporary is gone by then."""
+class TemporaryPath(os.PathLike):
+    """What pytest-benchmark is given as ``--benchmark-json``: it opens the temporary file
+    (``os.fspath``) and says where it wrote by ``str``, which names the target the temporary is
+    renamed to (its "Wrote benchmark data in: ..."), since the temporary is gone by then."""
 
     def __init__(self, temporary: Path, target: Path):
-        self._file = open(temporary, "wb")  # noqa: SIM115  (closed by the writer or `commit`)
-        self.name = str(temporary)
-        self._target = target
+        self.temporary, self.target = temporary, target
 
-    def __enter__(self):
-        return self._file
-
-    def __exit__(self, *exc) -> None:
-        self._file.close()
-
-    def write(self, data: bytes) -> int:
-        return self._file.write(data)
-
-    def close(self) -> None:
-        self._file.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._file.closed
+    def __fspath__(self) -> str:
+        return str(self.temporary)
 
     def __str__(self) -> str:
-        return str(self._target)
+        return str(self.target)
 
 
 class ResultsFile:
@@ -105,15 +68,19 @@ class ResultsFile:
         self.target = Path(os.path.abspath(target))
         if self.target.is_dir():
             raise ResultsFileBusy(f"{self.target}: is a folder; name a file for the results")
+        if self.target.exists() and not self.target.is_file():
+            # A device node (/dev/null) or a pipe would be renamed over by the results.
+            raise ResultsFileBusy(f"{self.target}: is not a regular file; name a file for the results")
         self.target.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _lock(self.target)
         self.removed = _remove_stale_temporaries(self.target)  # safe: no other run holds the lock
         self.temporary: Path | None = self.target.with_name(f".{self.target.name}.{os.getpid()}.tmp")
 
-    def open(self) -> _Handle:
-        return _Handle(self.temporary, self.target)
+    def path(self) -> TemporaryPath:
+        """The path pytest-benchmark writes into: the temporary file, named after the target."""
+        return TemporaryPath(self.temporary, self.target)
 
-    def commit(self, handle, empty: Callable[[], dict], *, written: bool = True) -> bool:
+    def commit(self, empty: Callable[[], dict], *, written: bool = True) -> bool:
         """The temporary file renamed over the target; where the writer wrote nothing (no point
         was timed: a run of checks, or --benchmark-disable) the document `empty()` gives is written
         instead, so outcomes and findings are never lost. Where the writer did not finish
@@ -123,8 +90,6 @@ class ResultsFile:
         if self.temporary is None:
             return False
         try:
-            if handle is not None and not handle.closed:
-                handle.close()
             if points_in(self.temporary) < 0:
                 if not written:
                     self.discard()
@@ -153,17 +118,15 @@ class ResultsFile:
 
 
 def redirect(target: str | None, options) -> ResultsFile | None:
-    """pytest-benchmark's handle of --benchmark-json (`options.benchmark_json`, the file it opened)
-    replaced by the temporary file of a `ResultsFile` of the suite's --results (`target`) or else
-    of that handle's file; None where the run writes no JSON. Raises `ResultsFileBusy` where
-    another run holds the target."""
-    handle = getattr(options, "benchmark_json", None)
-    if not target and not hasattr(handle, "name"):
+    """pytest-benchmark's ``--benchmark-json`` (`options.benchmark_json`, a path) replaced by the
+    temporary file of a `ResultsFile` of the suite's --results (`target`) or else of that path;
+    None where the run writes no JSON. Raises `ResultsFileBusy` where another run holds the target
+    or the target is not a regular file."""
+    given = getattr(options, "benchmark_json", None)
+    if not target and not given:
         return None
-    results = ResultsFile(target or handle.name)
-    if handle is not None:
-        handle.close()  # a `PendingJson` (nothing open), or a handle some caller opened
-    options.benchmark_json = results.open()
+    results = ResultsFile(target or os.fspath(given))
+    options.benchmark_json = results.path()
     return results
 
 
@@ -189,13 +152,13 @@ class WriteFailed:
 @contextlib.contextmanager
 def writing(
     results: ResultsFile | None,
-    handle,
     empty: Callable[[], dict],
     settle: Callable[[list[int]], list[str]],
     say: Callable[[str], None],
 ) -> Iterator[None]:
-    """The block in which pytest-benchmark writes the JSON into `handle`, with SIGINT and SIGTERM
-    held; they are not raised again after it: the run is ending, and `settle` says which arrived.
+    """The block in which pytest-benchmark writes the JSON (into `results`' temporary), with SIGINT
+    and SIGTERM held; they are not raised again after it: the run is ending, and `settle` says
+    which arrived.
     After the block: the file committed (`ResultsFile.commit`, `empty` as there), then
     `settle(held)` given the signals that arrived (`finished_points.FinishedPoints.settle`), and
     each line it gives said. A write that fails with an OSError (a full disk, a target that
@@ -214,13 +177,11 @@ def writing(
         finally:  # any other error of the writer (a bug) is raised after this, the run's record kept
             if results is not None:
                 try:
-                    results.commit(handle, empty, written=not failed.reason)
+                    results.commit(empty, written=not failed.reason)
                 except OSError as exc:
                     failed.reason = failed.reason or f"could not write the results ({_describe(exc)})"
             if failed.reason:
-                target = (
-                    results.target if results is not None else getattr(handle, "name", "the results file")
-                )
+                target = results.target if results is not None else "the results file"
                 say(f"{failed.reason}; {target} was left as it was")
             for line in settle(held):
                 say(line)

@@ -61,7 +61,7 @@ def test_a_paired_gain_beyond_the_band_holds(tmp_path):
     assert judged["technique_verdict"] == "holds" and judged["notes_verdict"] == "correct"
 
 
-def test_no_measurable_difference_fails_a_claimed_gain_but_only_depends_on_a_busy_machine(tmp_path):
+def test_no_measurable_difference_fails_a_claimed_gain_but_cannot_be_judged_on_a_busy_machine(tmp_path):
     same = (("naive_v", "naive", 1.0), ("fast_v", "optimized", 1.0))
     summary, judged = _report(tmp_path, paired=True, variants=same, n_rounds=200)
     assert set(summary.loc[summary["against"] == "rule", "gain"]) == {"no measurable difference"}
@@ -69,18 +69,20 @@ def test_no_measurable_difference_fails_a_claimed_gain_but_only_depends_on_a_bus
     summary, judged = _report(
         tmp_path, paired=True, variants=same, n_rounds=200, busy="a spinner got 50% of its core"
     )
-    assert judged["technique_verdict"] == "depends" and "busy" in judged["technique_evidence"]
+    assert judged["technique_verdict"] == "could not judge"
+    assert "machine busy" in judged["technique_evidence"]
     assert "machine busy" in summary.loc[summary["against"] == "rule", "quality"].iloc[0]
 
 
-def test_a_clear_gain_timed_on_a_busy_machine_is_not_a_finding(tmp_path):
-    """4× faster quiet holds; the same rounds flagged busy by the load probe depend, numbers kept:
-    how much the neighbours take changes from run to run, so a busy run decides nothing."""
+def test_a_clear_gain_timed_on_a_busy_machine_still_counts(tmp_path):
+    """4× faster holds quiet and busy alike: load only widens an interval, so one that still clears
+    the band is a finding (CATALOG.md: "a gain whose interval clears the band on a busy machine
+    still counts"); the evidence says the machine was busy."""
     _, quiet = _report(tmp_path, paired=True)
     summary, busy = _report(tmp_path, paired=True, busy="a spinner got 50% of its core")
     assert quiet["technique_verdict"] == "holds"
-    assert busy["technique_verdict"] == "depends"
-    assert "not a finding" in busy["technique_evidence"] and "(faster)" in busy["technique_evidence"]
+    assert busy["technique_verdict"] == "holds"
+    assert "busy" in busy["technique_evidence"] and "clears the band" in busy["technique_evidence"]
     assert set(summary.loc[summary["against"] == "rule", "gain"]) == {"faster"}  # the numbers stay
 
 
@@ -134,15 +136,16 @@ def test_where_a_gain_turns_with_size_is_said(tmp_path):
 
 def test_a_rule_naming_the_pair_the_other_way_reads_the_same_paired_rounds(tmp_path):
     """A rule claiming the naive way is faster reads the pair timed side by side, reversed: quiet,
-    it fails (4× slower); busy, it depends like the pair itself, never a verdict the rounds cannot
-    support."""
+    it fails (4× slower); busy, it cannot be judged (a slower side may be the neighbours'), never a
+    verdict the rounds cannot support, and never `depends`: noise is not a condition."""
     reversed_rule = rules.Faster(fast="naive_v", slow="fast_v")
     summary, quiet = _report(tmp_path, rule=reversed_rule, paired=True)
     row = summary[summary["against"] == "rule"].iloc[0]
     assert (row["fast"], row["slow"], str(row["paired"])) == ("naive_v", "fast_v", "True")
     assert abs(float(row["speedup"]) - 0.25) < 0.05 and quiet["technique_verdict"] == "fails"
     _, busy = _report(tmp_path, rule=reversed_rule, paired=True, busy="a spinner got 50% of its core")
-    assert busy["technique_verdict"] == "depends"
+    assert busy["technique_verdict"] == "could not judge"
+    assert "machine busy" in busy["technique_evidence"]
 
 
 def test_a_file_without_pairs_is_judged_on_rounds_taken_apart_and_says_so(tmp_path):

@@ -61,11 +61,9 @@ def test_a_results_write_that_fails_replaces_nothing_and_raises_nothing(tmp_path
     target.write_text('{"benchmarks": [], "previous": true}')
     said = []
     file = results_file.ResultsFile(target)
-    handle = file.open()
-    with results_file.writing(
-        file, handle, lambda: {"benchmarks": []}, lambda held: [], said.append
-    ) as failed:
-        handle.write(b'{"benchmarks": [{"na')
+    with results_file.writing(file, lambda: {"benchmarks": []}, lambda held: [], said.append) as failed:
+        with open(file.path(), "wb") as handle:  # as pytest-benchmark writes
+            handle.write(b'{"benchmarks": [{"na')
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(file.temporary))
     assert failed.reason and not failed.interrupted
     assert json.loads(target.read_text())["previous"] is True
@@ -94,10 +92,10 @@ def test_the_results_file_replaces_its_target_whole_and_one_run_holds_it(tmp_pat
     file = results_file.ResultsFile(target)
     with pytest.raises(results_file.ResultsFileBusy, match=f"pid {os.getpid()} is writing this results file"):
         results_file.ResultsFile(target)
-    handle = file.open()  # the writer wrote nothing: the run's own record is written instead
+    # the writer wrote nothing: the run's own record is written instead
     assert target.read_text() == "the previous run's results"
-    file.commit(handle, lambda: {"benchmarks": [], "outcomes": [{"case": "x.y"}]})
-    assert json.loads(target.read_text())["outcomes"] == [{"case": "x.y"}] and handle.closed
+    file.commit(lambda: {"benchmarks": [], "outcomes": [{"case": "x.y"}]})
+    assert json.loads(target.read_text())["outcomes"] == [{"case": "x.y"}]
     file.close()
     results_file.ResultsFile(target).close()  # the lock went with the run
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
@@ -125,49 +123,61 @@ def test_a_cut_short_run_keeps_only_the_points_whose_call_finished():
     )
 
 
-def test_the_results_file_takes_over_pytest_benchmarks_handle_only_where_a_json_is_wanted(tmp_path):
+def test_the_results_file_takes_over_pytest_benchmarks_path_only_where_a_json_is_wanted(tmp_path):
     options = SimpleNamespace(benchmark_json=None)
     assert results_file.redirect(None, options) is None and options.benchmark_json is None
-    theirs = open(tmp_path / "bench.json", "wb")  # pytest-benchmark's handle
-    options.benchmark_json = theirs
+    (tmp_path / "bench.json").write_text("the previous run's results")
+    options.benchmark_json = tmp_path / "bench.json"  # pytest-benchmark's option: a path
     file = results_file.redirect(None, options)  # --benchmark-json alone: its file is the target
-    assert file.target == tmp_path / "bench.json" and theirs.closed
-    assert options.benchmark_json.name == str(file.temporary)
-    busy = open(tmp_path / "other.json", "wb")
+    assert file.target == tmp_path / "bench.json"
+    assert os.fspath(options.benchmark_json) == str(file.temporary)
+    assert str(options.benchmark_json) == str(file.target)  # where pytest-benchmark says it wrote
+    assert (tmp_path / "bench.json").read_text() == "the previous run's results"  # nothing truncated
+    theirs = tmp_path / "other.json"
     with pytest.raises(results_file.ResultsFileBusy):
-        results_file.redirect(str(tmp_path / "bench.json"), SimpleNamespace(benchmark_json=busy))
-    assert not busy.closed  # a refused run leaves pytest-benchmark's handle as it was
-    busy.close()
-    options.benchmark_json.close()
+        results_file.redirect(str(tmp_path / "bench.json"), SimpleNamespace(benchmark_json=theirs))
     file.close()
     options = SimpleNamespace(benchmark_json=None)
-    file = results_file.redirect(str(tmp_path / "r.json"), options)  # --results: no handle needed
-    assert file.target == tmp_path / "r.json" and options.benchmark_json.name == str(file.temporary)
-    options.benchmark_json.close()
+    file = results_file.redirect(str(tmp_path / "r.json"), options)  # --results: no path needed
+    assert file.target == tmp_path / "r.json" and os.fspath(options.benchmark_json) == str(file.temporary)
     file.close()
+
+
+def test_a_results_path_that_is_not_a_regular_file_is_refused(tmp_path):
+    """A device node given as the results path would be renamed over by the results (/dev/null
+    replaced by a JSON file, as root); a folder cannot take them."""
+    with pytest.raises(results_file.ResultsFileBusy, match="not a regular file"):
+        results_file.ResultsFile("/dev/null")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(results_file.ResultsFileBusy, match="not a regular file"):
+        results_file.ResultsFile(fifo)
+    with pytest.raises(results_file.ResultsFileBusy, match="is a folder"):
+        results_file.ResultsFile(tmp_path)
+    assert fifo.exists() and not (tmp_path / "pipe.lock").exists()
 
 
 def test_signals_wait_while_the_results_are_written_and_a_failed_write_is_still_committed(tmp_path):
     file = results_file.ResultsFile(tmp_path / "r.json")
-    handle, said, settled = file.open(), [], []
+    said, settled = [], []
 
     def settle(held):
         settled.append(list(held))
         return ["settled"]
 
     with pytest.raises(RuntimeError, match="the writer failed"):
-        with results_file.writing(file, handle, lambda: {"benchmarks": []}, settle, said.append):
+        with results_file.writing(file, lambda: {"benchmarks": []}, settle, said.append):
             try:
                 signal.raise_signal(signal.SIGINT)
             except KeyboardInterrupt:
                 pytest.fail("SIGINT was not held while the results were written")
             raise RuntimeError("the writer failed")
-    assert settled == [[signal.SIGINT]] and said == ["settled"] and handle.closed
+    assert settled == [[signal.SIGINT]] and said == ["settled"]
     assert json.loads((tmp_path / "r.json").read_text()) == {"benchmarks": []}
     file.close()
     # the run is ending: a signal held through a write that went well is said, not raised again
     try:
-        with results_file.writing(None, None, dict, settle, said.append):
+        with results_file.writing(None, dict, settle, said.append):
             signal.raise_signal(signal.SIGINT)
     except KeyboardInterrupt:
         pytest.fail("a signal held through the write was raised again after it")
