@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections
 import shlex
 
-from harness.contract import gain, record
+from harness.contract import gain, record, rules
 
 
 def _largest(pairs: list[record.PairTiming]) -> list[record.PairTiming]:
@@ -29,10 +29,30 @@ def _largest(pairs: list[record.PairTiming]) -> list[record.PairTiming]:
     return [p for _, p in best.values()]
 
 
+def claimed_pairs(cases: dict) -> set[tuple[str, str, str]]:
+    """(case, fast, slow) of every pair a claim of the notes is decided by: the speed and memory
+    rules inside the rule nodes that name a claim. A pair outside them is context (it decides
+    nothing), and the terminal table says so beside it."""
+    found = set()
+    for case_id, info in cases.items():
+        for node in rules.claimed(getattr(info, "verdict", None)):
+            for r in rules.speed_rules(node):
+                found.add((case_id, r.fast, r.slow))
+            for r in rules.memory_rules(node):
+                found.add((case_id, r.light, r.heavy))
+    return found
+
+
 def lines(
-    pairs: list[record.PairTiming], outcomes: list[record.Outcome], results_path: str | None
+    pairs: list[record.PairTiming],
+    outcomes: list[record.Outcome],
+    results_path: str | None,
+    cases: dict | None = None,
 ) -> list[str]:
+    """``cases``: id → `record.CaseInfo` as the run declared them; with them, a timed pair that
+    decides no claim is marked as context."""
     out = []
+    claimed = claimed_pairs(cases) if cases is not None else None
     red = sorted({o.case for o in outcomes if o.outcome == "failed"})
     judged = [(p, gain.paired_ratio(p.slow_s, p.fast_s)) for p in _largest(pairs) if p.against == "rule"]
     if judged:
@@ -48,7 +68,12 @@ def lines(
             interval = str(ratio).replace("[95% CI ", "[")
             # Nothing red reads holds: a gain timed beside a red test of its ID is not an answer.
             red_mark = " (a test of this ID is red: not holds)" if p.case in red else ""
-            out.append(f"{p.case:<{width}}  {where[:44]:<44} {interval:<26} {what}{busy}{red_mark}")
+            context = (
+                " (context: decides no claim)"
+                if claimed is not None and (p.case, p.fast, p.slow) not in claimed
+                else ""
+            )
+            out.append(f"{p.case:<{width}}  {where[:44]:<44} {interval:<26} {what}{busy}{red_mark}{context}")
     if pairs:
         busy = [p for p in pairs if (p.load or {}).get("busy")]
         if busy:

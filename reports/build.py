@@ -126,6 +126,8 @@ def build(paths, out: Path) -> Path:
                 case_rows, case_sum = rows_by.get(key, empty_rows), sum_by.get(key, empty_sum)
                 as_measured = results.cases_of(machine).get(case_id, case)
                 view.judgements[machine] = judged[key]
+                view.rules[machine] = getattr(as_measured, "verdict", None)
+                view.claims[machine] = tuple(getattr(as_measured, "claims", ()) or ())
                 case_out = out_by.get(key, empty_out)
                 checks = case_out[(case_out["kind"] == "check") & (case_out["evidence"].fillna("") != "")]
                 view.findings[machine] = list(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from harness.contract import record
+from harness.contract import record, rules
 
 BADGE = {
     "holds": "#1a7f37",
@@ -89,6 +89,8 @@ class CaseView:
     findings: dict = field(default_factory=dict)  # machine → [(check, device, verdict, evidence)]
     compile_findings: dict = field(default_factory=dict)  # machine → lines (verdicts.compile_findings)
     reason: str = ""  # why nothing was measured anywhere
+    rules: dict = field(default_factory=dict)  # machine → the verdict rule its run recorded
+    claims: dict = field(default_factory=dict)  # machine → the claims its run recorded
 
 
 def _summary_table(frame: pd.DataFrame) -> str:
@@ -268,23 +270,66 @@ def allocator_state(state: dict | None) -> str:
 VERDICT_ORDER = ("holds", "fails", "depends", "could not judge", "not measured")
 
 
-def recommendation(rows: pd.DataFrame) -> tuple[str, str, str, str, str] | None:
-    """(what to use, gain [CI], memory, how sure, where) from a case's compared pairs at their
-    largest size: the faster side where the gain is real, either where there is no measurable
-    difference, and no advice where the machine could not tell."""
+def _trade(rule, claims) -> bool:
+    """The case's timed claim is a memory trade (CATALOG.md, "Advice follows the claim's kind"):
+    a rule node decides a memory claim and none decides a speed claim, as with checkpointing,
+    which the notes sell for its memory and whose time is the price."""
+    kinds = {c.id: c.kind for c in claims or ()}
+    decided = {kinds.get(n.claim) for n in rules.claimed(rule)} if rule is not None else set()
+    speed = any(
+        kinds.get(r.claim) is record.ClaimKind.SPEED for r in rules.speed_rules(rule or rules.AllOf(()))
+    )
+    return record.ClaimKind.MEMORY in decided and not speed
+
+
+def _premised(rule) -> str:
+    """The premise the case's speed rules name (a reduced-precision kernel), or ""."""
+    found = [r.premise for r in rules.speed_rules(rule or rules.AllOf(())) if r.premise]
+    return found[0] if found else ""
+
+
+def _measured_over(pair: pd.DataFrame) -> str:
+    """The sizes behind the advice and where the answer flips between them."""
+    ordered = pair.sort_values("x", kind="stable")
+    labels = list(dict.fromkeys(ordered["size_label"]))
+    over = labels[0] if len(labels) == 1 else f"{labels[0]} … {labels[-1]} ({len(labels)} sizes)"
+    gains = list(ordered["gain"]) if "gain" in ordered else []
+    flips = [
+        f"{b} from {ordered['x_name'].iloc[i] if 'x_name' in ordered else 'x'}={x:g}"
+        for i, (a, b, x) in enumerate(zip(gains, gains[1:], list(ordered["x"])[1:]), 1)
+        if a != b
+    ]
+    return over + ("; flips: " + ", ".join(flips) if flips else "; the same answer at every size")
+
+
+def recommendation(rows: pd.DataFrame, rule=None, claims=()) -> tuple[str, str, str, str, str] | None:
+    """(what to use, gain [CI], memory, how sure, measured over) from a case's timed claim: its rule
+    pair (a pair the catalogue adds for context is never advice) at its largest size, with the
+    sizes it was measured over and where the winner flips. A speed claim names the faster side
+    where the gain is real, either where there is no measurable difference, and no advice where
+    the machine could not tell; a memory trade names the memory saved and the time paid; two
+    sides that ran one computation here (bitwise-identical results where the claim needs a
+    premise, e.g. TF32 on a machine without it) give no advice."""
     if rows is None or rows.empty:
         return None
-    pairs = rows[rows["against"].isin(["rule", "context"])]
+    pairs = rows[rows["against"] == "rule"]
     if pairs.empty:
         return None
-    # The case's own comparison before its parts, each pair at its largest size; the rule's pair
-    # before context pairs, and among those the pair with the fastest way (SDPA over masked_fill,
-    # not the math backend over it).
+    # The case's own comparison before its parts; among its pairs at their largest size, the one
+    # with the fastest way.
     pairs = pairs.assign(_own=pairs["part"].fillna("").eq("")).sort_values(["_own", "x"], kind="stable")
+    pairs = pairs[pairs["_own"] == pairs["_own"].max()]
     last = pairs.groupby(["fast", "slow", "device", "dtype"], sort=False).tail(1)
-    last = last[last["_own"] == last["_own"].max()]
-    last = last.assign(_rule=last["against"].eq("rule")).sort_values(["_rule", "speedup"], kind="stable")
-    row = last.iloc[-1]
+    row = last.sort_values("speedup", kind="stable").iloc[-1]
+    over = _measured_over(
+        pairs[
+            (pairs["fast"] == row.fast)
+            & (pairs["slow"] == row.slow)
+            & (pairs["device"] == row.device)
+            & (pairs["dtype"] == row["dtype"])
+        ]
+    )
+    where = f"{row['size_label']} {row['dtype']} {row['device']}; measured over {over}"
     verdict = getattr(row, "gain", "")
     flip = verdict == "slower"  # the slow side is the one to use: its speed-up over the other
     lo, hi, point = (
@@ -293,9 +338,26 @@ def recommendation(rows: pd.DataFrame) -> tuple[str, str, str, str, str] | None:
     ci = f" [{fmt(lo)}, {fmt(hi)}]" if math.isfinite(lo) and math.isfinite(hi) else ""
     gain = f"{fmt(point)}×{ci}"
     quality = str(row.get("quality", "") or "")
-    if "machine busy" in quality:
-        # The verdict of a pair timed busy is depends (reports.verdicts): no advice either, or the
-        # table would recommend what the technique column leaves undecided.
+    ratio = row["memory_ratio"]
+    premise = _premised(rule)
+    if premise and str(row.get("identical")) == "True":  # a bool, or NaN where not compared
+        use = (
+            f"no advice: {row.fast} and {row.slow} ran one computation here (bitwise-identical "
+            f"results: {premise} is absent on this machine)"
+        )
+    elif _trade(rule, claims):
+        # Memory is what the claim promises: the light side's saving, and the time it costs.
+        light_saves = 1 / ratio if math.isfinite(ratio) and ratio > 0 else math.nan
+        saved = (
+            f"{fmt(light_saves)}× less peak memory"
+            if math.isfinite(light_saves)
+            else "peak memory not measured"
+        )
+        paid = f"{fmt(1 / row.speedup)}× the time" if math.isfinite(row.speedup) and row.speedup > 0 else ""
+        use = f"{row.fast} where memory is short: {saved} than {row.slow}" + (f", at {paid}" if paid else "")
+    elif "machine busy" in quality and verdict != "faster":
+        # A pair timed busy that shows no clear gain cannot be judged (reports.verdicts): no
+        # advice either, or the table would recommend what the technique column leaves undecided.
         use = f"no advice: {row.fast} vs {row.slow} timed on a busy machine ({fmt(row.speedup)}× here)"
     elif verdict == "faster":
         use = f"{row.fast} ({fmt(row.speedup)}× faster than {row.slow})"
@@ -305,7 +367,6 @@ def recommendation(rows: pd.DataFrame) -> tuple[str, str, str, str, str] | None:
         use = f"either: no measurable difference between {row.fast} and {row.slow}"
     else:
         use = f"no advice: too noisy to tell {row.fast} from {row.slow} here"
-    ratio = row["memory_ratio"]
     if flip and math.isfinite(ratio) and ratio > 0:
         ratio = 1 / ratio  # memory of the way recommended
     if not math.isfinite(ratio) or abs(math.log(ratio)) < math.log(1.05):
@@ -313,8 +374,7 @@ def recommendation(rows: pd.DataFrame) -> tuple[str, str, str, str, str] | None:
     else:
         memory = f"{fmt(ratio)}× less" if ratio > 1 else f"{fmt(1 / ratio)}× more"
     sure = quality or "paired rounds, quiet machine"
-    # row["dtype"], not row.dtype: a Series' .dtype is its own.
-    return use, gain, memory, sure, f"{row['size_label']} {row['dtype']} {row['device']}"
+    return use, gain, memory, sure, where
 
 
 def _answers(views: list[CaseView], machines: list[str]) -> str:
@@ -325,7 +385,7 @@ def _answers(views: list[CaseView], machines: list[str]) -> str:
         body = []
         for v in views:
             j = v.judgements.get(machine)
-            advice = recommendation(v.tables.get(machine))
+            advice = recommendation(v.tables.get(machine), v.rules.get(machine), v.claims.get(machine, ()))
             if j is None or advice is None:
                 continue
             use, gain, memory, sure, where = advice
@@ -338,7 +398,7 @@ def _answers(views: list[CaseView], machines: list[str]) -> str:
         if body:
             out.append(
                 f"<h3>What to use on {esc(machine)}</h3><table><tr><th>technique</th><th>use here</th>"
-                "<th>speed-up [95% CI]</th><th>memory</th><th>how sure</th><th>measured at</th>"
+                "<th>speed-up [95% CI]</th><th>memory</th><th>how sure</th><th>measured at; over</th>"
                 "<th>technique</th><th>notes</th></tr>" + "".join(body) + "</table>"
             )
     return "".join(out)

@@ -123,7 +123,9 @@ class Recorder:
         bs = getattr(self.config, "_benchmarksession", None)
         if path is None and bs is not None and getattr(bs, "json", None) is not None:
             path = bs.json.name
-        text = answer.lines(self.pairs, self.outcomes, str(path) if path else None)
+        text = answer.lines(
+            self.pairs, self.outcomes, str(path) if path else None, declared.case_infos(all_cases())
+        )
         if text:
             terminalreporter.section("what this run found")
             for line in text:

@@ -100,3 +100,18 @@ def test_the_report_hint_is_a_command_that_works_for_a_path_with_spaces():
 
     last = answer.lines([], [], "my results/run 1.json")[-1]
     assert last.endswith("python -m reports build 'my results/run 1.json'")
+
+
+def test_a_timed_pair_that_decides_no_claim_is_marked_context():
+    from harness.contract import rules
+
+    claimed = record.CaseInfo(
+        id="distance.pairwise", tier=1, rule=rules.Faster(fast="matmul", slow="broadcast", claim="faster")
+    )
+    text = "\n".join(answer.lines([_pair(1, 10, 1024)], [], None, {"distance.pairwise": claimed}))
+    assert "faster" in text and "context" not in text
+    unclaimed = record.CaseInfo(
+        id="distance.pairwise", tier=1, rule=rules.Faster(fast="matmul", slow="broadcast")
+    )
+    text = "\n".join(answer.lines([_pair(1, 10, 1024)], [], None, {"distance.pairwise": unclaimed}))
+    assert "(context: decides no claim)" in text
