@@ -265,9 +265,28 @@ class _Plan:
         return result
 
 
+OUTPUT_OPTIONS = ("--results", "--benchmark-json", "--history")  # each takes a value
+OUTPUT_FLAGS = ("--no-history",)
+
+
+def without_outputs(pytest_args) -> list[str]:
+    """The run's arguments less the files it would write: collecting the plan writes nothing (it
+    once replaced the results file it named with an empty run, and appended that to the history)."""
+    out, skip = [], False
+    for arg in pytest_args:
+        if skip:
+            skip = False
+        elif arg in OUTPUT_OPTIONS:
+            skip = True
+        elif not arg.startswith(tuple(f"{o}=" for o in OUTPUT_OPTIONS)) and arg not in OUTPUT_FLAGS:
+            out.append(arg)
+    return out
+
+
 def collect(pytest_args) -> list[Planned]:
     """The run's own collection, in this process, with each test's markers: a test marked
     `multigpu` is skipped on a machine of fewer GPUs, whatever the machine collecting it has."""
+    pytest_args = without_outputs(pytest_args)
     plan = _Plan()
     with contextlib.redirect_stdout(io.StringIO()) as printed:
         code = pytest.main(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -155,6 +156,11 @@ def main(argv=None) -> int:
         return code
     except ResultsError as exc:
         print(f"reports: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as exc:  # a history that cannot be read or written: the machine's state, not a bug
+        from reports.history import store
+
+        print(f"reports: history: {store.describe_error(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug: never exit 1, which a CI step reads as "regression"
         if os.environ.get("REPORTS_DEBUG"):

@@ -8,6 +8,7 @@ worker of `suite/isolation_plugin.py` journals to the file it was given) and `ha
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from harness.run.finished_points import FinishedPoints
 from harness.run.journal import WORKER_JOURNAL_ENV, Journal
 
 PERSIST = pytest.StashKey["Persist"]()
+HISTORY_WAIT_S = 10.0  # a run appending itself waits this long for another writer, then says so
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-benchmark's session reads --benchmark-json
@@ -53,6 +55,7 @@ class Persist:
         )
         self.interrupts = signals.Interrupts()
         self.interrupts.install()
+        self.ran = False
 
     @property
     def journal(self) -> Journal | None:  # a worker's: its events are written into it
@@ -68,8 +71,13 @@ class Persist:
 
     def redirect_results(self) -> None:
         """pytest-benchmark's --benchmark-json (or the suite's --results) becomes the temporary file
-        of a `harness.run.results_file.ResultsFile`."""
+        of a `harness.run.results_file.ResultsFile`. Under pytest-xdist the controller owns the
+        file: a worker never takes its lock (it would be refused, and each refused worker replaced
+        by another) and writes no JSON of its own; its reports reach the controller's record."""
         if self.points.worker:
+            return
+        if hasattr(self.config, "workerinput"):  # a pytest-xdist worker
+            self.config.option.benchmark_json = None
             return
         try:
             self.results = results_file.redirect(self.config.getoption("--results", None), self.config.option)
@@ -94,6 +102,12 @@ class Persist:
     # the journal ---------------------------------------------------------------------------------
     def pytest_sessionstart(self, session):
         self.session = session
+        if self.results is not None and getattr(self.config.option, "numprocesses", None):
+            # pytest-benchmark times nothing under pytest-xdist: say what the file will hold.
+            self._say(
+                f"results: timing is off under pytest-xdist (-n); {self.results.target} will hold "
+                "this run's checks and outcomes only (run without -n to time)"
+            )
         self.points.start(self.benchmark_session, self.final_path)
 
     def add_recorded(self, row: dict) -> None:  # a point an isolation worker measured
@@ -112,6 +126,7 @@ class Persist:
 
     @pytest.hookimpl(trylast=True)  # after the run's record has taken the outcome
     def pytest_runtest_logreport(self, report):
+        self.ran = True  # a test ran (or was skipped): the run has outcomes to write
         if report.when == "call":
             self.points.reported(report.nodeid)
 
@@ -129,6 +144,13 @@ class Persist:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: before pytest-benchmark writes, after it wrote
     def pytest_sessionfinish(self, session):
+        if not self.ran and self.results is not None:
+            # A session that ran no test (--collect-only, plan.estimate, nothing selected, every
+            # xdist worker lost) has no results: the file stays as it was, the history untouched.
+            result = yield
+            self.results.discard()
+            self._say(f"results: no test ran; {self.results.target} was left as it was")
+            return result
         self.points.keep(self.benchmark_session, bool(self.interrupts.reason))
         result = None
         with results_file.writing(self.results, self.document.empty, self.points.settle, self._say) as failed:
@@ -159,9 +181,15 @@ class Persist:
 
         path = Path(self.config.getoption("--history", None) or Path(target).parent / store.FILENAME)
         try:
-            added = store.add_files(path, [target])[0]
-        except (ResultsError, OSError) as exc:
-            self._say(f"history: not appended ({exc}); add it later: python -m reports history add {target}")
+            added = store.add_files(path, [target], wait_s=HISTORY_WAIT_S)[0]
+        except (ResultsError, OSError, sqlite3.Error, KeyboardInterrupt, signals.Terminated) as exc:
+            # A history that cannot take the run (read-only, full, locked by another writer, not a
+            # history) never turns a finished run red: the results are written already.
+            self._say(
+                f"history: not appended to {path} "
+                f"({store.describe_error(exc) if str(exc) else type(exc).__name__}); "
+                f"add it later: python -m reports history add {target}"
+            )
             return
         self._say(f"history: run {added.run_id} {'appended to' if added.new else 'already in'} {path}")
 

@@ -31,6 +31,7 @@ import math
 import os
 import sqlite3
 import tempfile
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,10 @@ from reports import load
 APPLICATION_ID = 0x54545348  # "TTSH": a technique-suite history (PRAGMA application_id)
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 120_000  # a writer waits this long for another's transaction (a run's add: ~5 s)
+# SQLite's own busy wait sits in C, where no signal handler runs: a statement waits at most this
+# long, and the wait for the write transaction is a loop in Python (`_begin`), so Ctrl-C and
+# SIGTERM end it at once.
+STATEMENT_BUSY_MS = 200
 FILENAME = "history.sqlite"
 
 # Version 1: runs without branch, hardware or driver; speedups without the report's interval.
@@ -201,9 +206,9 @@ def connect(path, *, create: bool = True):
         with path.open("rb") as f:
             if f.read(16) != b"SQLite format 3\x00":
                 raise HistoryError(f"{path}: not an SQLite file, so not a history; left unchanged")
-    db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    db = sqlite3.connect(str(path), timeout=STATEMENT_BUSY_MS / 1000, isolation_level=None)
     try:
-        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        db.execute(f"PRAGMA busy_timeout = {STATEMENT_BUSY_MS}")
         db.execute("PRAGMA foreign_keys = ON")
         version = _check(db, path)
         if version < SCHEMA_VERSION:
@@ -223,16 +228,52 @@ def connect(path, *, create: bool = True):
 
 
 @contextlib.contextmanager
-def transaction(db: sqlite3.Connection):
+def transaction(db: sqlite3.Connection, wait_s: float | None = None):
     """One write transaction, taken before the first read (BEGIN IMMEDIATE: a second writer waits
-    on the busy timeout instead of failing half-way); rolled back on any error."""
-    db.execute("BEGIN IMMEDIATE")
+    up to `wait_s` instead of failing half-way); rolled back on any error."""
+    _begin(db, wait_s)
     try:
         yield db
     except BaseException:
-        db.execute("ROLLBACK")
+        # SQLite has already rolled back after some errors (a full disk): a second ROLLBACK would
+        # raise "no transaction is active" and hide the cause.
+        if db.in_transaction:
+            db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+def _begin(db: sqlite3.Connection, wait_s: float | None = None) -> None:
+    """BEGIN IMMEDIATE, waiting for another writer at most `wait_s` (None: `BUSY_TIMEOUT_MS`), in
+    Python, so a signal ends the wait."""
+    wait_s = BUSY_TIMEOUT_MS / 1000 if wait_s is None else wait_s
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise sqlite3.OperationalError(
+                    f"database is locked: another writer held it for {wait_s:g} s"
+                ) from None
+            time.sleep(0.05)
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line naming why a history could not be written: read-only, full, locked, or the error."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.Error):
+        if "readonly" in text:
+            return "read-only: the history file or its folder cannot be written"
+        if "full" in text:
+            return "the disk is full"
+        if "locked" in text or "busy" in text:
+            return f"locked by another writer ({text})"
+        return f"SQLite: {text}"
+    return text
 
 
 # --- adding --------------------------------------------------------------------------------------
@@ -336,7 +377,7 @@ def _verdict_rows(results: load.Results, table: pd.DataFrame) -> list[tuple]:
     return out
 
 
-def add(db: sqlite3.Connection, path) -> Added:
+def add(db: sqlite3.Connection, path, wait_s: float | None = None) -> Added:
     """Append one results file (``.json`` or ``.json.gz``, read by `reports.load`); a run already
     in the history (same content hash) is not added again."""
     path = Path(path)
@@ -370,7 +411,7 @@ def add(db: sqlite3.Connection, path) -> Added:
         )
     )
     blob = zlib.compress(json.dumps(doc, default=str).encode(), 6)
-    with transaction(db):
+    with transaction(db, wait_s):
         again = db.execute("SELECT id FROM runs WHERE identity = ?", (ident,)).fetchone()
         if again:  # another process added it while this one computed
             return Added(str(path), again[0], False)
@@ -399,10 +440,12 @@ def add(db: sqlite3.Connection, path) -> Added:
     return Added(str(path), run_id, True)
 
 
-def add_files(history, paths) -> list[Added]:
+def add_files(history, paths, wait_s: float | None = None) -> list[Added]:
+    """Each results file added in a transaction of its own; `wait_s`: how long to wait for
+    another writer (a run appending itself waits less than `history add` does)."""
     files = load.collect_paths(paths)
     with connect(history) as db:
-        return [add(db, p) for p in files]
+        return [add(db, p, wait_s=wait_s) for p in files]
 
 
 # --- reading -------------------------------------------------------------------------------------

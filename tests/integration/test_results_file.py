@@ -263,3 +263,31 @@ def test_killing_pytest_during_a_launch_leaves_no_torchrun_or_rank(tmp_path):
     for pid, _ in left:  # do not leave them to the next test either
         os.kill(pid, signal.SIGKILL)
     assert not left, f"left behind: {left}"
+
+
+@pytest.mark.integration
+def test_a_session_that_runs_no_test_leaves_the_results_and_the_history_alone(tmp_path):
+    """`--collect-only --results X` (as `plan.estimate -- <args>` ran it) replaced a complete X with
+    an empty document and appended that empty run to the history, which the gate then counted."""
+    results = tmp_path / "X.json"
+    results.write_text('{"previous": true}')
+    run = _run([*CHECKS_ONLY, "--collect-only", f"--results={results}"])
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert json.loads(results.read_text()) == {"previous": True}
+    assert "no test ran" in run.stdout
+    assert not (tmp_path / "history.sqlite").exists()
+    assert not list(tmp_path.glob(".*.tmp")) and not (tmp_path / "X.json.lock").exists()
+
+
+@pytest.mark.integration
+def test_under_xdist_the_controller_owns_the_results_file(tmp_path):
+    """`-n 2 --results X`: every worker met the controller's lock ("node down" ten times, exit 5)
+    and X became an empty document; now the workers leave the file to the controller, which writes
+    the run's outcomes and says timing is off."""
+    results = tmp_path / "X.json"
+    checks = [a for a in CHECKS_ONLY if a != "--benchmark-only"]  # pytest-benchmark: not with xdist
+    run = _run([*checks, "-n", "2", f"--results={results}", "--no-history"])
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert "node down" not in run.stdout and "timing is off under pytest-xdist" in run.stdout
+    doc = json.loads(results.read_text())
+    assert any(o["case"] == "shape.ops" and o["outcome"] == "passed" for o in doc["outcomes"])

@@ -117,3 +117,20 @@ def test_an_impossible_median_in_a_saved_log_is_refused(tmp_path, capsys):
     )
     code, err = _exit(["--reference", str(path)], capsys)
     assert code == 2 and str(path) in err and "line 2" in err and "Median" in err, err
+
+
+def test_collecting_the_plan_writes_none_of_the_runs_files():
+    from plan.estimate import without_outputs
+
+    args = [
+        "-k",
+        "x",
+        "--results",
+        "r.json",
+        "--benchmark-json=b.json",
+        "--history",
+        "h",
+        "--no-history",
+        "-q",
+    ]
+    assert without_outputs(args) == ["-k", "x", "-q"]

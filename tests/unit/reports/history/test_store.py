@@ -154,3 +154,47 @@ def test_the_history_baseline_is_the_last_runs_of_the_machine_and_branch(tmp_pat
 def _adder(args) -> None:  # one process's share of the concurrent appends
     history, paths = args
     store.add_files(history, paths)
+
+
+def test_a_locked_history_waits_a_bounded_time_in_python_and_says_so(tmp_path, capsys):
+    """Another writer holding the history: the wait ends at its bound with "locked" (SQLite's own
+    busy wait sat in C for 120 s, deaf to Ctrl-C), and `history add` exits 2 naming it, never 4."""
+    import time
+
+    (path,) = _write(tmp_path / "r", [_doc(0)])
+    history = tmp_path / "h.sqlite"
+    store.add_files(history, [path])
+    holder = sqlite3.connect(history, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        (other,) = _write(tmp_path / "s", [_doc(1)])
+        started = time.monotonic()
+        with pytest.raises(sqlite3.OperationalError, match="locked") as raised:
+            store.add_files(history, [other], wait_s=0.3)
+        assert time.monotonic() - started < 5
+        assert store.describe_error(raised.value).startswith("locked by another writer")
+        original = store.BUSY_TIMEOUT_MS
+        store.BUSY_TIMEOUT_MS = 300
+        try:
+            code = main(["history", "add", str(other), "--history", str(history)])
+        finally:
+            store.BUSY_TIMEOUT_MS = original
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert code == 2  # locked at its bound: bad input of the machine's, never 4 ("a bug")
+    assert "internal error" not in capsys.readouterr().err
+
+
+def test_a_failed_transaction_that_sqlite_rolled_back_keeps_its_cause(tmp_path):
+    """After SQLITE_FULL SQLite has rolled back already: a second ROLLBACK raised "no transaction
+    is active" and hid "database or disk is full"."""
+    db = sqlite3.connect(tmp_path / "x.sqlite", isolation_level=None)
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        with store.transaction(db):
+            db.execute("ROLLBACK")  # as SQLite does on a full disk
+            raise sqlite3.OperationalError("database or disk is full")
+    assert store.describe_error(sqlite3.OperationalError("database or disk is full")) == "the disk is full"
+    assert store.describe_error(sqlite3.OperationalError("attempt to write a readonly database")).startswith(
+        "read-only"
+    )
