@@ -87,6 +87,14 @@ def _memory_ratio(group, slow: str, fast: str) -> float:
     return (group.peak[slow] + PAGE) / (group.peak[fast] + PAGE)
 
 
+def _why_not(runs: list[RunSpeedup]) -> str:
+    """Why no run of a side can be judged on: unstable or too few rounds, or timed busy."""
+    stable = [r for r in runs if not r.unusable()]
+    if stable:
+        return f"timed only on a busy machine ({stable[0].busy})"
+    return runs[0].unusable()
+
+
 def _judge_pair(
     base_runs: list[RunSpeedup],
     cur_runs: list[RunSpeedup],
@@ -95,18 +103,19 @@ def _judge_pair(
     prior: tuple[float, float],
     assumed: bool,
 ) -> tuple[str, str, Judged | None]:
-    """(verdict, note, the test) of one pair. The current side is judged on its usable, quiet
-    runs; a drop beyond the tolerance that rests only on busy runs, or a side with no usable run
-    at all, is not judged: `unstable` (re-measure) with no recheck of the pair, `could not judge`
-    with some."""
+    """(verdict, note, the test) of one pair. Each side is judged on its usable, quiet runs only:
+    a current side with none is not judged, `unstable` (re-measure) with no recheck of the pair,
+    `could not judge` with some; a baseline with none is `could not judge` (a busy baseline never
+    passes anything)."""
     not_judged = UNJUDGED if rechecked else UNSTABLE
     ask = ", and no recheck decided it" if rechecked else ": re-measure (--recheck)"
     base = _judged_on(base_runs)
     if not base:
-        return not_judged, f"baseline {base_runs[0].unusable()}{ask}", None
+        # A baseline timed only on a busy machine decides nothing: its speed-up is the neighbours'.
+        return UNJUDGED, f"baseline {_why_not(base_runs)}: re-measure the baseline on a quiet machine", None
     cur = _judged_on(cur_runs)
     if not cur:
-        return not_judged, f"{cur_runs[0].unusable()}{ask}", None
+        return not_judged, f"{_why_not(cur_runs)}{ask}", None
     judged = judge(base, cur, tol, *prior)
     notes = []
     if judged.tol > tol:
@@ -116,8 +125,6 @@ def _judge_pair(
         )
     if assumed:
         notes.append(f"between-run σ0 {prior[0]:.0%} assumed: the baseline holds one run")
-    if base[0].busy:
-        notes.append("the baseline timed it only on a busy machine")
     if len(cur) > 1:
         notes.append(f"{len(cur)} current runs")
     # Fail closed: a drop beyond the tolerance the pair is judged at that the runs cannot confirm
@@ -128,12 +135,6 @@ def _judge_pair(
     # little above: pass), and every gate "could not judge" on a machine with a few such pairs.
     unconfirmed = tol if assumed else judged.tol
     beyond = judged.d < math.log(1 - unconfirmed)
-    if cur[0].busy:
-        # A drop measured on a busy machine is re-measured, never failed: the neighbours' share is
-        # not the code's. No drop beyond the tolerance, not even an insignificant one, passes.
-        if judged.verdict == REGRESSED or beyond:
-            return not_judged, "; ".join([f"timed on a busy machine ({cur[0].busy}){ask}", *notes]), judged
-        notes.append("timed on a busy machine")
     if judged.verdict != REGRESSED and beyond:
         runs = "one baseline run" if assumed else "these runs"
         why = f"a drop beyond -{unconfirmed:.0%} that {runs} cannot confirm"
@@ -153,15 +154,19 @@ def compare(
     known: dict | None = None,
     names=("baseline", "current"),
 ) -> list[Line]:
-    # The pairs and tolerances a case is gated on are those its current run recorded
-    # (harness.contract.record).
-    known = known if known is not None else current.cases_of()
+    # The pairs and tolerances a case is gated on are those its baseline recorded (runs already on
+    # main, harness.contract.record): what the run under test declares about itself (a wider
+    # tolerance, the sides swapped) cannot loosen its own gate; where it differs, the pair is not
+    # judged and the line names the difference.
+    declared_now = current.cases_of()
+    known = known if known is not None else {**declared_now, **baseline.cases_of()}
     base_machine, cur_machine = _machine(baseline, names[0]), _machine(current, names[1])
+    _one_commit(current, names[1])
     if not (_cases(baseline) & _cases(current)):
         raise load.ResultsError(f"{names[0]} and {names[1]} have no case in common")
     for rc, rc_name in zip(rechecks, names[2:] or [f"--recheck {i + 1}" for i in range(len(rechecks))]):
         _same_run_kind(rc, current, rc_name, names[1])
-    lines: list[Line] = []
+    lines: list[Line] = list(_declared_otherwise(known, declared_now))
     outcomes = current.outcomes
     for i in np.flatnonzero(outcomes["outcome"].to_numpy() == "failed"):
         r = outcomes.iloc[i]
@@ -231,6 +236,10 @@ def compare(
             if line.verdict in (OK, NOISY) and base_mem > 1 and cur_mem < base_mem * (1 - tol):
                 line.verdict = MEMORY
                 line.note = f"memory ratio {base_mem:.3g}× → {cur_mem:.3g}×"
+            elif math.isfinite(base_mem) and not math.isfinite(cur_mem):
+                line.note = "; ".join(
+                    filter(None, [line.note, "memory not checked: the current run has no peak memory"])
+                )
         if absolute and comparable and key in cur_groups:
             cur_group = cur_groups[key]
             for variant in base_group.data:
@@ -317,6 +326,54 @@ def _not_compared(
                 "with both sides timed in each (a pairs-only, one-sided or skipped run judges nothing)",
             )
         )
+    return out
+
+
+def _one_commit(current: load.Results, name: str) -> None:
+    """The current side is one commit (its runs and rechecks alike): a folder mixing commits would
+    let an older, faster run stand in for the change under test."""
+    commits = sorted(set(current.runs["commit"].fillna("?")))
+    if len(commits) > 1:
+        raise load.ResultsError(
+            f"{name}: holds runs of {len(commits)} commits ({', '.join(commits)}); gate one commit at a time"
+        )
+
+
+def _declared_otherwise(known: dict, declared_now: dict) -> list[Line]:
+    """A `could not judge` line for each case whose current run declares another gate tolerance or
+    other timed pairs than the baseline it is gated against."""
+    out = []
+    for case_id, now in sorted(declared_now.items()):
+        then = known.get(case_id)
+        if then is None or then is now:
+            continue
+        if then.gate_tolerance != now.gate_tolerance:
+            out.append(
+                Line(
+                    case_id,
+                    "",
+                    "",
+                    "",
+                    verdict=UNJUDGED,
+                    note=f"the current run declares gate tolerance {now.gate_tolerance}, the baseline "
+                    f"{then.gate_tolerance}: the baseline's is used; land the change to judge it",
+                )
+            )
+        then_pairs = {(t.fast, t.slow) for t in getattr(then, "timed", ()) or ()}
+        now_pairs = {(t.fast, t.slow) for t in getattr(now, "timed", ()) or ()}
+        if then_pairs and now_pairs and then_pairs != now_pairs:
+            changed = sorted(now_pairs ^ then_pairs)
+            out.append(
+                Line(
+                    case_id,
+                    "",
+                    "",
+                    "",
+                    verdict=UNJUDGED,
+                    note=f"the current run declares other timed pairs than the baseline ({changed}): "
+                    "the baseline's are judged",
+                )
+            )
     return out
 
 

@@ -199,11 +199,10 @@ def _ss(ys: list[float]) -> float:
 
 
 def _judged_on(runs: list[RunSpeedup]) -> list[RunSpeedup]:
-    """The runs a side is judged on: those with stable, enough rounds, and of those the ones the
-    load probe saw quiet where there is any (a busy run's speed-up says how much the neighbours
-    took, which changes from run to run)."""
-    stable = [r for r in runs if not r.unusable()]
-    return [r for r in stable if not r.busy] or stable
+    """The runs a side is judged on: those with stable, enough rounds that the load probe saw quiet.
+    A busy run's speed-up says how much the neighbours took, which changes from run to run: it
+    decides nothing, on either side, even where no quiet run exists (then the pair is not judged)."""
+    return [r for r in runs if not r.unusable() and not r.busy]
 
 
 def _inverse_trigamma(x: float) -> float:

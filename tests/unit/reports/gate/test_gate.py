@@ -55,6 +55,7 @@ def test_an_unstable_pair_with_no_stable_recheck_is_not_passed(tmp_path, capsys)
 
 
 def test_a_drop_timed_on_a_busy_machine_is_re_measured_not_failed(tmp_path, capsys):
+    """A busy current run decides nothing (exit 3); a quiet recheck then decides."""
     base = pooled(tmp_path, "base", [synthetic.result(seed=s, paired=True, n_rounds=60) for s in (1, 2)])
     busy = write(
         tmp_path / "busy.json",
@@ -63,8 +64,24 @@ def test_a_drop_timed_on_a_busy_machine_is_re_measured_not_failed(tmp_path, caps
         ),
     )
     code, out, _ = run_gate(capsys, "--baseline", base, "--current", busy)
-    assert code == 3 and "timed on a busy machine" in out
+    assert code == 3 and "timed only on a busy machine" in out
     quiet = write(
         tmp_path / "quiet.json", synthetic.result(seed=5, paired=True, n_rounds=60, slow={"fast_v": 1.5})
     )
     assert run_gate(capsys, "--baseline", base, "--current", busy, "--recheck", quiet)[0] == 1
+
+
+def test_a_baseline_timed_only_on_a_busy_machine_never_passes_a_slowdown(tmp_path, capsys):
+    """Every baseline run busy, its speed-up read low by the neighbours, and the current run quiet
+    and 2.5× slower: the gate passed it ("+24.6% ok"); a busy run decides nothing, on either side."""
+    busy = "load average 4 on 2 cores"
+    base = pooled(
+        tmp_path,
+        "base",
+        [synthetic.result(seed=s, paired=True, n_rounds=60, slow={"fast_v": 3.0}, busy=busy) for s in (1, 2)],
+    )
+    current = write(
+        tmp_path / "cur.json", synthetic.result(seed=3, paired=True, n_rounds=60, slow={"fast_v": 2.5})
+    )
+    code, out, _ = run_gate(capsys, "--baseline", base, "--current", current)
+    assert code == 3 and "baseline timed only on a busy machine" in out and "| ok |" not in out

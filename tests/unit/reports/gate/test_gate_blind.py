@@ -260,3 +260,48 @@ def test_a_pair_naming_a_variant_the_benchmarks_lack_is_judged_or_named_never_a_
     code, out, err = gate(capsys, "--baseline", folder, "--current", path)
     assert code in (0, 3) and "Traceback" not in out + err and "Error" not in err, out + err
     assert main(["build", str(path), "--out", str(tmp_path / "report")]) == 0
+
+
+# ---- 4. what the current run declares cannot loosen its own gate -----------------------------------
+
+
+def _declared(tolerance=0.1, timed=None) -> dict:
+    info = record.CaseInfo(
+        id="distance.pairwise", tier=1, rule=rules.Faster(), gate_tolerance=tolerance
+    ).to_data()
+    if timed is not None:
+        info["timed"] = timed
+    return {"distance.pairwise": info}
+
+
+def test_a_tolerance_the_current_run_declares_cannot_pass_its_slowdown(tmp_path, capsys):
+    """The current run declared gate_tolerance 0.99 and a 3× slowdown read "ok" with no note."""
+    b = write(
+        tmp_path / "b.json", synthetic.result(seed=1, paired=True, schema_version=4, cases_info=_declared())
+    )
+    c = write(
+        tmp_path / "c.json",
+        synthetic.result(seed=2, paired=True, slow=SLOW_3X, schema_version=4, cases_info=_declared(0.99)),
+    )
+    code, out, _ = gate(capsys, "--baseline", b, "--current", c)
+    assert code == 1 and "declares gate tolerance 0.99" in out, out
+
+
+def test_a_current_run_mixing_commits_is_refused(tmp_path, capsys):
+    """--current given a folder of two commits' runs passed a 3× slowdown (the older run stood in)."""
+    b = baseline(tmp_path)
+    folder = tmp_path / "cur"
+    folder.mkdir()
+    write(folder / "old.json", synthetic.result(seed=2, paired=True))
+    new = synthetic.result(seed=3, paired=True, slow=SLOW_3X)
+    new["commit_info"]["id"] = "1" * 40
+    write(folder / "new.json", new)
+    code, _, err = gate(capsys, "--baseline", b, "--current", folder)
+    assert code == 2 and "commits" in err
+
+
+def test_a_current_run_without_peak_memory_says_memory_was_not_checked(tmp_path, capsys):
+    b = baseline(tmp_path)
+    c = write(tmp_path / "c.json", synthetic.result(seed=2, paired=True, peak=False))
+    code, out, _ = gate(capsys, "--baseline", b, "--current", c)
+    assert "memory not checked" in out, out

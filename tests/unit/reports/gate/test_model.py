@@ -80,7 +80,9 @@ def test_a_a_on_the_two_real_runs_is_not_judged_when_unstable(capsys):
     """The two real runs (heavily loaded machine): every pair is too noisy to judge; the gate says
     so with its own exit status instead of guessing or passing, and lists them for re-measurement."""
     code, out, _ = run_gate(capsys, "--baseline", REAL[0], "--current", REAL[1])
-    assert code == 3 and "| unstable |" in out and "COULD NOT JUDGE" in out
+    # Each pair is unstable on one side or the other; where it is the baseline's, no recheck of the
+    # current run can help: could not judge.
+    assert code == 3 and ("| unstable |" in out or "| could not judge |" in out) and "COULD NOT JUDGE" in out
 
 
 def _two_runs(results: load.Results, rng) -> load.Results:
