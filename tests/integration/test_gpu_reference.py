@@ -1,4 +1,5 @@
-""".ci/gpu-reference in one short offline slot, with a fake `python` and `nvidia-smi` first on PATH:
+""".ci/gpu-reference in one short offline slot, with a fake `python3` and `nvidia-smi` first on a PATH
+that has no `python` at all (as on the lending machine, where the venv's interpreter is python3):
 each step is cut at its limit (and killed where it ignores the interrupt), the steps after it still
 run, finished steps' files come back, no lock file is left, and at most 8 files (a device call's
 limit) are in the output folder. The fakes stand in for a GPU machine's hangs: `nvidia-smi` that
@@ -49,6 +50,8 @@ else
 fi
 var=FAKE_${step^^}
 case ${!var:-ok} in
+nocuda)
+    echo "torch 9.9 (fake, no CUDA)"; echo "NO CUDA: torch.cuda.is_available() is False"; exit 3 ;;
 ok)
     if [ "$step" = env ]; then echo "torch 9.9 (fake)"; exit 0; fi
     echo '{"benchmarks": [], "step": "'"$step"'"}' >"$results"
@@ -92,12 +95,14 @@ def _run(
 ) -> tuple[subprocess.CompletedProcess, float]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, text in (("python", FAKE_PYTHON), ("nvidia-smi", FAKE_NVIDIA_SMI)):
+    for name, text in (("python3", FAKE_PYTHON), ("nvidia-smi", FAKE_NVIDIA_SMI)):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
+    # No `python` on PATH: only the fakes and the system's tools (no pyenv or venv folder).
+    system = [d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "python").exists()]
     env = {
-        **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        **{k: v for k, v in os.environ.items() if k != "PY"},
+        "PATH": os.pathsep.join([str(bin_dir), *system]),
         "GPU_REFERENCE_GRACE": "1",
         **fake,
     }
@@ -186,3 +191,16 @@ def test_a_bad_step_is_refused_before_anything_runs(tmp_path):
     assert result.returncode == 2
     assert "unknown step chekcs" in result.stdout
     assert not (tmp_path / "out").exists()
+
+
+def test_the_interpreter_is_python3_where_no_python_exists_and_no_cuda_stops_the_script(tmp_path):
+    """Every step called `python` by name: on the lending machine each would exit 127 in a second,
+    and with no CUDA every step "passed" with nothing measured."""
+    run, _ = _run(tmp_path, ["env:5", "checks:5", "quick:5"], 60)
+    assert run.returncode == 0 and "torch 9.9 (fake)" in run.stdout, run.stdout
+    assert "exit 127" not in run.stdout and {"checks.json.gz", "quick.json.gz"} <= _files(tmp_path / "out")
+    stopped = tmp_path / "nocuda"
+    stopped.mkdir()
+    run, _ = _run(stopped, ["env:5", "checks:5", "quick:5"], 60, FAKE_ENV="nocuda")
+    assert run.returncode == 3 and "stopped after env: CUDA is not available" in run.stdout, run.stdout
+    assert _files(stopped / "out") == {"run.log"}
