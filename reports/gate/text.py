@@ -64,6 +64,12 @@ def suspects(lines: list[Line]) -> str:
     """A pytest ``-k`` expression selecting the regressed and unjudged case × size points (node IDs
     hold both), for re-measuring just those; empty when there is none."""
     points = sorted(
-        {(line.case, line.size) for line in lines if line.verdict in (REGRESSED, UNSTABLE, UNJUDGED)}
+        {
+            (line.case, line.size)
+            for line in lines
+            # A line of no case (the gate "judged no pair") names no point to re-measure: it would
+            # make the expression start with " or ", which pytest refuses.
+            if line.verdict in (REGRESSED, UNSTABLE, UNJUDGED) and line.case
+        }
     )
     return " or ".join(f"({case} and {size})" if size else case for case, size in points)

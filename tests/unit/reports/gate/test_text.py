@@ -27,3 +27,20 @@ def test_an_unwritable_suspects_file_is_bad_input_not_a_regression(tmp_path, cap
         capsys, "--baseline", b, "--current", c, "--suspects", tmp_path / "no" / "such" / "dir"
     )
     assert code == 2 and "--suspects" in err
+
+
+def test_the_suspects_are_a_valid_k_expression_when_a_line_names_no_case():
+    """The gate's "judged no pair" line has no case: the expression began with " or " and the
+    workflow's recheck step died with a pytest usage error."""
+    from _pytest.mark.expression import Expression
+
+    from reports.gate.lines import REGRESSED, UNJUDGED, Line
+    from reports.gate.text import suspects
+
+    lines = [
+        Line("", "", "", "", verdict=UNJUDGED, note="judged no pair"),
+        Line("layernorm.manual", "rows2048-d2048", "float32 cpu", "a ÷ b", verdict=REGRESSED),
+    ]
+    expression = suspects(lines)
+    assert expression == "(layernorm.manual and rows2048-d2048)"
+    Expression.compile(expression)  # what `pytest -k` does with it
