@@ -27,7 +27,7 @@ import plan
 from harness.contract import record
 from harness.measure import timing
 from harness.point import marks, pair_benchmark
-from harness.point.variant_benchmark import NotMeasured
+from harness.point.variant_benchmark import NotMeasured, WrongAnswer
 from suite import options
 from suite.progress_plugin import progress
 
@@ -70,8 +70,9 @@ class PairRounds:
 
     def timing(self, pair: plan.PairPoint, *, config, input_cache, noise_floor) -> record.PairTiming:
         """The pair's timing, timed by the first test that asks; NotMeasured (its reason) for a
-        pair that cannot be timed here. Another error is raised and not remembered: the next
-        test that asks tries again, and fails in its own name."""
+        pair that cannot be timed here, WrongAnswer for one whose side answered wrong. Another
+        error is raised and not remembered: the next test that asks tries again, and fails in its
+        own name."""
         if pair.id not in self._timed:
             reason = None
             try:
@@ -83,13 +84,14 @@ class PairRounds:
                     noise_floor=lambda: noise_floor(pair.device),
                     oversize=lambda name: plan.oversize_reason(pair.side(name), input_cache),
                 )
-            except NotMeasured as exc:  # kept as text: the exception's frames hold tensors
-                reason = str(exc)
+            except (NotMeasured, WrongAnswer) as exc:  # kept as text: the exception's frames hold tensors
+                reason = (type(exc), str(exc))
             if reason is not None:
                 self._timed[pair.id] = reason
         timed = self._timed[pair.id]
-        if isinstance(timed, str):
-            raise NotMeasured(timed)
+        if isinstance(timed, tuple):  # every test that asks says it: skipped, or red for a wrong side
+            kind, why = timed
+            raise kind(why)
         return timed
 
     def bound(self, **fixtures) -> Bound:

@@ -3,14 +3,15 @@
 
 Each side is checked against the oracle before any round is timed: a fast wrong answer is not a
 speed-up, so a side outside its tolerance (or writing into its inputs) leaves the pair untimed
-(`NotMeasured`; ``test_check`` says what it broke). The rounds alternate between the sides
-(`harness.measure.interleave`) within one point's cap, on the device's clock (`harness.measure.device`: CUDA
-events at each round's start and end, no barrier between the calls; the host's clock on a CPU),
-and the record (`harness.contract.record.PairTiming`) names that clock and carries the device's A/A
-noise floor and the machine's load over the rounds, both measured after them, so the reports can
-tell a gain from noise. A side's precision flags (`harness.measure.block_context.scoped`) are set
-once around each of its round blocks, and the rounds time the bare computation. Plain Python: no
-pytest, no cases, no plan.
+and red (`WrongAnswer`: a wrong answer was observed, and a run of the pairs alone must say so).
+The rounds alternate between the sides (`harness.measure.interleave`) within one point's cap, on
+the device's clock (`harness.measure.device`: CUDA events at each round's start and end, no
+barrier between the calls; the host's clock on a CPU), and the record
+(`harness.contract.record.PairTiming`) names that clock and carries the device's A/A noise floor
+and the machine's load over the rounds, both measured after them, so the reports can tell a gain
+from noise. A side's precision flags (`harness.measure.block_context.scoped`) are set once around
+each of its round blocks, and the rounds time the bare computation. Plain Python: no pytest, no
+cases, no plan.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from harness.contract import record, rounds
 from harness.host import load
 from harness.measure import block_context, interleave
 from harness.measure import device as harness_device
-from harness.point.variant_benchmark import NotMeasured, VariantAtPoint
+from harness.point.variant_benchmark import NotMeasured, VariantAtPoint, WrongAnswer
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,9 @@ def run(
         out, err = measure.checked_call(side.fn, inputs, truth, side.tolerance)
         if not err.within:
             what = "changes its inputs in place" if err.changed_inputs else "is outside its tolerance"
-            raise NotMeasured(f"{name} {what} here; not timed")
+            raise WrongAnswer(
+                f"{name} {what} here ({err.worst or err.changed_inputs}); the pair is not timed"
+            )
         outputs[name] = out  # checked as called directly: the variant set its own flags
         # No barrier after the call: the device's clock waits at each round's start and end. The
         # flags: entered around each round block of this side, not inside each call.

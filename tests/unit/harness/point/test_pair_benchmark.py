@@ -8,7 +8,7 @@ from cases.spec import Tol
 from harness.contract import record
 from harness.measure import interleave
 from harness.point import pair_benchmark
-from harness.point.variant_benchmark import NotMeasured, VariantAtPoint
+from harness.point.variant_benchmark import NotMeasured, VariantAtPoint, WrongAnswer
 
 KEY = record.PointKey(
     case="distance.pairwise",
@@ -86,8 +86,10 @@ def test_a_side_too_big_is_not_measured_and_its_size_asked_after_the_side_before
         (lambda t: t.mul_(2), "changes its inputs in place"),
     ],
 )
-def test_a_wrong_side_leaves_the_pair_untimed(slow_fn, what):
+def test_a_wrong_side_leaves_the_pair_untimed_and_red(slow_fn, what):
+    """A wrong side was a skip ("not timed"): a run of the pairs alone then exited 0 with a wrong
+    answer observed; it is the pair's failure now (WrongAnswer)."""
     never = []
-    with pytest.raises(NotMeasured, match=f"broadcast {what}"):
+    with pytest.raises(WrongAnswer, match=f"broadcast {what}"):
         pair_benchmark.run(_pair(slow_fn), cap_s=0.05, min_rounds=5, noise_floor=lambda: never.append(1))
     assert never == []
