@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import json
 import os
 import sys
@@ -238,13 +239,13 @@ def main(argv=None) -> int:
     except (OSError, JournalError) as exc:
         print(f"{args.journals[0]}: {exc}", file=sys.stderr)
         return 2
-    out, note = rebuilt_path(args.out or default_out(args.journals[0]))
+    out, note = rebuilt_path(args.out or default_out(args.journals[0]), len(doc["benchmarks"]))
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         # Through a temporary file and a rename: a rebuild cut short leaves nothing half-written.
-        tmp.write_text(
-            json.dumps(doc, indent=4, default=lambda o: f"UNSERIALIZABLE[{o!r}]"), encoding="utf-8"
-        )
+        text = json.dumps(doc, indent=4, default=lambda o: f"UNSERIALIZABLE[{o!r}]").encode("utf-8")
+        # A name ending .gz gets gzip, as the reports read it (plain JSON under .gz was unreadable).
+        tmp.write_bytes(gzip.compress(text) if out.name.endswith(".gz") else text)
         os.replace(tmp, out)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -264,26 +265,43 @@ def default_out(journal: Path) -> Path:
     return journal.with_name(journal.name + ".json")
 
 
-def rebuilt_path(out: Path) -> tuple[Path, str]:
-    """Where the rebuild goes: `out`, unless it holds a complete results file (one not marked
-    partial), which a rebuild of fewer points must never replace: then beside it, as
-    ``<stem>.rebuilt.json`` (numbered if that exists too)."""
-    if not _complete(out):
+def rebuilt_path(out: Path, points: int = 0) -> tuple[Path, str]:
+    """Where the rebuild of `points` points goes: `out`, unless it holds a complete results file
+    (one not marked partial, gzip-compressed or not) or a partial one of more points, which a
+    rebuild must never replace: then beside it, as ``<stem>.rebuilt.json`` (numbered if that
+    exists too)."""
+    held = _held(out)
+    if held is None or (held[1] and held[0] <= points):
         return out, ""
-    stem = out.name[: -len(".json")] if out.name.endswith(".json") else out.name
+    stem = out.name
+    for suffix in (".gz", ".json"):
+        stem = stem[: -len(suffix)] if stem.endswith(suffix) else stem
     candidate, n = out.with_name(f"{stem}.rebuilt.json"), 1
     while candidate.exists():
         n += 1
         candidate = out.with_name(f"{stem}.rebuilt-{n}.json")
-    return candidate, f" (beside {out}, a complete results file, which is left as it was)"
+    what = "a complete results file" if not held[1] else f"a partial results file of {held[0]} points"
+    return candidate, f" (beside {out}, {what}, which is left as it was)"
+
+
+def _held(path: Path) -> tuple[int, bool] | None:
+    """(points, partial) of the results file at `path` (read as the reports read it, gzip or
+    not); None where there is none to keep (absent, empty, cut short)."""
+    try:
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        doc = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError, EOFError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        return None
+    return len(doc["benchmarks"]), bool((doc.get("suite") or {}).get("partial", False))
 
 
 def _complete(path: Path) -> bool:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False  # absent, empty or cut short: the rebuild is what recovers it
-    return isinstance(doc, dict) and not (doc.get("suite") or {}).get("partial", False)
+    held = _held(path)
+    return held is not None and not held[1]
 
 
 if __name__ == "__main__":

@@ -73,3 +73,28 @@ def test_a_kept_leftover_journal_rebuilds_into_a_json_name(tmp_path):
     assert journal.default_out(tmp_path / "odd.log").name == "odd.log.json"
     assert journal.main([str(leftover)]) == 0
     assert (tmp_path / "r.json.leftover-123.json").exists()
+
+
+def test_a_rebuild_keeps_a_gzipped_complete_file_and_a_partial_one_of_more_points(tmp_path, capsys):
+    """`--out ref.json.gz` over a complete gzipped file wrote a 2-point partial as plain JSON under
+    the .gz name (gzip read as "not complete"); a rebuild over a partial 6-point file replaced it
+    with 2 points."""
+    import gzip
+
+    complete = {"suite": {"partial": False}, "benchmarks": [{"name": f"p{i}"} for i in range(6)]}
+    ref = tmp_path / "ref.json.gz"
+    ref.write_bytes(gzip.compress(json.dumps(complete).encode()))
+    journal_path = _journal(tmp_path / f"x.json{journal.SUFFIX}", 2)
+    assert journal.main([str(journal_path), "--out", str(ref)]) == 0
+    assert json.loads(gzip.decompress(ref.read_bytes())) == complete
+    assert len(json.loads((tmp_path / "ref.rebuilt.json").read_text())["benchmarks"]) == 2
+    partial = tmp_path / "p.json"
+    six = {"suite": {"partial": True}, "benchmarks": [{"name": f"p{i}"} for i in range(6)]}
+    partial.write_text(json.dumps(six))
+    assert journal.main([str(journal_path), "--out", str(partial)]) == 0
+    assert json.loads(partial.read_text()) == six
+    assert "a partial results file of 6 points" in capsys.readouterr().out
+    # Into a new .gz name, the rebuild is gzip (the reports read it by its first bytes).
+    fresh = tmp_path / "fresh.json.gz"
+    assert journal.main([str(journal_path), "--out", str(fresh)]) == 0
+    assert len(json.loads(gzip.decompress(fresh.read_bytes()))["benchmarks"]) == 2
