@@ -204,3 +204,15 @@ def test_the_interpreter_is_python3_where_no_python_exists_and_no_cuda_stops_the
     run, _ = _run(stopped, ["env:5", "checks:5", "quick:5"], 60, FAKE_ENV="nocuda")
     assert run.returncode == 3 and "stopped after env: CUDA is not available" in run.stdout, run.stdout
     assert _files(stopped / "out") == {"run.log"}
+
+
+def test_a_rerun_never_replaces_a_steps_files(tmp_path):
+    """A rerun of `quick` into the same folder, cut short, replaced a complete quick.json.gz."""
+    run, _ = _run(tmp_path, ["quick:5"], 60)
+    before = (tmp_path / "out" / "quick.json.gz").read_bytes()
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / "out").symlink_to(tmp_path / "out")
+    run, _ = _run(again, ["quick:5"], 60, FAKE_QUICK="hang")
+    assert run.returncode == 2 and "already holds step quick" in run.stdout
+    assert (tmp_path / "out" / "quick.json.gz").read_bytes() == before
