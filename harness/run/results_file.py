@@ -71,8 +71,13 @@ class ResultsFile:
         if self.target.exists() and not self.target.is_file():
             # A device node (/dev/null) or a pipe would be renamed over by the results.
             raise ResultsFileBusy(f"{self.target}: is not a regular file; name a file for the results")
-        self.target.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = _lock(self.target)
+        try:
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            self._lock = _lock(self.target)
+        except OSError as exc:  # a folder that cannot be written: one line, before the first test
+            raise ResultsFileBusy(
+                f"{self.target}: cannot write the results here ({_describe(exc)})"
+            ) from None
         self.removed = _remove_stale_temporaries(self.target)  # safe: no other run holds the lock
         self.temporary: Path | None = self.target.with_name(f".{self.target.name}.{os.getpid()}.tmp")
 

@@ -229,3 +229,11 @@ def test_the_document_outside_the_writer_is_composed_by_pytest_benchmarks_hooks(
     empty = document.empty()
     assert empty["outcomes"] == ["outcome 2"] and empty["commit_info"]["id"] == "abc"
     assert hooks.calls == ["generate_machine_info", "generate_machine_info"]
+
+
+def test_a_results_path_that_cannot_be_written_is_one_line(tmp_path):
+    """--results into a folder that cannot be written was an INTERNALERROR traceback."""
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    with pytest.raises(results_file.ResultsFileBusy, match="cannot write the results here"):
+        results_file.ResultsFile(not_a_folder / "r.json")
