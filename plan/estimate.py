@@ -18,7 +18,7 @@ variants (the oracle a multiple of the group's fastest call: the efficient form 
 A timed pair costs its interleaved rounds (`plan.costmodel.paired_point`) and a side of a pair
 the run times only its own checked calls: its rows come from the pair's rounds
 (suite/pair_rounds.py). Rule checks, compiles and process launches cost a fixed time each. Those
-fixed costs are parameters, printed with the estimate; the README ("Time budget") gives the
+fixed costs are parameters, printed with the estimate; docs/time-budget.md ("Time budget") gives the
 evidence for them.
 """
 
@@ -40,6 +40,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.contract import results_schema
 from harness.machine import premises
 from harness.point.marks import NOT_A_BENCHMARK
 from harness.run.progress import COMPILE_PACE_S
@@ -59,12 +60,12 @@ TABLE_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 # Since then a variant's check runs inside its benchmark (plan.checks_run_by_benchmarks), so a CPU
 # run's checks are its rule checks: 0.133-0.140 s each in three fresh clones on 2026-11-28 (a
 # launch 2.9 s). A CPU compile: the progress line's pace (harness.run.progress.COMPILE_PACE_S). The
-# CUDA prices stay the assumptions the README's GPU estimates were made with, until a GPU run
+# CUDA prices stay the assumptions the GPU estimates of docs/time-budget.md were made with, until a GPU run
 # records its own.
 CHECK_S = {"cpu": 0.13, "cuda": 0.2}
 # A timed point's cost outside its calls, inputs and oracle (its memory pass, the CPU's faulted-pages
 # figures in a child process, the recorder): in those three runs 6.9 + 9.4 + 5.1 s over 225 CPU
-# points, 0.096 s each; CUDA's the assumption of the README's GPU estimates.
+# points, 0.096 s each; CUDA's the assumption of docs/time-budget.md's GPU estimates.
 FIXED_S = {"cpu": 0.1, "cuda": 0.05}
 LAUNCH_S = {"cpu": 3.0, "cuda": 20.0}
 COMPILE_S = {"cpu": COMPILE_PACE_S, "cuda": 20.0}
@@ -161,7 +162,8 @@ def read_reference(path) -> dict[str, tuple[float, float]]:
 
 def _document(path) -> dict:
     """A results document, gzip-compressed or not (told by its first bytes), as the reports read
-    it: what cannot be read is one line naming the file."""
+    it: what cannot be read, or does not fit the results schema, is one line naming the file (and
+    the field)."""
     try:
         raw = Path(path).read_bytes()
         if raw[:2] == b"\x1f\x8b":
@@ -179,8 +181,14 @@ def _document(path) -> dict:
         raise BadReference(f"{path}: not valid JSON, truncated? ({exc.msg} at line {exc.lineno})") from None
     except RecursionError:
         raise BadReference(f"{path}: JSON nested too deeply to be a results file") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4300)
+        raise BadReference(f"{path}: not a results file ({str(exc).split(':')[0]})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise BadReference(f"{path}: not a suite results file (no 'benchmarks' list)")
+    # The one schema of the results (harness/contract/results.schema.json), as the reports check it.
+    wrong = results_schema.problem(doc)
+    if wrong is not None:
+        raise BadReference(f"{path}: {wrong}")
     return doc
 
 

@@ -128,7 +128,7 @@ def _summary_table(frame: pd.DataFrame) -> str:
         f"a fresh process with glibc's initial 128 KiB mmap threshold held, every larger block "
         f"mapped and faulted on each call (torch.utils.benchmark). A program left at glibc's "
         f"defaults mostly sees a figure between the two, which one depending on its own heap; "
-        f"neither is exact for it (README, How it measures).</p>"
+        f"neither is exact for it (docs/measuring.md, How it measures).</p>"
         if faulted
         else ""
     )
@@ -252,7 +252,7 @@ def _machines_table(runs: pd.DataFrame) -> str:
 
 def allocator_state(state: dict | None) -> str:
     """The host allocator's state the CPU figures were timed in (harness/host/allocator.py), named:
-    the same temporary cost 1.6 or 14.5 ms a call in two states (README, "How it measures")."""
+    the same temporary cost 1.6 or 14.5 ms a call in two states (docs/measuring.md, "How it measures")."""
     if not state:
         return "not recorded"
     thp = f"; transparent huge pages: {state.get('transparent_hugepages', 'unknown')}"
@@ -284,7 +284,8 @@ def _trade(rule, claims) -> bool:
 
 def _premised(rule) -> str:
     """The premise the case's speed rules name (a reduced-precision kernel), or ""."""
-    found = [r.premise for r in rules.speed_rules(rule or rules.AllOf(())) if r.premise]
+    found = [getattr(r, "premise", "") for r in rules.speed_rules(rule or rules.AllOf(()))]
+    found = [p for p in found if p]  # NotFaster names no premise
     return found[0] if found else ""
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.contract import record, rounds
+from harness.contract import record, results_schema, rounds
 
 
 class ResultsError(Exception):
@@ -172,7 +172,9 @@ def collect_paths(args) -> list[Path]:
 
 def read_json(path: Path) -> dict:
     """A results document; gzip-compressed (a committed reference run, ``.json.gz``) or not, told
-    by its first bytes rather than its name."""
+    by its first bytes rather than its name; checked against the results schema
+    (`harness.contract.results_schema`): a field of the wrong type or range is one line naming the
+    file and the field's JSON path."""
     try:
         raw = path.read_bytes()
         if raw[:2] == b"\x1f\x8b":
@@ -188,6 +190,8 @@ def read_json(path: Path) -> dict:
         raise ResultsError(f"{path}: not valid JSON, truncated? ({exc.msg} at line {exc.lineno})") from None
     except RecursionError:
         raise ResultsError(f"{path}: JSON nested too deeply to be a results file") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4300)
+        raise ResultsError(f"{path}: not a results file ({str(exc).split(':')[0]})") from None
     if (
         not isinstance(doc, dict)
         or not isinstance(doc.get("benchmarks"), list)
@@ -197,6 +201,10 @@ def read_json(path: Path) -> dict:
     for field_name in ("commit_info", "suite"):
         if doc.get(field_name) is not None and not isinstance(doc[field_name], dict):
             raise ResultsError(f"{path}: {field_name} is not an object")
+    # Every field the reports read, against the results' one schema (harness/contract/results.schema.json).
+    wrong = results_schema.problem(doc)
+    if wrong is not None:
+        raise ResultsError(f"{path}: {wrong}")
     return doc
 
 

@@ -186,9 +186,7 @@ def speed_judgement(row, premise: str = "", min_speedup: float = 1.0) -> Judgeme
             f"machine busy: {where} ({verdict}), timed on a {busy}; re-run on a quiet machine",
         )
     if verdict == gain.Gain.FASTER.value:
-        return Judgement(
-            COULD_NOT_JUDGE, f"{where}: faster, but not surely by the claimed {min_speedup:g}×"
-        )
+        return Judgement(COULD_NOT_JUDGE, f"{where}: faster, but not surely by the claimed {min_speedup:g}×")
     if verdict == gain.Gain.SLOWER.value:
         return Judgement(FAILS, f"{where}: slower, beyond the {band} band")
     if verdict == gain.Gain.SAME.value:

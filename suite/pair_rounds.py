@@ -2,7 +2,7 @@
 them as the pair's timing, and each side's ``test_benchmark`` takes its own row (median, spread,
 roofline) from its side of those rounds instead of timing the variant again. With each side
 timed twice, alone and in its pair, five quiet quick runs took 633-703 s on a 2-core AMD EPYC;
-timed once, three took 447-459 s there, with the same verdicts (README, "Measured").
+timed once, three took 447-459 s there, with the same verdicts (docs/measured.md, "Measured").
 
 Collection decides which rows come from a pair: a variant's warm point that is a side of a
 selected pair whose requirements this machine meets, in a run that times. That benchmark's timer

@@ -213,7 +213,7 @@ def write(path: Path, doc: dict) -> Path:
 
 
 def pooled(tmp_path, name, docs) -> Path:
-    """A baseline folder of several runs (the README's recommended baseline)."""
+    """A baseline folder of several runs (the recommended baseline: docs/gate.md)."""
     folder = tmp_path / name
     folder.mkdir()
     for i, doc in enumerate(docs):

@@ -1,7 +1,8 @@
 """The technique catalogue (CATALOG.md): every ID the suite must cover, with its tier.
 
 The project keeps a copy beside this module so the suite and the reports work on machines that
-only have the repository (a GPU box); a test keeps the copy equal to ``../shared/CATALOG.md``.
+only have the repository (a GPU box); a test keeps the copy equal to the catalogue it was copied
+from, where a workspace holds that beside the repository.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ so such a block's cost still depends on what the process freed before. `distance
 broadcast at n = 256 (two 64 MiB temporaries) took 57.7 ms a call in a fresh pinned process and
 19.0 ms in the same process once 360 MiB of 30 MiB blocks had been freed into its heap (2-core
 Xeon, AMX, torch 2.13.0+cpu, 2026-11-27), and 9.5, 11.0 and 24.5 ms in three quick runs of the
-suite against a median of 36.5 ms in five fresh pinned interpreters: not fixed here (README, How
-it measures). Worker processes inherit the same settings
+suite against a median of 36.5 ms in five fresh pinned interpreters: not fixed here (docs/measuring.md,
+"How it measures"). Worker processes inherit the same settings
 through the environment (``GLIBC_TUNABLES``). Elsewhere (another C library, macOS) nothing is
 pinned and the record says so.
 """

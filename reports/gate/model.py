@@ -48,7 +48,7 @@ PRIOR_DF = 4.0
 # tolerance as the capped pairs' edge, before: 0 and 15), and unchanged runs against 2 passed 60
 # of 60 (before: 57). On 8 quiet runs of one commit on the 2-core EPYC, as the CI workflow gates
 # (5-run history, two rechecks), unchanged runs passed 8 of 10 at either cap and 3 of 10 with the
-# bare edge, the one pair no run could judge left out (README, History).
+# bare edge, the one pair no run could judge left out (docs/history.md).
 MAX_TOLERANCE = 1 / 3
 # A pair's tolerance is widened to this many SDs of d between unchanged runs (se_model). A suite
 # gates ~80 pairs at once, and real pairs have heavier tails than the model's t (quiet runs here:

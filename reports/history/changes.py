@@ -3,8 +3,8 @@
 A series is one pair at one size (its log speed-up per run, as the gate reads a run) of one machine
 key, in the order the runs were made; or, with ``--by torch``, of one machine's hardware across
 torch (and CUDA) versions, so that a step that coincides with a torch upgrade is named as one.
-Change points come from `detect` (the detector chosen on this suite's own between-run noise: README
-"History", `reports.history.compare_detectors`); a verdict's series changes wherever it differs
+Change points come from `detect` (the detector chosen on this suite's own between-run noise:
+docs/history.md, `reports.history.compare_detectors`); a verdict's series changes wherever it differs
 from the run before.
 """
 
@@ -21,7 +21,7 @@ from reports.history import store
 # ruptures' PELT on the L2 cost with a BIC-like penalty PENALTY·σ̂²·log n, σ̂ the SD of the runs about
 # the segments found (refitted until they settle): chosen, and PENALTY tuned to at most 1 false
 # change point per 100 unchanged series, on a replay of the suite's own between-run noise
-# (reports.history.compare_detectors; README "History").
+# (reports.history.compare_detectors; docs/history.md).
 PENALTY = 3.5
 MIN_RUNS = 4  # a series shorter than this has no change point to find
 MIN_SIGMA = 1e-3  # floor of σ̂ (log): runs that agree to the digit do not make every wobble a change

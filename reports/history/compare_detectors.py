@@ -1,4 +1,4 @@
-"""Which change-point detector the history ships, chosen with numbers (README "History").
+"""Which change-point detector the history ships, chosen with numbers (docs/history.md).
 
 Two steps:
 
@@ -17,7 +17,7 @@ Two steps:
     setting with at most 1 false change point per 100 unchanged series, then measured on the test
     set. Detectors run in whichever interpreter has their library (apache-otava pins numpy 2.2 and
     signal-processing-algorithms numpy 1.26: one virtual environment each), so each run writes
-    its own JSON and ``table X.json Y.json …`` merges them into the README's markdown table.
+    its own JSON and ``table X.json Y.json …`` merges them into the markdown table of docs/history.md.
 """
 
 from __future__ import annotations

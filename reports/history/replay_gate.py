@@ -1,4 +1,4 @@
-"""Replay the gate against a history of real runs (README "History"): does ``gate --history`` pass
+"""Replay the gate against a history of real runs (docs/history.md): does ``gate --history`` pass
 unchanged code and fail a planted slowdown?
 
 ``python -m reports.history.replay_gate RUN.json ... [--trials 10] [--plant distance.pairwise:matmul:1.3]``

@@ -1,5 +1,5 @@
 """Every documented option and entry point, each run on a real selection (not only collected):
-the README's options table, the GPU command, and the tox environments' install step."""
+the options table (docs/options.md), the GPU command, and the tox environments' install step."""
 
 import re
 import subprocess

@@ -16,7 +16,7 @@ def test_catalogue_copy_matches_shared():
     if not SHARED_CATALOG.exists():
         pytest.skip(f"{SHARED_CATALOG} not present on this machine")
     assert catalogue.CATALOG_PATH.read_text() == SHARED_CATALOG.read_text(), (
-        "cases/CATALOG.md is out of date: copy ../shared/CATALOG.md over it"
+        f"cases/CATALOG.md is out of date: copy {SHARED_CATALOG} over it"
     )
 
 

@@ -23,7 +23,7 @@ def test_absolute_flags_a_uniform_slowdown_that_speedups_hide(tmp_path, capsys):
 
 def test_a_planted_slowdown_fails_against_a_pooled_paired_baseline(tmp_path, capsys):
     """Two baseline runs from processes whose absolute speed differs 1.6× (the bimodality the
-    README warns of): pooled raw times are bimodal and were never judged ("unstable"); paired
+    docs warn of: docs/gate.md): pooled raw times are bimodal and were never judged ("unstable"); paired
     ratios are not, so a 30% slowdown of the fast variant fails, and an unchanged run passes."""
     fast_run = synthetic.result(seed=1, paired=True, n_rounds=60)
     slow_run = synthetic.result(seed=2, paired=True, n_rounds=60, slow={"naive_v": 1.6, "fast_v": 1.6})

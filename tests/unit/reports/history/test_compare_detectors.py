@@ -1,6 +1,6 @@
 """Which change-point detector the history ships, chosen with numbers
 (reports/history/compare_detectors.py): series built from the suite's own between-run noise, a
-step injected at run 20, a step found only near where it was planted, and the README's table."""
+step injected at run 20, a step found only near where it was planted, and the table of docs/history.md."""
 
 from __future__ import annotations
 
