@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 
 import numpy as np
 import torch
@@ -28,8 +29,6 @@ from cases.spec import (
     Check,
     Claim,
     ClaimKind,
-    Erratum,
-    ErratumKind,
     Finding,
     InputFamily,
     Tol,
@@ -43,11 +42,27 @@ from harness.contract.rules import FromFindings
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 
 
+def notes_code(first_line: str, repairs: tuple = ()) -> dict:
+    """The 004 code block that starts with `first_line`, read from the note file and executed (with
+    `repairs`, (pattern, replacement) regexes for slips the notes' snippets check records): the
+    names it defines."""
+    from cases._lib.notes_text import note_path
+
+    lines = note_path("004").read_text(encoding="utf-8").splitlines()
+    start = next(n for n, line in enumerate(lines) if line.strip().startswith(first_line))
+    end = next(n for n in range(start, len(lines)) if lines[n].strip().startswith("```"))
+    code = "\n".join(lines[start:end])
+    for pattern, replacement in repairs:
+        code = re.sub(pattern, replacement, code)
+    scope = {"np": np, "torch": torch, "math": math, "F": F}
+    exec(code, scope)  # noqa: S102 - the notes' own text
+    return scope
+
+
 def subsequent_mask(size):
-    """The notes' sequence mask, verbatim: (1, size, size) bool, True on and below the diagonal."""
-    attn_shape = (1, size, size)
-    mask = np.triu(np.ones(attn_shape), k=1).astype("uint8")
-    return torch.from_numpy(mask) == 0
+    """The notes' sequence mask, run from the note file: (1, size, size) bool, True on and below
+    the diagonal."""
+    return notes_code("def subsequent_mask(size):")["subsequent_mask"](size)
 
 
 def combined_mask(lengths, size, device):
@@ -199,8 +214,9 @@ def sdpa_metrics(variant, inputs, device):
 
 
 def check_masks(device):
-    """np.triu-built sequence mask == torch.triu on the device, and padding & sequence combined
-    by broadcasting equals a per-element loop over (b, i, j): allowed iff j ≤ i and j < length."""
+    """The notes' `subsequent_mask` (run from the note file) against torch.triu on the device, and
+    padding & sequence combined by broadcasting against a per-element loop over (b, i, j):
+    allowed iff j ≤ i and j < length."""
     s, lengths = 12, [12, 7, 1]
     notes = subsequent_mask(s).to(device)
     square = notes[0] if notes.dim() == 3 else notes
@@ -220,41 +236,20 @@ def check_masks(device):
     )
     assert got.shape == (3, 1, s, s), got.shape  # the suite's own mask builder, shaped right
     assert torch.equal(got[:, 0], loop), "the device-built combined mask differs from the loop"
-    # "mask矩阵必须是一个boolean类型的矩阵": does masked_fill refuse the notes' uint8 matrix?
-    try:
-        torch.zeros(1, s, s, device=device).masked_fill(
-            torch.from_numpy(np.triu(np.ones((1, s, s)), k=1).astype("uint8")).to(device), 1.0
-        )
-        uint8_refused = False
-    except RuntimeError:
-        uint8_refused = True
     return judge_masks(
         sequence,
         bool(notes_combined.shape == loop.shape and torch.equal(notes_combined, loop)),
-        uint8_refused,
         f"on {device.type}, S = {s}: (B,1,S) padding & (1,S,S) sequence broadcasts to (B,S,S), "
         f"lengths {lengths}",
         size=s,
     )
 
 
-def judge_masks(
-    sequence: dict, combined_equals_loop: bool, uint8_refused: bool, detail: str, size: int = 12
-) -> Finding:
+def judge_masks(sequence: dict, combined_equals_loop: bool, detail: str, size: int = 12) -> Finding:
     """The notes' masks: `subsequent_mask` (`sequence`: its dtype, shape, whether it equals
     torch.triu(ones, 1) == 0 and whether it is lower-triangular, as observed) is a (1, S, S) bool
     mask True on and below the diagonal ("True为不需要mask的部分"), and padding & sequence combined by
-    broadcasting allows exactly j ≤ i and j < length (a loop). The notes' "the mask must be
-    boolean" is a statement checked beside it: an erratum if masked_fill took a uint8 mask."""
-    errata = ()
-    if not uint8_refused:
-        errata = (
-            Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "mask矩阵必须是一个boolean类型的矩阵",
-                f"masked_fill accepted a uint8 mask in torch {torch.__version__}",
-            ),
-        )
+    broadcasting allows exactly j ≤ i and j < length (a loop)."""
     wrong = []
     if sequence["dtype"] != str(torch.bool):
         wrong.append(f"dtype {sequence['dtype']}, not torch.bool")
@@ -274,41 +269,78 @@ def judge_masks(
             else "is (1,S,S) bool, equal to torch.triu(ones,1)==0, True on and below the diagonal"
         )
         + f"; padding & subsequent_mask {'equals' if combined_equals_loop else 'DIFFERS FROM'} the "
-        f"(b,i,j) loop; masked_fill {'refuses' if uint8_refused else 'accepts'} a uint8 mask",
-        errata,
+        "(b,i,j) loop",
+    )
+
+
+def check_mask_rules(device):
+    """The notes' two rules for masked_fill's mask, tried: a uint8 mask (the notes' own np.triu
+    matrix before `== 0`), a bool mask that cannot broadcast with the tensor, and one that can."""
+    s = 6
+    scores = torch.zeros(1, s, s, device=device)
+
+    def outcome(mask):
+        try:
+            scores.masked_fill(mask.to(device), 1.0)
+            return ""
+        except RuntimeError as exc:
+            return str(exc).splitlines()[0]
+
+    uint8 = torch.from_numpy(np.triu(np.ones((1, s, s)), k=1).astype("uint8"))
+    return judge_mask_rules(
+        uint8=outcome(uint8),
+        not_broadcastable=outcome(torch.ones(s + 1, dtype=torch.bool)),
+        broadcastable=outcome(torch.ones(s, dtype=torch.bool)),
+    )
+
+
+def judge_mask_rules(uint8: str, not_broadcastable: str, broadcastable: str) -> Finding:
+    """The notes: masked_fill's mask must broadcast with the tensor and must be boolean. Each
+    argument is masked_fill's error for that mask ("" where it was accepted): the rules hold when
+    the uint8 and the non-broadcastable masks are refused and a broadcastable bool mask is taken."""
+    wrong = []
+    if not uint8:
+        wrong.append("a uint8 mask was ACCEPTED (the bool rule is not enforced)")
+    if not not_broadcastable:
+        wrong.append("a mask that cannot broadcast was ACCEPTED")
+    if broadcastable:
+        wrong.append(f"a broadcastable bool mask was REFUSED ({broadcastable})")
+    return Finding(
+        Verdict.FAILS if wrong else Verdict.HOLDS,
+        "; ".join(wrong)
+        if wrong
+        else f"masked_fill refuses a uint8 mask ('{uint8}') and a mask that cannot broadcast "
+        f"('{not_broadcastable}'), and takes a broadcastable bool one",
     )
 
 
 def check_fill_value(device):
-    """The notes fill with -1e9 'so softmax gives ≈ 0'. Per dtype: does masked_fill accept it, and
-    is the masked weight exactly 0? And a row with every key masked: what each form returns."""
+    """The notes' `masked_fill(mask == 0, -1e9)` then softmax, per dtype: does masked_fill take
+    -1e9, and what weight do the masked scores get, in rows with an allowed key and in a row with
+    every key masked (a query whose sequence has length 0)?"""
     g = torch.Generator().manual_seed(2)
     q, k, v = (torch.randn(1, 1, 4, 8, generator=g) for _ in range(3))
     mask = torch.ones(1, 1, 4, 4, dtype=torch.bool).tril()
-    mask[..., 3, :] = False  # a query with nothing to attend to (e.g. a padded query, length 0)
+    mask[..., 3, :] = False  # a query with nothing to attend to
     observed = []
     for dtype in (FP32, BF16, FP16):
-        args = [t.to(device=device, dtype=dtype) for t in (q, k, v)] + [mask.to(device), None]
+        qd, kd = (t.to(device=device, dtype=dtype) for t in (q, k))
+        md = mask.to(device)
         seen = {"dtype": str(dtype), "raised": ""}
+        scores = qd @ kd.transpose(-2, -1) / math.sqrt(qd.size(-1))
         try:
-            naive_out = masked_fill_attention(*args)
+            weights = F.softmax(scores.masked_fill(md == 0, -1e9), dim=-1)
         except RuntimeError as exc:
             assert "overflow" in str(exc), exc  # any other error is the suite's, not the fill's
             observed.append({**seen, "raised": str(exc).splitlines()[0]})
             continue
-        scores = (args[0] @ args[1].transpose(-2, -1)).masked_fill(args[3] == 0, -1e9).softmax(-1)
-        # exp(−1e9 − max) underflows to 0 in every dtype: exactly 0 expected.
-        seen["masked_weight_max"] = scores[..., :3, :][~mask[..., :3, :].to(device)].max().item()
-        uniform = args[2].double().mean(-2)[..., 0, :]
-        # Four equal scores: weights exactly 1/4, products 0.25·v exact; the 3 additions in the dtype
-        # are within γ₃·Σ|0.25·v| < 4u·mean|v| of the mean, elementwise.
-        bound = 4 * U[dtype] * args[2].double().abs().mean(-2)[..., 0, :]
-        excess = (naive_out[..., 3, :].double() - uniform).abs() - bound
-        seen["masked_row_excess"] = excess.max().item()  # ≤ 0: the fully masked row is V's mean
+        seen["masked_weight_max"] = weights[..., :3, :][~mask[..., :3, :].to(device)].max().item()
+        seen["full_row_weight_max"] = weights[..., 3, :].max().item()
+        args = [qd, kd, v.to(device=device, dtype=dtype), md, None]
         fused = sdpa(*args)[..., 3, :]
         seen["sdpa_row"] = "NaN" if fused.isnan().any() else ("0" if (fused == 0).all() else "other values")
         observed.append(seen)
-    # The technique with a fill every dtype holds: finfo(dtype).min (what the notes' -1e9 stands for).
+    # A fill every dtype holds, for the evidence: finfo(dtype).min.
     lowest_ok = []
     for dtype in (FP32, BF16, FP16):
         qd, kd = (t.to(device=device, dtype=dtype) for t in (q, k))
@@ -320,31 +352,23 @@ def check_fill_value(device):
 
 
 def judge_masked_weights(observed: list[dict], lowest_zero: list[str]) -> Finding:
-    """The notes' claim: a masked score, filled with a large negative number, gets weight ≈ 0 after
-    softmax. Per dtype `observed` holds what masked_fill(-1e9) did: `raised` (its error, or ""),
-    else the largest masked weight (`masked_weight_max`, exactly 0 expected: exp(−1e9 − max)
-    underflows), how far a fully masked row lies outside the rounding bound of V's mean
-    (`masked_row_excess`, ≤ 0 expected: four equal fills give weights of exactly 1/4) and what
-    SDPA gives that row (context). The technique holds where the masked weights are exactly 0 in
-    every dtype with a fill the dtype can hold (-1e9 where masked_fill accepts it, finfo(dtype).min
-    in every dtype) and the masked row is V's mean. That -1e9 itself overflows a dtype (fp16's
-    largest is 65504) is the notes' constant at fault, an erratum, never a condition of the technique."""
+    """The notes: scores filled with -1e9 get a weight ~0 after softmax and are ignored. Per dtype
+    `observed` holds what masked_fill(-1e9) did: `raised` (its error, or ""), else the largest
+    masked weight in rows with an allowed key (`masked_weight_max`) and the largest weight in a
+    row with every key masked (`full_row_weight_max`). exp(−1e9 − max) underflows to exactly 0 in
+    every dtype, so a masked weight above 0 is not rounding: where it is the row's uniform 1/S (a
+    fully masked row) the masked keys are attended, not ignored.
+
+    Fails where a masked key of a row with an allowed key gets weight, or no dtype takes the fill;
+    depends where the statement holds only under a condition: the dtype (-1e9 does not fit fp16,
+    largest 65504: masked_fill raises) and every row having an allowed key (a fully masked row is
+    softmax over equal fills, 1/S each). `lowest_zero`: the dtypes where finfo(dtype).min masks
+    exactly (the corrected fill), for the evidence."""
     dtypes = [o["dtype"] for o in observed]
     raised = [o["dtype"] for o in observed if o["raised"]]
     accepted = [o for o in observed if not o["raised"]]
-    not_zero = [o["dtype"] for o in accepted if o["masked_weight_max"] != 0]
-    off_mean = [o["dtype"] for o in accepted if o["masked_row_excess"] > 0]
-    works = all(d in lowest_zero for d in dtypes) and bool(accepted) and not not_zero and not off_mean
-    errata = ()
-    if raised:
-        errata = (
-            Erratum(
-                ErratumKind.WRONG_SHAPE_OR_FORMULA,
-                "scores = scores.masked_fill(mask == 0, -1e9)",
-                f"-1e9 does not fit {', '.join(raised)}: masked_fill raises; torch.finfo(scores.dtype).min "
-                "(or F.scaled_dot_product_attention with the boolean mask) masks in every dtype",
-            ),
-        )
+    leaked = [o["dtype"] for o in accepted if o["masked_weight_max"] != 0]
+    full_rows = [o["dtype"] for o in accepted if o["full_row_weight_max"] > 0]
     lines = []
     for o in observed:
         if o["raised"]:
@@ -352,71 +376,62 @@ def judge_masked_weights(observed: list[dict], lowest_zero: list[str]) -> Findin
             continue
         lines.append(
             f"{o['dtype']}: masked weights "
-            + ("exactly 0" if o["masked_weight_max"] == 0 else f"up to {o['masked_weight_max']:.3g}, NOT 0")
-            + "; a fully masked row gives "
-            + ("the mean of V" if o["masked_row_excess"] <= 0 else "NOT the mean of V")
-            + f" (masked_fill) vs {o['sdpa_row']} (SDPA)"
+            + ("exactly 0" if o["masked_weight_max"] == 0 else f"up to {o['masked_weight_max']:.3g}, NOT ~0")
+            + "; a fully masked row gives each masked key "
+            + (
+                f"{o['full_row_weight_max']:.3g} (uniform, NOT ~0)"
+                if o["full_row_weight_max"] > 0
+                else "weight 0"
+            )
+            + f" (SDPA: {o['sdpa_row']})"
         )
+    conditions = []
+    if raised:
+        conditions.append(
+            f"the dtype: -1e9 does not fit {', '.join(raised)} and masked_fill raises "
+            f"(torch.finfo(scores.dtype).min masks exactly in {', '.join(lowest_zero) or 'no dtype'})"
+        )
+    if full_rows:
+        conditions.append(
+            "every query having an allowed key: a row with every key masked gets uniform weights, "
+            "the masked keys attended"
+        )
+    if leaked or not accepted:
+        verdict = Verdict.FAILS
+    elif conditions:
+        verdict = Verdict.DEPENDS
+    else:
+        verdict = Verdict.HOLDS
     return Finding(
-        Verdict.HOLDS if works else Verdict.FAILS,
-        f"masked weights exactly 0 with finfo(dtype).min in {', '.join(lowest_zero) or 'no dtype'} of "
-        f"{', '.join(dtypes)}; -1e9 accepted in {', '.join(o['dtype'] for o in accepted) or 'none'}: "
+        verdict,
+        (f"depends on {'; and on '.join(conditions)}: " if verdict is Verdict.DEPENDS else "")
+        + f"over {', '.join(dtypes)}: "
         + "; ".join(lines),
-        errata,
     )
 
 
-_NOTES_ATTENTION = """
-def attention(query, key, value, mask=None, dropout=None):
-  "Compute 'Scaled Dot Product Attention'"
-  d_k = query.size(-1)
-  scores = torch.matmul(query, key.transpose(-2, -1)) /
-    math.sqrt(d_k)
-  if mask is not None:
-    scores = scores.masked_fill(mask == 0, -1e9)
-  p_attn = F.softmax(scores, dim = -1)
-  if dropout is not None:
-    p_attn = dropout(p_attn)
-  return torch.matmul(p_attn, value), p_attn
-"""
-
-
 def check_notes_snippet(device):
-    """004's `attention` as written (comments dropped), then with its broken line joined, on the
-    shapes its comments give: (30, 8, 10, 64) queries against (30, 8, 11, 64) keys and values."""
-    try:
-        compile(_NOTES_ATTENTION, "<notes 004>", "exec")
-        syntax_error = ""
-    except SyntaxError as exc:
-        syntax_error = f"{exc.msg} (line {exc.lineno})"
-    scope = {"torch": torch, "math": math, "F": F}
-    exec(_NOTES_ATTENTION.replace("/\n    math", "/ math"), scope)  # noqa: S102 - the notes' text, joined
+    """004's `attention` run from the note file, its broken line joined (the SyntaxError is the
+    notes' snippets check's erratum), on the shapes its comments give: (30, 8, 10, 64) queries
+    against (30, 8, 11, 64) keys and values."""
+    attention = notes_code(
+        "# tensor.masked_fill(mask,value)", repairs=((r"/\s*\n\s*math\.sqrt", "/ math.sqrt"),)
+    )["attention"]
     g = torch.Generator().manual_seed(3)
     q = torch.randn(30, 8, 10, 64, generator=g).to(device)
     k, v = (torch.randn(30, 8, 11, 64, generator=g).to(device) for _ in range(2))
     mask = torch.ones(30, 1, 10, 11, dtype=torch.bool, device=device)
-    out, p_attn = scope["attention"](q, k, v, mask)
-    return judge_notes_snippet(syntax_error, tuple(out.shape), tuple(p_attn.shape))
+    out, p_attn = attention(q, k, v, mask)
+    return judge_notes_snippet(tuple(out.shape), tuple(p_attn.shape))
 
 
-def judge_notes_snippet(syntax_error: str, out_shape: tuple, p_shape: tuple) -> Finding:
-    """The notes' comments: output (30,8,10,64), the shape of the query, and p_attn (30,8,10,11).
-    A line break outside brackets after `/` does not compile: a typo of the notes, an erratum."""
-    errata = ()
-    if syntax_error:
-        errata = (
-            Erratum(
-                ErratumKind.TYPO,
-                "scores = torch.matmul(query, key.transpose(-2, -1)) /",
-                f"SyntaxError as written: {syntax_error}; the continuation needs brackets or a backslash",
-            ),
-        )
+def judge_notes_snippet(out_shape: tuple, p_shape: tuple) -> Finding:
+    """The notes' comments: output (30,8,10,64), the shape of the query, and p_attn (30,8,10,11)."""
     holds = out_shape == (30, 8, 10, 64) and p_shape == (30, 8, 10, 11)
     return Finding(
         Verdict.HOLDS if holds else Verdict.FAILS,
         f"with the line joined, attention returns {out_shape} and p_attn {p_shape}"
         + (" as the comments say" if holds else ": NOT the (30,8,10,64) and (30,8,10,11) the comments say"),
-        errata,
     )
 
 
@@ -488,7 +503,7 @@ def _sdpa_math_bytes(s, itemsize: int) -> int:
 
 
 VARIANTS = {
-    # fp16 cannot hold -1e9: the notes' code raises there (see `fill_value`).
+    # fp16 cannot hold -1e9: the notes' code raises there (`fill_value` decides that condition).
     "masked_fill": naive(
         masked_fill_attention,
         dtypes=(FP32, BF16),
@@ -571,29 +586,44 @@ ATTENTION = Case(
     claims=(
         Claim(
             "masks",
-            "padding mask 和 sequence mask … 在transformer decoder中两种mask需要结合起来实现; "
+            "padding mask 和 sequence mask非官方命名,在transformer decoder中两种mask需要结合起来实现 … "
             "return torch.from_numpy(subsequent_mask) == 0 #对应True为不需要mask的部分",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="the notes' subsequent_mask is (1, S, S) bool, True on and below the diagonal, and "
+            "combined with a padding mask by & it allows exactly the keys j ≤ i with j < length",
+        ),
+        Claim(
+            "mask_rules",
+            "mask矩阵必须可以和value矩阵广播 … mask矩阵必须是一个boolean类型的矩阵",
+            "004",
+            ClaimKind.BEHAVIOUR,
+            reading="masked_fill refuses a mask that does not broadcast with the tensor and a mask "
+            "that is not bool (the notes' uint8 np.triu matrix), and takes a broadcastable bool mask",
         ),
         Claim(
             "masked_attention",
-            "#使用mask，对已经计算好的scores，按照mask矩阵，填[a large negative number: the notes' -1e9, "
-            "an erratum where the dtype cannot hold it] … "
-            "在下一步计算softmax的时候，被设置成…的数对应的值~0,被忽视",
+            "scores = scores.masked_fill(mask == 0, -1e9) … "
+            "#使用mask，对已经计算好的scores，按照mask矩阵，填-1e9， … "
+            "#然后在下一步计算softmax的时候，被设置成-1e9的数对应的值~0,被忽视",
             "004",
             ClaimKind.CORRECTNESS,
+            reading="with the notes' fill of -1e9, every masked score gets weight ~0 after softmax, in "
+            "every dtype the attention runs in, and the masked attention equals the float64 truth",
         ),
         Claim(
             "shapes",
-            "query, key, value的形状类似于(30, 8, 10, 64), (30, 8, 11, 64) … 得到的tensor是(30,8,10,64) … "
+            "query, key, value的形状类似于(30, 8, 10, 64), (30, 8, 11, 64), … 得到的tensor是(30,8,10,64) … "
             "p_attn，形状为(30,8,10,11)",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="the notes' attention returns (30, 8, 10, 64) and p_attn (30, 8, 10, 11) for "
+            "those shapes",
         ),
     ),
     checks={
         "masks": Check(check_masks, claim="masks"),
+        "mask_rules": Check(check_mask_rules, claim="mask_rules"),
         "fill_value": Check(check_fill_value, claim="masked_attention"),
         "notes_snippet": Check(check_notes_snippet, claim="shapes"),
         # Which SDPA kernel ran: context for the timings, deciding nothing.

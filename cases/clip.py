@@ -24,8 +24,6 @@ from cases.spec import (
     Check,
     Claim,
     ClaimKind,
-    Erratum,
-    ErratumKind,
     Finding,
     InputFamily,
     Tol,
@@ -40,26 +38,22 @@ FP32 = torch.float32
 inf = math.inf
 
 
-def notes_clip_grad_norm_(parameters, max_norm, norm_type=2):
-    """Verbatim from the notes (001, 修正梯度), `.data` and all."""
-    if isinstance(parameters, torch.Tensor):
-        parameters = [parameters]
-    parameters = list(filter(lambda p: p.grad is not None, parameters))
-    max_norm = float(max_norm)
-    norm_type = float(norm_type)
-    if norm_type == inf:
-        total_norm = max(p.grad.data.abs().max() for p in parameters)
-    else:
-        total_norm = 0
-        for p in parameters:
-            param_norm = p.grad.data.norm(norm_type)
-            total_norm += param_norm.item() ** norm_type
-        total_norm = total_norm ** (1.0 / norm_type)
-    clip_coef = max_norm / (total_norm + 1e-6)
-    if clip_coef < 1:
-        for p in parameters:
-            p.grad.data.mul_(clip_coef)
-    return total_norm
+NOTES_SNIPPET = "001#15"
+
+
+def _notes_function():
+    """001's `clip_grad_norm_`, compiled from the note file itself (docstring and all), with the one
+    name it uses and never defines supplied: `inf`, which torch's copy imported from `torch._six`
+    (gone: the snippets check lists it, 001:399). Nothing else is repaired."""
+    from cases._lib import snippets
+
+    (snippet,) = [s for s in snippets.all_snippets() if s.locator == NOTES_SNIPPET]
+    scope = {"torch": torch, "inf": math.inf}
+    exec(compile(snippet.source, snippet.filename, "exec"), scope)  # noqa: S102 - the notes' text
+    return scope["clip_grad_norm_"]
+
+
+notes_clip_grad_norm_ = _notes_function()
 
 
 def make_params(size, dtype, device, seed):
@@ -126,16 +120,17 @@ def norm_tolerance(size) -> Tol:
 
 
 def check_inf_norm(device):
-    """norm_type=inf: the notes' max-of-maxes and torch agree with the definition."""
+    """norm_type='inf', spelled as the notes' docstring spells it (a string: both functions take
+    float(norm_type)): the notes' max-of-maxes and torch agree with the definition."""
     params, pristine, _ = make_params({"p": 7, "total": 7 * 300}, FP32, device, seed=4)
     truth_norm, _ = clipped_float64(params, pristine, 1.0, inf)
     max_norm = 0.25 * truth_norm.item()
     truth_norm, truth = clipped_float64(params, pristine, max_norm, inf)
     _restore(params, pristine)
-    notes = notes_clip_grad_norm_(params, max_norm, inf)
+    notes = notes_clip_grad_norm_(params, max_norm, "inf")
     notes_grads = torch.cat([w.grad for w in params])
     _restore(params, pristine)
-    ours = torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type=inf)
+    ours = torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type="inf")
     ours_grads = torch.cat([w.grad for w in params])
     # The inf norm is the largest |g|, one of the fp32 values itself: exact. The clipped gradients:
     # within SCALED_RTOL of float64's, each relative to itself.
@@ -148,21 +143,22 @@ def check_inf_norm(device):
 
 
 def judge_inf_norm(observed: dict, max_norm: float, truth_norm: float) -> Finding:
-    """The notes' "Can be 'inf' for infinity norm": each way's inf norm equals max|g| exactly, its
-    clipped gradients are float64's to SCALED_RTOL, and none exceeds max_norm (up to the same
-    roundings). `observed`: name → (norm error, largest relative gradient error, largest |g|)."""
-    wrong = [
-        f"{name}: norm off by {ne:.3g}, gradients {ge:.3g} relative, max|g| {gm:.6g}"
+    """The notes' "Can be 'inf' for infinity norm": their function's inf norm equals max|g| exactly,
+    its clipped gradients are float64's to SCALED_RTOL, and none exceeds max_norm (up to the same
+    roundings). `observed`: name → (norm error, largest relative gradient error, largest |g|);
+    "notes" decides, torch's is reported beside it."""
+    wrong = {
+        name: f"{name}: norm off by {ne:.3g}, gradients {ge:.3g} relative, max|g| {gm:.6g}"
         for name, (ne, ge, gm) in observed.items()
         if ne != 0 or ge > SCALED_RTOL or gm > max_norm * (1 + SCALED_RTOL)
-    ]
+    }
+    right = [name for name in observed if name not in wrong]
     return Finding(
-        Verdict.FAILS if wrong or not observed else Verdict.HOLDS,
-        f"inf norm {truth_norm:.4f}, max_norm {max_norm:.4f}: "
-        + (
-            "; ".join(wrong)
-            if wrong
-            else f"{' and '.join(observed)} give max|g| exactly and clip to max_norm"
+        Verdict.FAILS if "notes" in wrong or "notes" not in observed else Verdict.HOLDS,
+        f"norm_type='inf': inf norm {truth_norm:.4f}, max_norm {max_norm:.4f}: "
+        + "; ".join(
+            list(wrong.values())
+            + ([f"{' and '.join(right)} give max|g| exactly and clip to max_norm"] if right else [])
         ),
     )
 
@@ -229,82 +225,6 @@ def judge_foreach_scaling(rows: list, busy: str | None, where: str) -> Finding:
         f"{where}, loop ÷ foreach: "
         + ", ".join(f"P={p}: {r.point:.3g}×" for p, r in rows[:-1])
         + f"; {said}",
-    )
-
-
-_NOTES_CLIP = """
-def clip_grad_norm_(parameters, max_norm, norm_type=2):
-    if isinstance(parameters, torch.Tensor):
-        parameters = [parameters] # change type to list
-    parameters = list(filter(lambda p: p.grad is not None, parameters))
-    max_norm = float(max_norm)
-    norm_type = float(norm_type)
-    if norm_type == inf:
-        total_norm = max(p.grad.data.abs().max() for p in parameters)
-    else:
-        total_norm = 0
-        for p in parameters:
-            param_norm = p.grad.data.norm(norm_type)
-            total_norm += param_norm.item() ** norm_type
-        total_norm = total_norm ** (1. / norm_type)
-    clip_coef = max_norm / (total_norm + 1e-6)
-    if clip_coef < 1:
-        for p in parameters:
-            p.grad.data.mul_(clip_coef)
-    return total_norm
-"""
-
-
-def check_notes_snippet(device):
-    """001's function as written (its docstring dropped) with the names the notes define before it
-    (torch): `inf` is never defined. torch's own copy took it from `torch._six`; then with
-    `inf = math.inf` it must give what `notes_clip_grad_norm_` gives."""
-    params, pristine, max_norm = make_params({"p": 5, "total": 500}, FP32, device, seed=7)
-    scope = {"torch": torch}
-    exec(_NOTES_CLIP, scope)  # noqa: S102 - the notes' text
-    try:
-        scope["clip_grad_norm_"](params, max_norm)
-        name_error = ""
-    except NameError as exc:
-        name_error = str(exc)
-    try:
-        import importlib
-
-        importlib.import_module("torch._six")
-        six = "torch._six imports"
-    except ImportError as exc:
-        six = f"torch._six is gone in torch {torch.__version__} ({type(exc).__name__})"
-    scope["inf"] = math.inf
-    _restore(params, pristine)
-    repaired = scope["clip_grad_norm_"](params, max_norm)
-    repaired_grads = torch.cat([w.grad for w in params])
-    _restore(params, pristine)
-    ours = notes_clip_grad_norm_(params, max_norm)
-    same = repaired == ours and torch.equal(repaired_grads, torch.cat([w.grad for w in params]))
-    return judge_notes_snippet(name_error, six, same)
-
-
-def judge_notes_snippet(name_error: str, six: str, repaired_equals_case: bool) -> Finding:
-    """A bare `inf` that the snippet never defines stops it at its first call: a typo of the notes
-    (an erratum; the import it lost, `from torch._six import inf`, is gone too: the evidence says
-    so). What decides is that the repaired snippet is the function the case judges."""
-    errata = ()
-    if name_error:
-        errata = (
-            Erratum(
-                ErratumKind.TYPO,
-                "if norm_type == inf:",
-                f"NameError as written ({name_error}): `inf` is never defined; torch's copy imported it "
-                f"with `from torch._six import inf`, and {six}: use math.inf",
-            ),
-        )
-    return Finding(
-        Verdict.HOLDS if repaired_equals_case else Verdict.FAILS,
-        ("raises as written; " if name_error else "runs as written; ")
-        + "with inf = math.inf it "
-        + ("equals" if repaired_equals_case else "DIFFERS FROM")
-        + " the function judged here (norm and clipped gradients, bit for bit)",
-        errata,
     )
 
 
@@ -376,24 +296,30 @@ CASE = Case(
             "vector. Gradients are modified in-place.",
             "001",
             ClaimKind.CORRECTNESS,
+            reading="the notes' clip_grad_norm_ (their code, `inf` supplied) scales every gradient in "
+            "place by min(1, max_norm/(‖g‖₂ + 1e-6)), ‖g‖₂ the 2-norm of all gradients concatenated: "
+            "equal to that definition in float64 within the derived bound",
         ),
         Claim(
             "inf_norm",
             "norm_type (float or int): type of the used p-norm. Can be ``'inf'`` for infinity norm.",
             "001",
             ClaimKind.CORRECTNESS,
+            reading="the notes' function called with norm_type='inf' returns max|g| over all gradients and "
+            "clips them to max_norm (torch's alike, reported beside it)",
         ),
         Claim(
             "returns_total_norm",
             "Returns: Total norm of the parameters (viewed as a single vector).",
             "001",
             ClaimKind.BEHAVIOUR,
+            reading="the value the notes' function returns is the 2-norm of all gradients concatenated "
+            "(the gradients', not the parameters' own values: the docstring's 'of the parameters')",
         ),
     ),
     checks={
         "inf_norm": Check(check_inf_norm, claim="inf_norm"),
         "notes_returns_python_float": Check(check_notes_returns_python_float, claim="returns_total_norm"),
-        "notes_snippet": Check(check_notes_snippet, claim="total_norm"),
         # torch's foreach path is faster: the catalogue's comparison, not the notes' (context).
         "loop_vs_foreach_scaling": Check(check_loop_vs_foreach_scaling),
     },

@@ -225,7 +225,8 @@ def judge_cancellation(observed: list[dict], n: int) -> Finding:
 
 
 def check_notes_binary_snippet(device):
-    """The notes' ORB line `sum(des_tar,1) - 2*matmul(des_tar, des_cur.t()) + sum(des_cur,1)`.
+    """The notes' ORB line `sum(des_tar, 1) - 2*matmul(des_tar, des_cur.t()) + sum(des_cur,1)`, as
+    written, then with |x|² as a column (its shape slip repaired), against float64.
 
     Both sums are shape (N,), so both broadcast along the *last* axis: for N ≠ M it raises, and
     for N == M it runs and adds |x_j|² where |x_i|² belongs.
@@ -236,29 +237,31 @@ def check_notes_binary_snippet(device):
         raised = False
     except RuntimeError:
         raised = True
-    assert raised, "the literal snippet should not broadcast (N,) against (N, M) for N != M"
     x, y = make_binary_points({"n": 64, "m": 64, "d": 256}, FP32, device, seed=3)
     literal = torch.sum(x, 1) - 2 * torch.matmul(x, y.t()) + torch.sum(y, 1)
     truth = distances_float64(x, y)
     wrong = (literal.double() - truth).abs().max().item()
-    assert wrong > 1, "the literal snippet unexpectedly matched the truth"
     fixed = (binary(x, y).double() - truth).abs().max().item()
     return judge_binary_snippet(raised, wrong, fixed)
 
 
 def judge_binary_snippet(raised: bool, literal_err: float, fixed_err: float) -> Finding:
     """The technique: Σx − 2xyᵀ + Σy is the squared distance of 0/1 vectors, exact in fp32 (every
-    term is an integer ≤ 256 < 2²⁴). The notes' line as written broadcasts Σx as a row: an
-    erratum when it raises or is wrong, never the technique's failure."""
+    term is an integer ≤ 256 < 2²⁴): holds where the repaired line is exact, fails otherwise. The
+    notes' line as written broadcasts Σx as a row: a shape slip in code whose formula the notes
+    state correctly just above it (|x|² − 2xᵀy + |y|², and |x|² = Σx for 0/1 entries), listed
+    where it raises or is wrong."""
     errata = ()
     if raised or literal_err > 0:
         errata = (
             Erratum(
-                ErratumKind.WRONG_SHAPE_OR_FORMULA,
-                "torch.sum(des_tar,1) - 2*torch.matmul(des_tar, des_cur.t()) + torch.sum(des_cur,1)",
+                ErratumKind.SHAPE_SLIP,
+                "compare = torch.sum(des_tar, 1) - 2*torch.matmul(des_tar, des_cur.t()) + "
+                "torch.sum(des_cur,1)",
                 f"both sums are shape (N,), so they broadcast along the last axis: raises for N≠M "
                 f"({'raised' if raised else 'did not raise'} at 64 vs 48), off by up to {literal_err:.0f} at "
-                "N=M=64 (distances ≤ 256); Σx must be a column (keepdim=True)",
+                "N=M=64 (distances ≤ 256); Σx must be a column: torch.sum(des_tar, 1, keepdim=True)",
+                file="001",
             ),
         )
     return Finding(
@@ -274,23 +277,27 @@ def check_notes_orientation(device):
     tar, cur = make_points({"n": 32, "m": 24, "d": 16}, FP32, device, seed=5)
     compare = torch.sum((torch.unsqueeze(tar, 0) - torch.unsqueeze(cur, 1)) ** 2, 2)
     # Distances up to ~4·16 = 64 from 16 products of O(1) values: fp32 error ≲ 16u·64 ≈ 6e-5
-    # absolute; held to the assert_close defaults below (rtol 1e-5, atol 1e-4).
+    # absolute; held to rtol 1e-5, atol 1e-4 (over it).
     truth = distances_float64(cur, tar)
     same = compare.shape == truth.shape and torch.allclose(compare.double(), truth, rtol=1e-5, atol=1e-4)
     return judge_orientation(same, tuple(compare.shape), (tar.shape[0], cur.shape[0]))
 
 
 def judge_orientation(same_distances: bool, broadcast_shape: tuple, matmul_shape: tuple) -> Finding:
-    """The technique: the broadcast snippet computes the pairwise distances (against float64).
-    That it returns the transpose of the matmul lines' is a slip of the notes, not of the technique."""
+    """The technique: the notes' "terrible way" computes the pairwise squared distances (against
+    float64): holds where it does, fails otherwise. That it returns the transpose of the matmul
+    lines' `compare` is a shape slip (des_tar is unsqueezed at 0, where the matmul lines index it
+    first), listed where the shapes differ."""
     errata = ()
     if broadcast_shape != matmul_shape:
         errata = (
             Erratum(
-                ErratumKind.WRONG_SHAPE_OR_FORMULA,
-                "torch.sum((torch.unsqueeze(des_tar, 0) - torch.unsqueeze(des_cur, 1)) ** 2, 2)",
-                f"returns shape {broadcast_shape} (cur × tar) where the matmul lines return "
-                f"{matmul_shape} (tar × cur): the 'equivalent' forms are transposes of each other",
+                ErratumKind.SHAPE_SLIP,
+                "des_tar = torch.unsqueeze(des_tar, 0) # 1*N*256",
+                f"the broadcast lines return shape {broadcast_shape} (cur × tar) where the matmul lines "
+                f"return {matmul_shape} (tar × cur): the alternatives for `compare` are transposes of each "
+                "other; unsqueeze des_tar at 1 and des_cur at 0",
+                file="001",
             ),
         )
     return Finding(
@@ -347,34 +354,46 @@ CASE = Case(
     claims=(
         Claim(
             "expansion",
-            "|x_tar - x_cur|^2 = x_tar^T x_tar - 2 * x_tar^T x_cur + x_cur^T x_cur",
+            r"$$ |\vec{x_{tar}} - \vec{x_{cur}}|^{2} = \vec{x_{tar}}^{T} \vec{x_{tar}} - 2 * "
+            r"\vec{x_{tar}}^{T} \vec{x_{cur}} + \vec{x_{cur}}^{T} \vec{x_{cur}} $$ … "
+            "compare = torch.sum((des_tar - des_cur)**2, 2) # N*N*256",
             "001",
             ClaimKind.CORRECTNESS,
+            reading="the notes' broadcast lines and the expansion |x|² − 2x·yᵀ + |y|² (the formula as code: "
+            "the notes give none for real-valued descriptors) equal float64's pairwise squared distances "
+            "within fp32's bounds at the distances' scale; on near-duplicate points the expansion keeps no "
+            "relative accuracy (input family near_duplicates, and the `cancellation` check)",
         ),
         Claim(
             "unit_norm",
-            "if descriptors are normalized: compare = 2 - 2*torch.matmul(...)",
+            "# if descriptors are normalized : … compare = 2 - 2*torch.matmul(des_tar, des_cur.t())",
             "001",
             ClaimKind.CORRECTNESS,
+            reading="for unit vectors, 2 − 2x·yᵀ equals float64's squared distances within fp32's bounds",
         ),
         Claim(
             "binary",
-            "in ORB situation, the descriptor is binary: "
-            "compare = torch.sum(des_tar, 1) - 2*torch.matmul(...) + ...",
+            "# in ORB situation, the descriptor is binary … "
+            "compare = torch.sum(des_tar, 1) - 2*torch.matmul(des_tar, des_cur.t()) + torch.sum(des_cur,1)",
             "001",
             ClaimKind.CORRECTNESS,
+            reading="for 0/1 descriptors, Σx − 2x·yᵀ + Σy (Σx as a column: the line's shape slip repaired, "
+            "its erratum) equals the squared distances exactly",
         ),
         Claim(
             "faster",
-            "# terrible ways: [the broadcast form, against the matmul expansion]",
+            "# terrible ways:",
             "001",
             ClaimKind.SPEED,
+            reading="the broadcast form is slower than the matmul expansion, at the largest size measured",
         ),
         Claim(
             "lighter",
-            "# terrible ways: compare = torch.sum((des_tar - des_cur)**2, 2) # N*N*256",
+            "# terrible ways: … compare = torch.sum((des_tar - des_cur)**2, 2) # N*N*256",
             "001",
             ClaimKind.MEMORY,
+            reading="the broadcast form, which materialises N×M×256, peaks at more memory than the matmul "
+            "expansion",
         ),
     ),
     checks={

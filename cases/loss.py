@@ -8,10 +8,14 @@ backward (how a loss is used), returning (loss, dloss/dlogits).
 
 The equivalences are not total, and the checks pin down where they stop: `weight` under
 reduction='mean' divides by Σ w[y_n] with indices but by N with probabilities; `ignore_index`
-exists only for indices; label smoothing equals a smoothed probability target.
+exists only for indices; label smoothing equals a smoothed probability target. The notes' formula is
+the per-row one (reduction='none'); what 'mean' divides by is an image in the notes, reported only.
+Their "一共有k个分类" for input [Batch, C, d1, ..., dk] is checked as written: the classes are C.
 """
 
 from __future__ import annotations
+
+import inspect
 
 import torch
 import torch.nn.functional as F
@@ -112,8 +116,13 @@ def check_label_smoothing(device):
     # float64 throughout (these checks' inputs are float64): means of 64 rows of C = 10 log-probabilities
     # of O(1), ≲ 74u₆₄ = 8e-15 relative apart; 1e-12 is float64 slack and 10⁹ below a wrong formula.
     plain = F.cross_entropy(x, y)
+    default = inspect.signature(torch.nn.CrossEntropyLoss).parameters["label_smoothing"].default
     return judge_label_smoothing(
-        abs(smooth - truth).item(), abs(as_probs - truth).item(), abs(plain - smooth).item(), smooth.item()
+        abs(smooth - truth).item(),
+        abs(as_probs - truth).item(),
+        abs(plain - smooth).item(),
+        smooth.item(),
+        default,
     )
 
 
@@ -122,78 +131,96 @@ def check_label_smoothing(device):
 F64_SLACK, REAL_DIFFERENCE = 1e-12, 1e-3
 
 
-def judge_label_smoothing(smooth_err: float, probs_err: float, moved: float, loss: float) -> Finding:
-    """label_smoothing=ε is cross entropy against (1-ε)·onehot + ε/C: equal to the formula and to
-    that probability target, and different from the unsmoothed loss."""
-    holds = smooth_err <= F64_SLACK and probs_err <= F64_SLACK and moved > REAL_DIFFERENCE
+def judge_label_smoothing(
+    smooth_err: float, probs_err: float, moved: float, loss: float, default: float = 0.0
+) -> Finding:
+    """label_smoothing=0.0 by default (the notes' signature); with ε it is cross entropy against
+    the smoothed labels (1-ε)·onehot + ε/C: equal to that formula and to that probability target,
+    and different from the unsmoothed loss."""
+    holds = default == 0.0 and smooth_err <= F64_SLACK and probs_err <= F64_SLACK and moved > REAL_DIFFERENCE
     return Finding(
         Verdict.HOLDS if holds else Verdict.FAILS,
-        f"label_smoothing=0.1: {loss:.6f}, off the formula by {smooth_err:.2g}, the smoothed-probability "
-        f"target by {probs_err:.2g}; it moved the loss by {moved:.4f}",
+        f"default label_smoothing={default!r}; label_smoothing=0.1: {loss:.6f}, off the formula by "
+        f"{smooth_err:.2g}, the smoothed-probability target by {probs_err:.2g}; it moved the loss by "
+        f"{moved:.4f}",
     )
 
 
+def _formula(x, y, w=None, ignore=-100):
+    """The notes' l_n = -w[y_n]·log(exp(x_{n,y_n}) / Σ_c exp(x_{n,c})) × 1{y_n ≠ ignore}, by hand in
+    float64 (log-sum-exp with the row max subtracted)."""
+    keep = y != ignore
+    safe = torch.where(keep, y, torch.zeros_like(y))
+    m = x.max(1, keepdim=True).values
+    logp = x - m - (x - m).exp().sum(1, keepdim=True).log()
+    weight = torch.ones(x.shape[1], dtype=x.dtype, device=x.device) if w is None else w
+    return -weight[safe] * logp.gather(1, safe[:, None]).squeeze(1) * keep
+
+
 def check_ignore_index(device):
-    """ignore_index drops rows from the sum *and* from the mean's denominator."""
+    """reduction='none' with the default ignore_index (-100): each row is the notes' formula, the
+    ignored rows exactly 0. What 'mean' divides by (an image in the notes) is reported beside it."""
     x, y, _ = _small(device)
     y = y.clone()
     y[::4] = -100
     keep = y != -100
-    got = F.cross_entropy(x, y)
-    truth = F.cross_entropy(x[keep], y[keep])
     per_row = F.cross_entropy(x, y, reduction="none")
-    wrong = per_row.sum() / len(y)
-    # ÷N instead of ÷(3N/4) scales the loss (5.49) by 3/4: 1.4 off, far above REAL_DIFFERENCE.
+    # float64 (see check_label_smoothing): log-softmax entries of O(1) in another order: ≲ 1e-14 apart.
+    kept_err = (per_row - _formula(x, y))[keep].abs().max().item()
+    got = F.cross_entropy(x, y)
     return judge_ignore_index(
-        abs(got - truth).item(),
+        kept_err,
         int((per_row[~keep] != 0).sum()),
+        abs(got - F.cross_entropy(x[keep], y[keep])).item(),
         got.item(),
-        wrong.item(),
+        (per_row.sum() / len(y)).item(),
         int(keep.sum()),
         len(y),
     )
 
 
 def judge_ignore_index(
-    err: float, ignored_nonzero: int, got: float, over_n: float, kept: int, n: int
+    kept_err: float, ignored_nonzero: int, mean_err: float, got: float, over_n: float, kept: int, n: int
 ) -> Finding:
-    """l_n × 1{y_n ≠ ignore}: ignored rows contribute exactly 0, and the mean is over the kept rows
-    (equal to the loss of the kept rows alone), which differs from dividing by N."""
-    holds = err <= F64_SLACK and ignored_nonzero == 0 and abs(over_n - got) > REAL_DIFFERENCE
+    """l_n × 1{y_n ≠ ignore} with ignore_index=-100 by default: the ignored rows contribute exactly 0
+    and the kept rows equal the formula (float64 slack). The mean's denominator (the kept rows, not
+    N) is context: the notes show that formula only as an image."""
+    holds = kept_err <= F64_SLACK and ignored_nonzero == 0
     return Finding(
         Verdict.HOLDS if holds else Verdict.FAILS,
-        f"{n - kept}/{n} rows ignored: {ignored_nonzero} of them non-zero; the mean ({got:.5f}) is off the "
-        f"kept rows' loss by {err:.2g}; dividing by N would give {over_n:.5f}",
+        f"reduction='none', target -100 in {n - kept}/{n} rows: {ignored_nonzero} of them non-zero, the kept "
+        f"rows off the formula by {kept_err:.2g}; 'mean' ({got:.5f}) divides by the {kept} kept rows (off "
+        f"their own mean by {mean_err:.2g}; dividing by N would give {over_n:.5f})",
     )
 
 
 def check_weight_mean_differs(device):
-    """With `weight` and reduction='mean', indices normalise by Σ w[y_n], probabilities by N:
-    the two targets that agree without weights disagree with them."""
+    """reduction='none' with `weight`: each row is -w[y_n]·log softmax(x_n)[y_n]. Under 'mean',
+    indices normalise by Σ w[y_n], one-hot probabilities by N: reported beside it."""
     x, y, onehot = _small(device)
     w = torch.linspace(0.2, 3.0, x.shape[1], dtype=x.dtype, device=device)
+    per_row = F.cross_entropy(x, y, weight=w, reduction="none")
     by_index = F.cross_entropy(x, y, weight=w)
     by_probs = F.cross_entropy(x, onehot, weight=w)
-    nll = -F.log_softmax(x, 1).gather(1, y[:, None]).squeeze(1) * w[y]
+    nll = _formula(x, y, w)
     # float64: as in check_label_smoothing; the normalisers differ (Σw[y] = 1.56·N): 5.18 vs 8.09.
     return judge_weighted(
+        (per_row - nll).abs().max().item(),
         abs(by_index - nll.sum() / w[y].sum()).item(),
-        abs(by_probs - nll.sum() / len(y)).item(),
         by_index.item(),
         by_probs.item(),
     )
 
 
-def judge_weighted(index_err: float, probs_err: float, by_index: float, by_probs: float) -> Finding:
-    """l_n = -w_{y_n}·log softmax(x_n)_{y_n} with indices, and under reduction='mean' the sum divided
-    by Σ w[y_n] (the documented formula the notes show). That one-hot probabilities divide by N
-    instead (not interchangeable when weighted) is reported beside it."""
-    holds = index_err <= F64_SLACK
+def judge_weighted(row_err: float, mean_err: float, by_index: float, by_probs: float) -> Finding:
+    """The notes' l_n = -ω_{y_n}·log softmax(x_n)_{y_n}: each row of reduction='none' with `weight`
+    equals it (float64 slack). That 'mean' divides by Σ w[y_n] with indices but by N with one-hot
+    probabilities (not interchangeable when weighted) is reported beside it."""
+    holds = row_err <= F64_SLACK
     return Finding(
         Verdict.HOLDS if holds else Verdict.FAILS,
-        f"weight + mean: indices {by_index:.5f} = Σ w[y]·l / Σ w[y] to {index_err:.2g}; "
-        f"one-hot probabilities "
-        f"{by_probs:.5f} (÷N, to {probs_err:.2g}): "
+        f"weight, reduction='none': rows off -w[y]·log softmax by {row_err:.2g}; 'mean': indices "
+        f"{by_index:.5f} = Σ w[y]·l / Σ w[y] to {mean_err:.2g}, one-hot probabilities {by_probs:.5f} (÷N): "
         + (
             "not interchangeable when weighted"
             if abs(by_index - by_probs) > REAL_DIFFERENCE
@@ -227,6 +254,37 @@ def judge_k_dim(shape: tuple, flat_err: float, probs_err: float) -> Finding:
     )
 
 
+def check_k_classes(device):
+    """The notes list input [Batch, C, d1, …, dk] and say "一共有k个分类" (k classes in all). With C = 5
+    and k = 2 extra dims, each target value 0..C is tried: the classes are those accepted."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 5, 3, 4, generator=g, dtype=torch.float64).to(device)
+    accepted = []
+    for value in range(x.shape[1] + 1):
+        try:
+            F.cross_entropy(x, torch.full((2, 3, 4), value, device=device))
+            accepted.append(value)
+        except (IndexError, RuntimeError):
+            pass
+    return judge_k_classes(x.dim() - 2, x.shape[1], accepted)
+
+
+def judge_k_classes(k: int, c: int, accepted: list) -> Finding:
+    """ "一共有k个分类": the number of classes is k, the count of the extra dims d1..dk. Holds where the
+    targets accepted are exactly 0..k-1; fails where they run to C-1 (C classes, k unrelated)."""
+    holds = accepted == list(range(k))
+    return Finding(
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"input (2, {c}, 3, 4): k = {k} extra dims, C = {c}; targets accepted: {accepted}"
+        + (
+            f": {k} classes, as stated"
+            if holds
+            else f": {len(accepted)} classes, NOT k = {k}; the classes are the C at dim 1, k counts the "
+            "extra dims (a K-dimensional loss)"
+        ),
+    )
+
+
 def check_indices_faster(device):
     """The notes' claim, measured at one LLM-like vocabulary size with both targets ready, the two
     targets timed in alternating rounds and judged by the gain policy (cases._lib.timing)."""
@@ -256,7 +314,7 @@ CASE = Case(
     tier=2,
     claim="CrossEntropyLoss is faster with class-index targets than with class-probability (one-hot) "
     "targets; it equals log_softmax + nll_loss; label smoothing, ignore_index, weight and K-dim inputs "
-    "behave as documented.",
+    "behave as documented; a K-dim input has k classes (the notes).",
     source="004 Loss函数",
     make_inputs=make_logits,
     variants={
@@ -288,6 +346,9 @@ CASE = Case(
             "CrossEntropyLoss : 从logiti -> softmax -> CrossEntropy",
             "004",
             ClaimKind.CORRECTNESS,
+            reading="CrossEntropyLoss on logits and class indices is the cross entropy of their softmax: "
+            "mean over rows of logsumexp(x_n) - x_{n,y_n}, and its gradient (softmax - onehot)/N, against "
+            "float64",
         ),
         Claim(
             "probability_target",
@@ -295,26 +356,49 @@ CASE = Case(
             "item is too restrictive.",
             "004",
             ClaimKind.CORRECTNESS,
+            reading="a class-probability target is accepted and gives the cross entropy against that "
+            "distribution: a one-hot target gives the indices' loss and gradient (float64 truth)",
         ),
         Claim(
             "k_dim",
-            "input x: [Batch, C, d1, d2, ..., dk] … computing cross entropy loss per-pixel for 2D images; "
-            "target y: [Batch, d1, d2, ..., dk]",
+            "[Batch, C, d1, d2, ..., dk] … computing cross entropy loss per-pixel for 2D images. … "
+            "[Batch, d1, d2, ..., dk]",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="input (N, C, d1, d2) with target (N, d1, d2) gives one loss per pixel, equal to the "
+            "same rows flattened to (N·d1·d2, C)",
+        ),
+        Claim(
+            "k_classes",
+            "一共有k个分类",
+            "004",
+            ClaimKind.BEHAVIOUR,
+            reading="for input [Batch, C, d1, …, dk] the number of classes is k",
         ),
         Claim(
             "weighted",
-            "l_n = -ω_{y_n} log(exp(x_{n,y_n}) / Σ_c exp(x_{n,c})) [reduction='mean': the weighted mean]",
+            "可以添加weighted和ignore … "
+            r"l_n = -\omega_{y_n}\log \frac{\exp(x_{n,y_n})}{\sum\limits_{c=1}^C\exp (x_n ,c)}",
             "004",
             ClaimKind.CORRECTNESS,
+            reading="with `weight`, reduction='none' gives per row -w[y_n]·log softmax(x_n)[y_n] (the sum in "
+            "the denominator over x_{n,c}); the 'mean' formula is an image in the notes, reported only",
         ),
-        Claim("ignore_index", "× 1{y_n ≠ ignore} (ignore_index=-100)", "004", ClaimKind.BEHAVIOUR),
+        Claim(
+            "ignore_index",
+            r"\times 1 \{y_n \neq ignore\} … ignore_index=- 100",
+            "004",
+            ClaimKind.BEHAVIOUR,
+            reading="rows whose target is ignore_index (default -100) contribute exactly 0 under "
+            "reduction='none', the other rows the formula",
+        ),
         Claim(
             "label_smoothing",
-            "对于添加了label smoothing的标签而言 [the documented formula]",
+            "label_smoothing=0.0 … 对于添加了label smoothing的标签而言",
             "004",
             ClaimKind.CORRECTNESS,
+            reading="label_smoothing defaults to 0.0; with ε the loss is computed against the smoothed "
+            "labels (1-ε)·onehot + ε/C (the notes give the formula as an image; this is the documentation's)",
         ),
         Claim(
             "indices_faster",
@@ -322,6 +406,8 @@ CASE = Case(
             "this allows for optimized computation.",
             "004",
             ClaimKind.SPEED,
+            reading="cross entropy forward + backward is faster with class-index targets than with (one-hot) "
+            "class-probability targets, both prepared in advance",
         ),
     ),
     checks={
@@ -329,6 +415,9 @@ CASE = Case(
         "ignore_index": Check(check_ignore_index, claim="ignore_index"),
         "weight_mean_differs": Check(check_weight_mean_differs, claim="weighted"),
         "k_dim": Check(check_k_dim, claim="k_dim"),
+        # CPU only: an out-of-range target is a device-side assert on CUDA, which ends the process's
+        # CUDA context; which values are classes does not depend on the device.
+        "k_classes": Check(check_k_classes, devices=("cpu",), claim="k_classes"),
         "indices_faster": Check(check_indices_faster, claim="indices_faster"),
     },
     input_families=INPUT_FAMILIES,

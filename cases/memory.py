@@ -369,20 +369,24 @@ def check_saves_inputs_only(device):
 
 
 def judge_saves_inputs_only(plain: int, checkpointed: dict, grad_mode: dict, input_bytes: int) -> Finding:
-    """`checkpointed`: use_reentrant → bytes saved in forward. Holds when each mode saves no more
-    than the input itself while plain saves more (the intermediate activations); grad mode inside
-    the function is evidence only (off in the reentrant mode, on in the other, which drops what
-    it would save instead)."""
-    inputs_only = all(b <= input_bytes for b in checkpointed.values()) and plain > input_bytes
+    """`checkpointed`: use_reentrant → bytes saved in forward; `grad_mode`: use_reentrant → grad
+    mode inside the function. The notes quote the docs of the reentrant mode, the default of their
+    call: holds when it saves no more than the input while plain saves more (the intermediate
+    activations), with grad mode off inside ("in torch.no_grad() manner"); fails otherwise. The
+    other mode is evidence: it runs with grad mode on and drops what it would save instead."""
+    reentrant = checkpointed.get(True)
+    inputs_only = reentrant is not None and reentrant <= input_bytes and plain > input_bytes
+    no_grad = grad_mode.get(True) is False
     return Finding(
-        Verdict.HOLDS if inputs_only else Verdict.FAILS,
+        Verdict.HOLDS if inputs_only and no_grad else Verdict.FAILS,
         f"one MLP block, input {input_bytes} B: plain saves {plain} B; checkpointed "
         + ", ".join(
             f"use_reentrant={re}: {b} B (grad mode inside the function "
             f"{'on' if grad_mode.get(re) else 'off'})"
             for re, b in checkpointed.items()
         )
-        + ("" if inputs_only else ": MORE than the inputs"),
+        + ("" if inputs_only else ": the default (reentrant) mode saves MORE than the inputs")
+        + ("" if no_grad else ": the default (reentrant) mode does NOT run the function without grad"),
     )
 
 
@@ -439,9 +443,11 @@ class toy(nn.Module):
 
 
 def check_notes_toy(device):
-    """004's `toy`, run as written, then with super().__init__() added; the checkpoint call as
-    written (no use_reentrant: the reentrant default) and with use_reentrant=False, on an input
-    that does not require grad, as a first layer's input never does."""
+    """004's `toy`, as written: built (it raises: no super().__init__()), then with that slip
+    repaired, used as a model is — its input a data batch that does not require grad — with the
+    notes' call `checkpoint(self.net,x)` (no use_reentrant: torch's reentrant default). Beside it:
+    the same toy with use_reentrant=False, and the default on an input that requires grad (a
+    part inside a model)."""
     import warnings
 
     scope = {"nn": nn, "checkpoint": checkpoint}
@@ -451,57 +457,75 @@ def check_notes_toy(device):
         init_error = ""
     except AttributeError as exc:
         init_error = str(exc)
+    repaired = {"nn": nn, "checkpoint": checkpoint}
+    exec(
+        NOTES_TOY.replace("  def __init__(self):\n", "  def __init__(self):\n    super().__init__()\n"),
+        repaired,
+    )
+    model = repaired["toy"]().to(device)
     x = torch.randn(4, 10, generator=generator(device, 11), device=device)
-    net = nn.Linear(10, 10).to(device)
-    plain = torch.autograd.grad(net(x).sum(), list(net.parameters()))
+    params = list(model.parameters())
+    plain = torch.autograd.grad(model.net(x).sum(), params)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = checkpoint(net, x)  # the notes' call, as written
-    default_gets_grads = out.requires_grad
+        out = model(x)  # the notes' call, as written
+        inner = checkpoint(model.net, x.clone().requires_grad_(True))
     deprecation = next((str(w.message) for w in caught if "use_reentrant" in str(w.message)), "")
-    kept = torch.autograd.grad(checkpoint(net, x, use_reentrant=False).sum(), list(net.parameters()))
+    default_grads = out.requires_grad and all(
+        g is not None for g in torch.autograd.grad(out.sum(), params, allow_unused=True)
+    )
+    inner_grads = inner.requires_grad
+    kept = torch.autograd.grad(checkpoint(model.net, x, use_reentrant=False).sum(), params)
     equal = all(torch.equal(a, b) for a, b in zip(kept, plain))
-    return judge_notes_toy(init_error, default_gets_grads, deprecation, equal)
+    return judge_notes_toy(init_error, default_grads, deprecation, equal, inner_grads)
 
 
-def judge_notes_toy(init_error: str, default_gets_grads: bool, deprecation: str, equal: bool) -> Finding:
-    """The technique: a checkpointed part gets the plain gradients (use_reentrant=False). The
-    toy's missing super().__init__() compiles and raises when the toy is built, where the notes
-    imply it works (a wrong statement, as fill_ outside no_grad in optim.param_groups); calling
-    checkpoint without use_reentrant is deprecated, and with that (reentrant) default and an
-    input that does not require grad the part gets no gradient at all: both are errata of the
-    snippet, not of checkpointing."""
+def judge_notes_toy(
+    init_error: str, default_gets_grads: bool, deprecation: str, fixed_equal: bool, inner_gets_grads: bool
+) -> Finding:
+    """The notes' toy, "applied on any part of a model": holds where, called as written on a batch
+    that does not require grad, its Linear gets gradients; fails where it gets none (the reentrant
+    default tracks only inputs that require grad), the evidence saying whether use_reentrant=False
+    gives plain backward's gradients bit for bit and whether the default works inside a model.
+    The toy's missing super().__init__() (it raises when built) and the call's omitted
+    use_reentrant (deprecated: torch warns) are slips of the pen, errata, repaired before judging."""
     errata = []
     if init_error:
         errata.append(
             Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "def __init__(self): self.net = nn.Linear(10,10)",
-                f"runs and raises AttributeError ({init_error}): super().__init__() is missing",
+                ErratumKind.RAISES,
+                "self.net = nn.Linear(10,10)",
+                f"toy() raises AttributeError ({init_error}): __init__ never calls super().__init__()",
             )
         )
-    if deprecation or not default_gets_grads:
+    if deprecation:
         errata.append(
             Erratum(
                 ErratumKind.DEPRECATED_API,
                 "x = checkpoint(self.net,x)",
-                (f"warns: {deprecation.split('. ')[0]}; " if deprecation else "")
-                + (
-                    "with the reentrant default and an input that does not require grad the output "
-                    "has no grad_fn: the checkpointed Linear gets no gradient"
-                    if not default_gets_grads
-                    else "the reentrant default still gives the part its gradients"
-                ),
+                f"warns: {deprecation.split('. ')[0]}; pass use_reentrant explicitly (False is recommended)",
             )
         )
+    fixed = "with use_reentrant=False it gets " + (
+        "gradients bit-identical to plain backward"
+        if fixed_equal
+        else "gradients that DIFFER from plain backward"
+    )
+    inner = "; inside a model (an input that requires grad) the default " + (
+        "does track it" if inner_gets_grads else "does NOT track it either"
+    )
+    if default_gets_grads:
+        return Finding(
+            Verdict.HOLDS,
+            "the notes' toy (super().__init__() added), called as written on a batch that does not require "
+            f"grad, gets its Linear's gradients; {fixed}{inner}",
+            tuple(errata),
+        )
     return Finding(
-        Verdict.HOLDS if equal else Verdict.FAILS,
-        "the toy's Linear checkpointed with use_reentrant=False gets "
-        + (
-            "bit-identical gradients to plain backward"
-            if equal
-            else "gradients that DIFFER from plain backward"
-        ),
+        Verdict.FAILS,
+        "the notes' toy (super().__init__() added), called as written on a batch that does not require grad, "
+        "gives its Linear NO gradient: the output has no grad_fn (the reentrant default, with no input "
+        f"requiring grad; backward raises); {fixed}{inner}: use checkpoint(self.net, x, use_reentrant=False)",
         tuple(errata),
     )
 
@@ -672,39 +696,58 @@ CASE = Case(
             "trades_memory",
             "Checkpointing works by trading compute for memory. Rather than storing all intermediate "
             "activations of the entire computation graph for computing backward, the checkpointed part "
-            "does not save intermediate activations, and instead recomputes them in backward pass.",
+            "does **not** save intermediate activations, and instead recomputes them in backward pass.",
             "004",
             ClaimKind.MEMORY,
+            reading="checkpointing each block, as the notes' toy checkpoints its module "
+            "(use_reentrant=False, the deprecated default repaired), peaks at less memory "
+            "than plain backward",
         ),
         Claim(
             "saves_inputs_only",
-            "in the forward pass, function will run in torch.no_grad() manner, i.e., not storing the "
-            "intermediate activations. Instead, the forward pass saves the inputs tuple and the function "
-            "parameter.",
+            "in the forward pass, `function` will run in … manner, i.e., not storing the intermediate "
+            "activations. Instead, the forward pass saves the inputs tuple and the `function` parameter.",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="with the notes' call (the reentrant default) the function runs with grad mode off and "
+            "the forward saves no more than its input, where plain autograd saves the activations",
         ),
         Claim(
             "same_gradients",
-            "In the backwards pass, the saved inputs and function is retrieved, and the forward pass is "
-            "computed on function again, now tracking the intermediate activations, and then the "
+            "In the backwards pass, the saved inputs and `function` is retrieved, and the forward pass is "
+            "computed on `function` again, now tracking the intermediate activations, and then the "
             "gradients are calculated using these activation values.",
             "004",
             ClaimKind.CORRECTNESS,
+            reading="checkpointed blocks (use_reentrant=False) give plain backward's gradients, held to the "
+            "float64 truth within fp32's chain bound",
+        ),
+        Claim(
+            "toy",
+            "It can be applied on any part of a model. … "
+            "x = checkpoint(self.net,x) #计算该模块时利用checkpoint技术",
+            "004",
+            ClaimKind.BEHAVIOUR,
+            reading="the notes' toy (its missing super().__init__() repaired), called as written on a data "
+            "batch (no requires_grad), gives its Linear gradients",
         ),
         Claim(
             "preserve_rng_state",
-            "torch.utils.checkpoint.checkpoint(functions, *args, preserve_rng_state)",
+            "torch.utils.checkpoint.checkpoint(functions, *args,**preserve_rng_state**)",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="the listed preserve_rng_state parameter (default True) makes the recomputation draw the "
+            "forward's dropout masks, so the gradients equal plain backward's; without it they differ",
         ),
         Claim(
             "outputs",
-            "The output of function can contain non-Tensor values and gradient recording is only "
+            "The output of `function` can contain non-Tensor values and gradient recording is only "
             "performed for the Tensor values. … these Tensors nested in custom structures will not be "
             "considered as part of autograd.",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="a non-Tensor output passes through, the Tensor output is tracked, a Tensor nested in a "
+            "list is not (in each use_reentrant mode)",
         ),
     ),
     checks={
@@ -712,20 +755,24 @@ CASE = Case(
         # The √n rule and the h+W·h block are the catalogue's model, context.
         "segments_sweep": Check(check_segments_sweep),
         "no_saving_block": Check(check_no_saving_block),
-        "notes_toy": Check(check_notes_toy, claim="same_gradients"),
+        "notes_toy": Check(check_notes_toy, claim="toy"),
         "saves_inputs_only": Check(check_saves_inputs_only, claim="saves_inputs_only"),
         "outputs": Check(check_outputs, claim="outputs"),
     },
     metrics=saved_activation_metrics,
     verdict=AllOf(
         (
+            # The notes checkpoint one module at a time (their toy): per block decides the claim.
             AllOf(
                 (
-                    Lighter("mlp.sqrt_segments", "mlp.plain"),
-                    Lighter("transformer.sqrt_segments", "transformer.plain"),
+                    Lighter("mlp.per_block", "mlp.plain"),
+                    Lighter("transformer.per_block", "transformer.plain"),
                 ),
                 claim="trades_memory",
             ),
+            # checkpoint_sequential's √n segments: the catalogue's way, context.
+            Lighter("mlp.sqrt_segments", "mlp.plain"),
+            Lighter("transformer.sqrt_segments", "transformer.plain"),
             FromFindings(),
         )
     ),

@@ -80,7 +80,8 @@ def judge_notes_names(
     inferred_shape: tuple, dtype: str, batched_shape: tuple, missing: list[str], version: str
 ) -> Finding:
     """The technique: one-hot with num_classes=-1 inferring max+1 (labels 0..3 of 6 → (6, 4)),
-    (*) → (*, C) ((2, 3) with C = 5 → (2, 3, 5)), int64, as the notes describe. The names the
+    (*) → (*, C) ((2, 3) with C = 5 → (2, 3, 5)), as the notes describe (the output's dtype, int64,
+    is reported: the notes state none). The names the
     notes give it are their own matter: each name this torch does not have is an erratum (a name
     that never existed is a typo for torch.nn.functional's)."""
     errata = tuple(
@@ -93,13 +94,12 @@ def judge_notes_names(
     )
     inferred_ok = tuple(inferred_shape) == (6, 4)
     batched_ok = tuple(batched_shape) == (2, 3, 5)
-    int64 = dtype == str(torch.int64)
-    holds = inferred_ok and batched_ok and int64
+    holds = inferred_ok and batched_ok
     return Finding(
         Verdict.HOLDS if holds else Verdict.FAILS,
         f"torch.nn.functional.one_hot: num_classes=-1 on labels up to 3 → shape {tuple(inferred_shape)} "
         f"(max+1: (6, 4)); input (2, 3) with C = 5 → {tuple(batched_shape)} ((*, C): (2, 3, 5)); "
-        f"dtype {dtype} (int64)" + (" as the notes describe" if holds else ": NOT as described"),
+        f"dtype {dtype}" + (": as the notes describe" if holds else ": NOT as described"),
         errata,
     )
 
@@ -161,53 +161,69 @@ def judge_scatter_formula(examples: int, mismatches: list, dims: list[int], run:
     )
 
 
+def _notes_block(first_line: str) -> str:
+    """The 004 code block that starts with `first_line`, read from the note file."""
+    from cases._lib.notes_text import note_path
+
+    lines = note_path("004").read_text(encoding="utf-8").splitlines()
+    start = next(n for n, line in enumerate(lines) if line.strip().startswith(first_line))
+    end = next(n for n in range(start, len(lines)) if lines[n].strip().startswith("```"))
+    return "\n".join(lines[start:end])
+
+
 def check_notes_snippet(device):
-    """004 item 14's snippet, executed as written, then with the two slips fixed."""
-    snippet = (
-        "label = torch.tensor([0,1,0,2,3,2]).view(len(label),-1)\n"
-        "src = torch.ones_like(label)\n"
-        "temp = torch.zeros((len(label),label_size))\n"
-        "x_oneHot = temp.scatter_(dim=1,index=label,src=src)\n"
-    )
-    errors = []
-    scope = {"torch": torch, "label_size": 4}
+    """004 item 14's snippet, read from the note file and run with `label` defined before its first
+    line (the NameError as written, and `label_size` defined nowhere, are the notes' snippets
+    check's erratum) and label_size = 4: first as written, then with a float src."""
+    snippet = _notes_block("label = torch.tensor([0,1,0,2,3,2]).view(len(label),-1)")
+    slips = []
+    scope = {"torch": torch, "label_size": 4, "label": torch.tensor([0, 1, 0, 2, 3, 2])}
     try:
-        exec(snippet, scope)
-    except NameError as exc:
-        errors.append(("label = torch.tensor([0,1,0,2,3,2]).view(len(label),-1)", f"NameError ({exc})"))
-    scope["label"] = torch.tensor([0, 1, 0, 2, 3, 2])  # what the first line meant
-    try:
-        exec(snippet, scope)
+        exec(snippet, scope)  # noqa: S102 - the notes' own text
     except RuntimeError as exc:
-        errors.append(("src = torch.ones_like(label)", f"RuntimeError ({str(exc).splitlines()[0]})"))
-    label = torch.tensor([0, 1, 0, 2, 3, 2], device=device).view(6, -1)
-    fixed = torch.zeros((6, 4), device=device).scatter_(1, label, torch.ones_like(label, dtype=torch.float32))
-    try:
-        compile("temp.scatter_(dim=1,index,src)", "<notes>", "eval")
-    except SyntaxError:
-        errors.append(("temp.scatter_(dim=1,index,src)", "a SyntaxError (embed_protein)"))
-    if not hasattr(torch, "to_numpy"):
-        errors.append(("torch.to_numpy", "no such function; Tensor.numpy() is meant"))
-    if not hasattr(torch.tensor, "scatter_"):
-        errors.append(
+        slips.append(
             (
+                ErratumKind.RAISES,
+                "src = torch.ones_like(label)",
+                f"RuntimeError as written ({str(exc).splitlines()[0]}): src takes label's int64 into "
+                "float zeros; torch.ones_like(label, dtype=torch.float) (as the notes' embed_protein "
+                "does with dtype=float) runs",
+            )
+        )
+    repaired = dict(scope, label=torch.tensor([0, 1, 0, 2, 3, 2]))
+    exec(snippet.replace("torch.ones_like(label)", "torch.ones_like(label, dtype=torch.float)"), repaired)  # noqa: S102
+    got = repaired["x_oneHot"]
+    expected = F.one_hot(torch.tensor([0, 1, 0, 2, 3, 2]), 4).float()
+    if not hasattr(torch, "to_numpy"):
+        slips.append(
+            (
+                ErratumKind.TYPO,
+                "torch.to_numpy",
+                "torch has no to_numpy; Tensor.numpy() is meant (embed_protein)",
+            )
+        )
+    if not hasattr(torch.tensor, "scatter_"):
+        slips.append(
+            (
+                ErratumKind.TYPO,
                 "torch.tensor.scatter_(dim,index,src,reduce=None)",
                 "torch.tensor is a function with no scatter_; the method is torch.Tensor.scatter_",
             )
         )
-    return judge_notes_snippet(errors, bool(torch.equal(fixed, F.one_hot(label.view(-1), 4).float())))
+    return judge_notes_snippet(slips, bool(got.shape == expected.shape and torch.equal(got, expected)))
 
 
-def judge_notes_snippet(slips: list[tuple[str, str]], fixed_equals_one_hot: bool) -> Finding:
-    """The technique is scatter_ writing ones at the label indices; the snippet's slips (a name
-    used before it is defined, an int src into a float tensor, a keyword before a positional
-    argument, a function torch never had) are typos of the notes, each one an erratum."""
-    errata = tuple(Erratum(ErratumKind.TYPO, quote, what) for quote, what in slips)
+def judge_notes_snippet(slips: list[tuple], fixed_equals_one_hot: bool) -> Finding:
+    """The claim: the snippet turns label into its one-hot encoding (F.one_hot's result), judged
+    with its slips repaired. `slips`: (kind, quote, evidence) of each slip of the pen besides the
+    ones the notes' snippets check records (a src of the wrong dtype that raises, a function name
+    torch never had): each one erratum."""
+    errata = tuple(Erratum(kind, quote, what) for kind, quote, what in slips)
     return Finding(
         Verdict.HOLDS if fixed_equals_one_hot else Verdict.FAILS,
         "with label defined first and a float src the snippet gives F.one_hot's result "
         + ("exactly" if fixed_equals_one_hot else "NOT (the scatter_ one-hot differs)")
-        + (f"; as written: {'; '.join(w for _, w in slips)}" if slips else "; it runs as written"),
+        + (f"; as written: {'; '.join(w for _, _, w in slips)}" if slips else "; it runs as written"),
         errata,
     )
 
@@ -257,26 +273,40 @@ CASE = Case(
     x="c",
     claims=(
         Claim(
-            "eye_index", "base = torch.eye(num_class); one_hot = base[label]", "001", ClaimKind.CORRECTNESS
+            "eye_index",
+            "base = torch.eye(num_class) … one_hot = base[label]",
+            "001",
+            ClaimKind.CORRECTNESS,
+            reading="for labels of shape (B,), torch.eye(num_class)[label] is their (B, num_class) one-hot",
         ),
         Claim(
             "scatter_one_hot",
-            "Eg.将label转化为one-hot编码: x_oneHot = temp.scatter_(dim=1,index=label,src=src)",
+            "Eg.将label转化为one-hot编码 … x_oneHot = temp.scatter_(dim=1,index=label,src=src)",
             "004",
             ClaimKind.CORRECTNESS,
+            reading="the snippet's scatter_ of ones at the labels gives the labels' one-hot (F.one_hot's "
+            "result), its slips of the pen repaired",
         ),
         Claim(
             "scatter_formula",
-            "self[index[i][j][k]][j][k] = src[i][j][k]  # if dim == 0 [and dims 1, 2 alike]",
+            "self[index[i][j][k]][j][k] = src[i][j][k] # if dim == 0 "
+            "self[i][index[i][j][k]][k] = src[i][j][k] # if dim == 1 "
+            "self[i][j][index[i][j][k]] = src[i][j][k] # if dim == 2",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="scatter_(dim, index, src) on 3-D tensors equals the notes' index formula written as a "
+            "loop, for each dim, where index has no two targets in one place (torch documents the "
+            "write order of duplicates as unspecified, so the formula does not define those)",
         ),
         Claim(
             "one_hot_api",
-            "torch.one_hot(tensor, num_classes=- 1): If set to -1, the number of classes will be inferred as "
-            "one greater than the largest class value; input (*), output (*,num_classes)",
+            "torch.one_hot(tensor, num_classes=- 1) … If set to -1, the number of classes will be "
+            "inferred as one greater than the largest class value in the input tensor … input (*) … "
+            "output(*,num_classes)",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="one_hot (torch.nn.functional's: the name is an erratum) infers max + 1 classes with "
+            "num_classes=-1 and maps an input of shape (*) to (*, num_classes)",
         ),
     ),
     checks={

@@ -4,6 +4,10 @@ the hidden state carried across training steps with `h_state.data` (truncated BP
 `rnn.timestep_loop`: `Linear` acts on the last axis, so one call over (B, T, H) is the loop over
 T without T kernel launches and without `torch.stack`'s copy.
 
+The notes' network is an LSTM ("网络(分类)", and "# 网络相同" for the regression): the checks build it
+from the note file. Its state is the pair (h, c), so the notes' `h_state = h_state.data` raises on
+it; the timed training variants run an nn.RNN instead (a tensor state), a stand-in named as such.
+
 `rnn.hidden_detach`: the hidden state returned by step k is the output of step k's graph. Fed into
 step k+1 as is, step k+1's backward walks into step k's graph, whose buffers the previous backward
 freed: it raises. `retain_graph=True` silences that and turns training into full BPTT over the
@@ -30,8 +34,6 @@ from cases.spec import (
     Check,
     Claim,
     ClaimKind,
-    Erratum,
-    ErratumKind,
     Finding,
     Tol,
     Verdict,
@@ -78,137 +80,141 @@ def linear_float64(r_out, w, b):
     return torch.einsum("bth,oh->bto", r_out.double(), w.double()) + b.double()
 
 
-_NOTES_REGRESSION = """
-class RNN(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.rnn = nn.RNN(input_size=1, hidden_size=8, num_layers=1, batch_first=True)
-        self.out = nn.Linear(8, 1)
+# The notes' constants ("定义"): TIME_STEP = 28, INPUT_SIZE = 28.
+TIME_STEP = INPUT_SIZE = 28
 
-    def forward(self, x, hidden_state):
-        r_out, hidden_state = self.rnn(x, hidden_state)  # hidden_state 不断更新
-        outs = []
-        for time_step in range(r_out.size(1)):
-            outs.append(self.out(r_out[:, time_step, :]))
-        return torch.stack(outs, dim=1), h_state
 
-rnn = RNN()
-h_state = None
-for step in range(3):
-    prediction, h_state = rnn(x, h_state)
-    h_state = h_state.data
-"""
+def _notes_lines() -> list[str]:
+    from cases._lib.notes_text import note_path
+
+    return note_path("001").read_text(encoding="utf-8").splitlines()
+
+
+def _notes_block(first_line: str) -> list[str]:
+    """The lines of the 001 code block that starts with `first_line`, up to its closing fence."""
+    lines = _notes_lines()
+    start = next(n for n, line in enumerate(lines) if line.strip().startswith(first_line))
+    end = next(n for n in range(start, len(lines)) if lines[n].strip().startswith("```"))
+    return lines[start:end]
+
+
+def notes_network(input_size: int, hidden_size: int, output_size: int) -> nn.Module:
+    """The notes' network (001 "网络(分类)", and "# 网络相同" for the regression), from the note file:
+    its nn.LSTM with the names it lists given as keyword arguments (as written the call has no
+    commas and no values: the notes' snippets check's erratum), one layer and batch first as its
+    comment says; its head line `self.out = nn.Linear(input_size, output_size)` as written; and the
+    regression forward as written, returning `hidden_state` where it says `h_state` (a name the
+    notes never define there: the notes' snippets check's erratum)."""
+    classifier = _notes_block("self.rnn = nn.LSTM(")
+    head = next(line.strip() for line in classifier if line.strip().startswith("self.out = "))
+    forward = _notes_block("def forward(self,x,hidden_state):")
+    forward = [line.replace("dim=1), h_state", "dim=1), hidden_state") for line in forward]
+    code = "\n".join(
+        [
+            "class Net(nn.Module):",
+            "    def __init__(self, input_size, hidden_size, output_size):",
+            "        super().__init__()",
+            "        self.rnn = nn.LSTM(input_size=input_size, hidden_size=hidden_size, num_layers=1, "
+            "batch_first=True)",
+            "        " + head,
+        ]
+        + ["    " + line for line in forward]
+    )
+    scope = {"nn": nn, "torch": torch}
+    exec(code, scope)  # noqa: S102 - the notes' own text
+    return scope["Net"](input_size, hidden_size, output_size)
+
+
+def check_lstm_head(device):
+    """The notes' classifier as written: its LSTM, then `out = self.out(r_out[:,-1,:])` with the head
+    nn.Linear(input_size, output_size), at the notes' INPUT_SIZE = TIME_STEP = 28 and a hidden size
+    the notes leave open: 64, then 28 (= input_size)."""
+    torch.manual_seed(0)
+    x = torch.randn(2, TIME_STEP, INPUT_SIZE, device=device)
+    seen = []
+    for hidden in (64, INPUT_SIZE):
+        net = notes_network(INPUT_SIZE, hidden, 10).to(device)
+        with torch.no_grad():
+            r_out, (h_n, h_c) = net.rnn(x, None)
+            try:
+                net.out(r_out[:, -1, :])
+                error = ""
+            except RuntimeError as exc:
+                error = str(exc).splitlines()[0]
+        seen.append((hidden, tuple(r_out.shape), error))
+    return judge_lstm_head(seen)
+
+
+def judge_lstm_head(seen: list[tuple]) -> Finding:
+    """The notes: r_out is (batch, time_step, input_size), so the head is nn.Linear(input_size,
+    output_size). `seen`: (hidden_size, r_out's shape, the head's error or "") per hidden size.
+    Fails where, at a hidden size other than input_size, r_out's last axis is not input_size or
+    the head raises; holds where r_out has input_size features and the head runs at every size."""
+    wrong = [(h, shape, err) for h, shape, err in seen if shape[-1] != INPUT_SIZE or err]
+    lines = "; ".join(
+        f"hidden_size {h}: r_out {shape}, the head " + (f"raises ({err})" if err else "runs")
+        for h, shape, err in seen
+    )
+    return Finding(
+        Verdict.FAILS if wrong else Verdict.HOLDS,
+        f"input_size {INPUT_SIZE}: {lines}"
+        + (
+            "; r_out has hidden_size features (as the notes' own comment on hidden_size, 也是输出维度, "
+            "says): nn.Linear(hidden_size, output_size) is the head that fits; the notes' runs only "
+            "where hidden_size == input_size"
+            if wrong
+            else ""
+        ),
+    )
 
 
 def check_notes_forward(device):
-    """The notes' forward as written, run as the notes' script runs it (module level): it returns
-    `h_state`, the caller's global, not the updated `hidden_state`."""
+    """The notes' regression forward (`# 网络相同`: their LSTM network) carrying its state across
+    three calls, at hidden_size = input_size = 28, where their head nn.Linear(input_size, ...)
+    fits (`lstm_head` judges other sizes)."""
     torch.manual_seed(0)
-    x = torch.randn(2, 5, 1, device=device)
-    scope = {"torch": torch, "nn": nn, "x": x}
-    try:
-        # The snippet is the notes' text, run as the notes run it: module-level names.
-        exec(_NOTES_REGRESSION.replace("rnn = RNN()", "rnn = RNN().to(x.device)"), scope)  # noqa: S102
-        failure = None
-    except AttributeError as exc:
-        failure = str(exc)
-    fixed = {"torch": torch, "nn": nn, "x": x}
-    fixed_text = _NOTES_REGRESSION.replace("h_state\n\nrnn", "hidden_state\n\nrnn")
-    exec(fixed_text.replace("rnn = RNN()", "rnn = RNN().to(x.device)"), fixed)  # noqa: S102
-    # The fixed forward returns what nn.RNN returns, and its per-step head equals one Linear over
-    # r_out (the same dot products, grouped differently: fp32 rounding apart).
-    net = fixed["rnn"]
+    x = torch.randn(2, 5, INPUT_SIZE, device=device)
+    net = notes_network(INPUT_SIZE, INPUT_SIZE, 1).to(device)
     with torch.no_grad():
-        prediction, state = net(x, fixed["h_state"])
-        r_out, h_n = net.rnn(x, fixed["h_state"])
-    # Each side an fp32 dot product of H = 8 terms plus the bias: Higham's γ₉·(|W|·|h| + |b|) each,
-    # elementwise, so twice that apart.
-    head = net.out
-    terms = r_out.abs() @ head.weight.abs().T + head.bias.abs()
-    fixed_ok = (
-        state.shape == (1, 2, 8)
-        and torch.equal(state, h_n)
-        and bool(((prediction - head(r_out)).abs() <= 2 * 9 * U[FP32] * terms).all())
-    )
-    # "网络相同": the classifier's LSTM with its head nn.Linear(input_size, output_size).
-    lstm = nn.LSTM(input_size=1, hidden_size=8, num_layers=1, batch_first=True).to(device)
-    r_out, state = lstm(x, None)
-    try:
-        nn.Linear(1, 1).to(device)(r_out[:, -1, :])
-        head_error = ""
-    except RuntimeError as exc:
-        head_error = str(exc).splitlines()[0]
-    try:
-        state.data  # noqa: B018 - the notes' repacking line, on the LSTM's (h, c)
-        tuple_error = ""
-    except AttributeError as exc:
-        tuple_error = str(exc)
-    try:
-        compile(_NOTES_LSTM, "<notes 000/001>", "exec")
-        lstm_syntax = ""
-    except SyntaxError as exc:
-        lstm_syntax = f"{exc.msg} (line {exc.lineno})"
-    return judge_notes_forward(failure or "", fixed_ok, head_error, tuple_error, lstm_syntax)
-
-
-# The classifier's LSTM as the notes write it (000 and 001 alike; comments dropped).
-_NOTES_LSTM = """
-self.rnn = nn.LSTM(
-    input_size
-    hidden_size
-    num_layers
-    batch_first
-)
-"""
+        state, per_step_ok, same_state = None, True, True
+        for _ in range(3):
+            r_out, module_state = net.rnn(x, state)
+            prediction, state = net(x, state)
+            same_state = same_state and all(torch.equal(a, b) for a, b in zip(state, module_state))
+            # Each side an fp32 dot product of H = 28 terms plus the bias: Higham's γ₂₉·(|W|·|h| + |b|)
+            # each, elementwise, so twice that apart.
+            terms = r_out.abs() @ net.out.weight.abs().T + net.out.bias.abs()
+            per_step_ok = per_step_ok and bool(
+                ((prediction - net.out(r_out)).abs() <= 2 * 29 * U[FP32] * terms).all()
+            )
+    shapes = [tuple(t.shape) for t in state] if isinstance(state, tuple) else [tuple(state.shape)]
+    return judge_notes_forward(type(state).__name__, shapes, same_state, per_step_ok, (1, 2, INPUT_SIZE))
 
 
 def judge_notes_forward(
-    returns_global: str, fixed_ok: bool, head_error: str, tuple_error: str, lstm_syntax: str = ""
+    kind: str, shapes: list, same_state: bool, per_step_ok: bool, expected: tuple
 ) -> Finding:
-    """The technique: the regression RNN carrying its hidden state across steps, the forward
-    returning the updated state. The notes' slips are errata: returning `h_state` (a global) for
-    `hidden_state` is a typo; the LSTM head sized by input_size where the LSTM outputs hidden_size
-    is a wrong shape; `.data` on the LSTM's (h, c) tuple, in a network the notes call the same, is
-    a wrong statement."""
-    errata = []
-    if returns_global:
-        errata.append(
-            Erratum(
-                ErratumKind.TYPO,
-                "return torch.stack(outs, dim=1), h_state",
-                f"returns the caller's global, not hidden_state: the first step gets None back and "
-                f"h_state.data raises AttributeError ({returns_global})",
-            )
-        )
-    if head_error:
-        errata.append(
-            Erratum(
-                ErratumKind.WRONG_SHAPE_OR_FORMULA,
-                "self.out = nn.Linear(input_size, output_size) # r_out (batch, time_step, input_size)",
-                f"r_out has hidden_size features: {head_error}",
-            )
-        )
-    if lstm_syntax:
-        errata.append(
-            Erratum(
-                ErratumKind.TYPO,
-                "self.rnn = nn.LSTM(input_size hidden_size num_layers batch_first)",
-                f"SyntaxError as written ({lstm_syntax}): the arguments have no commas (and no values)",
-            )
-        )
-    if tuple_error:
-        errata.append(
-            Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "# 网络相同 … h_state = h_state.data",
-                f"with the LSTM the state is (h, c): {tuple_error}",
-            )
-        )
+    """The notes: the forward updates hidden_state and returns it with the per-step predictions,
+    hidden_state (n_layers, batch, hidden_size). `kind`: the returned state's type (the LSTM's is a
+    (h, c) tuple); `shapes`: each of its tensors'; `same_state`: it equals what the module itself
+    returns for that input and state, call after call; `per_step_ok`: the predictions equal the head
+    over every step. Holds when each state tensor is `expected` and both comparisons hold."""
+    shaped = bool(shapes) and all(tuple(s) == tuple(expected) for s in shapes)
+    holds = shaped and same_state and per_step_ok
     return Finding(
-        Verdict.HOLDS if fixed_ok else Verdict.FAILS,
-        "with `return ..., hidden_state` the loop runs, returns nn.RNN's own (1, B, 8) state and "
-        "per-step predictions equal to one Linear over r_out" + ("" if fixed_ok else ": NOT as expected"),
-        tuple(errata),
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"the notes' forward returns a {kind} state of {len(shapes)} tensor(s) shaped {shapes} "
+        f"({'each' if shaped else 'NOT each'} (n_layers, batch, hidden_size) = {tuple(expected)}), "
+        + ("equal to" if same_state else "NOT equal to")
+        + " the LSTM's own state over three calls, and per-step predictions "
+        + ("equal to" if per_step_ok else "NOT equal to")
+        + " the head over r_out"
+        + (
+            "; for the LSTM the state is the pair (h, c), which `h_state.data` cannot take "
+            "(rnn.hidden_detach)"
+            if kind == "tuple"
+            else ""
+        ),
     )
 
 
@@ -237,20 +243,37 @@ TIMESTEP_LOOP = Case(
     claims=(
         Claim(
             "per_step_head",
-            "for time_step in range(r_out.size(1)): outs.append(self.out(r_out[:, time_step, :])) … "
+            "for time_step in range(r_out.size(1)): … outs.append(self.out(r_out[:, time_step, :])) … "
             "it returns the prediction at each time step",
             "001",
             ClaimKind.CORRECTNESS,
+            reading="the loop applying the head to r_out[:, t, :] for every t and stacking along dim 1 "
+            "gives the head's prediction at each time step (the float64 truth: one Linear over r_out)",
         ),
         Claim(
             "forward_state",
-            "r_out, hidden_state = self.rnn(x, hidden_state) # hidden_state 不断更新; "
-            "hidden_state (n_layers, batch, hidden_size)",
+            "r_out, hidden_state = self.rnn(x, hidden_state) # hidden_state 不断更新 … "
+            "# hidden_state (n_layers, batch, hidden_size)",
             "001",
             ClaimKind.BEHAVIOUR,
+            reading="the notes' forward on their LSTM network returns the updated state, call after "
+            "call, each of its tensors (n_layers, batch, hidden_size); run at hidden_size = input_size "
+            "= 28, where the notes' head fits as written (`lstm_head` judges other hidden sizes)",
+        ),
+        Claim(
+            "lstm_head",
+            "self.out = nn.Linear(input_size, output_size) … "
+            "out = self.out(r_out[:,-1,:]) # r_out (batch, time_step, input_size)",
+            "001",
+            ClaimKind.CORRECTNESS,
+            reading="the LSTM's r_out has input_size features, so the head nn.Linear(input_size, "
+            "output_size) takes its last step, whatever the hidden size",
         ),
     ),
-    checks={"notes_forward": Check(check_notes_forward, claim="forward_state")},
+    checks={
+        "notes_forward": Check(check_notes_forward, claim="forward_state"),
+        "lstm_head": Check(check_lstm_head, claim="lstm_head"),
+    },
     # One Linear over (B, T, H) against the loop: the catalogue's better way, timed as context (the
     # notes promise no speed).
     verdict=AllOf((Faster("one_linear", "loop"), FromFindings())),
@@ -265,7 +288,8 @@ CHUNK = 8  # time steps per training step (the truncation length)
 
 
 class Regressor(nn.Module):
-    """The notes' regression net: an RNN and a Linear head on every time step."""
+    """A stand-in for the notes' LSTM regression net: an nn.RNN (a tensor state, which `.data` can
+    take) and a Linear head on every time step, timed and checked against a float64 Elman cell."""
 
     def __init__(self, inputs, hidden, generator):
         super().__init__()
@@ -376,27 +400,30 @@ def _graph_nodes(tensor):
 
 
 def check_no_detach_errors(device):
-    """Failure mode 1: the notes' loop without `.data` raises on the second step's backward. With
-    `retain_graph=True` and an optimizer step the weights the retained graph saved were updated in
-    place: autograd's version check raises where the kernel saved them as tensors (CPU)."""
-    size = {"steps": 3, "b": 4, "h": 16, "i": 3}
-    net, xs, ys, h0, _ = make_truncated(size, FP32, device, 0)
-    h, plain = h0, None
+    """The notes' loop on their network (LSTM, hidden_size = input_size = 28 so that their head fits)
+    with a backward per step and no cut: the second step's backward walks into the first step's
+    freed graph. With `retain_graph=True` and an optimizer step the weights the retained graph
+    saved were updated in place: autograd's version check raises where the kernel saved them."""
+    torch.manual_seed(0)
+    net = notes_network(INPUT_SIZE, INPUT_SIZE, 1).to(device)
+    xs = torch.randn(3, 4, CHUNK, INPUT_SIZE, device=device)
+    ys = torch.randn(3, 4, CHUNK, 1, device=device)
+    h, plain = None, None
     try:
         for step, (x, y) in enumerate(zip(xs, ys)):
-            out, h = net.rnn(x, h)
-            F.mse_loss(net.out(out), y).backward()
+            prediction, h = net(x, h)
+            F.mse_loss(prediction, y).backward()
     except RuntimeError as exc:
         plain = (step + 1, str(exc).split(".")[0])
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    h = h0
+    h = None
     try:
         for step, (x, y) in enumerate(zip(xs, ys)):
-            out, h = net.rnn(x, h)
+            prediction, h = net(x, h)
             opt.zero_grad()
-            F.mse_loss(net.out(out), y).backward(retain_graph=True)
+            F.mse_loss(prediction, y).backward(retain_graph=True)
             opt.step()
-        # Whether the RNN kernel's saved weights are version-checked is the kernel's business
+        # Whether the LSTM kernel's saved weights are version-checked is the kernel's business
         # (cuDNN keeps its own flat weight buffer): reported either way.
         retained = "ran without error (the gradients mix stale weights)"
     except RuntimeError as exc:
@@ -405,15 +432,80 @@ def check_no_detach_errors(device):
 
 
 def judge_no_detach(plain: tuple[int, str] | None, retained: str) -> Finding:
-    """The notes' reason for `.data`: without cutting the carried state, the second step's
-    backward walks into the first step's freed graph and raises. What retain_graph plus an
-    optimizer step does instead depends on the RNN kernel: reported, deciding nothing."""
+    """The notes' "!! next step is important !!": without cutting the carried state, the second
+    step's backward walks into the first step's freed graph and raises. What retain_graph plus an
+    optimizer step does instead depends on the kernel: reported, deciding nothing."""
     raised = plain is not None and plain[0] == 2 and "second time" in plain[1]
     return Finding(
         Verdict.HOLDS if raised else Verdict.FAILS,
-        "without detaching the hidden state: plain: "
+        "the notes' LSTM network without cutting the hidden state: plain: "
         + (f"step {plain[0]} raises '{plain[1]}'" if plain else "NO step raised")
         + f"; retain_graph=True + SGD: {retained}",
+    )
+
+
+def check_notes_train_loop(device):
+    """The notes' train snippet from the note file, run on their network (`rnn`, LSTM, hidden_size =
+    input_size = 28) and an input `x` (both never defined in the notes); then the same cut made per
+    tensor of the LSTM's (h, c), and `.data` on the case's nn.RNN stand-in, against `.detach()`."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, INPUT_SIZE, device=device)
+    net = notes_network(INPUT_SIZE, INPUT_SIZE, 1).to(device)
+    code = "\n".join(_notes_block("h_state = None"))
+    try:
+        exec(code, {"rnn": net, "x": x})  # noqa: S102 - the notes' own text
+        notes_error = ""
+    except AttributeError as exc:
+        notes_error = str(exc)
+
+    def carried_grads(cut):
+        """Two steps with a backward each, the state carried with `cut`: the gradients, or the
+        error of the second backward."""
+        h_state = None
+        for p in net.parameters():
+            p.grad = None
+        try:
+            for _ in range(2):
+                prediction, h_state = net(x, h_state)
+                prediction.sum().backward()
+                h_state = cut(h_state)
+        except RuntimeError as exc:
+            return str(exc).split(".")[0]
+        return [p.grad.clone() for p in net.parameters()]
+
+    by_data = carried_grads(lambda hc: tuple(t.data for t in hc))
+    by_detach = carried_grads(lambda hc: tuple(t.detach() for t in hc))
+    per_tensor = (
+        not isinstance(by_data, str)
+        and all(torch.equal(a, b) for a, b in zip(by_data, by_detach))
+        and not isinstance(by_detach, str)
+    )
+    inputs = make_truncated({"steps": 4, "b": 4, "h": 16, "i": 3}, FP32, device, 0)
+    stand_in = all(torch.equal(a, b) for a, b in zip(detached(*inputs), dot_data(*inputs)))
+    return judge_notes_train_loop(notes_error, per_tensor, stand_in)
+
+
+def judge_notes_train_loop(notes_error: str, per_tensor_cut: bool, stand_in_cut: bool) -> Finding:
+    """The notes: `h_state = h_state.data` repacks the hidden state and breaks the connection to the
+    last iteration. Judged on their network: fails where their loop raises there (an LSTM returns
+    the pair (h, c), which has no `.data`) or the cut does not match `.detach()`'s; holds where the
+    loop runs and `.data` cuts as `.detach()` does. `per_tensor_cut`: on the LSTM, `.data` per tensor
+    of (h, c) gives `.detach()`'s gradients bit for bit; `stand_in_cut`: on the case's nn.RNN (a
+    tensor state), `h.data` gives `.detach()`'s truncated BPTT bit for bit."""
+    holds = not notes_error and per_tensor_cut
+    return Finding(
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        (
+            f"as written on the notes' LSTM the loop raises at `h_state = h_state.data` ({notes_error}): "
+            "the state is the pair (h, c)"
+            if notes_error
+            else "as written on the notes' network the loop runs"
+        )
+        + "; `.data` per tensor of (h, c) "
+        + ("gives" if per_tensor_cut else "does NOT give")
+        + " `.detach()`'s gradients bit for bit (use `h_state = tuple(t.detach() for t in h_state)`)"
+        + "; on a tensor state (nn.RNN, the case's timed stand-in) `h.data` "
+        + ("cuts as `.detach()` does" if stand_in_cut else "does NOT cut as `.detach()` does"),
     )
 
 
@@ -589,10 +681,11 @@ def check_data_bypasses_version_counter(device):
 def judge_data_vs_detach(
     same: bool, data_after_reset: float | str, detach_after_reset: float | str = ""
 ) -> Finding:
-    """What the notes claim: `h.data` repacks the state, cutting the graph as `.detach()` does
-    (bitwise-identical truncated BPTT); that alone decides. An in-place reset of the carried state
-    before backward is a use the notes never show: what `.data` and `.detach()` do then (a
-    gradient and its error, or autograd's version-counter error) is reported, deciding nothing."""
+    """Context on the case's nn.RNN stand-in, deciding nothing (the notes' claim is
+    `notes_train_loop`'s, on their LSTM): `h.data` and `.detach()` cut the graph alike (`same`:
+    bitwise-identical truncated BPTT), and after an in-place reset of the carried state before
+    backward, a use the notes never show, what each does (a gradient and its error, or
+    autograd's version-counter error)."""
 
     def said(after):
         if isinstance(after, str):
@@ -600,8 +693,8 @@ def judge_data_vs_detach(
         return f"returns a gradient off by {after:.3g} (max abs vs float64) with no error"
 
     return Finding(
-        Verdict.HOLDS if same else Verdict.FAILS,
-        "`h.data` (the notes) and `h.detach()` cut the graph "
+        None,
+        "on nn.RNN (a tensor state) `h.data` and `h.detach()` cut the graph "
         + (
             "the same way (bitwise-identical truncated-BPTT predictions and gradients)"
             if same
@@ -626,7 +719,9 @@ HIDDEN_DETACH = Case(
         # The same loop without a cut: full BPTT over the history, so its truth is different.
         "retain_graph": naive(ieee_fp32(retained), inputs=make_full),
         "detach": optimized(ieee_fp32(detached)),
-        "data": optimized(ieee_fp32(dot_data), claim="data_cuts_graph"),
+        # `.data` on nn.RNN's tensor state: a stand-in for the notes' LSTM, whose (h, c) has no
+        # `.data` (`notes_train_loop` decides the claim): timed as context.
+        "data": optimized(ieee_fp32(dot_data)),
     },
     oracle=training_float64,
     # Each chunk's gradients come from GEMMs over K = max(H, B·CHUNK) terms, ~u·√K of the
@@ -642,19 +737,30 @@ HIDDEN_DETACH = Case(
     claims=(
         Claim(
             "data_cuts_graph",
-            "h_state = h_state.data        # repack the hidden state, "
-            "break the connection from last iteration",
+            "h_state = h_state.data # repack the hidden state, break the connection from last iteration",
             "001",
             ClaimKind.BEHAVIOUR,
+            reading="in the notes' train loop on their network (an LSTM: '网络相同'; hidden_size = "
+            "input_size = 28, where its head fits), `h_state = h_state.data` carries the state into "
+            "the next step cut from the last one's graph",
         ),
-        Claim("cut_needed", "# !! next step is important !!", "001", ClaimKind.BEHAVIOUR),
+        Claim(
+            "cut_needed",
+            "# !! next step is important !!",
+            "001",
+            ClaimKind.BEHAVIOUR,
+            reading="without the cut on the next line, training the notes' LSTM network step after "
+            "step breaks: the second backward walks into the first step's freed graph",
+        ),
     ),
     checks={
         "no_detach_errors": Check(check_no_detach_errors, claim="cut_needed"),
+        "notes_train_loop": Check(check_notes_train_loop, claim="data_cuts_graph"),
         # What retain_graph costs instead (graph nodes and live bytes per step, exact): the
-        # catalogue's measurement, context.
+        # catalogue's measurement on the nn.RNN stand-in, context.
         "growth_curves": Check(check_growth_curves),
-        "data_bypasses_version_counter": Check(check_data_bypasses_version_counter, claim="data_cuts_graph"),
+        # `.data` against `.detach()` on the nn.RNN stand-in, and after an in-place reset: context.
+        "data_bypasses_version_counter": Check(check_data_bypasses_version_counter),
     },
     # detach against retain_graph, in time and memory: the catalogue's comparison, context (the
     # notes time nothing); the deterministic checks above decide the notes' claims.

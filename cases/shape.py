@@ -291,37 +291,31 @@ def check_unbatched_inputs(device):
 
 
 def judge_unbatched_inputs(batched_ok: bool, unbatched: dict) -> Finding:
-    """The technique: modules take the minibatch as the first dim, each entry computed on its own.
-    The notes' "nn.Module的所有模块都是带有minibatch的 … 你传递进去的数据全部都应该是(minibatch,dim1...)"
-    is a wrong statement where Conv2d or Linear take an input without one."""
+    """The notes: "nn.Module的所有模块都是带有minibatch的 … 你传递进去的数据全部都应该是(minibatch,dim1...)":
+    every module takes its input with the minibatch as the first dim. Fails where Conv2d or Linear
+    take an input without one (and compute the sample's result); the batch-first convention itself
+    (each entry computed on its own) is reported beside it."""
     accepted = {name: row for name, row in unbatched.items() if row[1] is not None}
-    errata = ()
-    if accepted:
-        errata = (
-            Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "nn.Module的所有模块都是带有minibatch的,只不过nn.Linear,nn.Conv2d不用写而已，"
-                "你传递进去的数据全部都应该是(minibatch,dim1...)",
-                "; ".join(
-                    f"{name} takes unbatched {shape} → {out} ({how})"
-                    for name, (shape, out, how) in accepted.items()
-                ),
-            ),
-        )
+    holds = batched_ok and not accepted
     return Finding(
-        Verdict.HOLDS if batched_ok else Verdict.FAILS,
-        "Conv2d on (5,3,7,7) and Linear on (5,6) "
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        "unbatched: "
+        + "; ".join(
+            f"{name} {shape} → {out if out is not None else how}" + (f" ({how})" if out is not None else "")
+            for name, (shape, out, how) in unbatched.items()
+        )
         + (
-            "equal their per-sample outputs stacked"
+            f": {' and '.join(accepted)} take an input without a minibatch dim, so not every module's input "
+            "is (minibatch, …)"
+            if accepted
+            else ": each needs the minibatch dim"
+        )
+        + "; batched, Conv2d on (5,3,7,7) and Linear on (5,6) "
+        + (
+            "equal their per-sample outputs stacked (float64): the batch-first convention works"
             if batched_ok
             else "do NOT equal their per-sample outputs"
-        )
-        + " (float64); unbatched: "
-        + "; ".join(
-            f"{name} {shape} → {out if out is not None else how}"
-            for name, (shape, out, how) in unbatched.items()
         ),
-        errata,
     )
 
 
@@ -358,16 +352,23 @@ CASE = Case(
         ),
         Claim(
             "pad",
-            "pad_width：**每个轴**要填充的数据的数目【每个维度前、后各要填充多少个数据】 "
-            "(pad_one_hot_sequence: Pads one hot sequence [seq_len, num_aas] in the seq_len dimension)",
+            "pad_width：**每个轴**要填充的数据的数目【每个维度前、后各要填充多少个数据】 … "
+            "Pads one hot sequence [seq_len, num_aas] in the seq_len dimension.",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="np.pad's pad_width gives one (before, after) per axis, from the first axis; the notes' "
+            "pad_one_hot_sequence pads a (seq_len, 20) one-hot along seq_len and refuses a negative pad. "
+            "F.pad, named beside np.pad, takes its pairs from the last dim backwards: reported, the notes "
+            "describe only pad_width",
         ),
         Claim(
             "minibatch_first",
-            "(minibatch,dim1...)，即保证第一个维度是minibatch的维度",
+            "nn.Module的所有模块都是带有minibatch的,只不过nn.Linear,nn.Conv2d不用写而已，"
+            "你传递进去的数据全部都应该是(minibatch,dim1...)，即保证第一个维度是minibatch的维度",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="every nn module takes its input with a minibatch as the first dim (Linear and Conv2d "
+            "included): an input without one is not what they take",
         ),
     ),
     checks={

@@ -88,36 +88,45 @@ def storage_bytes(a) -> int:
 
 def check_coo_layout(device):
     a, _ = make_coo({"n": 64, "k": 48, "m": 1, "density_permille": 100}, FP32, device, seed=0)
-    # "实际上系数矩阵也会存储一些0元素": an explicitly given zero is stored, not dropped.
-    explicit = torch.sparse_coo_tensor([[0, 1], [0, 1]], [0.0, 2.0], (2, 2), device=device).coalesce()
     return judge_coo_layout(
         a._nnz(),
         str(a.indices().dtype).removeprefix("torch."),
         tuple(a.indices().shape),
         tuple(a.values().shape),
         a.values().dtype == FP32,
-        explicit._nnz(),
     )
 
 
 def judge_coo_layout(
-    nnz: int,
-    index_dtype: str,
-    index_shape: tuple,
-    values_shape: tuple,
-    values_in_dtype: bool,
-    explicit_nnz: int,
+    nnz: int, index_dtype: str, index_shape: tuple, values_shape: tuple, values_in_dtype: bool
 ) -> Finding:
     """The notes: COO indices are an int64 tensor of shape (ndim, nse), values (nse,) in the
-    tensor's own dtype; and a sparse tensor may store zeros (an explicit 0 entry is kept: 2 of 2)."""
+    tensor's own dtype."""
     layout = index_dtype == "int64" and index_shape == (2, nnz) and values_shape == (nnz,) and values_in_dtype
-    zeros = explicit_nnz == 2
     return Finding(
-        Verdict.HOLDS if layout and zeros else Verdict.FAILS,
+        Verdict.HOLDS if layout else Verdict.FAILS,
         f"COO indices {index_dtype} of shape {index_shape} for nse = {nnz}, values {values_shape} "
         f"{'in' if values_in_dtype else 'NOT in'} the value dtype"
-        + (" as stated" if layout else ": NOT (ndim, nse) int64 and (nse,)")
-        + f"; a COO tensor given an explicit 0 and a 2 stores {explicit_nnz} of 2 entries",
+        + (" as stated" if layout else ": NOT (ndim, nse) int64 and (nse,)"),
+    )
+
+
+def check_stores_zeros(device):
+    explicit = torch.sparse_coo_tensor([[0, 1], [0, 1]], [0.0, 2.0], (2, 2), device=device)
+    csr = torch.sparse_csr_tensor([0, 1, 2], [0, 1], [0.0, 2.0], (2, 2), device=device)
+    return judge_stores_zeros(explicit.coalesce()._nnz(), csr._nnz(), torch.zeros(2, 2).to_sparse()._nnz())
+
+
+def judge_stores_zeros(coo_nnz: int, csr_nnz: int, from_dense_nnz: int) -> Finding:
+    """The notes: a sparse tensor may store some zeros. A COO and a CSR tensor built from an
+    explicit 0 and a 2 must keep both entries (2 of 2); `to_sparse()` of a dense block drops its
+    zeros (context)."""
+    holds = coo_nnz == 2 and csr_nnz == 2
+    return Finding(
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"given an explicit 0 and a 2, COO (coalesced) stores {coo_nnz} of 2 entries, CSR {csr_nnz} of 2"
+        + (" (the zero is kept)" if holds else " (the zero is DROPPED)")
+        + f"; to_sparse() of a dense zero block stores {from_dense_nnz}",
     )
 
 
@@ -272,9 +281,19 @@ CASE = Case(
     claims=(
         Claim(
             "coo_layout",
-            "索引tensor (ndim, nse) --- torch.int64; 值 tensor (nse,); 实际上系数矩阵也会存储一些0元素",
+            "索引tensor (ndim, nse) --- torch.int64 … 值 tensor (nse,) ----自定义数据类型的内存开销",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="a COO tensor's indices are an int64 tensor of shape (ndim, nse) and its values an "
+            "(nse,) tensor of the tensor's own dtype",
+        ),
+        Claim(
+            "stores_zeros",
+            "实际上系数矩阵也会存储一些0元素",
+            "004",
+            ClaimKind.BEHAVIOUR,
+            reading="a sparse tensor may hold explicit zeros among its stored elements (系数 read as 稀疏, "
+            "sparse): an explicitly given 0 is kept",
         ),
         Claim(
             "only_large_sparse",
@@ -282,6 +301,8 @@ CASE = Case(
             "一般contiguous memory storage（strided tensor later）都是很有效的存储方式",
             "004",
             ClaimKind.MEMORY,
+            reading="sparse (COO/CSR) storage pays, in bytes and in matmul time, only for very large and "
+            "very sparse matrices; otherwise dense storage is as good",
         ),
     ),
     # The variants' checks against float64 (the same product) are context: the notes claim no
@@ -289,6 +310,7 @@ CASE = Case(
     # density at two sizes and decides the notes' claim.
     checks={
         "coo_layout": Check(check_coo_layout, claim="coo_layout"),
+        "stores_zeros": Check(check_stores_zeros, claim="stores_zeros"),
         "crossover": Check(check_crossover, claim="only_large_sparse"),
     },
     input_families=INPUT_FAMILIES,

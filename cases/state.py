@@ -87,42 +87,17 @@ def check_state_dict_aliasing(device):
     restored_nothing = not torch.equal(model.linear.weight.detach(), original["linear.weight"])
     model.load_state_dict(best_copy)
     copy_restores = torch.equal(model.linear.weight.detach(), original["linear.weight"])
-    # 004: "对于不可变对象而言，assignment和copy全部都是指向一个新的内存地址": an immutable object
-    # assigned, copied and deep-copied, and whether each is a new object (identity).
-    immutable = (1, 2, (3, 4))
-    same = {"b = a": immutable, "copy.copy": copy.copy(immutable), "copy.deepcopy": copy.deepcopy(immutable)}
     return judge_aliasing(
-        shares and ref_tracks and change > 0,
-        restored_nothing,
-        copy_kept and copy_restores,
-        change,
-        immutable_same_object=sorted(k for k, v in same.items() if v is immutable),
+        shares and ref_tracks and change > 0, restored_nothing, copy_kept and copy_restores, change
     )
 
 
 def judge_aliasing(
-    reference_tracks: bool,
-    restores_nothing: bool,
-    deepcopy_keeps: bool,
-    change: float,
-    immutable_same_object: list[str] | None = None,
+    reference_tracks: bool, restores_nothing: bool, deepcopy_keeps: bool, change: float
 ) -> Finding:
     """004's rule applied to the "keep the best model" idiom: `best = model.state_dict()` binds
     the live tensors (no copy), so it follows training and restoring it restores nothing;
-    copy.deepcopy keeps the best exactly. Both halves must show. `immutable_same_object`: which of
-    assignment, copy.copy, copy.deepcopy of a tuple gave the very same object; the notes say each
-    points to a new address, a wrong statement where any of them does not."""
-    errata = ()
-    if immutable_same_object:
-        errata = (
-            Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "前提：对于不可变对象而言，assignment和copy全部都是指向一个新的内存地址",
-                f"for a = (1, 2, (3, 4)): {', '.join(immutable_same_object)} give the very same object "
-                "(`is a` is True): assignment binds a name to the object, and copying an immutable object "
-                "returns it",
-            ),
-        )
+    copy.deepcopy keeps the best exactly. Both halves must show."""
     ok = reference_tracks and restores_nothing and deepcopy_keeps
     return Finding(
         Verdict.HOLDS if ok else Verdict.FAILS,
@@ -135,7 +110,41 @@ def judge_aliasing(
         + (" and 'restoring' it restores the current weights" if restores_nothing else "; restoring it works")
         + "; copy.deepcopy "
         + ("keeps and restores the best exactly" if deepcopy_keeps else "does NOT keep the best"),
-        errata,
+    )
+
+
+def check_immutable_copy(device):
+    # 004's premise, tried on its own examples of immutable objects (a string, a number, a tuple):
+    # is the assigned / copied / deep-copied object a new one (`is not` the original)?
+    objects = {"a string": "notes", "an int": 10**6, "a tuple": (1, 2, (3, 4))}
+    same = []
+    for kind, a in objects.items():
+        b = a  # the notes' assignment
+        for how, got in (("b = a", b), ("copy.copy", copy.copy(a)), ("copy.deepcopy", copy.deepcopy(a))):
+            if got is a:
+                same.append(f"{how} of {kind}")
+    # The sentence's other half, for a mutable compound object: a deep copy is independent.
+    nested = [1, [2, 3]]
+    deep = copy.deepcopy(nested)
+    deep[1].append(4)
+    return judge_immutable_copy(same, 3 * len(objects), nested == [1, [2, 3]])
+
+
+def judge_immutable_copy(same_object: list[str], tried: int, mutable_deepcopy_independent: bool) -> Finding:
+    """004: "for immutable objects, assignment and copy all point to a new memory address".
+    Fails where any assignment or copy of an immutable object gives the very same object (`is`);
+    holds only where every one is new. The mutable half (a deep copy is independent) is reported."""
+    return Finding(
+        Verdict.FAILS if same_object else Verdict.HOLDS,
+        (
+            f"{len(same_object)} of {tried} assignments/copies of immutable objects are the very same object "
+            f"(`is` True, same id): {', '.join(same_object)}; assignment binds a name to the object and "
+            "copy.copy/copy.deepcopy return an immutable object itself, so nothing points to a new address"
+            if same_object
+            else f"all {tried} assignments/copies of immutable objects are new objects"
+        )
+        + "; a deep copy of a nested list "
+        + ("is independent of it" if mutable_deepcopy_independent else "is NOT independent of it"),
     )
 
 
@@ -198,34 +207,27 @@ def judge_load_defaults(
     explicit_loads: bool,
     beyond: dict[str, str | None],
 ) -> Finding:
-    """The notes save and load state_dicts and checkpoint dicts of tensors, numbers and strings,
-    and never state torch.load's default: if those load under this torch's default the technique
-    holds and the weights_only default is context. A checkpoint of the notes that the default
-    refuses relies on the old default: an erratum of the notes, the load with weights_only=False
-    deciding the technique."""
-    errata = tuple(
-        Erratum(
-            ErratumKind.WRONG_DEFAULT,
-            f"torch.load(...) of the notes' {name}",
-            f"refused by torch {version}'s default (weights_only={default}): {err}",
-        )
-        for name, err in refused.items()
-    )
-    ok = not refused or explicit_loads
+    """The notes save state_dicts and checkpoint dicts of tensors, numbers and strings and load them
+    with torch.load's default arguments. Holds when every one of them loads under this torch's
+    default; fails where the default refuses one (the notes' load as written), the evidence saying
+    whether weights_only=False loads it. The default's other refusals are context."""
     context = "; ".join(
         f"{what} {'is refused (' + err + ')' if err else 'loads'}" for what, err in beyond.items()
     )
     return Finding(
-        Verdict.HOLDS if ok else Verdict.FAILS,
+        Verdict.FAILS if refused else Verdict.HOLDS,
         f"torch {version}: torch.load defaults to weights_only={default}; the notes' "
         + (
-            f"{', '.join(refused)} are refused by it"
+            f"{', '.join(f'{name} is refused by it ({err})' for name, err in refused.items())}: "
+            + (
+                "with weights_only=False (a file you trust) they load"
+                if explicit_loads
+                else "they do NOT load with weights_only=False either"
+            )
             if refused
             else "state_dict and checkpoint-dict loads work under it"
         )
-        + ("" if ok else ", and do NOT load with weights_only=False either")
         + f"; beyond the notes, under the default: {context}",
-        errata,
     )
 
 
@@ -306,18 +308,30 @@ CASE = Case(
     claims=(
         Claim(
             "round_trip",
-            'torch.save(my_model.state_dict(), "xxx.pth")  # save\nm'
-            'y_model.load_state_dict(torch.load("xxx.pth"))  # load',
+            'torch.save(my_model.state_dict(), "xxx.pth")  # save\n'
+            'my_model.load_state_dict(torch.load("xxx.pth"))  # load',
             "003",
             ClaimKind.CORRECTNESS,
+            reading="saving a model's state_dict and loading it back with torch.load's default "
+            "arguments restores every tensor bit for bit",
         ),
         Claim(
             "deepcopy",
-            "直接赋值: 对象的引用,也就是给对象起别名 ... 要产生"
-            "拷贝关系需要`copy` module------一种真正的拷贝关系: "
-            "deep copy : copy.deepcopy (obj)",
+            "直接赋值: 对象的引用,也就是给对象起别名"
+            " … **要产生拷贝关系需要`copy` module**------一种真正的拷贝关系"
+            " … deep copy : copy.deepcopy (obj)",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="applied to keeping the best model: best = model.state_dict() is a reference that "
+            "follows training; copy.deepcopy(model.state_dict()) is a real copy that restores it",
+        ),
+        Claim(
+            "immutable_copy",
+            "前提：对于不可变对象而言，assignment和copy全部都是指向一个新的内存地址",
+            "004",
+            ClaimKind.BEHAVIOUR,
+            reading="assigning, copy.copy-ing or copy.deepcopy-ing an immutable object (a string, a "
+            "number, a tuple) gives a new object at a new address",
         ),
         Claim(
             "ddp_module_state_dict",
@@ -326,11 +340,14 @@ CASE = Case(
             '  torch.save(ckp,"./ckp.pt")',
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="under DDP, model.module.state_dict() has the plain keys an unwrapped model loads, "
+            "and saving it on one rank writes one file",
         ),
     ),
     checks={
         "round_trip": Check(check_round_trip, claim="round_trip"),
         "state_dict_aliasing": Check(check_state_dict_aliasing, claim="deepcopy"),
+        "immutable_copy": Check(check_immutable_copy, devices=("cpu",), claim="immutable_copy"),
         # The notes' loads (003's state_dict, 001's checkpoint dict) under this torch's default.
         "torch_load_defaults": Check(check_torch_load_defaults, devices=("cpu",), claim="round_trip"),
         "ddp_module_state_dict": Check(

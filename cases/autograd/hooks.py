@@ -184,16 +184,20 @@ CASE = Case(
     claims=(
         Claim(
             "forward_hook",
-            "net.conv2.register_forward_hook(printnorm) # when call forward, the function will be called "
-            "(# input is a tuple of packed tensor)",
+            "在各层中监控输入输出　（hook 机制） … # input is a tuple of packed tensor … "
+            "net.conv2.register_forward_hook(printnorm) # when call forward, the function will be called",
             "001",
             ClaimKind.BEHAVIOUR,
+            reading="a forward hook on a layer (a Conv2d as the notes' conv2) is called on each forward with "
+            "(module, input tuple, output), input[0] the tensor passed",
         ),
         Claim(
             "backward_hook",
-            "net.conv2.register_backward_hook(printgrad) (# input and output are tuples)",
+            "# input and output are tuples … net.conv2.register_backward_hook(printgrad)",
             "001",
             ClaimKind.BEHAVIOUR,
+            reading="register_backward_hook on the notes' one-op layer (a Conv2d as conv2) gets grad_input "
+            "and grad_output tuples whose [0] are dL/d(input) and dL/d(output)",
         ),
     ),
     checks={

@@ -4,8 +4,8 @@
 * an in-place op on a leaf that requires grad raises (002);
 * a second backward needs ``retain_graph`` (002);
 * ``detach`` shares storage, ``clone`` does not; ``detach_`` on a view raises (004);
-* index assignment and autograd: 000 says assignment makes gradients impossible, 001 adds that
-  backward supports assignment. The two versions disagree; the check says which is right;
+* index assignment and autograd: 000 and 001 say assignment makes gradients impossible, 001 adds
+  that backward supports assignment. Each statement is a claim; the same observation decides both;
 * in general only leaf nodes have ``.grad``, a non-leaf keeps one with ``retain_grad()`` (002).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import Case, Check, Claim, ClaimKind, Finding, Verdict
 
 
 def _randn(*shape, device, seed=0):
@@ -202,19 +202,9 @@ def check_index_assignment(device):
 
 
 def judge_index_assignment(x_exact: bool, z_exact: bool, leaf_raises: bool, x_grad: list[float]) -> Finding:
-    """The technique: index assignment into a non-leaf works under autograd (001: "pytorch 反向传播
-    支持赋值操作"); only writing into a leaf that requires grad raises. 000 and 001 both also say
-    assignment makes gradients impossible: a wrong statement wherever the gradients come out exact."""
-    errata = ()
-    if x_exact and z_exact:
-        errata = (
-            Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "尽量减少对矩阵的直接赋值(其实赋值的话根本没办法算梯度)",
-                f"after y = 2x, y[0] = 0, y[1] = 3z, backward of Σ y·[1..5] gives x.grad = {x_grad} and "
-                "z.grad = 6, both exact: autograd differentiates through the assignment",
-            ),
-        )
+    """001: "pytorch 反向传播支持赋值操作": index assignment into a non-leaf works under autograd, the
+    gradients exact (a constant written cuts its slot, a value that requires grad passes it); only
+    writing into a leaf that requires grad raises."""
     ok = x_exact and z_exact and leaf_raises
     return Finding(
         Verdict.HOLDS if ok else Verdict.FAILS,
@@ -222,7 +212,39 @@ def judge_index_assignment(x_exact: bool, z_exact: bool, leaf_raises: bool, x_gr
         + ("are exact" if x_exact and z_exact else "are NOT as expected")
         + f" (x.grad = {x_grad}); assigning into a leaf that requires grad "
         + ("raises" if leaf_raises else "does NOT raise"),
-        errata,
+    )
+
+
+def check_assignment_no_gradient(device):
+    """000 and 001: "其实赋值的话根本没办法算梯度" — with assignment the gradient cannot be computed
+    at all. The same observation as `check_index_assignment`, read against that statement."""
+    x = _randn(5, device=device).requires_grad_()
+    z = _randn(1, device=device, seed=3).requires_grad_()
+    y = x * 2
+    y[0] = 0.0
+    y[1] = z[0] * 3
+    w = torch.arange(1.0, 6.0, device=device)
+    (y * w).sum().backward()
+    expected_x = 2 * w
+    expected_x[:2] = 0
+    # Products of small integers and one z: exact in fp32.
+    computed = torch.equal(x.grad, expected_x) and torch.equal(z.grad, torch.tensor([6.0], device=device))
+    return judge_assignment_no_gradient(computed, x.grad.tolist(), z.grad.item())
+
+
+def judge_assignment_no_gradient(computed: bool, x_grad: list[float], z_grad: float) -> Finding:
+    """The notes' statement holds only where a backward through an index assignment gives no
+    gradient (or a wrong one); it fails where autograd's gradients through it are exact."""
+    return Finding(
+        Verdict.FAILS if computed else Verdict.HOLDS,
+        f"after y = 2x, y[0] = 0, y[1] = 3z, backward of Σ y·[1..5] gives x.grad = {x_grad}, "
+        f"z.grad = {z_grad:g}: "
+        + (
+            "exact, autograd differentiates through the assignment: the statement fails (it is the "
+            "in-place write into a leaf that requires grad that raises; assigning into a non-leaf is fine)"
+            if computed
+            else "NOT the chain rule's gradients"
+        ),
     )
 
 
@@ -231,7 +253,8 @@ CASE = Case(
     tier=3,
     claim="requires_grad propagates from any input; in-place ops on grad-requiring leaves raise; a second "
     "backward needs retain_graph; detach shares storage, clone does not; views cannot be detach_()ed; "
-    "backward supports index assignment; in general only leaves have .grad (retain_grad() keeps a "
+    "backward supports index assignment (not, as the notes also say, impossible to differentiate); "
+    "in general only leaves have .grad (retain_grad() keeps a "
     "non-leaf's).",
     source="000/001 Auto-grad, 002 计算图, 004 Tensor.detach",
     claims=(
@@ -251,19 +274,28 @@ CASE = Case(
         Claim("retain_graph", "**retain_graph** 防止backward之后释放相关内存", "002", ClaimKind.BEHAVIOUR),
         Claim(
             "detach_clone",
-            "torch.detach(): Returns a new Tensor with the same storage memory ... "
-            "label = ids.clone().detach() ... torch.clone()并不共享内存",
+            "`torch.detach()` … **Returns a new Tensor** with the same storage memory … "
+            "label = ids.clone().detach() … PS : `torch.clone()`并不共享内存",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="detach() returns a tensor sharing the storage, outside the graph; clone() copies "
+            "(and stays in the graph); clone().detach() is a private graph-free copy",
         ),
         Claim(
             "detach_view_inplace",
-            "torch.detach_(): Detaches the Tensor from the graph that created it, making it a leaf. "
+            "`torch.detach_()` … Detaches the Tensor from the graph that created it, making it a leaf. "
             "Views cannot be detached in-place.",
             "004",
             ClaimKind.BEHAVIOUR,
         ),
         Claim("index_assignment", "pytorch 反向传播支持赋值操作", "001", ClaimKind.BEHAVIOUR),
+        Claim(
+            "assignment_no_gradient",
+            "尽量减少对矩阵的直接赋值(其实赋值的话根本没办法算梯度)",
+            "000",
+            ClaimKind.BEHAVIOUR,
+            reading="000 and 001 both: after assigning into a tensor, its gradient cannot be computed at all",
+        ),
         Claim("leaf_grad", "一般只有leaf node有grad", "002", ClaimKind.BEHAVIOUR),
     ),
     checks={
@@ -275,6 +307,7 @@ CASE = Case(
         "detach_clone": Check(check_detach_clone, claim="detach_clone"),
         "detach_view_inplace": Check(check_detach_view_inplace, claim="detach_view_inplace"),
         "index_assignment": Check(check_index_assignment, claim="index_assignment"),
+        "assignment_no_gradient": Check(check_assignment_no_gradient, claim="assignment_no_gradient"),
         "leaf_grad": Check(check_leaf_grad, claim="leaf_grad"),
     },
 )

@@ -9,6 +9,7 @@ unusable. So on CUDA those probes run in fresh processes (`cases._lib.isolated`)
 
 from __future__ import annotations
 
+import inspect
 import re
 
 import numpy as np
@@ -136,26 +137,26 @@ def check_multinomial_bound(device):
 
 
 def judge_multinomial_bound(n_of_n_runs: bool, permutation: bool, over_raises: bool) -> Finding:
-    """The technique: sampling without replacement draws distinct indices and refuses more draws
-    than there are entries. The notes' "num_samples must be less than the row length" echoes
-    torch's own docstring ("must be lower than"); that n of n also works makes the wording an
-    erratum (a wrong statement, shared with the docstring), never the technique's failure."""
-    works = permutation and over_raises
-    errata = ()
-    if n_of_n_runs:
-        errata = (
-            Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "无放回抽样的时候，num_samples数必须小于每一行的元素数 [must be less than]",
-                "num_samples = n runs and returns a permutation; only n + 1 raises: the bound is ≤ n "
-                "(torch's own docstring also says 'lower than')",
-            ),
-        )
+    """The notes: "无放回抽样的时候，num_samples数必须小于每一行的元素数": without replacement,
+    num_samples must be *less than* the row length n. Fails where n of n runs (the bound is ≤ n,
+    though torch's own docstring says "lower than" too) or where n + 1 is not refused; holds only
+    where n of n is refused and n + 1 too."""
+    holds = not n_of_n_runs and over_raises
     return Finding(
-        Verdict.HOLDS if works else Verdict.FAILS,
-        f"without replacement: n of n {'runs, a permutation' if n_of_n_runs and permutation else 'raises'}"
-        f"; n + 1 {'raises' if over_raises else 'does NOT raise'}",
-        errata,
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        "without replacement: n of n "
+        + (
+            "runs" + (" and returns a permutation" if permutation else " but NOT a permutation")
+            if n_of_n_runs
+            else "raises"
+        )
+        + f"; n + 1 {'raises' if over_raises else 'does NOT raise'}"
+        + (
+            ": num_samples may equal the row length, the bound is ≤ n, not < n (torch's docstring also says "
+            "'lower than')"
+            if n_of_n_runs
+            else ""
+        ),
     )
 
 
@@ -198,21 +199,51 @@ def check_repeat_interleave(device):
         "flattens without dim (as np.repeat)": same(x.repeat_interleave(2), np.repeat(xn, 2)),
         "dim=0 (as np.repeat axis=0)": same(x.repeat_interleave(2, dim=0), np.repeat(xn, 2, axis=0)),
         "a repeats tensor per row": same(x.repeat_interleave(reps, dim=0), np.repeat(xn, [1, 3], axis=0)),
-        "a repeats tensor of the wrong length raises": _raises(
-            lambda: x.repeat_interleave(torch.tensor([1, 2, 3], device=device), dim=0)
-        ),
     }
     return judge_repeat_interleave(observed)
 
 
 def judge_repeat_interleave(observed: dict[str, bool]) -> Finding:
     """The notes: repeat_interleave works per element like np.repeat, flattens without a dim, and
-    a repeats tensor must have input.size(dim) entries. Each observation names one of these."""
+    takes an int or a 1-D tensor of counts. Each observation names one of these."""
     wrong = [what for what, ok in observed.items() if not ok]
     return Finding(
-        Verdict.FAILS if wrong else Verdict.HOLDS,
+        Verdict.FAILS if wrong or not observed else Verdict.HOLDS,
         "repeat_interleave: "
         + "; ".join(f"{what}: {'yes' if ok else 'NO'}" for what, ok in observed.items()),
+    )
+
+
+def check_repeats_size(device):
+    """The notes, in bold: "repeats must have the same size as input along dim". Tried on 2 rows with
+    repeats tensors of 2, 3 and 1 entries."""
+    x = torch.tensor([[1, 2], [3, 4]], device=device)
+    outcomes = {}
+    for reps in ([1, 3], [1, 2, 3], [2]):
+        try:
+            out = x.repeat_interleave(torch.tensor(reps, device=device), dim=0)
+            outcomes[len(reps)] = f"runs → {tuple(out.shape)}"
+        except RuntimeError as exc:
+            outcomes[len(reps)] = "raises: " + str(exc).splitlines()[0][:90]
+    return judge_repeats_size(outcomes, size_along_dim=x.shape[0])
+
+
+def judge_repeats_size(outcomes: dict[int, str], size_along_dim: int) -> Finding:
+    """Holds where only a repeats tensor of input.size(dim) entries runs; fails where one of another
+    length runs (a one-element tensor broadcast over the dim, as torch documents), or where the
+    right length is refused."""
+    runs = {n for n, what in outcomes.items() if what.startswith("runs")}
+    holds = runs == {size_along_dim}
+    return Finding(
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"repeats tensors against {size_along_dim} rows (dim=0): "
+        + "; ".join(f"{n} entries {what}" for n, what in outcomes.items())
+        + (
+            ""
+            if holds
+            else f": not only size {size_along_dim} is taken: a one-element repeats is broadcast over the "
+            "dim (the rule is size(dim) or 1; the notes' bold words are the error message for other lengths)"
+        ),
     )
 
 
@@ -221,30 +252,47 @@ def check_repeat(device):
     xn = x.cpu().numpy()
     tiled = torch.equal(x.repeat(2, 1).cpu(), torch.from_numpy(np.tile(xn, (2, 1))))
     flat_tiled = torch.equal(x.flatten().repeat(2).cpu(), torch.from_numpy(np.tile(xn.flatten(), 2)))
-    ndarray_repeat = xn.repeat(2)  # the notes' np.array.repeat: numpy's method
+    # The notes' `np.arrary.repeats()`: numpy has neither `np.arrary` nor `ndarray.repeats`; read as
+    # ndarray.repeat, the method its spelling is closest to (an erratum of the notes, a typo).
+    spelled = [
+        name
+        for name, ok in (
+            ("np.arrary", hasattr(np, "arrary")),
+            ("ndarray.repeats", hasattr(np.ndarray, "repeats")),
+        )
+        if not ok
+    ]
+    ndarray_repeat = xn.repeat(2)
     like_tensor_repeat = np.array_equal(ndarray_repeat, x.flatten().repeat(2).cpu().numpy())
-    return judge_repeat(tiled and flat_tiled, like_tensor_repeat, ndarray_repeat.tolist())
+    return judge_repeat(tiled and flat_tiled, like_tensor_repeat, ndarray_repeat.tolist(), spelled)
 
 
-def judge_repeat(tensor_repeat_tiles: bool, ndarray_repeat_same: bool, ndarray_repeat: list) -> Finding:
-    """The notes: tensor.repeat() works on the whole tensor (np.tile), "like np.array.repeat".
-    numpy's ndarray.repeat is np.repeat (per element): where it differs from tensor.repeat the
-    comparison is a wrong statement of the notes (an erratum), the technique being tensor.repeat."""
+def judge_repeat(
+    tensor_repeat_tiles: bool, ndarray_repeat_same: bool, ndarray_repeat: list, missing_names: list = ()
+) -> Finding:
+    """The notes: "`tensor.repeat()`和`np.arrary.repeats()` 一样，是对整体的操作": tensor.repeat works on
+    the whole tensor (np.tile) and is like numpy's ndarray.repeat. Holds only where both are so;
+    numpy's ndarray.repeat repeats each element (np.repeat), so the likeness fails. The misspelled
+    numpy names (`np.arrary`, `repeats`) are a typo, an erratum."""
     errata = ()
-    if not ndarray_repeat_same:
+    if missing_names:
         errata = (
             Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "`tensor.repeat()`和`np.arrary.repeats()` 一样",
-                f"numpy's ndarray.repeat repeats each element (np.array([[1, 2], [3, 4]]).repeat(2) = "
-                f"{ndarray_repeat}), like repeat_interleave; tensor.repeat's numpy twin is np.tile",
+                ErratumKind.TYPO,
+                "`np.arrary.repeats()`",
+                f"numpy has no {' and no '.join(missing_names)}: the method is ndarray.repeat",
             ),
         )
     return Finding(
-        Verdict.HOLDS if tensor_repeat_tiles else Verdict.FAILS,
-        f"tensor.repeat {'repeats the whole tensor (= np.tile)' if tensor_repeat_tiles else 'is NOT np.tile'}"
-        f"; "
-        f"ndarray.repeat {'matches it' if ndarray_repeat_same else 'does not: it repeats elements'}",
+        Verdict.HOLDS if tensor_repeat_tiles and ndarray_repeat_same else Verdict.FAILS,
+        "tensor.repeat "
+        + ("repeats the whole tensor (= np.tile); " if tensor_repeat_tiles else "is NOT np.tile; ")
+        + (
+            "ndarray.repeat matches it"
+            if ndarray_repeat_same
+            else f"ndarray.repeat does NOT: it repeats each element (np.array([[1, 2], [3, 4]]).repeat(2) = "
+            f"{ndarray_repeat}), like repeat_interleave; tensor.repeat's numpy twin is np.tile"
+        ),
         errata,
     )
 
@@ -328,12 +376,28 @@ def check_notes_spellings(device):
             errors[quote] = ""
         except (SyntaxError, AttributeError, NameError) as exc:
             errors[quote] = f"{type(exc).__name__}: {exc}"
+    signature = "`torch.multinomial(input,num_samples,replacement-False) -> LongTensor`"
+    if errors[signature]:
+        # The line is the notes' own copy of the signature: its `-` is theirs, torch's says `=`.
+        errors[signature] = (
+            f"`replacement-False` for `replacement=False`: as a def, {errors[signature]}; torch's "
+            f"multinomial defaults replacement to {_replacement_default()}"
+        )
     return judge_notes_spellings(errors)
 
 
+def _replacement_default():
+    try:
+        return repr(inspect.signature(torch.multinomial).parameters["replacement"].default)
+    except (TypeError, ValueError, KeyError):  # a builtin without a signature: its docstring says
+        return "False (docstring: " + (torch.multinomial.__doc__ or "").split("\n")[1].strip()[:80] + ")"
+
+
 def judge_notes_spellings(errors: dict[str, str]) -> Finding:
-    """A line that does not run as written is a typo of the notes (`replacement=False`,
-    `astype`); no verdict: the technique is the functions' behaviour, judged by the other checks."""
+    """A misspelling of the notes' own is a typo: their signature line writes `replacement-False`
+    for torch's `replacement=False` (as a def it does not compile), their cast `asstype` for
+    `astype` (AttributeError). No verdict: the technique is the functions' behaviour, judged by the
+    other checks."""
     errata = tuple(Erratum(ErratumKind.TYPO, quote, error) for quote, error in errors.items() if error)
     return Finding(
         None,
@@ -351,8 +415,8 @@ CASE = Case(
     claims=(
         Claim(
             "multinomial_shapes",
-            "如果输入是一个 vector，输出也是个vector长度为num_samples"
-            "; 如果输入为一个长度为m*n的矩阵，输出为 m * num_samples的矩阵",
+            "如果输入是一个 vector，输出也是个vector长度为num_samples … "
+            "如果输入为一个长度为m*n的矩阵，输出为 m * num_samples的矩阵",
             "004",
             ClaimKind.BEHAVIOUR,
         ),
@@ -361,42 +425,61 @@ CASE = Case(
             "输入的矩阵每一行的元素都代表weights（不要求weights和为1，但必须非负，有限，并且和非零）",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="unnormalised weights draw with p = w/Σw; negative, infinite and all-zero rows are "
+            "refused",
         ),
         Claim(
             "multinomial_bound",
-            "无放回抽样的时候，num_samples数 … 每一行的元素数 "
-            "[bounded by: more draws than entries are refused]",
+            "无放回抽样的时候，num_samples数必须小于每一行的元素数",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="without replacement num_samples must be < n (the row length): n of n is refused",
         ),
         Claim(
             "zero_weights_last",
             "默认为无放回的抽样，对于那些value = 0的位置只有最后才会抽到",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="replacement defaults to False, and drawing more than the non-zero entries puts the "
+            "zero-weight indices after all the positive ones",
         ),
         Claim(
             "repeat_interleave",
-            "torch.repeat_interleave(input,repeats,dim) 类似"
-            "`np.repeat()` ,都是对每个元素的操作; repeats must have "
-            "the same size as input along dim; dim 默认将原来张量拉平成1维再对所有元素repeat",
+            "`torch.repeat_interleave(input,repeats,dim)` … 类似`np.repeat()` ,都是对每个元素的操作 … "
+            "repeats : int 或 一维Tensor … 默认将原来张量拉平成1维再对所有元素repeat",
             "004",
             ClaimKind.BEHAVIOUR,
+        ),
+        Claim(
+            "repeats_size",
+            "(repeats must have the same size as input along dim)",
+            "004",
+            ClaimKind.BEHAVIOUR,
+            reading="a repeats tensor of any length other than input.size(dim) is refused",
         ),
         Claim(
             "repeat_whole",
-            "`tensor.repeat()` … 是对整体的操作",
+            "而`tensor.repeat()`和`np.arrary.repeats()` 一样，是对整体的操作",
+            "004",
+            ClaimKind.BEHAVIOUR,
+            reading="tensor.repeat() repeats the whole tensor (np.tile), like numpy's ndarray.repeat "
+            "(`np.arrary.repeats`, a typo)",
+        ),
+        Claim(
+            "nan_comparisons",
+            "np.nan == np.nan永远为False … `np.isnan()`值为nan的时候为True … "
+            "`np.isinf()` 值为inf的时候为True … `np.isfinite()` 值不是nan或者inf的时候为True",
             "004",
             ClaimKind.BEHAVIOUR,
         ),
         Claim(
-            "nan_comparisons",
-            "np.nan == np.nan永远为False; `np.isnan()`值为nan的时候为True; `np.isinf()` 值为inf的时候为True; "
-            "`np.isfinite()` 值不是nan或者inf的时候为True",
+            "nan_reductions",
+            ">>> x.sum()\nnan\n>>> np.nansum(x)\n42.0",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="the transcript's outputs: with x = arange(10.), x[3] = nan, x.sum() is nan and "
+            "np.nansum(x) is 42.0 (torch's sum and nansum alike)",
         ),
-        Claim("nan_reductions", ">>> x.sum()\nnan\n>>> np.nansum(x)\n42.0", "004", ClaimKind.BEHAVIOUR),
     ),
     checks={
         "multinomial_shapes": Check(check_multinomial_shapes, claim="multinomial_shapes"),
@@ -406,6 +489,7 @@ CASE = Case(
             check_multinomial_zero_weights_last, claim="zero_weights_last"
         ),
         "repeat_interleave": Check(check_repeat_interleave, claim="repeat_interleave"),
+        "repeats_size": Check(check_repeats_size, claim="repeats_size"),
         "repeat": Check(check_repeat, claim="repeat_whole"),
         "nan": Check(check_nan, claim="nan_comparisons"),
         "nan_reductions": Check(check_nan_reductions, claim="nan_reductions"),

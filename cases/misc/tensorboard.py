@@ -16,7 +16,7 @@ import tempfile
 
 import numpy as np
 
-from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import Case, Check, Claim, ClaimKind, Finding, Verdict
 
 TAGS = ("Loss/train", "Loss/test", "Accuracy/train", "Accuracy/test")
 STEPS = 20
@@ -128,27 +128,20 @@ def check_notes_import_line(device):
 
 
 def judge_import_line(notes_line_imports: bool, right_name_imports: bool) -> Finding:
-    """The technique: SummaryWriter imports from torch.utils.tensorboard. The notes' spelling of
-    it is their own matter: a typo is an erratum, as in every ID."""
-    errata = ()
-    if not notes_line_imports:
-        errata = (
-            Erratum(
-                ErratumKind.TYPO,
-                "from torch.utils.tensorboard import SummmaryWritter",
-                "ImportError: the class is SummaryWriter",
-            ),
-        )
+    """The technique: SummaryWriter imports from torch.utils.tensorboard (004's line). 000's and
+    001's misspelled line (`SummmaryWritter`) is their snippets' erratum, listed by the snippets
+    check: reported here, not listed again."""
     return Finding(
         Verdict.HOLDS if right_name_imports else Verdict.FAILS,
-        f"torch.utils.tensorboard.SummaryWriter {'imports' if right_name_imports else 'does NOT import'}",
-        errata,
+        f"torch.utils.tensorboard.SummaryWriter {'imports' if right_name_imports else 'does NOT import'}; "
+        f"000/001's `SummmaryWritter` {'imports' if notes_line_imports else 'raises ImportError'}",
     )
 
 
 def check_image_graph_embedding(device):
-    """001's three other calls, each read back: add_image's PNG holds the grid's pixels (x·255
-    truncated to uint8), add_graph's GraphDef holds the module's ops, add_embedding's
+    """001's three other calls, in its order (add_image, add_graph, close, then add_embedding), on
+    small stand-ins for its MNIST images and model, each read back: add_image's PNG holds the
+    grid's pixels (x·255 truncated to uint8), add_graph's GraphDef holds the module's ops, add_embedding's
     projector files hold the features, the metadata and a sprite of the label images."""
     import io
 
@@ -165,10 +158,12 @@ def check_image_graph_embedding(device):
     labels = [f"class{i % 3}" for i in range(12)]
     with tempfile.TemporaryDirectory() as tmp:
         writer = SummaryWriter(tmp)
+        # In the notes' order: close() comes before add_embedding, which reopens the writer.
         writer.add_image("batch_images", grid)
         writer.add_graph(net, torch.randn(2, 4, generator=g))
-        writer.add_embedding(features, metadata=labels, label_img=images.unsqueeze(1))
         writer.close()
+        writer.add_embedding(features, metadata=labels, label_img=images.unsqueeze(1))
+        writer.close()  # the notes never close it again; here the files must be complete to be read
         acc = _accumulator(tmp)
         png = Image.open(io.BytesIO(acc.Images("batch_images")[0].encoded_image_string))
         # A float image in [0, 1] is stored as uint8 of x·255 in float32, truncated (summary.image).
@@ -216,6 +211,58 @@ def judge_image_graph_embedding(pixels_off, ops, features_off, metadata_equal, s
     )
 
 
+def _sprite(images, label_img):
+    """The sprite add_embedding writes for `label_img`, as grey levels (int)."""
+    from PIL import Image
+    from torch.utils.tensorboard import SummaryWriter
+
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = SummaryWriter(tmp)
+        writer.add_embedding(images.reshape(len(images), -1), label_img=label_img)
+        writer.close()
+        with Image.open(os.path.join(tmp, "00000", "default", "sprite.png")) as png:
+            return np.asarray(png.convert("L")).astype(int)
+
+
+def check_embedding_sprite(device):
+    """001's label_img: `images` come from `trainset.data` (28·28 images: an MNIST-family dataset,
+    whose `.data` is a uint8 tensor of grey levels 0..255). Twelve such 8×8 uint8 images, as
+    label_img=images.unsqueeze(1), against the sprite tiled by hand; and the same images as
+    float in [0, 1] (images.float() / 255) beside them."""
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    images = (torch.rand(12, 8, 8, generator=g) * 256).to(torch.uint8)
+    want = np.zeros((32, 32), dtype=int)  # 4×4 tiles of 8×8, row-major, the last 4 empty
+    for i, image in enumerate(images.numpy()):
+        r, c = divmod(i, 4)
+        want[8 * r : 8 * r + 8, 8 * c : 8 * c + 8] = image
+    as_written = _sprite(images, images.unsqueeze(1))
+    as_float = _sprite(images, images.unsqueeze(1).float() / 255)
+    off = lambda got: int(np.abs(got - want).max()) if got.shape == want.shape else 256  # noqa: E731
+    saturated = float((as_written[want > 0] == 255).mean())
+    return judge_embedding_sprite(off(as_written), off(as_float), saturated)
+
+
+def judge_embedding_sprite(uint8_off: int, float_off: int, saturated: float) -> Finding:
+    """The notes' thumbnails show their images: the sprite of uint8 label images must hold their
+    grey levels, to one level (x/255·255 in float32 may truncate one level down). Fails where it
+    does not (tensorboard scales every label image by 255, so a uint8 level ≥ 1 saturates); the
+    float form is reported as the fix."""
+    holds = uint8_off <= 1
+    return Finding(
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"label_img as uint8 (as trainset.data holds MNIST): sprite off the images by {uint8_off} grey levels"
+        + (
+            ""
+            if holds
+            else f", {saturated:.0%} of the non-zero pixels saturated to 255 (thresholded thumbnails)"
+        )
+        + f"; as images.float() / 255: off by {float_off}"
+        + (" (use that)" if not holds and float_off <= 1 else ""),
+    )
+
+
 CASE = Case(
     id="misc.tensorboard",
     tier=3,
@@ -225,23 +272,41 @@ CASE = Case(
     requires=("module:tensorboard",),
     claims=(
         Claim(
-            "one_chart", "不同的summary 对象，只要name一样，就可以放到同一个图里", "004", ClaimKind.BEHAVIOUR
+            "one_chart",
+            "不同的summary 对象，只要name一样，就可以放到同一个图里",
+            "004",
+            ClaimKind.BEHAVIOUR,
+            reading="two SummaryWriters writing the same tags to one log_dir (the notes' code) land in one "
+            "run, one chart per tag holding both writers' points",
         ),
         Claim(
             "default_log_dir",
-            "# Writer will output to ./runs/ directory by defau"
-            "lt\n# 定义一个summary 对象 runs/CURRENT_DATETIME_HOSTNAME",
+            "# Writer will output to ./runs/ directory by default … "
+            "# 定义一个summary 对象 runs/CURRENT_DATETIME_HOSTNAME",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="SummaryWriter() with no log_dir writes to ./runs/<date>_<time>_<hostname>",
         ),
         Claim("import_path", "from torch.utils.tensorboard import SummaryWriter", "004", ClaimKind.BEHAVIOUR),
         Claim(
             "image_graph_embedding",
-            "writer.add_image('batch_images', img_grid) # show the images in a batch\n# add network\n"
-            "writer.add_graph(net, input)\n...\nwriter.add_embedding(features, metadata=class_labels, "
+            "writer.add_image('batch_images', img_grid) # show the images in a batch … "
+            "writer.add_graph(net, input) … "
+            "writer.add_embedding(features, metadata=class_labels, label_img=images.unsqueeze(1))",
+            "001",
+            ClaimKind.BEHAVIOUR,
+            reading="add_image stores the image grid, add_graph the model's graph, and add_embedding (called "
+            "after close(), as in the notes) the features, their labels and a sprite of the images; checked "
+            "on a random grid, a Linear+ReLU and 12 random 8×8 images, not the notes' MNIST and model",
+        ),
+        Claim(
+            "embedding_sprite",
+            "images, labels = select_n_random(trainset.data, trainset.targets) … "
             "label_img=images.unsqueeze(1))",
             "001",
             ClaimKind.BEHAVIOUR,
+            reading="the projector's thumbnails (label_img) show the images taken from trainset.data, which "
+            "for a 28·28 (MNIST-family) dataset is a uint8 tensor of grey levels",
         ),
     ),
     checks={
@@ -251,5 +316,6 @@ CASE = Case(
         "image_graph_embedding": Check(
             check_image_graph_embedding, devices=("cpu",), claim="image_graph_embedding"
         ),
+        "embedding_sprite": Check(check_embedding_sprite, devices=("cpu",), claim="embedding_sprite"),
     },
 )

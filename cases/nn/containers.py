@@ -1,7 +1,8 @@
 """`nn.ModuleList` vs `nn.Sequential` (notes 004 "两种容器").
 
 The notes build both from ``[layer for _ in range(n)]``: a list holding the *same* module object n
-times, so the "n layers" share one weight and one bias. The corrected form makes n modules.
+times, so the "n layers" share one weight and one bias. A module per entry (``copy.deepcopy``)
+makes n layers.
 """
 
 from __future__ import annotations
@@ -11,36 +12,39 @@ import copy
 import torch
 from torch import nn
 
-from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import Case, Check, Claim, ClaimKind, Finding, Verdict
 
 N = 4
 
 
-class Net1(nn.Module):  # the notes' ModuleList version
+def notes_classes() -> dict:
+    """004's net1 and net2 from the note file as written, with its one slip repaired: the C comment
+    `//Sequential` after the class line (a SyntaxError, the notes' snippets check's erratum) read
+    as `#Sequential`."""
+    from cases._lib.notes_text import note_path
+
+    lines = note_path("004").read_text(encoding="utf-8").splitlines()
+    i = next(n for n, line in enumerate(lines) if line.startswith("class net1(nn.Module):"))
+    j = next(n for n in range(i, len(lines)) if lines[n].startswith("```"))
+    code = "\n".join(lines[i:j]).replace(
+        "class net2(nn.Module)://Sequential", "class net2(nn.Module):#Sequential"
+    )
+    scope = {"nn": nn}
+    exec(code, scope)  # noqa: S102 - the notes' own text
+    return {"Net1": scope["net1"], "Net2": scope["net2"]}
+
+
+class Net1Fixed(nn.Module):
+    """net1 with a module per entry."""
+
     def __init__(self, layer, n):
         super().__init__()
-        self.net = nn.ModuleList([layer for _ in range(n)])
+        self.net = nn.ModuleList([copy.deepcopy(layer) for _ in range(n)])
 
     def forward(self, x):
         for layer in self.net:
             x = layer(x)
         return x
-
-
-class Net2(nn.Module):  # the notes' Sequential version
-    def __init__(self, layer, n):
-        super().__init__()
-        self.list = [layer for _ in range(n)]
-        self.net = nn.Sequential(*self.list)
-
-    def forward(self, x):
-        return self.net(x)
-
-
-class Net1Fixed(Net1):
-    def __init__(self, layer, n):
-        nn.Module.__init__(self)
-        self.net = nn.ModuleList([copy.deepcopy(layer) for _ in range(n)])
 
 
 class PlainList(nn.Module):
@@ -55,57 +59,48 @@ def _distinct(module):
 
 
 def check_shared_layer(device):
+    classes = {**notes_classes(), "Net1Fixed": Net1Fixed}
     layer = nn.Linear(5, 5).to(device)
     rows = {}
-    for cls in (Net1, Net2, Net1Fixed):
+    for name, cls in classes.items():
         net = cls(layer, N)
         n_params, n_storages, numel = _distinct(net)
-        state_keys = len(net.state_dict())
-        rows[cls.__name__] = (n_params, n_storages, numel, state_keys)
-    # Sharing made visible: a change to "layer 0" of the notes' Net1 shows up in "layer 3".
-    net = Net1(nn.Linear(5, 5).to(device), N)
+        rows[name] = (n_params, n_storages, numel, len(net.state_dict()))
+    # Sharing made visible: a change to "layer 0" of the notes' net1 shows up in "layer 3".
+    net = classes["Net1"](nn.Linear(5, 5).to(device), N)
     before = net.net[N - 1].weight.detach().clone()
     with torch.no_grad():
         net.net[0].weight.add_(1.0)
     aliased = torch.equal(net.net[N - 1].weight, before + 1.0)
-    try:
-        compile("class net2(nn.Module)://Sequential\n  pass\n", "<notes>", "exec")
-        comment_error = ""
-    except SyntaxError as exc:
-        comment_error = f"SyntaxError ({exc.msg})"
-    return judge_shared_layer(rows, comment_error, aliased)
+    return judge_shared_layer(rows, aliased)
 
 
-def judge_shared_layer(rows: dict, comment_error: str, aliased: bool = False) -> Finding:
-    """The technique: a stack of N layers in a ModuleList or Sequential, N distinct layers when each
-    entry is its own module (deepcopy). The notes present [layer for _ in range(n)] as the classic
-    way to build their n-layer net; where it repeats one module (fewer parameter tensors than the
-    fixed form), that is a wrong statement of the notes. Their `//Sequential` comment is C syntax
-    in Python: a typo."""
-    shared, fixed = rows["Net1"], rows["Net1Fixed"]
-    errata = []
-    if shared[1] < fixed[1]:
-        errata.append(
-            Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "最经典的两种用法: self.net = nn.ModuleList([layer for _ in range(n)]); "
-                "self.list = [layer for _ in range(n)]",
-                f"{N} entries but {shared[1]} parameter tensors ({shared[2]} numbers) against {fixed[1]} "
-                f"({fixed[2]}) with a module per entry: one Linear applied {N} times"
-                + (f"; adding 1 to layer 0's weight changed layer {N - 1}'s" if aliased else "")
-                + f" (state_dict still lists {shared[3]} keys)",
-            )
-        )
-    if comment_error:
-        errata.append(Erratum(ErratumKind.TYPO, "class net2(nn.Module)://Sequential", comment_error))
-    distinct = fixed[1] == 2 * N
+def judge_shared_layer(rows: dict, aliased: bool = False) -> Finding:
+    """The notes' net1/net2(layer, n) as the classic way to build an n-layer network: holds where
+    their n entries are n layers (as many distinct parameter tensors as a module per entry gives,
+    2n for a Linear), fails where they repeat one module (fewer distinct tensors), the evidence
+    saying that a deepcopy per entry gives the n layers. The deepcopy form not giving 2n distinct
+    tensors fails too: then nothing here builds n layers."""
+    notes, fixed = rows["Net1"], rows["Net1Fixed"]
+    seq = rows.get("Net2", notes)
+    fixed_distinct = fixed[1] == 2 * N
+    notes_distinct = notes[1] == fixed[1] and seq[1] == fixed[1]
+    ok = fixed_distinct and notes_distinct
     return Finding(
-        Verdict.HOLDS if distinct else Verdict.FAILS,
-        f"with a module per entry (deepcopy) the stack has {fixed[0]} parameter tensors ({fixed[2]} numbers)"
-        + ("" if distinct else ": NOT N distinct layers")
-        + f"; the notes' list comprehension gives {shared[0]} ({shared[2]} numbers) in ModuleList, "
-        f"{rows.get('Net2', shared)[0]} ({rows.get('Net2', shared)[2]}) in Sequential",
-        tuple(errata),
+        Verdict.HOLDS if ok else Verdict.FAILS,
+        f"the notes' net1 (ModuleList) and net2 (Sequential) from [layer for _ in range({N})] hold "
+        f"{notes[1]} and {seq[1]} distinct parameter tensors ({notes[2]} and {seq[2]} numbers)"
+        + (
+            ""
+            if notes_distinct
+            else f": one Linear applied {N} times, not {N} layers"
+            + (f" (adding 1 to layer 0's weight changed layer {N - 1}'s)" if aliased else "")
+            + f", though state_dict lists {notes[3]} keys"
+        )
+        + f"; with a module per entry (copy.deepcopy(layer)) the stack has {fixed[1]} "
+        f"({fixed[2]} numbers)"
+        + (": use that" if fixed_distinct and not notes_distinct else "")
+        + ("" if fixed_distinct else ": NOT N distinct layers"),
     )
 
 
@@ -157,18 +152,22 @@ CASE = Case(
     claims=(
         Claim(
             "order",
-            "nn.ModuleList (): 没有自定义执行顺序,需要在forward函数中"
-            "人为指定执行顺序; 很好的将python内置的列表和容器结合; "
-            "nn.Sequential (): 按照Sequential的顺序自动执行forward函数",
+            "没有自定义执行顺序,需要在forward函数中人为指定执行顺序"
+            " … 很好的将python内置的列表和容器结合"
+            " … 按照Sequential的顺序自动执行forward函数",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="a ModuleList has no forward of its own (forward must loop over it) and registers "
+            "what it holds, where a Python list does not; a Sequential runs its modules in order",
         ),
         Claim(
             "n_layers",
-            "最经典的两种用法: self.net = nn.ModuleList([layer for _ in range(n)]) / "
-            "self.net = nn.Sequential(*self.list)",
+            "e.g. 最经典的两种用法"
+            " … self.net = nn.ModuleList([layer for _ in range(n)])"
+            " … self.list = [layer for _ in range(n)]",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="the notes' net1(layer, n) and net2(layer, n) build a network of n layers",
         ),
     ),
     checks={

@@ -67,15 +67,46 @@ def check_align_corners_consistency(device):
     grid = F.affine_grid(_theta(IDENTITY, 2, device), list(x.shape), align_corners=True)
     mixed = (F.grid_sample(x, grid, align_corners=False) - x).abs().max().item()
     consistent = (F.grid_sample(x, grid, align_corners=True) - x).abs().max().item()
+    # interpolate() beside them: a bilinear upsampling to twice the size against grid_sample on an
+    # identity grid of that size. Border padding, because interpolate clamps source positions
+    # outside the image to its edge where zero padding would mix in zeros.
+    out = [2 * x.shape[-2], 2 * x.shape[-1]]
+    theta = _theta(IDENTITY, x.shape[0], device)
+    interp = {}
+    for ac_i in (False, True):
+        up = F.interpolate(x, size=out, mode="bilinear", align_corners=ac_i)
+        for ac_g in (False, True):
+            g = F.affine_grid(theta, [*x.shape[:2], *out], align_corners=ac_g)
+            sampled = F.grid_sample(x, g, align_corners=ac_g, padding_mode="border")
+            interp[ac_i, ac_g] = (up - sampled).abs().max().item()
+    interp_consistent = max(interp[False, False], interp[True, True])
+    interp_mixed = min(interp[False, True], interp[True, False])
     # Mixed, the samples move by a fraction of a pixel between std-1 neighbours: O(1) errors, against
-    # the consistent pair's u·(H + W)·max|x| = 1e-5 (`_resampling_bound`).
-    return judge_align_corners(mixed, consistent, _resampling_bound(x), hasattr(F, "intepolate"))
+    # the consistent pair's u·(H + W)·max|x| = 1e-5 (`_resampling_bound`); interpolate and
+    # grid_sample each place a sample within that bound of the true position, so 2× apart.
+    return judge_align_corners(
+        mixed,
+        consistent,
+        _resampling_bound(x),
+        hasattr(F, "intepolate"),
+        interp_consistent=interp_consistent,
+        interp_mixed=interp_mixed,
+    )
 
 
-def judge_align_corners(mixed: float, consistent: float, bound: float, intepolate_exists: bool) -> Finding:
-    """ "align_corners ... should agree with interpolate() and affine_grid()": holds when the consistent
-    pair is the identity (within the bound) and the mixed pair is not (an O(1) distortion, > 0.1 on
-    std-1 inputs). The notes spell the function `intepolate()`: a typo when no such name exists."""
+def judge_align_corners(
+    mixed: float,
+    consistent: float,
+    bound: float,
+    intepolate_exists: bool,
+    interp_consistent: float = 0.0,
+    interp_mixed: float = 1.0,
+) -> Finding:
+    """ "align_corners ... should agree with interpolate() and affine_grid()": holds when the
+    consistent pairs agree (affine_grid + grid_sample is the identity within the bound, interpolate
+    equals grid_sample within twice it) and the mixed pairs do not (an O(1) distortion, > 0.1 on
+    std-1 inputs); fails otherwise. The notes spell the function `intepolate()`: a typo when no
+    such name exists."""
     errata = ()
     if not intepolate_exists:
         errata = (
@@ -85,13 +116,49 @@ def judge_align_corners(mixed: float, consistent: float, bound: float, intepolat
                 "torch.nn.functional has no `intepolate`; the function is `F.interpolate`",
             ),
         )
-    ok = consistent <= bound and mixed > 0.1
+    ok = consistent <= bound and mixed > 0.1 and interp_consistent <= 2 * bound and interp_mixed > 0.1
     return Finding(
         Verdict.HOLDS if ok else Verdict.FAILS,
         f"affine_grid(align_corners=True) + grid_sample(align_corners=False) "
         f"{'is not' if mixed > 0.1 else 'IS'} the identity: max error {mixed:.3g} (input std 1), against "
-        f"{consistent:.2g} when both say True (bound {bound:.2g}) — keep them consistent",
+        f"{consistent:.2g} when both say True (bound {bound:.2g}); interpolate(bilinear, 2× size) against "
+        f"grid_sample on an identity grid (border padding): {interp_consistent:.2g} apart with the same "
+        f"align_corners (bound {2 * bound:.2g}), {interp_mixed:.3g} with different ones"
+        + ("" if ok else ": NOT as the notes say"),
         errata,
+    )
+
+
+def check_align_corners_meaning(device):
+    x = _img(device)
+    # Sample positions well inside the image, away from every corner and edge (|coordinate| ≤ 0.5,
+    # 0 left out: it is the one point both settings map alike).
+    g = torch.Generator().manual_seed(2)
+    coords = (torch.rand(1, 64, 1, 2, generator=g) * 0.4 + 0.1) * torch.tensor([1.0, -1.0])
+    grid = coords.to(device).expand(x.shape[0], -1, -1, -1)
+    moved = (F.grid_sample(x, grid, align_corners=True) - F.grid_sample(x, grid, align_corners=False)).abs()
+    corner = torch.tensor([[[[-1.0, -1.0]]]], device=device).expand(x.shape[0], -1, -1, -1)
+    at_corner = (
+        F.grid_sample(x, corner, align_corners=True) - F.grid_sample(x, corner, align_corners=False)
+    ).abs()
+    return judge_align_corners_meaning(moved.max().item(), at_corner.max().item(), _resampling_bound(x))
+
+
+def judge_align_corners_meaning(interior: float, corner: float, bound: float) -> Finding:
+    """ "align_corners is the interpolation at the image's corners": holds where switching it changes
+    samples at the corners only; fails where samples well inside the image (away from every corner)
+    change by more than the resampling bound."""
+    only_corners = interior <= bound
+    return Finding(
+        Verdict.HOLDS if only_corners else Verdict.FAILS,
+        f"switching align_corners moves samples well inside the image by up to {interior:.3g} (input std 1, "
+        f"bound {bound:.2g}) and at the corner (−1,−1) by {corner:.3g}"
+        + (
+            ": it changes samples at the corners only"
+            if only_corners
+            else ": not a corner setting; it says whether ±1 are the centres of the corner pixels (True) "
+            "or their outer edges (False), which rescales every sample position by (size − 1)/size"
+        ),
     )
 
 
@@ -145,6 +212,8 @@ CASE = Case(
             "grid = F.affine_grid(theta, x.size())\nx = F.grid_sample(x, grid)",
             "001",
             ClaimKind.CORRECTNESS,
+            reading="the notes' two lines resample x by theta (identity theta gives x back), with "
+            "align_corners left at its default",
         ),
         Claim(
             "corners",
@@ -152,17 +221,30 @@ CASE = Case(
             "的值代表在图像外，通过 `padding_mode`指定填充方法",
             "001",
             ClaimKind.BEHAVIOUR,
+            reading="(−1, −1) is the top-left corner, (1, 1) the bottom-right, and positions beyond them "
+            "take padding_mode's values",
+        ),
+        Claim(
+            "align_corners_meaning",
+            "`align_corners` 是指在图像角处插值方法",
+            "001",
+            ClaimKind.BEHAVIOUR,
+            reading="align_corners is a setting of how the image's corners are interpolated: switching "
+            "it leaves samples away from the corners unchanged",
         ),
         Claim(
             "align_corners",
-            "`align_corners` ... 其应该与 `intepolate()` 和 `affine_grid()` 处保持一致",
+            "其应该与 `intepolate()` 和 `affine_grid()` 处保持一致",
             "001",
             ClaimKind.BEHAVIOUR,
+            reading="grid_sample's align_corners must be the one given to interpolate() and "
+            "affine_grid(): consistent pairs agree, mixed pairs do not",
         ),
     ),
     checks={
         "identity": Check(check_identity, claim="stn"),
         "align_corners_consistency": Check(check_align_corners_consistency, claim="align_corners"),
         "corners_and_translation": Check(check_corners_and_translation, claim="corners"),
+        "align_corners_meaning": Check(check_align_corners_meaning, claim="align_corners_meaning"),
     },
 )

@@ -235,42 +235,50 @@ def judge_freezing(
     )
 
 
-_NOTES_INIT_001 = """
-def init_weight(m):
-    if type(m) == nn.Linear:
-        m.weight.fill_(1.0)
-    elif type(m) == nn.Conv2d:
-        tirch.nn.init.xavier_uniform_(m.weight)
-"""
+def _notes_block(prefix: str, first: str, last: str) -> str:
+    """The notes' code from the line that starts with `first` to the line that starts with `last`,
+    as the note file has it (its tab indent included)."""
+    from cases._lib.notes_text import note_path
+
+    lines = note_path(prefix).read_text(encoding="utf-8").splitlines()
+    i = next(n for n, line in enumerate(lines) if line.startswith(first))
+    j = next(n for n in range(i, len(lines)) if lines[n].startswith(last))
+    return "\n".join(lines[i : j + 1]) + "\n"
+
+
+def _raised(code: str, scope: dict) -> str | None:
+    """Run the notes' code; None when it runs, else the error's type and first line."""
+    try:
+        exec(code, scope)  # noqa: S102 - the notes' own text
+        return None
+    except Exception as e:  # whatever it raises is the observation
+        return f"{type(e).__name__}: {str(e).splitlines()[0][:90]}"
 
 
 def check_apply_init(device):
-    def init_weights(m):  # the notes' function
-        if isinstance(m, nn.Linear):
-            m.weight.fill_(1.0)
-        elif isinstance(m, nn.Conv2d):
-            nn.init.xavier_normal_(m.weight)
-
+    # 001's first apply() snippet, top to bottom as pasted: Model, init_weight, model.apply.
+    first = _notes_block("001", "class Model(nn.Module):", "model.apply(init_weight)")
+    scope = {"nn": nn, "torch": torch}
+    as_written = _raised(first, scope)
+    # Its second one, with the misspelt `net.appply` read as `net.apply` (an erratum of the notes'
+    # snippets check): the same fill_ outside no_grad.
+    second = _notes_block("001", "# given a function, and applies it to all submodules", "net.appply(")
+    second_raised = _raised(second.replace("net.appply(", "net.apply("), {"nn": nn, "torch": torch})
+    # The same init function run inside torch.no_grad(), the form the apply() docs use.
     net = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2)).to(device)
-    try:
-        net.apply(init_weights)
-        message = None
-    except RuntimeError as e:
-        message = str(e)
     with torch.no_grad():
-        net.apply(init_weights)
+        net.apply(scope["init_weight"])
     ones = all(torch.equal(m.weight, torch.ones(2, 2, device=device)) for m in net)
     visited = []
     net.apply(lambda m: visited.append(type(m).__name__))
-    # The notes' torch.fill(size, value, dtype, device) is torch.full's signature.
+    # 004's torch.fill(size, value, dtype, device) is torch.full's signature.
     try:
         torch.fill((2, 3), 1.0)
         fill_error = None
     except TypeError as e:
         fill_error = f"TypeError ({str(e).splitlines()[0].split(', but expected')[0]})"
-    # 001's first init function, run (inside no_grad) on a model that has a Conv2d.
-    scope = {"nn": nn}
-    exec(_NOTES_INIT_001, scope)  # noqa: S102 - the notes' text (their tab indent as spaces)
+    # 001's first init function reaches `tirch` on a Conv2d (run inside no_grad, so fill_ is not
+    # what stops it).
     try:
         with torch.no_grad():
             nn.Sequential(nn.Conv2d(1, 1, 1)).apply(scope["init_weight"])
@@ -278,37 +286,29 @@ def check_apply_init(device):
     except NameError as e:
         tirch_error = str(e)
     return judge_apply_init(
+        as_written,
+        second_raised,
         ones,
         visited == ["Linear", "Linear", "Sequential"],
-        message,
         fill_error,
-        hasattr(net, "appply"),
         tirch_error,
     )
 
 
 def judge_apply_init(
+    as_written: str | None,
+    second_raised: str | None,
     no_grad_init_ok: bool,
     children_first: bool,
-    raised: str | None,
     fill_error: str | None,
-    appply: bool,
     tirch_error: str | None = None,
 ) -> Finding:
-    """The technique: apply() runs an init function on every submodule, children before the
-    parent; in-place writes to parameters belong inside torch.no_grad(). The notes' snippet slips
-    are errata: fill_ on a parameter outside no_grad runs and raises where the notes imply it works
-    (a wrong statement); torch.fill is torch.full, net.appply is net.apply, tirch is torch (typos:
-    misspelt names)."""
+    """The notes' recipe: model.apply(init_weight) initialises every submodule with their init
+    functions, which fill_ a parameter outside torch.no_grad(). Fails where the notes' snippets
+    raise as written (or where apply() does not initialise every Linear, children first, even
+    inside no_grad); holds only where they run and initialise. torch.fill for torch.full and
+    tirch for torch are misspelt names: typos. (`net.appply` is the notes' snippets check's.)"""
     errata = []
-    if raised:
-        errata.append(
-            Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "def init_weights(m): … m.weight.fill_(1.0) [no torch.no_grad()]",
-                f"raises under apply(): '{raised[:70]}…'",
-            )
-        )
     if fill_error:
         errata.append(
             Erratum(
@@ -317,8 +317,6 @@ def judge_apply_init(
                 f"torch.fill((2,3), 1.0) raises {fill_error}: that signature is torch.full's",
             )
         )
-    if not appply:
-        errata.append(Erratum(ErratumKind.TYPO, "net.appply(init_weights)", "no such method: net.apply"))
     if tirch_error:
         errata.append(
             Erratum(
@@ -327,11 +325,27 @@ def judge_apply_init(
                 f"NameError on a Conv2d ({tirch_error}): torch.nn.init is meant",
             )
         )
-    ok = no_grad_init_ok and children_first
+    raised = [r for r in (as_written, second_raised) if r]
+    ok = not raised and no_grad_init_ok and children_first
+    inside = (
+        "inside torch.no_grad() the same function sets every Linear's weight to 1, children visited "
+        "before the parent: use that (or @torch.no_grad() on the init function)"
+        if no_grad_init_ok and children_first
+        else "even inside torch.no_grad() apply() does NOT set every Linear's weight to 1 children first"
+    )
     return Finding(
         Verdict.HOLDS if ok else Verdict.FAILS,
-        "apply(init_weights) inside torch.no_grad() "
-        + ("sets every Linear's weights to 1 and visits children before the parent" if ok else "does NOT"),
+        (
+            f"the notes' model.apply(init_weight) raises {as_written}"
+            if as_written
+            else "the notes' model.apply(init_weight) runs"
+        )
+        + (
+            f"; their init_weights (net.appply read as net.apply) raises {second_raised}"
+            if second_raised
+            else "; their init_weights runs"
+        )
+        + f" (m.weight.fill_ on a parameter outside torch.no_grad()); {inside}",
         tuple(errata),
     )
 
@@ -346,33 +360,47 @@ CASE = Case(
     claims=(
         Claim(
             "add_param_group",
-            "每个 `optimizer` 中有一个 `param_groups` 维护一组参数更新，其中包含了诸如学习率之类的超参数; "
-            "`add_param_group` 用于添加新的参数 (raise TypeEr"
-            "ror for a set; raise ValueError('some parameters "
-            "appear in more than one parameter group'); param_group.setdefault(name, default))",
+            "每个 `optimizer` 中有一个 `param_groups` 维护一组参数更新，其中包含了诸如学习率之类的超参数"
+            " … `add_param_group` 用于添加新的参数"
+            " … raise TypeError('optimizer parameters need to be organized in ordered collections, but '"
+            ' … raise ValueError("some parameters appear in more than one parameter group")'
+            " … param_group.setdefault(name, default)",
             "001",
             ClaimKind.BEHAVIOUR,
+            reading="each param group carries its own hyper-parameters; add_param_group appends a group, "
+            "raises TypeError for a set of parameters and ValueError for a parameter already in a "
+            "group, and fills what the group leaves out from the optimizer's defaults (the notes' "
+            "excerpt of torch's source, checked against the installed torch's behaviour)",
         ),
         Claim(
             "freezing",
-            "这里也可以添加全部参数，因为 requires_grad 设置为 False "
-            "后，对应的 `.grad` 为 None， `step()` 不会更新这些参数。"
-            " ... optimizer.add_param_group({'params': net.fc2.parameters()})",
+            "这里也可以添加全部参数，因为 requires_grad 设置为 False 后，对应的 `.grad` 为 None， "
+            "`step()` 不会更新这些参数。"
+            " … optimizer.add_param_group({'params': net.fc2.parameters()})",
             "001",
             ClaimKind.BEHAVIOUR,
+            reading="parameters frozen (requires_grad=False) before training keep grad None and step() "
+            "leaves them unchanged, whether the optimizer got only the trainable ones or all; "
+            "unfrozen and added with add_param_group they train",
         ),
         Claim(
             "yolov5_grouping",
-            "g0, g1, g2 = [], [], []  # optimizer parameter groups ... "
-            "optimizer.add_param_group({'params': g1, 'weight_decay': hyp['weight_decay']})",
+            "g0, g1, g2 = [], [], []  # optimizer parameter groups"
+            " … optimizer.add_param_group({'params': g1, 'weight_decay': hyp['weight_decay']})"
+            " … optimizer.add_param_group({'params': g2})",
             "003",
             ClaimKind.BEHAVIOUR,
+            reading="the YOLOv5 loop puts every parameter in exactly one group, weight decay only on "
+            "conv/linear weights (g1), none on BN weights (g0) and biases (g2) (the SGD branch)",
         ),
         Claim(
             "apply_init",
-            "# given a function, and applies it to all submodules ... net.appply(init_weights)",
+            "给模型中每一部分初始化参数会用到 … model.apply(init_weight)"
+            " … # given a function, and applies it to all submodules",
             "001",
             ClaimKind.BEHAVIOUR,
+            reading="the notes' snippets initialise every submodule with apply(init_fn) as written: "
+            "their init functions fill_ a parameter with no torch.no_grad()",
         ),
     ),
     checks={

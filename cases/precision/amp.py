@@ -128,22 +128,45 @@ def _forward(module, params, x):
     return functional_call(module, params, (x,))
 
 
-def train(x, y, *params_and_step, amp: bool = False, scaler_enabled: bool | None = None, forward=_forward):
+def train(
+    x,
+    y,
+    *params_and_step,
+    amp: bool = False,
+    scaler_enabled: bool | None = None,
+    forward=_forward,
+    notes_api: bool = False,
+):
     """k SGD steps from the given parameters; returns the k losses (fp32), each before its update.
 
     Per step: forward, backward (~2× forward flops), one read-modify-write of every parameter.
     Under autocast the GEMMs/convs run in the low dtype and their outputs (the saved activations)
-    are half the bytes; parameters and gradients stay fp32 ("master weights").
+    are half the bytes; parameters and gradients stay fp32 ("master weights"). `notes_api`: the
+    notes' own objects, torch.cuda.amp.autocast(enabled=...) (float16) and
+    torch.cuda.amp.GradScaler(enabled=...), their deprecation warnings silenced (an erratum of the
+    notes, listed by `check_deprecated_spelling`).
     """
     *params, step = params_and_step
     device = x.device
     ps = [p.detach().clone().requires_grad_(True) for p in params]
     opt = torch.optim.SGD(ps, lr=step.lr)
     use_scaler = amp and step.amp_dtype == FP16 if scaler_enabled is None else scaler_enabled
-    scaler = torch.amp.GradScaler(device.type, enabled=use_scaler)
+    if notes_api:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            scaler = torch.cuda.amp.GradScaler(enabled=use_scaler)
+    else:
+        scaler = torch.amp.GradScaler(device.type, enabled=use_scaler)
     losses = []
     for _ in range(step.steps):
-        with torch.autocast(device.type, dtype=step.amp_dtype if amp else FP32, enabled=amp):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            context = (
+                torch.cuda.amp.autocast(enabled=amp)
+                if notes_api
+                else torch.autocast(device.type, dtype=step.amp_dtype if amp else FP32, enabled=amp)
+            )
+        with context:
             out = forward(step.module, dict(zip(step.names, ps)), x)
         # The loss in fp32 (as autocast itself would) from a low-precision output; float64 stays.
         loss = F.cross_entropy(out.float() if out.dtype in (FP16, BF16) else out, y)
@@ -177,6 +200,12 @@ fp32_step.__compile__ = _compile_the_model  # harness.measure.compiled.Compiled 
 
 def amp_step(*inputs):
     return train(*inputs, amp=True)
+
+
+def notes_amp_step(*inputs):
+    """The notes' objects as they teach them: torch.cuda.amp.autocast (float16) with
+    torch.cuda.amp.GradScaler, on CUDA."""
+    return train(*inputs, amp=True, notes_api=True)
 
 
 def train_float64(x, y, *params_and_step):
@@ -214,17 +243,17 @@ def judge_scale_multiplies(
 ) -> Finding:
     """Holds when scale(loss) = loss·get_scale() and every parameter's grad (all 1 in the notes'
     example) is that one factor. The notes' comment "# [1, 1], 65535" for get_scale() after
-    unscale_ is a wrong number (an erratum of kind wrong shape or formula) where the scale read is
-    another number (2**16 = 65536)."""
+    unscale_ is a typo where the scale reads 2**16 = 65536: two lines above, the same example
+    prints the grads scaled by that factor as "[65536, 65536]", so the intent is plain."""
     shared = scaled == loss * scale and all(g == scale for g in grads)
     errata = ()
     if scale_after_unscale != 65535:
         errata = (
             Erratum(
-                ErratumKind.WRONG_SHAPE_OR_FORMULA,
+                ErratumKind.TYPO,
                 "print(x.grad, scaler.get_scale()) # [1, 1], 65535",
                 f"get_scale() after unscale_ is {scale_after_unscale:.0f} (the default init_scale 2**16), "
-                "not 65535",
+                "not 65535; the notes print the grads scaled by it as [65536, 65536] two lines above",
             ),
         )
     return Finding(
@@ -301,6 +330,46 @@ def judge_double_unscale(second: str | None, after_step: str | None, after_updat
         f"{'raises ' + repr(after_step) if after_step else 'does NOT raise'}; after update() "
         + ("works" if after_update is None else f"RAISES {after_update!r}"),
     )
+
+
+def check_update_from_each_state(device):
+    """The notes' table: "update: READY/UNSCALED/STEPPED -> READY". From each state of the notes'
+    example (after scale(y).backward(): READY; after unscale_: UNSCALED; after step: STEPPED),
+    update() is called: the error it raises, or the state it leaves (read from the scaler's
+    per-optimizer record, the state the notes describe)."""
+    seen = {}
+    for state in ("READY", "UNSCALED", "STEPPED"):
+        x, z, opt, scaler = _notes_example(device)
+        scaler.scale(x.sum() + z.sum()).backward()
+        if state == "UNSCALED":
+            scaler.unscale_(opt)
+        elif state == "STEPPED":
+            scaler.step(opt)
+        try:
+            scaler.update()
+            stage = scaler._per_optimizer_states[id(opt)]["stage"]
+            seen[state] = getattr(stage, "name", str(stage))
+        except (AssertionError, RuntimeError) as exc:
+            seen[state] = f"raises {type(exc).__name__}: {exc}"
+    return judge_update_from_each_state(seen)
+
+
+def judge_update_from_each_state(seen: dict) -> Finding:
+    """`seen`: state → the state update() left ("READY") or the error it raised. Holds where update()
+    takes each of READY, UNSCALED and STEPPED to READY; fails where it raises from one (GradScaler's
+    update needs the inf checks that unscale_ or step record: from READY there are none)."""
+    wrong = {state: out for state, out in seen.items() if out != "READY"}
+    told = "; ".join(f"update() from {state}: {out}" for state, out in seen.items())
+    if wrong or len(seen) < 3:
+        why = (
+            ": update() needs the inf checks that unscale_ or step() record, and in READY there are none"
+            if "READY" in wrong
+            else ""
+        )
+        return Finding(
+            Verdict.FAILS, f"{told}: NOT READY after update() from {sorted(wrong) or 'every state'}{why}"
+        )
+    return Finding(Verdict.HOLDS, told)
 
 
 def check_inf_skips_step(device):
@@ -423,9 +492,11 @@ for epoch in range(epochs):
 
 
 def check_notes_usage(device):
-    """003's "通常用法", run as written with use_amp = False (the names it leaves to the reader
-    defined: a Linear as both `model` and `net`, two batches, MSE), then with the slip repaired,
-    against the same loop without GradScaler or autocast: "否则等价于通常的训练方式"."""
+    """003's "通常用法", run as written (the names it leaves to the reader defined: a Linear as both
+    `model` and `net`, two batches, MSE; its `opt.zero_grad()` for the `optimizer` it defines is a
+    slip, repaired, whose erratum the notes' snippet check lists): with use_amp = False against the
+    same loop without GradScaler or autocast ("否则等价于通常的训练方式"), and with use_amp = True,
+    where the Linear's output dtype and the scaler's state say whether AMP was enabled."""
 
     def scope():
         torch.manual_seed(0)
@@ -444,19 +515,17 @@ def check_notes_usage(device):
             "max_norm": 1.0,
         }
 
-    def run(source):
-        names = scope()
+    def run(use_amp: bool):
+        names, dtypes = scope(), []
+        names["net"].register_forward_hook(lambda m, i, out: dtypes.append(out.dtype))
+        source = NOTES_USAGE.replace("opt.zero_grad()", "optimizer.zero_grad()")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            exec(source.replace("use_amp = True", "use_amp = False"), names)
-        return names
+            exec(source.replace("use_amp = True", f"use_amp = {use_amp}"), names)
+        return names, dtypes
 
-    try:
-        run(NOTES_USAGE)
-        error = ""
-    except NameError as exc:
-        error = f"NameError: {exc}"
-    repaired = run(NOTES_USAGE.replace("opt.zero_grad()", "optimizer.zero_grad()"))
+    disabled, _ = run(False)
+    enabled, enabled_dtypes = run(True)
     plain = scope()
     optimizer = torch.optim.SGD(plain["net"].parameters(), lr=0.001)
     for _ in range(plain["epochs"]):
@@ -464,28 +533,40 @@ def check_notes_usage(device):
             F.mse_loss(plain["net"](input), target).backward()
             optimizer.step()
             optimizer.zero_grad()
-    same = all(torch.equal(a, b) for a, b in zip(repaired["net"].parameters(), plain["net"].parameters()))
-    return judge_notes_usage(error, same)
+    same = all(torch.equal(a, b) for a, b in zip(disabled["net"].parameters(), plain["net"].parameters()))
+    return judge_notes_usage(
+        same, str(enabled_dtypes[0]).removeprefix("torch."), enabled["scaler"].is_enabled(), device.type
+    )
 
 
-def judge_notes_usage(error: str, disabled_equals_plain: bool) -> Finding:
-    """Holds when the loop with enabled=False ends on bit-identical parameters to the plain loop.
-    The snippet's `opt.zero_grad()` (its optimizer is `optimizer`) stops it as written: a typo."""
-    errata = ()
-    if error:
-        errata = (
-            Erratum(
-                ErratumKind.TYPO,
-                "opt.zero_grad()",
-                f"the notes' loop raises {error} at its first step; the optimizer it defines is `optimizer`",
-            ),
+def judge_notes_usage(
+    disabled_equals_plain: bool, enabled_dtype: str, scaler_enabled: bool, where: str
+) -> Finding:
+    """enabled=False: the loop must end on bit-identical parameters to the plain loop (fails
+    otherwise). enabled=True must enable AMP: the Linear's output in float16 and the scaler on. The
+    notes' `torch.cuda.amp` is CUDA's: on a CPU it casts nothing and the scaler disables itself, so
+    there the True half is not about this machine (depends, needs CUDA); on CUDA it fails where
+    either is missing."""
+    disabled = (
+        "with use_amp = False the notes' loop ends on parameters "
+        + ("bit-identical to" if disabled_equals_plain else "DIFFERENT from")
+        + " the same loop without GradScaler and autocast"
+    )
+    enabled = (
+        f"; with use_amp = True the Linear's output is {enabled_dtype} and the scaler is "
+        f"{'enabled' if scaler_enabled else 'disabled'} ({where})"
+    )
+    if not disabled_equals_plain:
+        return Finding(Verdict.FAILS, disabled + enabled)
+    amp_on = enabled_dtype == "float16" and scaler_enabled
+    if where != "cuda" and not amp_on:
+        return Finding(
+            Verdict.DEPENDS,
+            disabled + enabled + ": the True half needs CUDA (torch.cuda.amp casts nothing on a CPU)",
         )
     return Finding(
-        Verdict.HOLDS if disabled_equals_plain else Verdict.FAILS,
-        "with use_amp = False (the slip repaired) the notes' loop ends on parameters "
-        + ("bit-identical to" if disabled_equals_plain else "DIFFERENT from")
-        + " the same loop without GradScaler and autocast",
-        errata,
+        Verdict.HOLDS if amp_on else Verdict.FAILS,
+        disabled + enabled + ("" if amp_on else ": use_amp = True did NOT enable AMP"),
     )
 
 
@@ -507,56 +588,61 @@ def check_deprecated_spelling(device):
 
 def judge_spellings(warnings_seen: list[str], version: str) -> Finding:
     """torch.cuda.amp.autocast / GradScaler still work: a deprecated spelling is an erratum of the
-    notes (as in every ID), not a verdict on AMP, which the other checks judge (no verdict here)."""
-    errata = tuple(
-        Erratum(
-            ErratumKind.DEPRECATED_API,
-            # Each API's own warning under its own name.
-            "torch.cuda.amp.GradScaler" if "GradScaler" in message else "torch.cuda.amp.autocast",
-            message,
+    notes (as in every ID), not a verdict on AMP, which the other checks judge (no verdict here).
+    Both spellings are introduced on one line of the notes: one erratum, both warnings its evidence."""
+    errata = ()
+    if warnings_seen:
+        errata = (
+            Erratum(
+                ErratumKind.DEPRECATED_API,
+                "`torch.cuda.amp.GradScaler`以及`torch.cuda.amp.autocast`",
+                "; ".join(warnings_seen)
+                + "; torch.amp.GradScaler('cuda') and torch.autocast('cuda') are current",
+            ),
         )
-        for message in warnings_seen
-    )
     return Finding(
         None,
         f"torch {version}: the notes' torch.cuda.amp spellings run"
-        + (
-            f" with {len(errata)} deprecation warning(s); torch.amp is the current spelling" if errata else ""
-        ),
+        + (f" with {len(warnings_seen)} deprecation warning(s)" if warnings_seen else ""),
         errata,
     )
 
 
 def check_cpu_autocast_exists(device):
-    """The notes: mixed precision "can only run on the GPU". CPU autocast runs matmuls in bf16."""
+    """The notes: mixed precision "只能在gpu上进行". On the CPU: whether autocast casts a matmul to
+    bf16 and fp16, and whether a mixed-precision training run (the transformer step, bf16 autocast,
+    3 SGD steps) trains like the float64 truth within the bound the case holds it to."""
     a, b = torch.randn(64, 64), torch.randn(64, 64)
     with torch.autocast("cpu", dtype=BF16):
         out_bf16 = a @ b
     with torch.autocast("cpu", dtype=FP16):
         out_fp16 = a @ b
-    scaler = torch.amp.GradScaler("cpu")
-    return judge_cpu_autocast(out_bf16.dtype == BF16 and out_fp16.dtype == FP16, scaler.is_enabled())
-
-
-def judge_cpu_autocast(casts_on_cpu: bool, scaler_on_cpu: bool) -> Finding:
-    """The notes say mixed precision "can only run on the GPU": a statement about torch, which is
-    an erratum where CPU autocast works. The technique (AMP) is judged by the other checks."""
-    errata = ()
-    if casts_on_cpu and scaler_on_cpu:
-        errata = (
-            Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "mixed precision can only run on the GPU",
-                "torch.autocast('cpu') runs matmuls in bfloat16 and float16, and torch.amp.GradScaler('cpu') "
-                "is enabled",
-            ),
-        )
-    return Finding(
-        None,
-        f"CPU autocast {'works' if casts_on_cpu else 'does not cast'}; GradScaler('cpu') "
-        f"{'enabled' if scaler_on_cpu else 'disabled'}",
-        errata,
+    inputs = make_transformer({"width": 64, "batch": 8}, BF16, device, seed=0)
+    losses, truth = amp_step(*inputs).double(), train_float64(*inputs)
+    error = ((losses - truth).abs() / truth.abs()).max().item()
+    return judge_cpu_autocast(
+        out_bf16.dtype == BF16 and out_fp16.dtype == FP16, error, torch.amp.GradScaler("cpu").is_enabled()
     )
+
+
+def judge_cpu_autocast(casts_on_cpu: bool, loss_error: float, scaler_on_cpu: bool) -> Finding:
+    """The notes' "混合精度训练只能在gpu上进行": fails where the CPU runs mixed precision — autocast
+    casts matmuls to the low dtypes and a bf16-autocast training run's losses stay within the
+    case's bound of the float64 truth (3u_bf16: `CASE.tolerance`); holds where CPU autocast casts
+    nothing; depends where it casts but the run misses the bound (the training, not the casting,
+    is then in question)."""
+    bound = 3 * U[BF16]
+    trains = loss_error <= bound
+    said = (
+        f"CPU autocast {'casts matmuls to bfloat16 and float16' if casts_on_cpu else 'does NOT cast'}; a "
+        f"bf16-autocast training run on the CPU: losses within {loss_error:.2g} relative of float64 "
+        f"(bound 3u_bf16 = {bound:.2g}); GradScaler('cpu') {'enabled' if scaler_on_cpu else 'disabled'}"
+    )
+    if not casts_on_cpu:
+        return Finding(Verdict.HOLDS, said)
+    if not trains:
+        return Finding(Verdict.DEPENDS, said + ": casts, but the run misses the bound")
+    return Finding(Verdict.FAILS, said + ": mixed-precision training runs on the CPU")
 
 
 def _larger_inputs(x, y, *params_and_step):
@@ -575,6 +661,9 @@ INPUT_FAMILIES = {
             "bf16: the first step's large gradients, rounded to 8 bits, move the second loss by "
             "13% (0.750 against 0.663): the 3u bound assumes losses near ln 16, where drift is a "
             "fraction of u per step",
+            "transformer.amp_notes": "the notes' float16 autocast with GradScaler, as transformer.amp's "
+            "fp16: the scaled gradients of a loss of 12.6 overflow fp16 on each of the 3 steps, so each is "
+            "skipped and the scale halved (GradScaler's documented backoff)",
         },
     ),
 }
@@ -589,12 +678,21 @@ CASE = Case(
     source="003 自动混合精度训练",
     make_inputs=make_transformer,
     variants={
-        # fp32 steps are the baseline (context); the AMP steps' losses against float64 decide
-        # "trains_like_fp32".
+        # The notes' own objects (torch.cuda.amp: float16 autocast and GradScaler), on CUDA: their
+        # losses against float64 decide "trains_like_fp32", their timing the hedge. Elsewhere they
+        # are not run: torch.cuda.amp casts nothing on a CPU, so the claims are not measured there.
+        "transformer.amp_notes": optimized(
+            notes_amp_step, requires=("cuda",), dtypes=(FP16,), claim="trains_like_fp32"
+        ),
+        "convnet.amp_notes": optimized(
+            notes_amp_step, inputs=make_convnet, requires=("cuda",), dtypes=(FP16,), claim="trains_like_fp32"
+        ),
+        # fp32 steps are the baseline; torch.autocast on this device, in bf16 and fp16 (the current
+        # API, and CPU autocast, which the notes do not teach), is context.
         "transformer.fp32": naive(fp32_step),
-        "transformer.amp": optimized(amp_step, claim="trains_like_fp32"),
+        "transformer.amp": optimized(amp_step),
         "convnet.fp32": naive(fp32_step, inputs=make_convnet),
-        "convnet.amp": optimized(amp_step, inputs=make_convnet, claim="trains_like_fp32"),
+        "convnet.amp": optimized(amp_step, inputs=make_convnet),
     },
     oracle=train_float64,
     # Losses ≈ ln 16 ≈ 2.8 over 3 steps, never near zero: relative bounds. Autocast rounds GEMM
@@ -616,65 +714,102 @@ CASE = Case(
     claims=(
         Claim(
             "trains_like_fp32",
-            "平时使用一般只需要用torch.cuda.amp.GradScaler以及torch.cuda.amp.autocast即可",
+            "平时使用一般只需要用`torch.cuda.amp.GradScaler`以及`torch.cuda.amp.autocast`即可",
             "003",
             ClaimKind.CORRECTNESS,
+            reading="a training run with the notes' torch.cuda.amp.autocast (float16) and GradScaler gives "
+            "the losses of the float64 run within float16's rounding; on CUDA only (not measured elsewhere)",
+        ),
+        Claim(
+            "gpu_only",
+            "混合精度训练只能在gpu上进行, 因为底层是使用Nvidia为自家gpu提供的`Float16`高效数值运算能力",
+            "003",
+            ClaimKind.BEHAVIOUR,
+            reading="mixed-precision training cannot run on a CPU: fails where CPU autocast casts to the low "
+            "dtypes and a CPU mixed-precision run trains like float64",
         ),
         Claim(
             "enabled_flag",
-            "可以设置enabled参数, 当它为True时, 则启用amp训练, 否则等价于通常的训练方式",
+            "并且可以设置`enabled`参数, 当它为`True`时, 则启用amp训练, 否则等价于通常的训练方式",
             "003",
             ClaimKind.BEHAVIOUR,
+            reading="the notes' loop with enabled=False ends on the plain loop's parameters bit for bit; "
+            "with enabled=True its model runs in float16 and the scaler is on (CUDA: the notes' "
+            "torch.cuda.amp)",
         ),
         Claim(
-            "not_necessarily_faster", "实际体验上: amp训练计算速度与内存消耗未必快", "003", ClaimKind.HEDGE
+            "not_necessarily_faster",
+            "实际体验上: amp训练计算速度与内存消耗未必快",
+            "003",
+            ClaimKind.HEDGE,
+            reading="at some size measured, the notes' AMP step is not faster, or not lighter, than the fp32 "
+            "step (CUDA: the notes' torch.cuda.amp)",
         ),
         Claim(
             "scale",
-            "scaler.scale(loss).backward()可以简单地理解为: (loss*scaler.get_scale()).backward() … "
+            "`scaler.scale(loss).backward()`可以简单地理解为: `(loss*scaler.get_scale()).backward()` … "
             "(所有参数共用一个倍数)",
             "003",
             ClaimKind.BEHAVIOUR,
+            reading="scale(loss) is loss·get_scale(), and every parameter's grad is scaled by that one "
+            "factor",
         ),
         Claim(
             "step_unscales",
-            "scaler.step(optimizer)可以简单理解为, 首先缩小每个参数的grad属性"
-            "(原地修改, 并且实际上就是调用了unscale_方法), "
-            "之后调用optimizer.step(); print(x) # [0.9993, 1.9993]",
+            "`scaler.step(optimizer)`可以简单理解为, 首先缩小每个参数的`grad`属性"
+            "(原地修改, 并且实际上就是调用了`unscale_`方法), 之后调用`optimizer.step()` … "
+            "print(x) # [0.9993, 1.9993]",
+            "003",
+            ClaimKind.BEHAVIOUR,
+            reading="step() divides .grad in place (as unscale_ does) before optimizer.step(); the notes' "
+            "example (clip after unscale_) ends on x = [0.9993, 1.9993]",
+        ),
+        Claim(
+            "state_machine",
+            "`unscale_`函数会首先检查当前状态, 如果是`UNSCALED`或者`STEPPED`直接报错, "
+            "因此每次调用`step`后必须使用`update`才能使用`unscale_`",
             "003",
             ClaimKind.BEHAVIOUR,
         ),
         Claim(
-            "state_machine",
-            "unscale_函数会首先检查当前状态, 如果是UNSCALED或者STEPPED直接报错, "
-            "因此每次调用step后必须使用update才能使用unscale_",
+            "update_from_any_state",
+            "update: READY/UNSCALED/STEPPED -> READY",
             "003",
             ClaimKind.BEHAVIOUR,
+            reading="update() called in any of the three states (nothing unscaled yet, unscaled, stepped) "
+            "returns the optimizer's state to READY",
         ),
-        Claim("update", "scaler.update(): 大概是更新放缩比例", "003", ClaimKind.BEHAVIOUR),
+        Claim(
+            "update",
+            "`scaler.update()`: 大概是更新放缩比例",
+            "003",
+            ClaimKind.BEHAVIOUR,
+            reading="update() changes the scale: after an inf grad (step skipped) it halves it",
+        ),
     ),
     checks={
         "scale_multiplies": Check(check_scale_multiplies, claim="scale"),
         "unscale_in_place": Check(check_unscale_in_place, claim="step_unscales"),
         "double_unscale_raises": Check(check_double_unscale_raises, claim="state_machine"),
         "inf_skips_step": Check(check_inf_skips_step, claim="update"),
+        "update_from_each_state": Check(check_update_from_each_state, claim="update_from_any_state"),
         "clip_after_unscale": Check(check_clip_after_unscale, claim="step_unscales"),
         "notes_usage": Check(check_notes_usage, claim="enabled_flag"),
         # Why fp16 needs the scaler: the notes do not say; context.
         "fp16_needs_scaler": Check(check_fp16_needs_scaler),
-        # Statements about torch (spellings, "GPU only"): errata, deciding nothing.
+        # The spelling: an erratum, deciding nothing.
         "deprecated_spelling": Check(check_deprecated_spelling, devices=("cpu",)),
-        "cpu_autocast_exists": Check(check_cpu_autocast_exists, devices=("cpu",)),
+        "cpu_autocast_exists": Check(check_cpu_autocast_exists, devices=("cpu",), claim="gpu_only"),
     },
-    # "amp训练计算速度与内存消耗未必快" is one hedge over time and memory: AMP does not
-    # necessarily pay. A point (any size, dtype, device measured) where either gain is missing
-    # bears it out.
+    # "amp训练计算速度与内存消耗未必快" is one hedge over time and memory: the notes' AMP does not
+    # necessarily pay. A point (any size measured) where either gain is missing bears it out; the
+    # notes' torch.cuda.amp runs on CUDA only, so elsewhere nothing is timed and it is not measured.
     verdict=AllOf(
         (
             AnyOf(
                 (
-                    NotFaster("transformer.amp", "transformer.fp32"),
-                    NotLighter("transformer.amp", "transformer.fp32"),
+                    NotFaster("transformer.amp_notes", "transformer.fp32"),
+                    NotLighter("transformer.amp_notes", "transformer.fp32"),
                 ),
                 claim="not_necessarily_faster",
             ),

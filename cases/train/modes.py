@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from cases.spec import UNIT_ROUNDOFF, Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import UNIT_ROUNDOFF, Case, Check, Claim, ClaimKind, Finding, Verdict
 
 U32 = UNIT_ROUNDOFF[torch.float32]
 # A kept value is x·fl(1/(1−p)), the reference x/fl(1−p): ≤ 4 roundings of u apart, ×2 margin;
@@ -99,43 +99,45 @@ def check_dropout2d_channels(device):
         torch.manual_seed(3)
         out = nn.Dropout2d(p).train()(x)
     zero = out == 0
-    plane_zero = zero.all(dim=(2, 3))
-    all_or_nothing = torch.equal(plane_zero, zero.any(dim=(2, 3)))
     kept = ~zero
     scaled = torch.allclose(out[kept], x[kept] / (1 - p), rtol=KEPT_RTOL, atol=0)  # a product: relative
-    dropped_planes = int(plane_zero.sum())
-    # The notes: "zeroes all channels at one position". Observed: a position keeps some channels.
+    # What the notes say is zeroed: all channels at one (n, h, w) position, i.e. zero.all(dim=1).
     positions_all_zero = int(zero.all(dim=1).sum())
     positions_mixed = int((zero.any(dim=1) & ~zero.all(dim=1)).sum())
-    whole = all_or_nothing and scaled and 0 < dropped_planes < n * c
+    # What torch zeroes: a whole H×W plane of one (n, c) channel.
+    plane_zero = zero.all(dim=(2, 3))
+    whole_planes = torch.equal(plane_zero, zero.any(dim=(2, 3))) and scaled
     return judge_dropout2d(
-        whole,
-        positions_mixed,
-        positions_all_zero,
-        f"Dropout2d {'zeroes whole channels' if whole else 'does NOT zero whole channels'}: of {n}×{c} H×W "
-        f"planes {dropped_planes} all-zero, the others "
-        + (
-            f"all ×{1 / (1 - p):g}" if scaled and all_or_nothing else "partly zeroed or not scaled by 1/(1−p)"
-        ),
-        n * h * w,
+        positions_mixed, positions_all_zero, n * h * w, int(plane_zero.sum()), n * c, whole_planes
     )
 
 
-def judge_dropout2d(whole_planes: bool, positions_mixed: int, positions_all_zero: int, evidence, positions):
-    """The technique: Dropout2d drops whole channels (the plane check above asserted each plane is
-    all-zero or all scaled; some but not all were dropped). The notes' "一个位置处的所有通道全部置 0"
-    (all channels at one position) is a wrong statement where positions keep some channels."""
-    errata = ()
-    if positions_mixed:
-        errata = (
-            Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "nn.Dropout2d 是将输入中的一个位置处的所有通道全部置 0",
-                f"{positions_mixed}/{positions} positions have some channels zeroed and others kept, "
-                f"{positions_all_zero} all-zero: it zeroes whole channels",
-            ),
-        )
-    return Finding(Verdict.HOLDS if whole_planes else Verdict.FAILS, evidence, errata)
+def judge_dropout2d(
+    positions_mixed: int,
+    positions_all_zero: int,
+    positions: int,
+    planes_zero: int,
+    planes: int,
+    whole_planes: bool,
+) -> Finding:
+    """The notes: Dropout2d "将输入中的一个位置处的所有通道全部置 0" — zeroes all channels at one
+    position. Holds where every (n, h, w) position is either zeroed across all its channels or kept,
+    and some are zeroed; fails where positions keep some channels and lose others. What it does
+    instead (whole H×W planes of a channel zeroed, the rest scaled by 1/(1−p)) is the evidence."""
+    holds = positions_mixed == 0 and positions_all_zero > 0
+    instead = (
+        f"it zeroes whole channels: {planes_zero} of {planes} H×W planes all-zero, the others all ×1/(1−p)"
+        if whole_planes and 0 < planes_zero < planes
+        else f"{planes_zero} of {planes} H×W planes all-zero, the others NOT all kept and scaled by 1/(1−p)"
+    )
+    return Finding(
+        Verdict.HOLDS if holds else Verdict.FAILS,
+        f"{positions_mixed}/{positions} (n, h, w) positions have some channels zeroed and others kept, "
+        f"{positions_all_zero} have all channels zeroed: "
+        + ("all channels at a position go together" if holds else "NOT all channels at one position")
+        + f"; {instead}"
+        + ("" if holds else "; use Dropout2d to drop whole feature maps (channels), not positions"),
+    )
 
 
 def _bn_by_hand(batches, momentum, eps=1e-5):
@@ -254,33 +256,47 @@ CASE = Case(
     id="train.modes",
     tier=3,
     claim="Dropout zeroes with probability p and scales the rest by 1/(1−p) in train mode, is the identity "
-    "in eval; Dropout2d zeroes whole channels; BatchNorm updates running stats with momentum; "
+    "in eval; Dropout2d zeroes whole channels (not, as the notes say, all channels at a position); "
+    "BatchNorm updates running stats with momentum; "
     "modules start in train mode.",
     source="001 dropout / BatchNorm2d, 003 杂录",
     claims=(
         Claim(
             "dropout",
-            "测试阶段: 直接将输入原封不动地输出; 训练阶段: 以`p"
-            "`的概率将输入的分量置为0, 其余分量变为`1/(1-p)`倍 "
-            "(# [0.0000, 2.8571, 4.2857, 5.7143, 7.1429])",
+            "测试阶段: 直接将输入原封不动地输出 … "
+            "训练阶段: 以`p`的概率将输入的分量置为0, 其余分量变为`1/(1-p)`倍 … "
+            "# [0.0000, 2.8571, 4.2857, 5.7143, 7.1429]",
             "003",
             ClaimKind.BEHAVIOUR,
+            reading="nn.Dropout(p) zeroes each element with probability p and scales the rest by 1/(1−p) in "
+            "train mode (the notes' p=0.3 example prints x/(1−p)), and is the identity in eval mode",
         ),
         Claim(
             "dropout2d",
-            "nn.Dropout2d … 置 0 [zeroes whole channels; which elements the notes say it zeroes, "
-            "'一个位置处的所有通道', is an erratum]",
+            "nn.Dropout2d 是将输入中的一个位置处的所有通道全部置 0",
             "001",
             ClaimKind.BEHAVIOUR,
+            reading="Dropout2d zeroes, at a random spatial position, all the channels there (each (n, h, w) "
+            "position all-zero across channels or kept)",
         ),
         Claim(
             "batchnorm",
-            "记录运行时`running_mean`, `running_var`, `num_batches_tracked` 作为测试阶段的 μ 和 σ "
-            "(if self.momentum is None:  # use cumulative moving average)",
+            "记录运行时`running_mean`, `running_var`, `num_batches_tracked` "
+            "作为测试阶段的 $\\mu$ 和 $\\sigma$"
+            " … `forward` 时，传入`self.running_mean`, `self.running_var` 作为记录",
             "001",
             ClaimKind.BEHAVIOUR,
+            reading="BatchNorm2d updates running_mean/running_var (unbiased batch variance) with momentum, "
+            "or as a cumulative average when momentum is None, counts num_batches_tracked, and eval "
+            "normalises with them (train with the batch's own, biased, statistics)",
         ),
-        Claim("default_train", "`torch.nn.Module`的默认模式为**train**", "003", ClaimKind.BEHAVIOUR),
+        Claim(
+            "default_train",
+            "`torch.nn.Module`的默认模式为**train**",
+            "003",
+            ClaimKind.BEHAVIOUR,
+            reading="a new module and all its submodules start with training=True; eval()/train() recurse",
+        ),
     ),
     checks={
         "dropout_scale": Check(check_dropout_scale, claim="dropout"),

@@ -53,9 +53,10 @@ class Verdict(str, enum.Enum):
     FAILS = "fails"
     DEPENDS = "depends"  # on hardware, torch version or size: the evidence says which
     NOT_MEASURED = "not measured"
-    # A test that should have decided a claim went red where the suite itself broke (a crash, a
-    # precondition of the check): the claim is neither held nor failed, and the test is named.
-    # Reached only by the reports from red tests, never by a check's own finding.
+    # Neither held nor failed: a test that should have decided a claim went red where the suite
+    # itself broke (a crash, a precondition of the check: the test is named), or the machine was
+    # too busy or too noisy to tell (a check's timed finding says "machine busy" and the load).
+    # Noise is never a condition, so never `depends`.
     COULD_NOT_JUDGE = "could not judge"
 
 

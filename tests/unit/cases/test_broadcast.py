@@ -1,28 +1,10 @@
 """The judges of `cases/broadcast.py`: each verdict follows from what its check observed (a different
-observation gives a different verdict), and an erratum appears only where the notes were wrong."""
+observation gives a different verdict), and an erratum appears only where the notes slipped."""
 
 from __future__ import annotations
 
 from cases import broadcast
 from harness.contract.record import ErratumKind, Verdict
-
-
-def test_broadcast_notes_array_shapes_are_errata():
-    wrong = [("b.shape is (1,6)", (1, 6), (1, 5))]
-    f = broadcast.judge_notes_examples(True, (5, 5, 3), True, wrong)
-    assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_SHAPE_OR_FORMULA
-    assert "(1, 5)" in f.errata[0].evidence
-    assert broadcast.judge_notes_examples(False, (5, 5, 3), True, wrong).verdict is Verdict.FAILS
-
-
-def test_broadcast_rule_one_is_an_erratum_and_rule_two_decides():
-    from cases import broadcast
-
-    counts = {"compatible": 120, "incompatible": 40}
-    f = broadcast.judge_rules(counts, "run", "((), ())")
-    assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_STATEMENT
-    assert broadcast.judge_rules(counts, "run", "").errata == ()
-    assert broadcast.judge_rules({**counts, "incompatible": 0}, "run", "").verdict is Verdict.FAILS
 
 
 def _kinds(finding):
@@ -32,15 +14,56 @@ def _kinds(finding):
 # ---- broadcast.rules -----------------------------------------------------------------------------
 
 
-def test_broadcast_rule_two_decides_and_rule_one_is_a_wrong_statement():
-    from cases import broadcast
+def test_broadcast_notes_array_shapes_are_shape_slips():
+    wrong = [("b.shape is (1,6)", (1, 6), (1, 5))]
+    f = broadcast.judge_notes_examples(True, (5, 5, 3), True, wrong)
+    assert f.verdict is Verdict.HOLDS and _kinds(f) == [ErratumKind.SHAPE_SLIP]
+    assert "(1, 5)" in f.errata[0].evidence
+    assert broadcast.judge_notes_examples(False, (5, 5, 3), True, wrong).verdict is Verdict.FAILS
 
+
+def test_broadcast_rule_two_decides_on_every_pair():
     counts = {"compatible": 127, "incompatible": 38, "mismatch": 0}
-    f = broadcast.judge_rules(counts, "run", "((), ()) broadcasts to ()")
-    assert f.verdict is Verdict.HOLDS and _kinds(f) == [ErratumKind.WRONG_STATEMENT]
-    assert broadcast.judge_rules(counts, "run", "").errata == ()  # had 0-dim tensors refused, rule 1 stands
-    assert broadcast.judge_rules({**counts, "mismatch": 1}, "run", "x").verdict is Verdict.FAILS
-    assert broadcast.judge_rules({**counts, "compatible": 0}, "run", "").verdict is Verdict.FAILS
+    f = broadcast.judge_rules(counts, "run")
+    assert f.verdict is Verdict.HOLDS and f.errata == ()
+    # A rule that aligns from the left, or forgets "missing", disagrees with torch on some pair.
+    assert broadcast.judge_rules({**counts, "mismatch": 1}, "run").verdict is Verdict.FAILS
+    assert broadcast.judge_rules({**counts, "compatible": 0}, "run").verdict is Verdict.FAILS
+    assert broadcast.judge_rules({**counts, "incompatible": 0}, "run").verdict is Verdict.FAILS
+
+
+def test_broadcast_rule_one_is_a_claim_that_fails_where_0_dim_tensors_broadcast():
+    seen = [((), (), ()), ((), (3,), (3,))]
+    f = broadcast.judge_zero_dim(seen)
+    assert f.verdict is Verdict.FAILS and f.errata == () and "2 of 2" in f.evidence
+    # A torch that refused 0-dim operands would bear the notes out.
+    assert broadcast.judge_zero_dim([((), (), None), ((), (3,), None)]).verdict is Verdict.HOLDS
+
+
+def test_broadcast_outer_examples_decide():
     assert broadcast.judge_notes_examples(True, (5, 5, 3), True).verdict is Verdict.HOLDS
     assert broadcast.judge_notes_examples(True, (5, 5, 3), False).verdict is Verdict.FAILS
     assert broadcast.judge_notes_examples(False, (5, 5, 3), True).verdict is Verdict.FAILS
+    # (1,r,c) + (1,r,c) by mistake: no pair axis.
+    assert broadcast.judge_notes_examples(True, (1, 5, 3), True).verdict is Verdict.FAILS
+
+
+# ---- broadcast.outer -----------------------------------------------------------------------------
+
+
+def test_broadcast_notes_outer_product_decides_on_shape_and_values():
+    assert broadcast.judge_notes_outer((3, 5, 5), True, False, (3, 5)).verdict is Verdict.HOLDS
+    f = broadcast.judge_notes_outer((3, 5, 5), False, True, (3, 5))
+    assert f.verdict is Verdict.HOLDS and "swapped" in f.evidence
+    # (s,1,c) * (s,1,c): an elementwise product, no outer product.
+    assert broadcast.judge_notes_outer((3, 1, 5), False, False, (3, 5)).verdict is Verdict.FAILS
+    assert broadcast.judge_notes_outer((3, 5, 5), False, False, (3, 5)).verdict is Verdict.FAILS
+
+
+def test_broadcast_no_copies_fails_where_an_op_allocates_more_than_its_output():
+    out = 512 * 512 * 4
+    f = broadcast.judge_no_copies({"add": out, "mul": out}, out, 3 * out)
+    assert f.verdict is Verdict.HOLDS and "the output alone" in f.evidence
+    # An implementation that expands the operands into copies first allocates three outputs' worth.
+    f = broadcast.judge_no_copies({"add": 3 * out, "mul": out}, out, 3 * out)
+    assert f.verdict is Verdict.FAILS and "MORE" in f.evidence

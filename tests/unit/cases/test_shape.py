@@ -59,12 +59,21 @@ def test_shape_pad_by_hand_is_an_independent_truth():
     assert shape._torch_pad_arg([(1, 0), (0, 2)]) == (0, 2, 1, 0)
 
 
-def test_shape_unbatched_inputs_make_the_minibatch_claim_a_wrong_statement():
+def test_shape_unbatched_inputs_make_the_minibatch_claim_fail():
     from cases import shape
 
     seen = {"Conv2d": ((3, 7, 7), (4, 5, 5), "equals the batch of one"), "Linear": ((6,), (2,), "equals")}
     f = shape.judge_unbatched_inputs(True, seen)
-    assert f.verdict is Verdict.HOLDS and _kinds(f) == [ErratumKind.WRONG_STATEMENT]
+    assert f.verdict is Verdict.FAILS and f.errata == () and "Conv2d and Linear" in f.evidence
+    one = {**seen, "Linear": ((6,), None, "shapes")}
+    assert shape.judge_unbatched_inputs(True, one).verdict is Verdict.FAILS
     refused = {"Conv2d": ((3, 7, 7), None, "Expected 4D input"), "Linear": ((6,), None, "shapes")}
-    assert shape.judge_unbatched_inputs(True, refused).errata == ()  # an older torch: the notes were right
-    assert shape.judge_unbatched_inputs(False, seen).verdict is Verdict.FAILS
+    assert shape.judge_unbatched_inputs(True, refused).verdict is Verdict.HOLDS  # an older torch
+    assert shape.judge_unbatched_inputs(False, refused).verdict is Verdict.FAILS
+
+
+def test_shape_minibatch_claim_quotes_the_whole_statement():
+    from cases import get_case
+
+    (claim,) = [c for c in get_case("shape.ops").claims if c.id == "minibatch_first"]
+    assert claim.quote.startswith("nn.Module的所有模块都是带有minibatch的")

@@ -8,12 +8,16 @@ from harness.contract.record import Verdict
 
 
 def test_sparse_coo_layout_follows_the_observed_layout():
-    assert sparse.judge_coo_layout(310, "int64", (2, 310), (310,), True, 2).verdict is Verdict.HOLDS
-    assert sparse.judge_coo_layout(310, "int32", (2, 310), (310,), True, 2).verdict is Verdict.FAILS
-    assert sparse.judge_coo_layout(310, "int64", (310, 2), (310,), True, 2).verdict is Verdict.FAILS
-    assert (
-        sparse.judge_coo_layout(310, "int64", (2, 310), (310,), True, 1).verdict is Verdict.FAILS
-    )  # 0 dropped
+    assert sparse.judge_coo_layout(310, "int64", (2, 310), (310,), True).verdict is Verdict.HOLDS
+    assert sparse.judge_coo_layout(310, "int32", (2, 310), (310,), True).verdict is Verdict.FAILS
+    assert sparse.judge_coo_layout(310, "int64", (310, 2), (310,), True).verdict is Verdict.FAILS
+    assert sparse.judge_coo_layout(310, "int64", (2, 310), (310,), False).verdict is Verdict.FAILS
+
+
+def test_sparse_stores_zeros_follows_what_was_kept():
+    assert sparse.judge_stores_zeros(2, 2, 0).verdict is Verdict.HOLDS
+    assert sparse.judge_stores_zeros(1, 2, 0).verdict is Verdict.FAILS  # coalesce dropped the 0
+    assert sparse.judge_stores_zeros(2, 1, 0).verdict is Verdict.FAILS
 
 
 def test_sparse_where_it_turns_over_sizes_and_densities():

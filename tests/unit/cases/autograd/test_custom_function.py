@@ -1,31 +1,46 @@
 """The judges of `cases/autograd/custom_function.py`: each verdict follows from what its check observed (a
-different observation gives a different verdict), and an erratum appears only where the notes were wrong."""
+different observation gives a different verdict), and the notes' BinarizedF is judged as written."""
 
 from __future__ import annotations
 
-from harness.contract.record import ErratumKind, Verdict
+from harness.contract.record import Verdict
 
 
-def test_custom_function_forward_and_module_follow_the_observation():
+def test_custom_function_forward_follows_the_observation():
     from cases.autograd import custom_function as cf
 
-    assert cf.judge_forward({"NotesBinarizedF": 0, "BinarizedF": 0}, 257).verdict is Verdict.HOLDS
-    assert cf.judge_forward({"NotesBinarizedF": 1, "BinarizedF": 0}, 257).verdict is Verdict.FAILS
+    assert cf.judge_forward(0, 257).verdict is Verdict.HOLDS
+    # A forward with sign(0) = 0 or −1 (torch.sign, input_ > 0) is wrong on the edge value.
+    assert cf.judge_forward(1, 257).verdict is Verdict.FAILS
+
+
+def test_module_layer_judges_the_wrapper_on_what_it_routes():
+    from cases.autograd import custom_function as cf
+
     assert cf.judge_module_in_network([], 0.5, True).verdict is Verdict.HOLDS
+    # A wrapper that detaches (no gradient reaches the first Linear), owns a parameter, or routes
+    # something other than its Function's backward.
     assert cf.judge_module_in_network([], 0.0, True).verdict is Verdict.FAILS
     assert cf.judge_module_in_network(["1.w"], 0.5, True).verdict is Verdict.FAILS
     assert cf.judge_module_in_network([], 0.5, False).verdict is Verdict.FAILS
 
 
-def test_custom_function_ste_erratum_never_decides():
+def test_ste_backward_is_judged_on_the_notes_class():
     from cases.autograd import custom_function as cf
 
-    f = cf.judge_ste_backward(True, 3.47, True)
-    assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.WRONG_SHAPE_OR_FORMULA]
-    assert "3.47" in f.errata[0].evidence and "out.sum() only" in f.errata[0].evidence
-    assert not cf.judge_ste_backward(True, 0.0, True).errata
-    assert cf.judge_ste_backward(True, 0.0, False).errata  # wrong even with all-ones upstream
-    assert cf.judge_ste_backward(False, 3.47, True).verdict is Verdict.FAILS
+    # What the notes' backward gives: right for out.sum() only, 54× off in the net, does not train.
+    f = cf.judge_ste_backward(True, 3.47, False, 54.5, -0.021, True, (0.75, 0.08))
+    assert f.verdict is Verdict.FAILS and not f.errata
+    assert "drops output_grad" in f.evidence and "54.5×" in f.evidence and "cosine -0.021" in f.evidence
+    assert "grad_output * mask" in f.evidence and "use that" in f.evidence
+    # A backward with the chain rule applied holds.
+    assert cf.judge_ste_backward(True, 0.0, True, 1.0, 1.0, True, (0.08, 0.08)).verdict is Verdict.HOLDS
+    # Wrong even for the all-ones upstream, or right in isolation but not in the net: fails.
+    assert cf.judge_ste_backward(False, 0.0, True, 1.0, 1.0, True, (0.1, 0.1)).verdict is Verdict.FAILS
+    assert cf.judge_ste_backward(True, 0.0, False, 2.0, 0.9, True, (0.1, 0.1)).verdict is Verdict.FAILS
+    # The advice is only given where the corrected form was seen to work.
+    no_advice = cf.judge_ste_backward(True, 3.47, False, 54.5, -0.02, False, (0.75, 0.9))
+    assert "use that" not in no_advice.evidence and "still does NOT" in no_advice.evidence
 
 
 def test_custom_function_gradcheck_decides_on_the_smooth_function():
@@ -36,33 +51,14 @@ def test_custom_function_gradcheck_decides_on_the_smooth_function():
     assert "accepts" in cf.judge_gradcheck(True, True).evidence
 
 
-def _kinds(finding):
-    return [e.kind for e in finding.errata]
+def test_the_notes_class_is_compiled_from_the_notes():
+    import torch
 
-
-# ---- autograd.custom_function ----------------------------------------------------------------------
-
-
-def test_ste_backward_claim_quotes_the_technique_and_the_faulty_code_is_the_erratum():
-    from cases import get_case
     from cases.autograd import custom_function as cf
 
-    f = cf.judge_ste_backward(True, 3.47, True)
-    assert f.verdict is Verdict.HOLDS and _kinds(f) == [ErratumKind.WRONG_SHAPE_OR_FORMULA]
-    assert "torch.where(input_abs <= 1, ones, zeros)" in f.errata[0].quote
-    assert cf.judge_ste_backward(False, 3.47, True).verdict is Verdict.FAILS
-    (claim,) = [c for c in get_case("autograd.custom_function").claims if c.id == "ste_backward"]
-    assert "torch.where" not in claim.quote and "backward" in claim.quote
-
-
-def test_autograd_ste_and_hook_errata_never_decide():
-    from cases.autograd import custom_function, hooks
-
-    f = custom_function.judge_ste_backward(True, 3.47)
-    assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_SHAPE_OR_FORMULA
-    assert custom_function.judge_ste_backward(True, 0.0).errata == ()
-    assert custom_function.judge_ste_backward(False, 0.0).verdict is Verdict.FAILS
-    h = hooks.judge_notes_backward_hook(True, float("inf"), "Using a non-full backward hook", "shape")
-    assert h.verdict is Verdict.HOLDS and h.errata[0].kind is ErratumKind.DEPRECATED_API
-    assert hooks.judge_notes_backward_hook(True, 0.0, "", "").errata == ()
-    assert hooks.judge_notes_backward_hook(False, 0.0, "", "").verdict is Verdict.FAILS
+    notes_f, notes_module = cf.notes_classes()
+    assert notes_f.__name__ == "BinarizedF" and notes_f is not cf.BinarizedF
+    x = torch.tensor([-2.0, -0.5, 0.0, 0.5, 2.0], requires_grad=True)
+    (notes_f.apply(x) * 3).sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 1.0, 1.0, 0.0]  # the mask: output_grad 3 is dropped
+    assert isinstance(notes_module(), torch.nn.Module)

@@ -34,25 +34,36 @@ def test_repeat_interleave_and_repeat():
     seen = {"flattens": True, "dim=0": True}
     assert sampling_ops.judge_repeat_interleave(seen).verdict is Verdict.HOLDS
     assert sampling_ops.judge_repeat_interleave({**seen, "dim=0": False}).verdict is Verdict.FAILS
-    f = sampling_ops.judge_repeat(True, False, [1, 1, 2, 2])
-    assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_STATEMENT
+    # numpy's ndarray.repeat repeats elements: the notes' likeness fails, their spelling a typo
+    f = sampling_ops.judge_repeat(True, False, [1, 1, 2, 2], ["np.arrary"])
+    assert f.verdict is Verdict.FAILS and [e.kind for e in f.errata] == [ErratumKind.TYPO]
+    assert sampling_ops.judge_repeat(True, True, [1, 2, 1, 2]).verdict is Verdict.HOLDS
     assert sampling_ops.judge_repeat(True, True, [1, 2, 1, 2]).errata == ()
-    assert sampling_ops.judge_repeat(False, False, [1, 1, 2, 2]).verdict is Verdict.FAILS
+    assert sampling_ops.judge_repeat(False, True, [1, 2, 1, 2]).verdict is Verdict.FAILS
 
 
-def test_multinomial_bound_n_of_n_is_an_erratum_not_the_claim():
+def test_repeats_size():
+    only_right = {2: "runs → (4, 2)", 3: "raises: must", 1: "raises: must"}
+    assert sampling_ops.judge_repeats_size(only_right, 2).verdict is Verdict.HOLDS
+    broadcast = {**only_right, 1: "runs → (4, 2)"}
+    assert sampling_ops.judge_repeats_size(broadcast, 2).verdict is Verdict.FAILS
+    assert sampling_ops.judge_repeats_size({**only_right, 2: "raises: x"}, 2).verdict is Verdict.FAILS
+
+
+def test_multinomial_bound_n_of_n_fails_the_notes_less_than():
     f = sampling_ops.judge_multinomial_bound(n_of_n_runs=True, permutation=True, over_raises=True)
-    assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_STATEMENT
-    assert "必须小于" in f.errata[0].quote
+    assert f.verdict is Verdict.FAILS and f.errata == () and "≤ n" in f.evidence
     (claim,) = [c for c in get_case("misc.sampling_ops").claims if c.id == "multinomial_bound"]
-    assert "必须小于" not in claim.quote
-    assert sampling_ops.judge_multinomial_bound(True, True, over_raises=False).verdict is Verdict.FAILS
+    assert "必须小于" in claim.quote
+    assert sampling_ops.judge_multinomial_bound(False, True, over_raises=True).verdict is Verdict.HOLDS
+    assert sampling_ops.judge_multinomial_bound(False, True, over_raises=False).verdict is Verdict.FAILS
 
 
-def test_repeat_erratum_is_observed():
+def test_repeat_is_observed_false_with_a_typo():
     import torch
 
-    assert sampling_ops.check_repeat(torch.device("cpu")).errata
+    f = sampling_ops.check_repeat(torch.device("cpu"))
+    assert f.verdict is Verdict.FAILS and [e.kind for e in f.errata] == [ErratumKind.TYPO]
 
 
 def test_nan_judges():
@@ -74,12 +85,3 @@ def test_notes_spellings_are_typos():
     f = sampling_ops.judge_notes_spellings({"x.asstype(np.float32)": "AttributeError: asstype", "ok": ""})
     assert f.verdict is None and [e.kind for e in f.errata] == [ErratumKind.TYPO]
     assert sampling_ops.judge_notes_spellings({"ok": ""}).errata == ()
-
-
-def test_a_bound_the_notes_copy_from_torchs_docstring_is_an_erratum_not_a_failure():
-    from cases.misc import sampling_ops
-
-    f = sampling_ops.judge_multinomial_bound(n_of_n_runs=True, permutation=True, over_raises=True)
-    assert f.verdict is Verdict.HOLDS and f.errata[0].kind is ErratumKind.WRONG_STATEMENT
-    assert not sampling_ops.judge_multinomial_bound(False, True, True).errata
-    assert sampling_ops.judge_multinomial_bound(True, True, False).verdict is Verdict.FAILS

@@ -3,50 +3,43 @@ observation gives a different verdict), and an erratum appears only where the no
 
 from __future__ import annotations
 
-from harness.contract.record import ErratumKind, Verdict
+import torch
 
-
-def test_vgg_containers_and_dropout2d_slips_are_errata():
-    from cases.conv import shapes
-    from cases.nn import containers
-    from cases.train import modes
-
-    v = shapes.judge_vgg16(138_357_544, [(1, (112, 112, 128), (112, 112, 64))], 17, 138_505_128)
-    assert v.verdict is Verdict.HOLDS and len(v.errata) == 2
-    assert shapes.judge_vgg16(138_357_544, [], 16, 138_357_544).errata == ()
-    assert shapes.judge_vgg16(1, [], 16, 1).verdict is Verdict.FAILS
-    n = containers.N
-    rows = {"Net1": (2, 2, 30, 2 * n), "Net1Fixed": (2 * n, 2 * n, 30 * n, 2 * n)}
-    c = containers.judge_shared_layer(rows, "SyntaxError")
-    assert c.verdict is Verdict.HOLDS
-    assert [e.kind for e in c.errata] == [ErratumKind.WRONG_STATEMENT, ErratumKind.TYPO]
-    assert containers.judge_shared_layer({**rows, "Net1": rows["Net1Fixed"]}, "").errata == ()
-    assert containers.judge_shared_layer({**rows, "Net1Fixed": rows["Net1"]}, "").verdict is Verdict.FAILS
-    d = modes.judge_dropout2d(True, 120, 0, "e", 120)
-    assert d.verdict is Verdict.HOLDS and d.errata[0].kind is ErratumKind.WRONG_STATEMENT
-    assert modes.judge_dropout2d(True, 0, 120, "e", 120).errata == ()
-    assert modes.judge_dropout2d(False, 0, 0, "e", 120).verdict is Verdict.FAILS
-
-
-def _kinds(finding):
-    return [e.kind for e in finding.errata]
-
+from harness.contract.record import Verdict
 
 # ---- nn.containers -------------------------------------------------------------------------------
 
 
-def test_containers_repeated_module_is_an_erratum_with_the_counts():
+def test_containers_notes_repeated_module_fails_the_n_layers_claim():
     from cases.nn import containers
 
     n = containers.N
-    rows = {"Net1": (2, 2, 30, 2 * n), "Net2": (2, 2, 30, 2 * n), "Net1Fixed": (2 * n, 2 * n, 30 * n, 2 * n)}
-    c = containers.judge_shared_layer(rows, "SyntaxError (invalid syntax)", True)
-    assert c.verdict is Verdict.HOLDS
-    assert _kinds(c) == [ErratumKind.WRONG_STATEMENT, ErratumKind.TYPO]
-    assert "2 parameter tensors" in c.errata[0].evidence and "changed layer 3" in c.errata[0].evidence
-    independent = {**rows, "Net1": rows["Net1Fixed"]}
-    assert containers.judge_shared_layer(independent, "", False).errata == ()
-    assert containers.judge_shared_layer({**rows, "Net1Fixed": rows["Net1"]}, "").verdict is Verdict.FAILS
+    shared, own = (2, 2, 30, 2 * n), (2 * n, 2 * n, 30 * n, 2 * n)
+    c = containers.judge_shared_layer({"Net1": shared, "Net2": shared, "Net1Fixed": own}, True)
+    assert c.verdict is Verdict.FAILS and not c.errata
+    assert "2 and 2 distinct parameter tensors" in c.evidence and "changed layer 3" in c.evidence
+    assert "use that" in c.evidence
+    # Had the notes' comprehension made a module per entry, the claim would hold.
+    assert (
+        containers.judge_shared_layer({"Net1": own, "Net2": own, "Net1Fixed": own}).verdict is Verdict.HOLDS
+    )
+    # One of the two classes sharing is enough to fail.
+    assert (
+        containers.judge_shared_layer({"Net1": own, "Net2": shared, "Net1Fixed": own}).verdict
+        is Verdict.FAILS
+    )
+    # A deepcopy that did not give n layers: nothing holds.
+    assert containers.judge_shared_layer({"Net1": shared, "Net1Fixed": shared}).verdict is Verdict.FAILS
+
+
+def test_containers_check_runs_the_notes_classes():
+    from cases.nn import containers
+
+    classes = containers.notes_classes()
+    assert set(classes) == {"Net1", "Net2"}
+    layer = torch.nn.Linear(5, 5)
+    assert all(m is layer for m in classes["Net2"](layer, 3).net)
+    assert containers.check_shared_layer(torch.device("cpu")).verdict is Verdict.FAILS
 
 
 def test_modulelist_vs_sequential_follows_order_calling_and_registration():

@@ -38,3 +38,16 @@ def test_kd_crossover_follows_the_gains_at_both_ends():
     assert "from D=8" in kd_vs_brute.judge_crossover(obs(G.FASTER, G.SAME, G.SLOWER), 1, 1, "cpu").evidence
     busy = kd_vs_brute.judge_crossover(obs(G.FASTER, G.SAME, G.SLOWER), 1, 1, "cpu", busy="machine busy (x)")
     assert busy.verdict is Verdict.DEPENDS and "machine busy (x)" in busy.evidence
+
+
+def test_kd_crossover_holds_where_the_tree_ties_brute_force_at_high_d():
+    """The notes: at high D the tree is "as slow as brute force, or even slower": a tie holds."""
+    from cases.nn import kd_vs_brute
+    from harness.contract import gain
+
+    G = gain.Gain
+    obs = [(d, gain.Ratio(1.0, 0.9, 1.1), g) for d, g in zip((2, 64, 256), (G.FASTER, G.FASTER, G.SAME))]
+    f = kd_vs_brute.judge_crossover(obs, 1, 1, "cpu")
+    assert f.verdict is Verdict.HOLDS and "from D=256" in f.evidence
+    high_unclear = [*obs[:2], (256, gain.Ratio(1.0, 0.5, 2.0), G.UNCLEAR)]
+    assert kd_vs_brute.judge_crossover(high_unclear, 1, 1, "cpu").verdict is Verdict.DEPENDS

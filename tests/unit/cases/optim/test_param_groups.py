@@ -3,7 +3,6 @@ different observation gives a different verdict), and an erratum appears only wh
 
 from __future__ import annotations
 
-from cases.optim import param_groups
 from harness.contract.record import ErratumKind, Verdict
 
 
@@ -33,19 +32,6 @@ def test_param_groups_freezing_is_judged_on_the_notes_scenario():
     assert pg.judge_freezing(both, 7, False, 0.0).verdict is Verdict.FAILS
 
 
-def test_param_groups_init_snippet_slips_are_typos():
-    from cases.optim import param_groups as pg
-
-    f = pg.judge_apply_init(True, True, "a leaf Variable", "TypeError", False, "name 'tirch' is not defined")
-    assert (
-        f.verdict is Verdict.HOLDS
-        and [e.kind for e in f.errata] == [ErratumKind.WRONG_STATEMENT] + [ErratumKind.TYPO] * 3
-    )
-    assert "tirch" in f.errata[-1].quote
-    assert pg.judge_apply_init(True, True, None, None, True, None).errata == ()
-    assert pg.judge_apply_init(False, True, None, None, True, None).verdict is Verdict.FAILS
-
-
 def _kinds(finding):
     return [e.kind for e in finding.errata]
 
@@ -63,21 +49,42 @@ def test_param_groups_add_param_group_typo_and_verdict():
     assert pg.judge_add_param_group(None, as_set, [0.1, 0.5], [0.1, 0.5]).verdict is Verdict.FAILS
 
 
-def test_param_groups_fill_without_no_grad_is_a_wrong_statement_the_misspellings_typos():
+RAISED = "RuntimeError: a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def test_param_groups_apply_init_fails_where_the_notes_snippets_raise():
     from cases.optim import param_groups as pg
 
-    f = pg.judge_apply_init(True, True, "a leaf Variable", "TypeError", False, "name 'tirch' is not defined")
-    assert f.verdict is Verdict.HOLDS
-    assert _kinds(f) == [ErratumKind.WRONG_STATEMENT] + [ErratumKind.TYPO] * 3
-    assert "[no torch.no_grad()]" in f.errata[0].quote
-    assert pg.judge_apply_init(True, False, "a leaf Variable", None, True).verdict is Verdict.FAILS
+    # What torch does: fill_ on a parameter outside no_grad raises, so the notes' recipe fails,
+    # and the evidence says the no_grad form works.
+    f = pg.judge_apply_init(RAISED, RAISED, True, True, "TypeError", "name 'tirch' is not defined")
+    assert f.verdict is Verdict.FAILS and "inside torch.no_grad()" in f.evidence and "use that" in f.evidence
+    assert _kinds(f) == [ErratumKind.TYPO, ErratumKind.TYPO] and "tirch" in f.errata[-1].quote
+    # One snippet raising is enough.
+    assert pg.judge_apply_init(None, RAISED, True, True, None, None).verdict is Verdict.FAILS
+    # A torch where the notes' snippets ran and initialised would hold, with no errata.
+    ok = pg.judge_apply_init(None, None, True, True, None, None)
+    assert ok.verdict is Verdict.HOLDS and ok.errata == ()
+    # apply() visiting the parent first, or not reaching every Linear, fails.
+    assert pg.judge_apply_init(None, None, True, False, None, None).verdict is Verdict.FAILS
+    assert pg.judge_apply_init(None, None, False, True, None, None).verdict is Verdict.FAILS
 
 
-def test_param_groups_init_slips_are_typos_and_apply_decides():
-    f = param_groups.judge_apply_init(True, True, "a leaf Variable", "TypeError", False)
-    assert (
-        f.verdict is Verdict.HOLDS
-        and [e.kind for e in f.errata] == [ErratumKind.WRONG_STATEMENT] + [ErratumKind.TYPO] * 2
-    )
-    assert param_groups.judge_apply_init(True, True, None, None, True).errata == ()
-    assert param_groups.judge_apply_init(True, False, None, None, True).verdict is Verdict.FAILS
+def test_param_groups_apply_init_check_runs_the_notes_text():
+    import torch
+
+    from cases.optim import param_groups as pg
+
+    f = pg.check_apply_init(torch.device("cpu"))
+    assert f.verdict is Verdict.FAILS and "leaf Variable" in f.evidence
+    assert all("appply" not in e.quote for e in f.errata)  # the notes' snippets check lists it
+
+
+def test_param_groups_add_param_group_fails_where_a_set_or_a_wrong_default_gets_through():
+    from cases.optim import param_groups as pg
+
+    dup = "some parameters appear in more than one parameter group"
+    assert pg.judge_add_param_group(dup, None, [0.1, 0.5, 0.1], [0.1, 0.5, 0.1]).verdict is Verdict.FAILS
+    # A group without its own lr that did not take the optimizer's default.
+    wrong = pg.judge_add_param_group(dup, "ordered collections", [0.1, 0.5, 0.0], [0.1, 0.5, 0.1])
+    assert wrong.verdict is Verdict.FAILS

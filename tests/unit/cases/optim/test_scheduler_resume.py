@@ -11,19 +11,33 @@ def test_scheduler_resume_raise_follows_the_observation():
 
     f = sr.judge_resume_raises("\"param 'initial_lr' is not specified in param_groups[0] when resuming\"")
     assert f.verdict is Verdict.HOLDS
+    # A torch that builds the scheduler silently (or raises about something else) fails the notes.
     assert sr.judge_resume_raises(None).verdict is Verdict.FAILS
+    assert sr.judge_resume_raises("'lr'").verdict is Verdict.FAILS
 
 
-def test_scheduler_resume_notes_recipe_is_judged_apart_from_the_technique():
+EXACT, LRS_ONLY, WRONG = (True, True, 0.0125), (True, False, 0.0125), (False, False, 0.1)
+
+
+def test_scheduler_resume_is_decided_by_the_notes_two_fixes():
     from cases.optim import scheduler_resume as sr
 
-    exact, lrs_only, wrong = (True, True, 0.0125), (True, False, 0.0125), (False, False, 0.1)
-    f = sr.judge_resume(0.0125, exact, exact, None, lrs_only, wrong, wrong)
-    # The other load order failing is context, never the verdict.
+    # Both of the notes' fixes resume the schedule: holds, whatever the context rows show.
+    f = sr.judge_resume(0.0125, WRONG, EXACT, None, LRS_ONLY, WRONG, WRONG, base_lr_exists=True)
     assert f.verdict is Verdict.HOLDS and not f.errata and "lr 0.1 at epoch" in f.evidence
-    assert sr.judge_resume(0.0125, lrs_only, exact, None, lrs_only, wrong, wrong).verdict is Verdict.FAILS
-    # The notes' recipe failing is an erratum of the notes; the technique done right decides.
-    g = sr.judge_resume(0.0125, exact, wrong, None, lrs_only, wrong, wrong)
-    assert g.verdict is Verdict.HOLDS and [e.kind for e in g.errata] == [ErratumKind.WRONG_STATEMENT]
-    h = sr.judge_resume(0.0125, exact, (False, False, float("nan")), "'initial_lr'", wrong, wrong, wrong)
-    assert h.verdict is Verdict.HOLDS and len(h.errata) == 2 and "KeyError" in h.errata[0].evidence
+    # The notes' state-dict fix resuming at another lr, or raising, fails, though the better way works.
+    g = sr.judge_resume(0.0125, EXACT, WRONG, None, LRS_ONLY, WRONG, WRONG, base_lr_exists=True)
+    assert g.verdict is Verdict.FAILS and "NOT the uninterrupted" in g.evidence and not g.errata
+    raised = (False, False, float("nan"))
+    h = sr.judge_resume(0.0125, EXACT, raised, "'initial_lr'", LRS_ONLY, WRONG, WRONG, base_lr_exists=True)
+    assert h.verdict is Verdict.FAILS and "raises KeyError" in h.evidence
+    # initial_lr by hand resuming at another lr fails too.
+    assert sr.judge_resume(0.0125, EXACT, EXACT, None, WRONG, WRONG, WRONG, True).verdict is Verdict.FAILS
+
+
+def test_scheduler_resume_base_lr_is_a_typo():
+    from cases.optim import scheduler_resume as sr
+
+    f = sr.judge_resume(0.0125, EXACT, EXACT, None, LRS_ONLY, WRONG, WRONG, base_lr_exists=False)
+    assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.TYPO]
+    assert "base_lrs" in f.errata[0].evidence

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cases import get_case
 from cases.precision import tf32
-from harness.contract.record import ErratumKind, Verdict
+from harness.contract.record import Verdict
 
 # ---- precision.tf32 --------------------------------------------------------------------------------
 
@@ -67,11 +67,20 @@ def test_tf32_speed_claim_is_the_notes_flags_and_bf16_is_context():
     assert torch.equal(tf32.conv_notes_flag(x, w), tf32._conv(False)(x, w))
 
 
-def test_tf32_defaults_are_wrong_default_errata_and_decide_nothing():
+def test_tf32_defaults_are_a_claim_that_fails_where_a_flag_reads_false():
     from cases.precision import tf32
 
+    # torch >= 1.12: matmul's flag defaults to False, cuDNN's to True: the notes' "both True" fails.
     f = tf32.judge_defaults(False, True, "e")
-    assert f.verdict is None and [e.kind for e in f.errata] == [ErratumKind.WRONG_DEFAULT]
-    assert "matmul" in f.errata[0].quote
-    assert len(tf32.judge_defaults(False, False, "e").errata) == 2
-    assert tf32.judge_defaults(True, True, "e").errata == ()
+    assert f.verdict is Verdict.FAILS and f.errata == () and "cuda.matmul.allow_tf32" in f.evidence
+    assert tf32.judge_defaults(True, False, "e").verdict is Verdict.FAILS
+    assert tf32.judge_defaults(False, False, "e").verdict is Verdict.FAILS
+    # torch 1.7-1.11, where both were True: the claim holds.
+    assert tf32.judge_defaults(True, True, "e").verdict is Verdict.HOLDS
+    assert tf32.judge_defaults(None, None, "the interpreter failed").verdict is Verdict.NOT_MEASURED
+
+
+def test_tf32_defaults_claim_is_declared_and_decided_by_its_check():
+    case = get_case("precision.tf32")
+    assert case.checks["defaults"].claim == "defaults"
+    assert "defaults" in {c.id for c in case.claims}

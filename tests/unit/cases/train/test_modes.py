@@ -3,12 +3,7 @@ observation gives a different verdict), and an erratum appears only where the no
 
 from __future__ import annotations
 
-from harness.contract.record import ErratumKind, Verdict
-
-
-def _kinds(finding):
-    return [e.kind for e in finding.errata]
-
+from harness.contract.record import Verdict
 
 # ---- train.modes ---------------------------------------------------------------------------------
 
@@ -23,13 +18,19 @@ def test_dropout_scale_follows_the_observed_rate_and_scaling():
     assert modes.judge_dropout_scale(0.3, 200_000, 0.3, 1e-7, 4.3e-5, False, 1.0).verdict is Verdict.FAILS
 
 
-def test_dropout2d_wording_is_an_erratum_and_whole_channels_decide():
+def test_dropout2d_claim_is_the_notes_words_and_fails_where_positions_are_mixed():
+    from cases import get_case
     from cases.train import modes
 
-    d = modes.judge_dropout2d(True, 120, 0, "e", 120)
-    assert d.verdict is Verdict.HOLDS and _kinds(d) == [ErratumKind.WRONG_STATEMENT]
-    assert modes.judge_dropout2d(True, 0, 120, "e", 120).errata == ()  # had positions been zeroed whole
-    assert modes.judge_dropout2d(False, 120, 0, "e", 120).verdict is Verdict.FAILS
+    # What torch does: whole channels, so positions keep some channels and lose others.
+    d = modes.judge_dropout2d(120, 0, 120, 24, 64, True)
+    assert d.verdict is Verdict.FAILS and not d.errata and "whole channels" in d.evidence
+    # What the notes describe (every position all-zero across channels or kept) would hold.
+    assert modes.judge_dropout2d(0, 30, 120, 0, 64, False).verdict is Verdict.HOLDS
+    # Nothing dropped at all says nothing for the notes' statement.
+    assert modes.judge_dropout2d(0, 0, 120, 0, 64, False).verdict is Verdict.FAILS
+    (claim,) = [c for c in get_case("train.modes").claims if c.id == "dropout2d"]
+    assert claim.quote == "nn.Dropout2d 是将输入中的一个位置处的所有通道全部置 0"
 
 
 def test_batchnorm_and_default_mode_follow_the_hand_computation():
