@@ -6,7 +6,7 @@
 Tasks: ``train`` (DDP / manual gradient averaging / DataParallel against full-batch training),
 ``allreduce`` (four algorithms × message sizes), ``equivalence`` (manual averaging and DDP
 against float64 full-batch training), ``setup`` (process-group set-up facts), ``spawn`` (mp.spawn
-+ tcp:// init, and the notes' ``args=(world_size)`` slip), ``fault`` (a rank that raises or
++ tcp:// init, 000's ``args=(world_size,)``), ``fault`` (a rank that raises or
 hangs). Each rank writes ``DIR/<task>-rank<R>.json``. `cases._lib.dist_launches` launches it (and
 `cases._lib.launched_training` for ``equivalence``); the judges of `cases.parallel` and
 `cases.dist` read those files.
@@ -359,9 +359,21 @@ def setup_facts(rank: int, world: int, local_rank: int, device: torch.device, ou
     return facts
 
 
+def _before_init() -> str:
+    """The notes: init_process_group before any other function of the package. What a collective's
+    helper does before it: its error, or "" where it ran."""
+    try:
+        dist.get_world_size()
+    except (RuntimeError, ValueError) as exc:
+        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
+    return ""
+
+
 def task_setup(a) -> None:
+    before = _before_init()
     rank, world, local_rank, device = _init(a.device)
     facts = setup_facts(rank, world, local_rank, device, a.out, "torchrun env://")
+    facts["before_init_error"] = before
     facts["env"] = {
         k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
     }
@@ -375,13 +387,16 @@ def _spawn_entry(rank: int, world: int, init_method: str, out: str, kind: str) -
     _write(out, "spawn", rank, facts)
 
 
-def _notes_main(rank, world_size):
-    """The notes' `main(rank, world_size)`; it never gets that far when spawned as in the notes."""
+def notes_main(rank, world_size):
+    """004's `main(rank, world_size)`, reduced to checking what mp.spawn handed it (for
+    `cases.dist.check_spawn_args`)."""
+    assert isinstance(world_size, int) and 0 <= rank < world_size, (rank, world_size)
 
 
 @contextlib.contextmanager
-def _temp_files_in(folder: Path):
-    """`tempfile`'s folder is `folder` inside the block (for this process only)."""
+def temp_files_in(folder: Path):
+    """`tempfile`'s folder is `folder` inside the block (for this process only): mp.spawn leaves a
+    raising rank's error file (a temporary file it never removes) behind."""
     before = tempfile.tempdir
     tempfile.tempdir = str(folder)
     try:
@@ -397,36 +412,6 @@ def task_spawn(a) -> None:
 
     init_method = f"tcp://127.0.0.1:{launch.free_port()}"
     mp.spawn(me._spawn_entry, args=(a.world, init_method, a.out, a.device), nprocs=a.world, join=True)
-    world_size = a.world
-    try:
-        # 004's line verbatim: its arguments are evaluated before spawn is called, so nothing starts.
-        exec(
-            "mp.spawn(main, args=(world_size),nprocs=wold_size)",
-            {"mp": mp, "main": me._notes_main, "world_size": world_size},
-        )
-        nprocs_error = None
-    except NameError as exc:
-        nprocs_error = f"NameError: {exc}"
-    try:
-        # The notes' line as written: (world_size) is an int, not a tuple. Its rank raises, and
-        # mp.spawn leaves the rank's error file (a temporary file it never removes) behind: made
-        # in this launch's folder, not the system's temp folder.
-        with _temp_files_in(Path(a.out)):
-            mp.spawn(me._notes_main, args=(world_size), nprocs=1, join=True)
-        slip = {"raised": False}
-    except mp.ProcessRaisedException as exc:
-        slip = {"raised": True, "error": str(exc).strip().splitlines()[-1]}
-    _write(
-        a.out,
-        "spawn_slip",
-        0,
-        {
-            "args": repr((world_size)),
-            "args_type": type((world_size)).__name__,
-            "nprocs_error": nprocs_error,
-            **slip,
-        },
-    )
 
 
 # ---- faults ---------------------------------------------------------------------------------------

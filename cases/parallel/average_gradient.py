@@ -18,7 +18,7 @@ from torch import nn
 from cases._lib.data_parallel import make_batch, make_mlp, notes_average_gradient
 from cases._lib.dist_launches import LaunchRecord, Runs
 from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times, train_row, trained
-from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import Case, Check, Claim, ClaimKind, Finding, Verdict
 from harness.contract.rules import FromFindings
 
 # ---- the notes' call, as written ----------------------------------------------------------------------
@@ -46,21 +46,17 @@ def check_all_reduce_multigpu_removed(device):
 
 
 def judge_all_reduce_multigpu(exists: bool, error: str) -> Finding:
-    """The API the notes call is their matter: gone from torch, a removed-API erratum. The
-    technique (all_reduce after backward, then ÷ world size) is judged by the launched run
-    against DDP's gradients (average_gradient_vs_ddp)."""
+    """What the notes' average_gradient does as written, as context: the call it makes is gone
+    from torch (a removed API, a slip: one tensor per process, dist.all_reduce is the same
+    reduction). That erratum is listed once, by the reading of the notes' snippet (000's
+    `dist_spawn`), so none is listed here; the technique is judged with the call replaced
+    (averages_to_full_batch) and against DDP's gradients (the launched vs_ddp)."""
     if exists and not error:
         return Finding(None, f"torch {torch.__version__}: the notes' all_reduce_multigpu call runs")
     return Finding(
         None,
-        f"torch {torch.__version__}: the notes' average_gradient gives {error}",
-        (
-            Erratum(
-                ErratumKind.REMOVED_API if not exists else ErratumKind.DEPRECATED_API,
-                "dist.all_reduce_multigpu([param.grad.data], op=dist.ReduceOp.SUM)",
-                f"{error}; dist.all_reduce on each gradient (one tensor per process) replaces it",
-            ),
-        ),
+        f"torch {torch.__version__}: the notes' average_gradient, as written, raises {error}"
+        + ("" if exists else ": all_reduce_multigpu is removed from torch.distributed"),
     )
 
 
@@ -85,7 +81,9 @@ def judge_average_gradient(error: float, summed: float, local: float, bound: flo
     full-batch gradient (largest error over ranks and parameter tensors)."""
     return Finding(
         Verdict.HOLDS if error <= bound else Verdict.FAILS,
-        f"{world} gloo ranks: all_reduce(SUM) then ÷{world} after backward gives the full-batch gradient "
+        f"{world} gloo ranks, the notes' average_gradient with its removed all_reduce_multigpu([grad]) "
+        f"read as dist.all_reduce(grad): all_reduce(SUM) then ÷{world} after backward gives the "
+        "full-batch gradient "
         f"within {error:.2g} of float64 norm-wise (bound {bound:.2g}); without the ÷ the sum is off by "
         f"≥ {summed:.2g}, a rank's own shard gradient by ≥ {local:.2g}",
     )
@@ -107,10 +105,14 @@ CASE = Case(
             "param.grad.data /= size",
             "000",
             ClaimKind.CORRECTNESS,
+            reading="after backward on each rank's shard, summing every gradient over the ranks and "
+            "dividing by the world size gives the full-batch gradient on every rank; judged with "
+            "all_reduce_multigpu([grad]), removed from torch (its erratum), read as "
+            "dist.all_reduce(grad), the same reduction for one tensor per process",
         ),
     ),
     checks={
-        # The notes' call, removed from torch: an erratum, deciding nothing.
+        # The notes' call as written: context (its removed-API erratum is the snippet reading's).
         "all_reduce_multigpu_removed": Check(check_all_reduce_multigpu_removed),
         "averages_to_full_batch": Check(
             check_average_gradient_full_batch, devices=("cpu",), claim="averages_gradients"

@@ -171,16 +171,22 @@ CASE = Case(
     claims=(
         Claim(
             "trains_like_one_device",
-            "将k个GPU中的局部梯度聚合，以获得当前小批量的随机梯度；聚合梯度被重新分发到每个GPU中；每个GPU使用这个小批量"
-            "随机梯度，来更新它所维护的完整的模型参数集。",
+            "将$k$个GPU中的局部梯度聚合，以获得当前小批量的随机梯度； … 聚合梯度被重新分发到每个GPU中； … "
+            "每个GPU使用这个小批量随机梯度，来更新它所维护的完整的模型参数集。",
             "002",
             ClaimKind.CORRECTNESS,
+            reading="the notes' train_batch (per-replica backward, their allreduce of each gradient, "
+            "sgd with the full batch size on every replica) trains every replica exactly as one "
+            "device on the full batch does; an MLP with a squared loss stands in for d2l's LeNet and "
+            "loss, which the notes never define, and on CPU the batch is cut with chunk where "
+            "nn.parallel.scatter needs GPUs",
         ),
         Claim(
             "more_gpus_more_efficient",
             "GPU的数量越多，小批量包含的数据量就越大，从而就能提高训练效率。",
             "002",
             ClaimKind.SPEED,
+            reading="with a fixed batch per GPU, k GPUs process more samples per second than one",
         ),
     ),
     make_inputs=make_mlp_problem,

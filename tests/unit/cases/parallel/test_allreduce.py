@@ -10,29 +10,80 @@ from cases._lib.collectives import ALLREDUCE
 from cases.parallel import allreduce
 from cases.spec import Verdict
 
+MIB64 = 1 << 26
+
 
 def test_allreduce_judges():
     assert allreduce.judge_d2l_allreduce(1e-7, True, True, ["cpu"]).verdict is Verdict.HOLDS
     assert allreduce.judge_d2l_allreduce(1e-2, False, True, ["cpu"]).verdict is Verdict.FAILS
     assert allreduce.judge_d2l_allreduce(1e-7, True, False, ["cpu"]).verdict is Verdict.FAILS
-    assert allreduce.judge_allreduce_traffic([], 2, "fit").verdict is Verdict.HOLDS
-    assert (
-        allreduce.judge_allreduce_traffic(["ring at 4096 B: bytes sent"], 2, "fit").verdict is Verdict.FAILS
-    )
+
+
+def test_master_growth_holds_only_where_the_master_outgrows_the_ring():
+    grows = allreduce.judge_master_growth(2.8, 1.4, 4, 2, MIB64, 0.05, "fit")
+    assert grows.verdict is Verdict.HOLDS and "×3" in grows.evidence
+    # a master whose time does not grow with p (a tree broadcast, a shared memory copy)
+    flat = allreduce.judge_master_growth(1.02, 1.4, 4, 2, MIB64, 0.05, "fit")
+    assert flat.verdict is Verdict.FAILS
+    # the ring's time growing faster than the master's
+    assert allreduce.judge_master_growth(1.5, 2.5, 4, 2, MIB64, 0.05, "").verdict is Verdict.FAILS
+    assert allreduce.judge_master_growth(1.5, 1.48, 4, 2, MIB64, 0.05, "").verdict is Verdict.DEPENDS
+    one = allreduce.judge_master_growth(None, None, 2, None, MIB64, 0.05, "")
+    assert one.verdict is Verdict.NOT_MEASURED
+
+
+def _sweep(p: int, naive_scale: float) -> list[dict]:
+    """Rank files of a two-size sweep whose times follow the α–β model, the naive one's × scale."""
+    from cases._lib.collectives import model_time
+
+    rows = []
+    for nbytes in (S_BYTES, 16 * S_BYTES):
+        for a in ALLREDUCE:
+            t = model_time("ring" if a == "all_reduce" else a, p, nbytes, 1e-5, 1e-9)
+            t *= naive_scale if a == "naive" else 1.0
+            sent = {"ring": 2 * (p - 1) * nbytes // p, "all_reduce": 2 * (p - 1) * nbytes // p}
+            rows.append(
+                {
+                    "algorithm": a,
+                    "bytes": nbytes,
+                    "times_s": [t, t],
+                    "within_bound": True,
+                    "max_abs_err": 0.0,
+                    "sent": sent.get(a),
+                }
+            )
+    return [
+        {
+            "world_size": p,
+            "rows": [
+                {**r, "bytes_sent": r["sent"] or ((p - 1) * r["bytes"] if rank == 0 else r["bytes"])}
+                for r in rows
+            ],
+        }
+        for rank in range(p)
+    ]
+
+
+def test_cost_model_reads_the_growth_from_a_smaller_world():
+    small, p2 = allreduce.allreduce_table(_sweep(2, 1.0))
+    big, p4 = allreduce.allreduce_table(_sweep(4, 1.0))
+    size, naive = allreduce.growth(big, small, "naive")
+    assert size == 16 * S_BYTES and naive > 2.5  # the master's traffic ×3 from p=2 to p=4
+    _, finding = allreduce.allreduce_cost_model(big, p4, "cpu", (small, p2), 0.05)
+    assert finding.verdict is Verdict.HOLDS
+    # a master that costs the same at 4 ranks as at 2
+    flat, _ = allreduce.allreduce_table(_sweep(4, 1 / 3))
+    _, same = allreduce.allreduce_cost_model(flat, p4, "cpu", (small, p2), 0.05)
+    assert same.verdict is Verdict.FAILS
+    _, alone = allreduce.allreduce_cost_model(small, p2, "cpu")
+    assert alone.verdict is Verdict.NOT_MEASURED
 
 
 def test_allreduce_problems_seen_in_a_table():
-
     table, p = allreduce.allreduce_table(_allreduce_rows(4))
     assert allreduce.allreduce_problems(table, p) == []
     table, p = allreduce.allreduce_table(_allreduce_rows(4, ring_sent=[3 * S_BYTES] * 4))
-    assert (
-        allreduce.judge_allreduce_traffic(allreduce.allreduce_problems(table, p), p, "").verdict
-        is Verdict.FAILS
-    )
-
-
-MIB64 = 1 << 26
+    assert allreduce.allreduce_problems(table, p)
 
 
 def test_ring_faster_than_master_holds_where_the_ring_is_faster():

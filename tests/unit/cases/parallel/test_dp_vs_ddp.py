@@ -7,7 +7,7 @@ import pytest
 
 from cases._lib.data_parallel import reduction_tolerance
 from cases.parallel import dp_vs_ddp
-from harness.contract.record import ErratumKind, Verdict
+from harness.contract.record import Verdict
 from tests.rank_files import train_rows
 
 # ---- parallel.* ----------------------------------------------------------------------------------
@@ -35,12 +35,19 @@ def test_ddp_full_batch_holds_fails_and_concludes_nothing_on_a_rising_loss():
     assert dp_vs_ddp.judge_ddp_full_batch(4.6e-8, 4.6e-8, bound, True, [1.0, 9.0], 2, 3).verdict is None
 
 
-def test_ddp_device_ids_list_is_a_removed_api_only_where_two_devices_are_refused():
+def test_ddp_device_ids_list_fails_where_two_devices_are_refused():
     refused = "ValueError: device_ids can only be None or contain a single element."
     f = dp_vs_ddp.judge_ddp_device_ids(refused, [], "", "2.13")
-    assert f.verdict is None and [e.kind for e in f.errata] == [ErratumKind.REMOVED_API]
-    assert "DDP accepts it" in f.evidence
-    assert dp_vs_ddp.judge_ddp_device_ids("", [0, 1], "", "1.8").errata == ()
+    assert f.verdict is Verdict.FAILS and f.errata == ()
+    assert "DDP accepts it" in f.evidence and "device_ids=[rank]" in f.evidence
+    assert dp_vs_ddp.judge_ddp_device_ids("", [0, 1], "", "1.8").verdict is Verdict.HOLDS
+
+
+def test_two_nodes_depend_on_the_stand_in_launcher_and_fail_beyond_the_bound():
+    within = dp_vs_ddp.judge_two_nodes(1e-8, 2.5e-6, 7, 9.0)
+    assert within.verdict is Verdict.DEPENDS and "torchrun" in within.evidence
+    assert "torch.distributed.launch" in within.evidence
+    assert dp_vs_ddp.judge_two_nodes(1e-2, 2.5e-6, 7, 9.0).verdict is Verdict.FAILS
 
 
 # ---- from a launch to a judgement (`launched_*`), on rank files written by hand -------------------
