@@ -15,7 +15,7 @@ from torch import nn
 from cases._lib.conv import FP32, gradient_support
 from cases._lib.precision import ieee_fp32
 from cases.spec import UNIT_ROUNDOFF as U
-from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
+from cases.spec import Case, Check, Claim, ClaimKind, Finding, Verdict
 
 
 def conv_out(n: int, f: int, p: int = 0, s: int = 1, d: int = 1) -> int:
@@ -103,28 +103,35 @@ def judge_same_padding(kept: dict, errors: dict, stride2_error: str) -> Finding:
 
 
 def check_weight_shapes(device):
-    shapes = {
-        "Conv2d(3,8,(3,5))": (tuple(nn.Conv2d(3, 8, (3, 5)).weight.shape), (8, 3, 3, 5)),
-        "Conv2d(4,8,3,groups=2)": (tuple(nn.Conv2d(4, 8, 3, groups=2).weight.shape), (8, 2, 3, 3)),
-        "Conv3d(3,8,(2,3,4))": (tuple(nn.Conv3d(3, 8, (2, 3, 4)).weight.shape), (8, 3, 2, 3, 4)),
-        "ConvTranspose2d(3,8,3)": (tuple(nn.ConvTranspose2d(3, 8, 3).weight.shape), (3, 8, 3, 3)),
+    """The notes' weight shapes, (C_out, C_in, K_H, K_W) for Conv2d and (C_out, C_in, K[0], K[1],
+    K[2]) for a 3-D conv, against real layers at their defaults (groups=1); a grouped Conv2d and
+    a ConvTranspose2d, which the notes do not describe, as context."""
+    notes = {
+        "Conv2d(3,8,(3,5))": (tuple(nn.Conv2d(3, 8, (3, 5), device="meta").weight.shape), (8, 3, 3, 5)),
+        "Conv3d(3,8,(2,3,4))": (
+            tuple(nn.Conv3d(3, 8, (2, 3, 4), device="meta").weight.shape),
+            (8, 3, 2, 3, 4),
+        ),
     }
-    # The notes' transposed-conv output (n−1)·s − 2p + k, checked on a real layer.
-    n, s, p, k = 7, 2, 1, 4
-    out = nn.ConvTranspose2d(1, 1, k, stride=s, padding=p)(torch.randn(1, 1, n, n)).shape[-1]
-    return judge_weight_shapes(shapes, out, (n - 1) * s - 2 * p + k)
+    context = {
+        "Conv2d(4,8,3,groups=2)": tuple(nn.Conv2d(4, 8, 3, groups=2, device="meta").weight.shape),
+        "ConvTranspose2d(3,8,3)": tuple(nn.ConvTranspose2d(3, 8, 3, device="meta").weight.shape),
+    }
+    return judge_weight_shapes(notes, context)
 
 
-def judge_weight_shapes(shapes: dict, transposed_out: int, formula_out: int) -> Finding:
-    """Each layer's weight shape against the documented one ((C_out, C_in/groups, k…), transposed
-    (C_in, C_out, k…)), and the transposed output against (n−1)s−2p+k."""
-    off = {name: got for name, (got, want) in shapes.items() if got != want}
-    held = not off and transposed_out == formula_out
+def judge_weight_shapes(notes: dict, context: dict) -> Finding:
+    """name → (the layer's weight shape, the notes' form) for the layers the notes describe: holds
+    where every one is the notes' form, fails where one is not. `context`: other layers' shapes,
+    reported (a grouped conv's C_in/groups, a transposed conv's (C_in, C_out, …))."""
+    off = {name: got for name, (got, want) in notes.items() if got != want}
     return Finding(
-        Verdict.HOLDS if held else Verdict.FAILS,
-        "Conv2d weight (C_out, C_in/groups, kH, kW), Conv3d (C_out, C_in, kD, kH, kW), ConvTranspose2d "
-        f"(C_in, C_out, k, k): {'all as documented' if not off else f'off: {off}'}; transposed output "
-        f"{transposed_out} vs (n−1)s−2p+k = {formula_out} for n=7, s=2, p=1, k=4",
+        Verdict.FAILS if off or not notes else Verdict.HOLDS,
+        "weights against the notes' (C_out, C_in, K…): "
+        + ", ".join(f"{n} {got}" for n, (got, _) in notes.items())
+        + (f": off {off}" if off else ": as the notes say")
+        + "; beside them (not the notes' claim): "
+        + ", ".join(f"{n} {got}" for n, got in context.items()),
     )
 
 
@@ -186,66 +193,49 @@ def formula_pooled_shapes(cfg, size=224) -> tuple:
 
 
 def check_vgg16(device):
+    """The notes' VGG-16 table as written: the network it lists (three conv3-128) built with its own
+    recipe (3×3 convs, padding 1, stride 1; 2×2 max-pools, stride 2) from a 224×224×3 input, its
+    shapes after each pool against the table's, and its weight layers against the 16 of the name.
+    VGG-16 itself (configuration D) is built beside it: its count against the published one."""
     model = build_vgg(VGG16_CFG)
     count = sum(p.numel() for p in model.parameters())
     weight_layers = sum(isinstance(m, (nn.Conv2d, nn.Linear)) for m in model)
-    shapes, logits = pooled_shapes(model)
-    formula = formula_pooled_shapes(VGG16_CFG)
-    wrong = [(i + 1, n, r) for i, (n, r) in enumerate(zip(NOTES_POOL_SHAPES, shapes)) if n != r]
     notes_model = build_vgg(NOTES_VGG_CFG)
+    notes_shapes, logits = pooled_shapes(notes_model)
     notes_layers = sum(isinstance(m, (nn.Conv2d, nn.Linear)) for m in notes_model)
     notes_count = sum(p.numel() for p in notes_model.parameters())
-    return judge_vgg16(
-        count,
-        wrong,
-        notes_layers,
-        notes_count,
-        hand_count=vgg_params_by_hand(VGG16_CFG),
-        layers=weight_layers,
-        shapes_off=[(i + 1, r, f) for i, (r, f) in enumerate(zip(shapes, formula)) if r != f]
-        + ([("logits", tuple(logits), (1, 1000))] if tuple(logits) != (1, 1000) else []),
+    wrong = [(i + 1, n, r) for i, (n, r) in enumerate(zip(NOTES_POOL_SHAPES, notes_shapes)) if n != r]
+    reference_ok = (
+        count == vgg_params_by_hand(VGG16_CFG) == VGG16_PARAMS
+        and weight_layers == 16
+        and pooled_shapes(model)[0] == formula_pooled_shapes(VGG16_CFG)
+        and tuple(logits) == (1, 1000)
     )
+    return judge_vgg16(wrong, notes_layers, notes_count, count, reference_ok)
 
 
 # Simonyan & Zisserman's configuration D; torchvision's vgg16 has the same count.
 VGG16_PARAMS = 138_357_544
 
 
-def judge_vgg16(
-    count: int,
-    wrong: list,
-    notes_layers: int,
-    notes_count: int,
-    *,
-    hand_count: int = VGG16_PARAMS,
-    layers: int = 16,
-    shapes_off: list = (),
-) -> Finding:
-    """The technique: VGG-16's shapes and parameter count follow from the conv/pool formulas: the
-    network built locally has 16 weight layers, the hand count (9·C_in+1)·C_out + (in+1)·out, the
-    published count, and the formulas' pooled shapes (`shapes_off`: where it does not). The notes'
-    table's slips are wrong numbers of the notes, each an erratum with the real one."""
-    errata = tuple(
-        Erratum(ErratumKind.WRONG_SHAPE_OR_FORMULA, f"VGG-16 table pool{i}: {n}", f"the layer gives {r}")
-        for i, n, r in wrong
-    )
-    if notes_layers != layers:
-        errata += (
-            Erratum(
-                ErratumKind.WRONG_SHAPE_OR_FORMULA,
-                "VGG-16 table: 3× conv3-128",
-                f"{notes_layers} weight layers ({notes_count:,} params); VGG-16 has {layers} ({count:,})",
-            ),
-        )
-    held = count == hand_count == VGG16_PARAMS and layers == 16 and not shapes_off
+def judge_vgg16(wrong: list, notes_layers: int, notes_count: int, count: int, reference_ok: bool) -> Finding:
+    """`wrong`: (pool, the table's (H, W, C), what the listed network gives) where they differ;
+    `notes_layers`/`notes_count`: the listed network's weight layers and parameters; `count`: VGG-16's
+    own, built locally, and `reference_ok` whether it matches the hand count, the published count
+    and the formulas' shapes. Holds where the table's shapes are what its network gives and it has
+    VGG-16's 16 weight layers; fails otherwise (and where the reference itself is off)."""
+    held = reference_ok and not wrong and notes_layers == 16
+    table = "; ".join(f"after pool {i} the table says {n}, the network gives {r}" for i, n, r in wrong)
     return Finding(
         Verdict.HOLDS if held else Verdict.FAILS,
-        f"VGG-16 built locally: {layers} weight layers, {count:,} parameters (hand count {hand_count:,}, "
-        f"published {VGG16_PARAMS:,}); pooled shapes "
+        f"the table's network: {notes_layers} weight layers, {notes_count:,} parameters (VGG-16: 16, "
+        f"{count:,}, as published: {reference_ok}); "
+        + (f"{len(wrong)} of 5 pooled shapes off: {table}" if wrong else "pooled shapes as listed")
         + (
-            f"off the formulas at {list(shapes_off)}" if shapes_off else "112→56→28→14→7 as the formulas give"
+            ""
+            if notes_layers == 16
+            else "; the table lists three conv3-128, VGG-16 has two (which fixes the count)"
         ),
-        errata,
     )
 
 
@@ -348,28 +338,25 @@ def check_padding_modes(device):
 
 
 def judge_padding_modes(off: dict, constant_border: dict, number_error: str) -> Finding:
-    """The technique: padding_mode chooses how the border is made: zeros, reflect, replicate,
-    circular, each equal to numpy.pad's constant/reflect/edge/wrap (`off`: largest difference,
-    exact in float64). The notes call it a fill number: an erratum where a number is refused or
-    the non-zero modes copy the input (a border that is not one constant): either makes it false."""
-    held = set(off) == {"zeros", "reflect", "replicate", "circular"} and all(v == 0 for v in off.values())
+    """The notes: padding_mode says what number other than 0 to pad with. Holds where a number is
+    taken as the fill; fails where a number is refused (`number_error`) or the non-zero modes copy
+    the input's own pixels (`constant_border`: mode → one constant around the image). `off`: each
+    mode against numpy.pad's constant/reflect/edge/wrap, what the modes really are (context)."""
     copied = [m for m, const in constant_border.items() if m != "zeros" and not const]
-    errata = ()
-    if number_error or copied:
-        why = [f"padding_mode=1.0 raises {number_error[:120]}"] if number_error else []
-        why += [f"{', '.join(copied)} copy the input's own pixels (no constant border)"] if copied else []
-        errata = (
-            Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "padding mode表述除了0之外还可以填充什么数字",
-                "padding_mode is a way to make the border, not a fill number: " + "; ".join(why),
-            ),
-        )
+    modes_ok = set(off) == {"zeros", "reflect", "replicate", "circular"} and all(v == 0 for v in off.values())
+    why = [f"padding_mode=1.0 raises {number_error[:120]}"] if number_error else []
+    why += [f"{', '.join(copied)} copy the input's own pixels (no constant border)"] if copied else []
     return Finding(
-        Verdict.HOLDS if held else Verdict.FAILS,
-        "Conv2d padding_mode against numpy.pad (constant/reflect/edge/wrap), padding 2 on a 4×5 input: "
-        + ", ".join(f"{m} off by {v:g}" for m, v in off.items()),
-        errata,
+        Verdict.FAILS if why else Verdict.HOLDS,
+        (
+            "padding_mode is a way to make the border, not a fill number: " + "; ".join(why)
+            if why
+            else "a number fills"
+        )
+        + "; Conv2d padding_mode against numpy.pad (constant/reflect/edge/wrap), padding 2 on a 4×5 input: "
+        + ", ".join(f"{m} off by {v:g}" for m, v in off.items())
+        + ("" if modes_ok else " (NOT all equal)")
+        + "; a constant c other than 0: F.pad(x, (p,)*4, value=c), then a padding-0 conv",
     )
 
 
@@ -416,26 +403,43 @@ SHAPES = Case(
     id="conv.shapes",
     tier=3,
     claim="Conv output is ⌊(n+2p−f)/s⌋+1, 'same' padding is p=(f−1)/2, the weight is (C_out, C_in, kH, kW), "
-    "the VGG-16 table as listed, and convolution is translation-equivariant; padding_mode picks the "
-    "padding; two stacked 3×3 convs see a 5×5 field with fewer parameters.",
+    "the VGG-16 table as listed, and convolution is translation-equivariant; padding_mode picks a "
+    "number other than 0 to pad with; two stacked 3×3 convs see a 5×5 field with fewer parameters.",
     source="004 计算卷积 / 二维卷积细节 (item 19) / VGG / equivariance",
     claims=(
         Claim(
             "output_size",
-            "如果是有strided的卷积操作，最后图片大小应该为: Lower((n+2p-f)/s+1)",
+            "如果是有strided的卷积操作，最后图片大小应该为: $Lower(\\frac{n+2p-f}{s}+1)$",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="a Conv2d at its default dilation=1 (the notes' formula has no dilation) outputs "
+            "⌊(n+2p−f)/s⌋+1",
         ),
-        Claim("same_padding", "对于same padding, 2p-f+1=0, 结果应该为 p=(f-1)/2", "004", ClaimKind.BEHAVIOUR),
         Claim(
-            "weight_shape", "二维卷积实际上的weight是四维的(C_out,C_in,K_H,K_W)", "004", ClaimKind.BEHAVIOUR
+            "same_padding",
+            "对于**same padding**,$2p-f+1=0$,结果应该为$p=\\frac{f-1}{2}$",
+            "004",
+            ClaimKind.BEHAVIOUR,
+            reading="'same' padding keeps the size, and for an odd kernel it is padding=(f−1)/2",
+        ),
+        Claim(
+            "weight_shape",
+            "二维卷积实际上的weight是四维的$(C_{out},C_{in},K_{H},K_{W})$ … "
+            "注意到卷积的weight: $(C_{out},C_{in},K[0],K[1],K[2])$",
+            "004",
+            ClaimKind.BEHAVIOUR,
+            reading="Conv2d's weight is (C_out, C_in, K_H, K_W) and Conv3d's (C_out, C_in, K0, K1, K2), at "
+            "their default groups=1",
         ),
         Claim(
             "vgg16",
-            "VGG-16：input : 224 * 224 *3，conv 为3 * 3,padding 1 stride 1, maxpool stride=size=2 "
-            "[the table]",
+            "VGG-16： … input : 224 * 224 *3，conv 为3 * 3,padding 1 stride 1, maxpool stride=size=2 … "
+            "**maxpool** --- 112 * 112 * 128 > - conv3 - 128 > - conv3 - 128 > - conv3 - 128 > - "
+            "**maxpool** --- 56 * 56 * 256 … **maxpool** --- 28 * 32 * 512 … **maxpool** --- 14 * 14 * 256",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="the listed network is VGG-16 (16 weight layers), and the shapes after its pools are "
+            "the table's",
         ),
         Claim(
             "equivariance",
@@ -443,7 +447,13 @@ SHAPES = Case(
             "004",
             ClaimKind.BEHAVIOUR,
         ),
-        Claim("padding_mode", "padding mode表述除了0之外还可以填充什么数字", "004", ClaimKind.BEHAVIOUR),
+        Claim(
+            "padding_mode",
+            "padding mode表述除了0之外还可以填充什么数字",
+            "004",
+            ClaimKind.BEHAVIOUR,
+            reading="padding_mode chooses a number other than 0 to pad with",
+        ),
         Claim(
             "stacked_3x3",
             "堆叠多个3*3卷积核来替代大卷积核来减少所需参数，同时保证receptive field大小 "

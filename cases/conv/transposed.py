@@ -1,8 +1,8 @@
 """conv.transposed: a transposed convolution built by hand as the notes' three steps, s−1
 zeros inserted between input pixels, d(k−1)−p padding, the flipped kernel at stride 1, checked
 against a float64 scatter loop and timed against `F.conv_transpose2d` (notes 004 "Transposed
-Convolution", 001 "ConvTranspose2d"). The checks test the output-size formulas (001's and 004's
-as written) and the padded size against real layers.
+Convolution", 001 "ConvTranspose2d"). The checks test the output-size formulas (001's and 004's,
+each as written), the padded size and the notes' argument order against real layers.
 """
 
 from __future__ import annotations
@@ -76,59 +76,77 @@ def transposed_out(h, k, s, p, op, d):
     return (h - 1) * s - 2 * p + d * (k - 1) + op + 1
 
 
-def check_transposed_output_size(device):
-    """The right formula against ConvTranspose2d over a grid, and the notes' two versions:
-    001 writes `padding[0]` where `output_padding[0]` belongs; 004 writes (n−1)s − 2p + k."""
-    configs = notes_001_wrong = notes_004_wrong = notes_004_domain = layer_off = 0
-    example = None
+def _output_size_grid(device):
+    """(h, k, s, p, op, d, the layer's H_out) over a grid of ConvTranspose2d configurations."""
+    rows = []
     for h, k, s, p, d in itertools.product((1, 2, 5), (1, 2, 3, 4), (1, 2, 3), (0, 1, 2), (1, 2)):
         for op in range(max(s, d)):  # output_padding must be < stride or < dilation
-            want = transposed_out(h, k, s, p, op, d)
-            if want <= 0:
+            if transposed_out(h, k, s, p, op, d) <= 0:
                 continue
             x = torch.ones(1, 1, h, h, device=device)
             y = F.conv_transpose2d(
                 x, torch.ones(1, 1, k, k, device=device), stride=s, padding=p, output_padding=op, dilation=d
             )
-            layer_off += y.shape[-1] != want
-            configs += 1
-            notes_001 = (h - 1) * s - 2 * p + d * (k - 1) + p + 1
-            if notes_001 != want:
-                notes_001_wrong += 1
-                if example is None or (h, k, s, p, op, d) == (5, 3, 2, 1, 0, 1):  # a common 2× upsampler
-                    example = f"h={h} k={k} s={s} p={p} op={op} d={d}: layer {want}, notes {notes_001}"
-            if op == 0 and d == 1:
-                notes_004_domain += 1
-                notes_004_wrong += (h - 1) * s - 2 * p + k != want
-    return judge_transposed_output_size(
-        configs, notes_001_wrong, example, notes_004_domain, notes_004_wrong, layer_off=layer_off
-    )
+            rows.append((h, k, s, p, op, d, y.shape[-1]))
+    return rows
+
+
+def notes_001_out(h, k, s, p, op, d):
+    """001 as written: (H_in−1)·stride − 2·padding + dilation[0]·(kernel[0]−1) + padding[0] + 1."""
+    return (h - 1) * s - 2 * p + d * (k - 1) + p + 1
+
+
+def check_transposed_output_size(device):
+    """004's (n−1)s − 2p + k against ConvTranspose2d where it speaks (output_padding 0, dilation
+    1), and the documented formula against the layer everywhere (the reference the check relies on)."""
+    rows = _output_size_grid(device)
+    layer_off = sum(out != transposed_out(*r) for *r, out in rows)
+    domain = [(h, k, s, p, out) for h, k, s, p, op, d, out in rows if op == 0 and d == 1]
+    notes_004_wrong = sum(out != (h - 1) * s - 2 * p + k for h, k, s, p, out in domain)
+    return judge_transposed_output_size(len(rows), len(domain), notes_004_wrong, layer_off=layer_off)
 
 
 def judge_transposed_output_size(
-    configs, notes_001_wrong, example, notes_004_domain, notes_004_wrong, *, layer_off: int = 0
+    configs, notes_004_domain, notes_004_wrong, *, layer_off: int = 0
 ) -> Finding:
-    """The technique: the output size of a transposed conv: the layer against the documented
-    formula (`layer_off`: configs where it differed) and the notes' 004 form (n−1)s−2p+k where it
-    applies. 001's formula with +padding[0] in place of +output_padding is a wrong formula, an
-    erratum."""
-    errata = ()
-    if notes_001_wrong:
-        errata = (
-            Erratum(
-                ErratumKind.WRONG_SHAPE_OR_FORMULA,
-                "H_out = (H_in−1)·stride[0] − 2·padding[0] + dilation[0]·(kernel_size[0]−1) + padding[0] + 1",
-                f"+padding[0] where output_padding belongs: wrong in {notes_001_wrong}/{configs} configs "
-                f"(e.g. {example})",
-            ),
-        )
+    """004's (n−1)s−2p+k against the layer over the configurations it speaks of (output_padding 0,
+    dilation 1); `layer_off`: configurations where the layer left the documented formula (the
+    reference itself broken: fails, the grid proves nothing)."""
+    held = notes_004_domain > 0 and notes_004_wrong == 0 and layer_off == 0
     return Finding(
-        Verdict.HOLDS if configs and notes_004_wrong == 0 and layer_off == 0 else Verdict.FAILS,
-        f"H_out=(H−1)s−2p+d(k−1)+output_padding+1 matches ConvTranspose2d in {configs - layer_off} of "
-        f"{configs} configs; 004's "
-        f"(n−1)s−2p+k holds in {notes_004_domain - notes_004_wrong} of {notes_004_domain} configs with "
-        "output_padding=0, dilation=1",
-        errata,
+        Verdict.HOLDS if held else Verdict.FAILS,
+        f"004's (n−1)s−2p+k against ConvTranspose2d: off in {notes_004_wrong} of {notes_004_domain} configs "
+        f"with output_padding=0, dilation=1; the documented H_out=(H−1)s−2p+d(k−1)+output_padding+1 off in "
+        f"{layer_off} of {configs} configs",
+    )
+
+
+def check_001_output_size(device):
+    """001's H_out as written (+ padding[0] as its last term) against the layer; and the same formula
+    with output_padding[0] there (torch's documented one), to say whether the corrected form works."""
+    rows = _output_size_grid(device)
+    wrong = [(h, k, s, p, op, d, out, notes_001_out(h, k, s, p, op, d)) for h, k, s, p, op, d, out in rows]
+    wrong = [w for w in wrong if w[-2] != w[-1]]
+    corrected_off = sum(out != transposed_out(*r) for *r, out in rows)
+    return judge_001_output_size(len(rows), wrong, corrected_off)
+
+
+def judge_001_output_size(configs: int, wrong: list[tuple], corrected_off: int) -> Finding:
+    """001's formula against ConvTranspose2d (`wrong`: (h, k, s, p, op, d, layer, the notes'), where
+    they differ); fails where any configuration differs. `corrected_off`: configurations where the
+    formula with output_padding[0] in place of its last padding[0] misses the layer."""
+    common = next((w for w in wrong if w[:6] == (5, 3, 2, 1, 0, 1)), wrong[0] if wrong else None)
+    example = (
+        f" (e.g. h={common[0]} k={common[1]} s={common[2]} p={common[3]} output_padding={common[4]} "
+        f"d={common[5]}: the layer gives {common[6]}, the notes' formula {common[7]})"
+        if common
+        else ""
+    )
+    return Finding(
+        Verdict.FAILS if wrong or not configs else Verdict.HOLDS,
+        f"001's H_out (… + padding[0] + 1) against ConvTranspose2d: off in {len(wrong)} of {configs} "
+        f"configs{example}; right wherever padding = output_padding only. With output_padding[0] as the "
+        f"last term (torch's documented formula) it is off in {corrected_off} of {configs}: use that",
     )
 
 
@@ -167,42 +185,45 @@ NOTES_TRANSPOSED_LAYER = "ConvTransposed"
 
 
 def check_notes_layer_name(device):
-    """004 writes `nn.ConvTransposed(channel_in,channel_out,kernel_size,stride,padding,bias)`: the
-    layer's name as torch.nn spells it, and where the notes' positional arguments land."""
-    import inspect
-
-    params = list(inspect.signature(nn.ConvTranspose2d.__init__).parameters)[1:]
-    notes = ["channel_in", "channel_out", "kernel_size", "stride", "padding", "bias"]
-    return judge_notes_layer_name(hasattr(nn, NOTES_TRANSPOSED_LAYER), params[: len(notes)], notes)
+    """004 writes `nn.ConvTransposed(...)`: whether torch.nn has the name."""
+    return judge_notes_layer_name(hasattr(nn, NOTES_TRANSPOSED_LAYER))
 
 
-def judge_notes_layer_name(exists: bool, positional: list[str], notes: list[str]) -> Finding:
+def judge_notes_layer_name(exists: bool) -> Finding:
     """The notes' spelling of the transposed-conv layer (context: the technique is judged by the
-    variants and the size checks): a name torch.nn does not have is a typo; the 6th positional
-    argument that is not `bias` is a wrong statement of the signature."""
+    variants and the size checks): a name torch.nn does not have is a typo."""
     errata = ()
     if not exists:
-        errata += (
+        errata = (
             Erratum(
                 ErratumKind.TYPO,
                 "nn.ConvTransposed(channel_in,channel_out,kernel_size,stride,padding,bias)",
                 f"torch.nn has no {NOTES_TRANSPOSED_LAYER} (AttributeError); the layer is nn.ConvTranspose2d",
             ),
         )
-    if positional[-1:] != notes[-1:]:
-        errata += (
-            Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "nn.ConvTransposed(channel_in,channel_out,kernel_size,stride,padding,bias)",
-                f"ConvTranspose2d's positional parameters are {positional}: the 6th is "
-                f"{positional[-1] if positional else '?'}, so a bias passed 6th sets output_padding",
-            ),
-        )
+    return Finding(None, f"nn.{NOTES_TRANSPOSED_LAYER} {'exists' if exists else 'does not exist'}", errata)
+
+
+def check_layer_signature(device):
+    """004's argument list (…, padding, bias): the layer built with those six arguments in that
+    order, bias=False sixth, and where the False lands."""
+    import inspect
+
+    params = list(inspect.signature(nn.ConvTranspose2d.__init__).parameters)[1:7]
+    layer = nn.ConvTranspose2d(2, 3, 3, 2, 1, False, device=device)
+    return judge_layer_signature(params, layer.bias is not None, tuple(layer.output_padding))
+
+
+def judge_layer_signature(positional: list[str], bias_kept: bool, output_padding: tuple) -> Finding:
+    """The notes list bias sixth. Holds when the layer's sixth positional parameter is `bias` and a
+    False passed there removes the bias; fails where it lands elsewhere (`bias_kept`: the layer
+    still has a bias after bias=False sixth)."""
+    held = positional[5:6] == ["bias"] and not bias_kept
     return Finding(
-        None,
-        f"nn.{NOTES_TRANSPOSED_LAYER} {'exists' if exists else 'does not exist'}; ConvTranspose2d's "
-        f"first {len(positional)} parameters: {positional}",
-        errata,
+        Verdict.HOLDS if held else Verdict.FAILS,
+        f"ConvTranspose2d's first six parameters: {positional}; ConvTranspose2d(2, 3, 3, 2, 1, False) "
+        + ("has no bias" if not bias_kept else f"still has a bias, output_padding={output_padding}")
+        + ("" if held else ": the sixth is output_padding; pass bias=False by keyword"),
     )
 
 
@@ -212,8 +233,8 @@ TRANSPOSED = Case(
     id="conv.transposed",
     tier=2,
     claim="A transposed convolution equals zero insertion (s−1 inside), padding k−p−1 outside, a flipped "
-    "kernel and a stride-1 convolution; H_out = (H_in−1)·stride − 2·padding + dilation·(k−1) + padding + 1 "
-    "(001).",
+    "kernel and a stride-1 convolution; its output is (n−1)s−2p+k (004) and, in 001, "
+    "(H_in−1)·stride − 2·padding + dilation·(k−1) + padding + 1; bias is its sixth argument.",
     source="004 Transposed Convolution; 001 nn.ConvTranspose2d",
     make_inputs=make_transposed,
     variants={
@@ -253,11 +274,29 @@ TRANSPOSED = Case(
         ),
         Claim("padded_size", "矩阵填充后形状为：n + (n-1)(s-1) +2*(k-1-p)", "004", ClaimKind.BEHAVIOUR),
         Claim("output_size", "最终形状为(n-1)*s -2p +k", "004", ClaimKind.BEHAVIOUR),
+        Claim(
+            "output_size_001",
+            "H_{out} = (H_{in} - 1)*stride - 2*padding + dilation[0]*(kernel[0] - 1) + padding[0] + 1",
+            "001",
+            ClaimKind.BEHAVIOUR,
+            # The notes nowhere write output_padding: the formula is judged as it stands.
+            reading="ConvTranspose2d's H_out is (H_in−1)·stride − 2·padding + dilation·(k−1) + padding + 1",
+        ),
+        Claim(
+            "layer_signature",
+            "nn.ConvTransposed(channel_in,channel_out,kernel_size,stride,padding,bias)",
+            "004",
+            ClaimKind.BEHAVIOUR,
+            reading="the transposed-conv layer's positional arguments are (in, out, kernel_size, stride, "
+            "padding, bias): a sixth positional argument sets bias",
+        ),
     ),
     checks={
         "output_size_formula": Check(check_transposed_output_size, claim="output_size"),
         "padded_size": Check(check_padded_size, claim="padded_size"),
+        "output_size_001": Check(check_001_output_size, claim="output_size_001"),
         "notes_layer_name": Check(check_notes_layer_name, devices=("cpu",)),
+        "layer_signature": Check(check_layer_signature, devices=("cpu",), claim="layer_signature"),
     },
     # The notes teach the equivalence, not a speed-up of either way: the timings are context.
     verdict=FromFindings(),

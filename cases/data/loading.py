@@ -36,8 +36,6 @@ from cases.spec import (
     Check,
     Claim,
     ClaimKind,
-    Erratum,
-    ErratumKind,
     Finding,
     Tol,
     Verdict,
@@ -155,17 +153,47 @@ def every_sample_once(features, ids, epoch):
 # ---- checks --------------------------------------------------------------------------------------
 
 
+class NotesPairs(Dataset):
+    """The Dataset 004 describes (回顾Dataset与Dataloader): indexed, each item a 2-tuple of a tensor
+    shaped like an image (3 × 64 × 64, their example) and a label that may be an int."""
+
+    def __init__(self, n: int, seed: int = 0):
+        g = torch.Generator().manual_seed(seed)
+        self.images = torch.randn(n, 3, 64, 64, generator=g)
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, i):
+        return self.images[i], int(i) % 10
+
+
+class NotesSamples(Dataset):
+    """A Dataset shaped like 001's MyDataSet: its __getitem__ returns sample = {'image': …, 'labels':
+    …} (MyDataSet reads a csv and image files; here the same dict from memory)."""
+
+    def __init__(self, n: int):
+        self.images = torch.randn(n, 3, 4, 4, generator=torch.Generator().manual_seed(1))
+        self.labels = np.arange(n, dtype=np.float32)
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, i):
+        return {"image": self.images[i], "labels": self.labels[i]}
+
+
 def check_length_and_drop_last(device):
     """len(loader) = ceil(n/bs) (the notes' 数据的长度/batch_size取上界), floor with drop_last; each
     epoch has every sample once, two shuffled epochs differ in order; and the loader is iterable but
     not indexable (the notes' 不可索引，但是有iter方法的可迭代对象)."""
     rows = []
     for n, bs in ((100, 32), (96, 32), (7, 10), (1, 1)):
-        ds = TensorDataset(torch.arange(n))
+        ds = _Ids(NotesPairs(n))  # the notes' dataset, each item also naming its index
         loader = DataLoader(ds, batch_size=bs, shuffle=True, generator=torch.Generator().manual_seed(0))
         dropped = DataLoader(ds, batch_size=bs, drop_last=True)
-        epochs = [torch.cat([b[0] for b in loader]) for _ in range(2)]
-        sizes = [len(b[0]) for b in loader]
+        epochs = [torch.cat([b[2] for b in loader]) for _ in range(2)]
+        sizes = [len(b[2]) for b in loader]
         rows.append(
             (
                 n,
@@ -174,17 +202,30 @@ def check_length_and_drop_last(device):
                 len(dropped),
                 all(sorted(e.tolist()) == list(range(n)) for e in epochs),
                 sizes[-1] == (n % bs or bs) and sum(sizes) == n,
-                sum(len(b[0]) for b in dropped),
+                sum(len(b[2]) for b in dropped),
                 (not torch.equal(*epochs)) if n > 10 else None,
             )
         )
-    loader = DataLoader(TensorDataset(torch.arange(10)), batch_size=3)
+    loader = DataLoader(NotesPairs(10), batch_size=3)
     try:
         loader[0]
         indexing = ""
     except (TypeError, IndexError, KeyError) as exc:
         indexing = f"{type(exc).__name__}: {exc}"
     return judge_loader_length(rows, indexing, hasattr(loader, "__iter__"))
+
+
+class _Ids(Dataset):
+    """A dataset's items with their index appended: which samples an epoch delivered."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __len__(self):
+        return len(self.inner)
+
+    def __getitem__(self, i):
+        return (*self.inner[i], i)
 
 
 def judge_loader_length(rows: list[tuple], indexing_error: str, iterable: bool) -> Finding:
@@ -243,14 +284,17 @@ def judge_shuffle_with_sampler(message: str, false_accepted: bool) -> Finding:
 
 
 def check_collate_semantics(device):
-    """Each batch is a *list* [features (bs, ...), labels (bs,)] (the notes: 二元tensor的list), and
-    each dataset item the (x, y) tuple the notes describe (二元tuple)."""
-    x = torch.randn(10, 3, 4, 4)
-    y = torch.arange(10)
-    item = TensorDataset(x, y)[0]
-    batch = next(iter(DataLoader(TensorDataset(x, y), batch_size=4)))
+    """Each batch is a *list* [features (bs, 3, 64, 64), labels (bs,)] (the notes: 二元tensor的list),
+    from the Dataset the notes describe, each item the (tensor, int) 2-tuple (二元tuple)."""
+    ds = NotesPairs(10)
+    item = ds[0]
+    batch = next(iter(DataLoader(ds, batch_size=4)))
     shapes = [tuple(b.shape) for b in batch] if isinstance(batch, (list, tuple)) else []
-    exact = isinstance(batch, (list, tuple)) and torch.equal(batch[0], x[:4]) and torch.equal(batch[1], y[:4])
+    exact = (
+        isinstance(batch, (list, tuple))
+        and torch.equal(batch[0], ds.images[:4])
+        and batch[1].tolist() == [ds[i][1] for i in range(4)]
+    )
     return judge_collate_batch(
         type(item).__name__, type(batch).__name__, shapes, str(batch[1].dtype) if shapes else "", exact
     )
@@ -261,11 +305,11 @@ def judge_collate_batch(
 ) -> Finding:
     """The notes (004): an item is a 2-tuple (features, label); a batch a list of two tensors, the
     features (bs, a, b, c) and the labels (bs,). Holds when the default collate gives exactly that
-    for bs = 4 of (3, 4, 4) images, the stacked values equal to the samples (a copy: exact)."""
+    for bs = 4 of (3, 64, 64) images, the stacked values equal to the samples (a copy: exact)."""
     held = (
         item_type == "tuple"
         and batch_type == "list"
-        and shapes == [(4, 3, 4, 4), (4,)]
+        and shapes == [(4, 3, 64, 64), (4,)]
         and label_dtype == "torch.int64"
         and exact
     )
@@ -278,60 +322,53 @@ def judge_collate_batch(
 
 def check_collate_fn_input(device):
     """001: collate_fn is called once the batch is gathered (the values `__getitem__` returned), "so
-    the input is a tuple". What a custom collate_fn receives, for bs = 4."""
-    x = torch.randn(10, 3, 4, 4)
-    y = torch.arange(10)
+    the input is a tuple". What a custom collate_fn receives, for bs = 4, from a Dataset returning
+    001's MyDataSet sample dicts."""
+    ds = NotesSamples(10)
     seen = []
-    next(
-        iter(
-            DataLoader(
-                TensorDataset(x, y), batch_size=4, collate_fn=lambda items: seen.append(items) or items
-            )
-        )
-    )
+    next(iter(DataLoader(ds, batch_size=4, collate_fn=lambda items: seen.append(items) or items)))
     items = seen[0]
     as_returned = all(
-        isinstance(s, tuple) and torch.equal(s[0], x[i]) and torch.equal(s[1], y[i])
+        isinstance(s, dict)
+        and torch.equal(s["image"], ds.images[i])
+        and s["labels"] == ds.labels[i]  # the same float32: exact
         for i, s in enumerate(items)
     )
+    return judge_collate_fn_input(type(items).__name__, len(items), as_returned)
+
+
+def judge_collate_fn_input(container: str, count: int, as_returned: bool) -> Finding:
+    """The notes: collate_fn gets the gathered batch, the values __getitem__ returned, so a tuple.
+    Holds where it receives a tuple of the bs = 4 samples as returned; fails where the container is
+    something else (`container`: its type) or the samples are not the ones returned."""
+    held = container == "tuple" and count == 4 and as_returned
+    return Finding(
+        Verdict.HOLDS if held else Verdict.FAILS,
+        f"a custom collate_fn received a {container} of {count} samples, "
+        + ("each the dict __getitem__ returned" if as_returned else "NOT the samples __getitem__ returned")
+        + ("" if container == "tuple" else f": a {container}, not a tuple"),
+    )
+
+
+def check_collate_fn_owner(device):
+    """001 calls collate_fn a parameter of the Dataset: which classes take one."""
     import inspect
 
-    where = [
+    owners = [
         owner.__name__
         for owner in (Dataset, DataLoader)
         if "collate_fn" in inspect.signature(owner.__init__).parameters or hasattr(owner, "collate_fn")
     ]
-    return judge_collate_fn_input(type(items).__name__, len(items), as_returned, where)
+    return judge_collate_fn_owner(owners)
 
 
-def judge_collate_fn_input(container: str, count: int, as_returned: bool, owners: list[str] = ()) -> Finding:
-    """The technique: collate_fn receives the batch's bs samples as `__getitem__` returned them (holds
-    when 4 samples came, each the dataset's own (x, y)). The notes say the input is a tuple: where
-    the container is something else, a wrong statement, an erratum; and they call collate_fn a
-    parameter of the Dataset (`owners`: the classes that take one; None given: not observed)."""
-    errata = ()
-    if container != "tuple":
-        errata += (
-            Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "so the input is a tuple.",
-                f"collate_fn receives a {container} of the {count} samples (each an (x, y) tuple), "
-                "not a tuple",
-            ),
-        )
-    if owners and "Dataset" not in owners:
-        errata += (
-            Erratum(
-                ErratumKind.WRONG_STATEMENT,
-                "`collate_fn` parameter in DataSet",
-                f"collate_fn is a parameter of {', '.join(owners)}; Dataset takes none",
-            ),
-        )
+def judge_collate_fn_owner(owners: list[str]) -> Finding:
+    """Holds where Dataset takes a collate_fn (`owners`: the classes that do); fails otherwise."""
+    held = "Dataset" in owners
     return Finding(
-        Verdict.HOLDS if count == 4 and as_returned else Verdict.FAILS,
-        f"a custom collate_fn received a {container} of {count} samples, "
-        + ("each the (x, y) __getitem__ returned" if as_returned else "NOT the samples __getitem__ returned"),
-        errata,
+        Verdict.HOLDS if held else Verdict.FAILS,
+        f"collate_fn is a parameter of {', '.join(owners) or 'neither class'}"
+        + ("" if held else "; Dataset takes none: pass it to DataLoader(..., collate_fn=...)"),
     )
 
 
@@ -368,8 +405,9 @@ def check_notes_signature(device):
 
 
 def judge_notes_signature(notes: dict, actual: dict, raised: str, version: str) -> Finding:
-    """Context (the loader's behaviour is judged by the other checks): a default of the notes that
-    this torch does not have is a wrong default, an erratum. `shuffle=None` is documented as False
+    """The notes' DataLoader signature as a statement of its defaults: holds where every default is
+    this torch's; fails where one is not, naming it (`raised`: what the call with the listed
+    defaults passed explicitly raised; empty: it ran). `shuffle=None` is documented as False
     (None means "not given"): the same default."""
 
     def same(name):
@@ -377,20 +415,17 @@ def judge_notes_signature(notes: dict, actual: dict, raised: str, version: str) 
         return got == notes[name] or (name == "shuffle" and got is None and notes[name] is False)
 
     wrong = [name for name in notes if not same(name)]
-    errata = tuple(
-        Erratum(
-            ErratumKind.WRONG_DEFAULT,
-            f"DataLoader(..., {name}={notes[name]!r}, ...)",
-            f"torch {version}: the default is {actual[name]!r}"
-            + (f"; passing the notes' defaults raises {raised[:160]}" if raised else ""),
-        )
-        for name in wrong
-    )
     return Finding(
-        None,
-        f"torch {version}: DataLoader's defaults differ from the notes' for {wrong or 'none'}; the call "
-        f"with the notes' defaults {'raises ' + raised[:120] if raised else 'runs'}",
-        errata,
+        Verdict.FAILS if wrong else Verdict.HOLDS,
+        f"torch {version}: DataLoader's defaults differ from the notes' for "
+        + (", ".join(f"{n} (the notes {notes[n]!r}, here {actual[n]!r})" for n in wrong) if wrong else "none")
+        + f"; the call with the notes' defaults {'raises ' + raised[:140] if raised else 'runs'}"
+        + (
+            "; prefetch_factor's default became None in torch 2.0 (2 batches per worker still apply "
+            "where num_workers > 0): leave it unset without workers"
+            if "prefetch_factor" in wrong
+            else ""
+        ),
     )
 
 
@@ -470,8 +505,9 @@ def judge_pin_memory(pinned: list[bool], exact: bool) -> Finding:
 CASE = Case(
     id="data.loading",
     tier=2,
-    claim="A DataLoader over a map-style Dataset gives what the notes' data_iter gives (every sample once "
-    "per epoch, len = ceil(n/bs), batches as [features, labels]); samples/s of each form.",
+    claim="The notes' data_iter and a DataLoader over the Dataset the notes describe give every sample once "
+    "per epoch, len = ceil(n/bs), batches as [features, labels]; collate_fn (a Dataset parameter, the notes "
+    "say) gets a tuple; the listed DataLoader defaults; samples/s of each form.",
     source="002 data iterator, 001 Data preparation, 004 Dataset与Dataloader",
     make_inputs=make_samples,
     variants={
@@ -491,10 +527,11 @@ CASE = Case(
     claims=(
         Claim(
             "data_iter_epoch",
-            "一个epoch将数据集的数据都用一遍 "
-            "(def data_iter(batch_size, features, labels): ... random.shuffle(indices))",
+            "一个epoch将数据集的数据都用一遍 … def data_iter(batch_size, features, labels): … "
+            "random.shuffle(indices)",
             "002",
             ClaimKind.CORRECTNESS,
+            reading="the notes' data_iter gives every sample exactly once per epoch, shuffled",
         ),
         Claim(
             "loader_length",
@@ -506,17 +543,36 @@ CASE = Case(
         Claim(
             "batch_is_list",
             "每次迭代出来的结果为一个二元tensor的list， "
-            "第一个tensor代表来minibatch的数据特征 (minibatch, a, b, c)"
-            "...第二个tensor是minibatch的数据标签,是一个一维的tensor （minibatch）",
+            "第一个tensor代表来minibatch的数据特征 (minibatch, a, b, c)，是一个四维的tensor;"
+            "第二个tensor是minibatch的数据标签,是一个一维的tensor （minibatch）",
             "004",
             ClaimKind.BEHAVIOUR,
+            reading="over the Dataset 004 describes (items (image tensor, int label)), each batch is a list "
+            "[features (bs, 3, 64, 64), labels (bs,)]",
         ),
         Claim(
             "collate_fn_input",
-            "`collate_fn` ... this function is called when the batch is gathered (value has been returned by "
-            "the `__getitem__` method and combined)",
+            "this function is called when the batch is gathered (value has been returned by the "
+            "`__getitem__` method and combined), so the input is a tuple.",
             "001",
             ClaimKind.BEHAVIOUR,
+            reading="collate_fn receives the batch's samples as __getitem__ returned them, in a tuple",
+        ),
+        Claim(
+            "collate_fn_owner",
+            "`collate_fn` parameter in DataSet",
+            "001",
+            ClaimKind.BEHAVIOUR,
+            reading="collate_fn is a parameter of the Dataset",
+        ),
+        Claim(
+            "loader_defaults",
+            "DataLoader(dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None, "
+            "num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0, "
+            "worker_init_fn=None, *, prefetch_factor=2, persistent_workers=False)",
+            "004",
+            ClaimKind.BEHAVIOUR,
+            reading="these are DataLoader's defaults",
         ),
     ),
     checks={
@@ -526,8 +582,8 @@ CASE = Case(
         "shuffle_with_sampler_rejected": Check(check_shuffle_with_sampler_rejected, devices=("cpu",)),
         "collate_semantics": Check(check_collate_semantics, devices=("cpu",), claim="batch_is_list"),
         "collate_fn_input": Check(check_collate_fn_input, devices=("cpu",), claim="collate_fn_input"),
-        # The notes' DataLoader signature against this torch's: errata only.
-        "notes_signature": Check(check_notes_signature, devices=("cpu",)),
+        "collate_fn_owner": Check(check_collate_fn_owner, devices=("cpu",), claim="collate_fn_owner"),
+        "notes_signature": Check(check_notes_signature, devices=("cpu",), claim="loader_defaults"),
         # Workers and pinned memory: what the catalogue adds (the notes list the features only).
         "workers_exactly_once": Check(check_workers_exactly_once, devices=("cpu",)),
         "pin_memory": Check(check_pin_memory, requires=("cuda",), devices=("cuda",)),

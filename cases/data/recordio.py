@@ -10,10 +10,11 @@ position is split there (cflag 1 = first part, 2 = middle, 3 = last; the magic i
 reader puts it back), so a reader that resynchronises on the magic never lands inside a payload.
 The `.idx` file is text, one ``key<TAB>byte offset`` line per record.
 
-The notes guess "an 8-byte length, payload aligned to 8 bytes". Their own offsets (0, 5768, 12520,
-19304 for 5760-, 6742- and 6773-byte records) fit both 8- and 4-byte alignment; the two differ
-for other lengths, and the 8 bytes before each payload are magic + length word, not a length
-(`check_notes_layout_guess`).
+The notes say each record is 8 bytes, then its data padded to a multiple of 8. Their own offsets
+(0, 5768, 12520, 19304 for 5760-, 6742- and 6773-byte records) fit both 8- and 4-byte alignment;
+the two differ for other lengths (`check_alignment`). mxnet itself is not a dependency: the
+suite's writer is held to the bytes mxnet 1.9.1 wrote (recorded), and the claims about mxnet's
+classes are judged with mxnet only where it imports.
 
 The timed question is the reason the format exists: reading N small records from one file with an
 index (one open, N seeks) vs opening N files.
@@ -321,61 +322,260 @@ def records_truth(store, lengths):
 # ---- checks --------------------------------------------------------------------------------------
 
 
-def check_layout_and_notes_guess(device):
-    """Byte offsets of the real format against the notes' guess (8-byte length, 8-byte alignment)."""
+# What mxnet 1.9.1 itself wrote (MXIndexedRecordIO.write_idx of records of these lengths, and
+# recordio.pack of one header), recorded once from the real library: mxnet is not a dependency of
+# the suite (its wheels need NumPy < 2), so the suite's writer is held to these bytes.
+MXNET_LENGTHS = (5760, 6742, 6773, 1, 2, 3, 4, 5, 9)
+MXNET_OFFSETS = (0, 5768, 12520, 19304, 19316, 19328, 19340, 19352, 19368)
+MXNET_FILE_BYTES = 19388
+MXNET_FIRST_HEAD = bytes.fromhex("0a23d7ce80160000")  # the 8 bytes before the 5760-byte record
+MXNET_PACKED = bytes.fromhex("0000000000006040351cdcdf020000000000000000000000") + b"jpeg bytes"
+MXNET_PACKED_HEADER = (0, 3.5, 12345678901, 0)  # IRHeader(flag, label, id, id2) that MXNET_PACKED holds
+
+
+def _mxnet():
+    """mxnet's recordio module where it imports, else None (the notes' own objects)."""
+    try:
+        import mxnet  # noqa: PLC0415  (optional: never a dependency)
+    except Exception:  # an absent package, or an install broken by NumPy 2: either way not here
+        return None
+    return mxnet.recordio
+
+
+def _written(lengths):
+    """The suite's writer on records of `lengths`: (offsets, file size, records read back intact,
+    the file's bytes)."""
     with tempfile.TemporaryDirectory() as d:
         rec = Path(d) / "t.rec"
-        lengths = [5760, 6742, 6773, 1, 2, 3, 4, 5, 9]
         with RecordWriter(rec) as w:
             offsets = [w.write(bytes([7]) * n) for n in lengths]
         raw = rec.read_bytes()
         with RecordReader(rec) as r:
             back = list(r)
     headers_ok = all(_HEAD.unpack_from(raw, off) == (MAGIC, n) for off, n in zip(offsets, lengths))
-    real = [b - a for a, b in zip(offsets, offsets[1:] + [len(raw)])]
-    guess = [8 + n + (-n) % 8 for n in lengths]  # the notes: 8-byte length, payload padded to 8
-    layout_ok = (
-        back == [bytes([7]) * n for n in lengths]
-        and headers_ok
-        and real == [8 + n + (-n) % 4 for n in lengths]
+    return offsets, len(raw), back == [bytes([7]) * n for n in lengths] and headers_ok, raw
+
+
+def _held_to_mxnet(offsets, size, raw=None):
+    # The suite's writer stands for mxnet's here: where it leaves mxnet's recorded layout, the
+    # suite is broken (a red check), not the notes.
+    assert (tuple(offsets), size) == (MXNET_OFFSETS, MXNET_FILE_BYTES), (
+        f"the suite's writer gave offsets {offsets} ({size} B), "
+        f"mxnet 1.9.1 {MXNET_OFFSETS} ({MXNET_FILE_BYTES} B)"
     )
-    differ = [(n, r, g) for n, r, g in zip(lengths, real, guess) if r != g]
-    return judge_layout(layout_ok, differ, offsets=offsets[:4])
+    assert raw is None or raw[:8] == MXNET_FIRST_HEAD, (
+        f"first header {raw[:8].hex()}, mxnet {MXNET_FIRST_HEAD.hex()}"
+    )
+
+
+def check_idx_offsets(device):
+    """The notes' data.idx (offsets 0, 5768, 12520, 19304 of records of 5760, 6742, 6773 bytes)
+    against the offsets the format gives those records."""
+    offsets, size, intact, raw = _written(MXNET_LENGTHS)
+    _held_to_mxnet(offsets, size, raw)
+    return judge_layout(intact, offsets=offsets[:4])
 
 
 NOTES_IDX_OFFSETS = [0, 5768, 12520, 19304]
 
 
-def judge_layout(
-    layout_ok: bool, differ: list[tuple[int, int, int]], *, offsets: list[int] | None = None
-) -> Finding:
-    """The technique: records round-trip through the real RecordIO layout (magic, a 3-bit flag and
-    29-bit length word, payload padded to 4 bytes), reproducing the notes' .idx offsets (`offsets`:
-    the first four the writer gave; None: not observed). The notes' guess of an 8-byte length with
-    8-byte alignment is an erratum where it gives other sizes."""
-    offsets_ok = offsets is None or offsets == NOTES_IDX_OFFSETS
-    errata = ()
-    if differ:
-        errata = (
-            Erratum(
-                ErratumKind.WRONG_SHAPE_OR_FORMULA,
-                "8-byte length, payload padded to 8 bytes",
-                "the format is a 4-byte magic and a 4-byte (3-bit flag, 29-bit length) word, padded to 4: "
-                + ", ".join(f"{n} B is {r} bytes on disk, not {g}" for n, r, g in differ[:4])
-                + "; a record holds < 2**29 bytes, not 2**64",
-            ),
-        )
+def judge_layout(layout_ok: bool, *, offsets: list[int] | None = None) -> Finding:
+    """The notes' .idx offsets against the offsets the format gives their three records (`offsets`:
+    the first four; the writer is held to mxnet 1.9.1's recorded layout), the records read back
+    intact (`layout_ok`)."""
+    offsets_ok = offsets == NOTES_IDX_OFFSETS
     return Finding(
         Verdict.HOLDS if layout_ok and offsets_ok else Verdict.FAILS,
-        (
-            "records round-trip in the real layout"
-            if layout_ok
-            else "records do NOT round-trip as 8 + pad4(length)"
+        ("records round-trip in the real layout" if layout_ok else "records do NOT round-trip")
+        + "; offsets of 5760-, 6742-, 6773-byte records (as mxnet 1.9.1 writes them): "
+        + f"{offsets if offsets is not None else 'not observed'} (the notes' .idx: {NOTES_IDX_OFFSETS})",
+    )
+
+
+def check_alignment(device):
+    """The notes: each record is 8 bytes, then its data, padded to a multiple of 8. On-disk sizes of
+    records of several lengths (offset to offset), and what the 8 bytes before each payload hold."""
+    offsets, size, intact, raw = _written(MXNET_LENGTHS)
+    _held_to_mxnet(offsets, size, raw)
+    on_disk = [b - a for a, b in zip(offsets, [*offsets[1:], size])]
+    rows = [(n, d, 8 + n + (-n) % 8) for n, d in zip(MXNET_LENGTHS, on_disk)]
+    return judge_alignment(rows, intact)
+
+
+def judge_alignment(rows: list[tuple[int, int, int]], head_is_magic_and_length: bool) -> Finding:
+    """rows: (payload bytes, bytes on disk, the notes' 8 + payload padded to 8). Holds where every
+    record takes what the notes say; fails where any does not (the format pads to 4)."""
+    differ = [(n, d, g) for n, d, g in rows if d != g]
+    return Finding(
+        Verdict.FAILS if differ or not rows else Verdict.HOLDS,
+        "bytes on disk per record (mxnet 1.9.1's layout) against the notes' 8 + data padded to a multiple of "
+        "8: "
+        + (
+            ", ".join(f"{n} B takes {d}, not {g}" for n, d, g in differ[:4])
+            + f" ({len(differ)} of {len(rows)} lengths differ): the data is padded to a multiple of 4; the "
+            "notes' three records (5760, 6742, 6773 B) come out the same either way"
+            if differ
+            else f"all {len(rows)} lengths as the notes say"
         )
-        + "; offsets of 5760-, 6742-, 6773-byte records: "
-        + f"{offsets if offsets is not None else 'not observed'} "
-        f"(the notes' .idx: {NOTES_IDX_OFFSETS})",
-        errata,
+        + "; the 8 bytes before each payload: "
+        + (
+            "the magic 0xced7230a and a (3-bit flag, 29-bit length) word, as the notes' 8byte has it"
+            if head_is_magic_and_length
+            else "NOT magic + length"
+        ),
+    )
+
+
+def check_length_field(device):
+    """003's guess: each record is its byte count in 8 bytes, then its data. The 8 bytes before each
+    record read as that count (a little-endian uint64), against the record's length."""
+    offsets, size, _, raw = _written(MXNET_LENGTHS)
+    _held_to_mxnet(offsets, size, raw)
+    rows = [
+        (n, struct.unpack_from("<Q", raw, off)[0], *_HEAD.unpack_from(raw, off))
+        for off, n in zip(offsets, MXNET_LENGTHS)
+    ]
+    return judge_length_field(rows)
+
+
+def judge_length_field(rows: list[tuple[int, int, int, int]]) -> Finding:
+    """rows: (record bytes, the 8 bytes before it as a uint64, their first 4 as a uint32, their last
+    4). Holds where the uint64 is the record's length, as the notes guess; fails where it is not."""
+    off = [(n, u64, magic, word) for n, u64, magic, word in rows if u64 != n]
+    if not rows or off:
+        n, u64, magic, word = (off or [(0, 0, 0, 0)])[0]
+        return Finding(
+            Verdict.FAILS,
+            f"the 8 bytes before a {n}-byte record read as a byte count give {u64:,} "
+            f"({len(off)} of {len(rows)} records): they are the magic 0x{magic:08x} and a 4-byte word "
+            f"holding a 3-bit continuation flag ({word >> 29}) and the 29-bit length ({word & _LEN_MASK}); "
+            "a record holds < 2**29 bytes",
+        )
+    return Finding(Verdict.HOLDS, f"the 8 bytes before each of {len(rows)} records are its byte count")
+
+
+# 003's MXRecordIO snippet as written (its first code block under "mx.recordio.MXRecordIO").
+NOTES_MXRECORDIO = """
+record = mx.recordio.MXRecordIO('tmp.rec', 'w')
+for i in range(3):
+    record.write('record_%d'%i)
+record.close()
+record = mx.recordio.MXRecordIO('tmp.rec', 'r')
+for i in range(3):
+    item = record.read()
+    print(item)
+record.close()
+"""
+
+
+def check_notes_mxrecordio_snippet(device):
+    """003's MXRecordIO snippet run as written where mxnet imports (the snippet check cannot run it:
+    mxnet is not a dependency): it writes str records."""
+    mx = _mxnet()
+    if mx is None:
+        return judge_notes_mxrecordio_snippet(None)
+    import contextlib
+    import io as _io
+
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(_io.StringIO()):
+        os.chdir(d)
+        try:
+            exec(NOTES_MXRECORDIO, {"mx": __import__("mxnet")})  # noqa: S102  (the notes' own code)
+            raised = ""
+        except Exception as exc:  # whatever the notes' code raises is the observation
+            raised = f"{type(exc).__name__}: {exc}"
+        finally:
+            os.chdir(cwd)
+    return judge_notes_mxrecordio_snippet(raised)
+
+
+def judge_notes_mxrecordio_snippet(raised: str | None) -> Finding:
+    """`raised`: what the notes' snippet raised under mxnet (empty: it ran; None: mxnet not
+    importable, not run). A snippet that raises as pasted is an erratum (no verdict)."""
+    if raised is None:
+        return Finding(None, "003's MXRecordIO snippet not run: mxnet is not importable here")
+    if not raised:
+        return Finding(None, "003's MXRecordIO snippet ran as written under mxnet")
+    return Finding(
+        None,
+        f"003's MXRecordIO snippet raised {raised[:120]}",
+        (
+            Erratum(
+                ErratumKind.RAISES,
+                "record.write('record_%d'%i)",
+                f"under Python 3, mxnet's MXRecordIO.write takes bytes: the str record raises "
+                f"{raised[:120]}; write(b'record_%d' % i) works, and write_idx(i, 'record_%d'%i) below "
+                "fails alike",
+                file="003",
+            ),
+        ),
+    )
+
+
+def _records(n):
+    rng = np.random.default_rng(2)
+    return [rng.integers(0, 256, size=int(k), dtype=np.uint8).tobytes() for k in rng.integers(1, 300, size=n)]
+
+
+def check_sequential_read(device):
+    """003: MXRecordIO(..., 'r').read() returns the records in the order written. With mxnet where
+    it imports; the suite's reader of the same format otherwise (named, not the notes' object)."""
+    records, mx = _records(7), _mxnet()
+    with tempfile.TemporaryDirectory() as d:
+        rec = str(Path(d) / "tmp.rec")
+        mx_ok = None
+        if mx is not None:
+            w = mx.MXRecordIO(rec, "w")
+            for r in records:
+                w.write(r)
+            w.close()
+            reader = mx.MXRecordIO(rec, "r")
+            mx_ok = [reader.read() for _ in records] == records and reader.read() is None
+            reader.close()
+        with RecordWriter(rec) as w:
+            for r in records:
+                w.write(r)
+        with RecordReader(rec) as r:
+            stand_in_ok = list(r) == records
+    return judge_notes_reader("MXRecordIO.read() in order", mx_ok, stand_in_ok)
+
+
+def check_indexed_read(device):
+    """003: MXIndexedRecordIO reads any record by its index (read_idx), through the .idx map."""
+    records, mx = _records(7), _mxnet()
+    order = [3, 0, 6, 2, 5, 1, 4]
+    with tempfile.TemporaryDirectory() as d:
+        rec, idx = str(Path(d) / "tmp.rec"), str(Path(d) / "tmp.idx")
+        mx_ok = None
+        if mx is not None:
+            w = mx.MXIndexedRecordIO(idx, rec, "w")
+            for k, r in enumerate(records):
+                w.write_idx(k, r)
+            w.close()
+            reader = mx.MXIndexedRecordIO(idx, rec, "r")
+            mx_ok = [reader.read_idx(k) for k in order] == [records[k] for k in order]
+            reader.close()
+        with RecordWriter(rec, idx) as w:
+            for k, r in enumerate(records):
+                w.write(r, k)
+        with RecordReader(rec, idx) as r:
+            stand_in_ok = [r.read_idx(k) for k in order] == [records[k] for k in order]
+    return judge_notes_reader("MXIndexedRecordIO.read_idx(k) by index", mx_ok, stand_in_ok)
+
+
+def judge_notes_reader(what: str, mxnet_ok: bool | None, stand_in_ok: bool) -> Finding:
+    """The notes' mxnet reader: holds or fails on what mxnet returned (`mxnet_ok`); None: mxnet is
+    not importable, so the notes' object was not run: not measured, naming the stand-in and what
+    it did (the suite's reader of the same format, its layout held to mxnet 1.9.1's bytes)."""
+    stand_in = f"the suite's RecordReader (a stand-in) {'returns' if stand_in_ok else 'does NOT return'} them"
+    if mxnet_ok is None:
+        return Finding(
+            Verdict.NOT_MEASURED, f"{what}: not measured, mxnet is not importable here; {stand_in}"
+        )
+    return Finding(
+        Verdict.HOLDS if mxnet_ok else Verdict.FAILS,
+        f"{what}: mxnet {'returns' if mxnet_ok else 'does NOT return'} the records written; " + stand_in,
     )
 
 
@@ -486,9 +686,23 @@ def judge_corruption(intact: bool, outcomes: list[tuple[str, bool]]) -> Finding:
 
 
 def check_irheader_round_trip(device):
-    scalar = IRHeader(flag=0, label=3.5, id=12345678901, id2=0)
+    """003: IRHeader is namedtuple('HEADER', ['flag', 'label', 'id', 'id2']); pack(header, s) -> s and
+    unpack(s) -> header, s. mxnet's own where it imports; else the suite's pack/unpack (a stand-in),
+    held to the bytes mxnet 1.9.1's pack wrote."""
+    mx = _mxnet()
+    mx_ok = None
+    if mx is not None:
+        h = mx.IRHeader(*MXNET_PACKED_HEADER)
+        got_h, got_s = mx.unpack(mx.pack(h, b"jpeg bytes"))
+        mx_ok = (
+            list(mx.IRHeader._fields) == ["flag", "label", "id", "id2"]
+            and type(h).__name__ == "HEADER"
+            and tuple(got_h) == MXNET_PACKED_HEADER
+            and got_s == b"jpeg bytes"
+        )
+    scalar = IRHeader(*MXNET_PACKED_HEADER)
     s = pack(scalar, b"jpeg bytes")
-    header_bytes = len(s) - 10
+    as_mxnet = s == MXNET_PACKED
     scalar_ok = unpack(s) == (scalar, b"jpeg bytes")
     labels = np.array([1.0, -2.5, 7.25], dtype=np.float32)
     h, rest = unpack(pack(IRHeader(flag=0, label=labels, id=7, id2=9), b"payload"))
@@ -501,24 +715,43 @@ def check_irheader_round_trip(device):
             w.write(pack(scalar, b"x" * 13))
         with RecordReader(rec) as r:
             file_ok = unpack(r.read()) == (scalar, b"x" * 13)
-    return judge_irheader(header_bytes, scalar_ok, array_ok, file_ok, list(IRHeader._fields))
+    stand_in = judge_irheader(len(s) - 10, scalar_ok and as_mxnet, array_ok, file_ok, list(IRHeader._fields))
+    return judge_notes_irheader(mx_ok, stand_in)
 
 
 def judge_irheader(
     header_bytes: int, scalar_ok: bool, array_ok: bool, file_ok: bool, fields: list
 ) -> Finding:
-    """The notes: IRHeader is the namedtuple (flag, label, id, id2), label a float or a float array,
-    and pack/unpack put it before the bytes. Holds when the fields are the notes', the header packs
-    to mxnet's 24 bytes ('IfQQ'), and a scalar label, an array label (flag = its length) and a
-    header read back from a .rec file all round-trip."""
+    """The suite's IRHeader/pack/unpack (the stand-in for mxnet's): the notes' fields, mxnet's 24-byte
+    header ('IfQQ'; `scalar_ok` includes equality with mxnet's recorded bytes), and a scalar label,
+    an array label (flag = its length) and a header read back from a .rec file round-trip."""
     held = (
         fields == ["flag", "label", "id", "id2"] and header_bytes == 24 and scalar_ok and array_ok and file_ok
     )
     return Finding(
         Verdict.HOLDS if held else Verdict.FAILS,
         f"IRHeader{tuple(fields)} packs as flag:uint32 label:float32 id:uint64 id2:uint64 in "
-        f"{header_bytes} bytes (mxnet: 24); round trip of a scalar label {scalar_ok}, of an array label "
-        f"(flag = its length, float32 after the header) {array_ok}, through a .rec file {file_ok}",
+        f"{header_bytes} bytes (mxnet: 24); a scalar label as mxnet 1.9.1 packs it and back {scalar_ok}, "
+        f"an array label (flag = its length, float32 after the header) {array_ok}, through a .rec file "
+        f"{file_ok}",
+    )
+
+
+def judge_notes_irheader(mxnet_ok: bool | None, stand_in: Finding) -> Finding:
+    """mxnet's own IRHeader/pack/unpack decide (`mxnet_ok`); None: mxnet not importable, not measured,
+    the stand-in's finding named."""
+    if mxnet_ok is None:
+        return Finding(
+            Verdict.NOT_MEASURED,
+            "mxnet is not importable here, the notes' pack/unpack not run; the suite's stand-in: "
+            + stand_in.evidence,
+        )
+    return Finding(
+        Verdict.HOLDS if mxnet_ok else Verdict.FAILS,
+        "mxnet's IRHeader fields, name and pack/unpack round trip: "
+        + ("as the notes say" if mxnet_ok else "NOT as the notes say")
+        + "; the suite's stand-in: "
+        + stand_in.evidence,
     )
 
 
@@ -526,15 +759,15 @@ CASE = Case(
     id="data.recordio",
     tier=2,
     claim="Packing many small records into one RecordIO file (+ .idx for random access) reads faster "
-    "than one file per sample; the notes guess an 8-byte length and 8-byte alignment.",
+    "than one file per sample; records are an 8-byte count + data padded to a multiple of 8 (003).",
     source="003 mxnet / recordio",
     make_inputs=make_records,
     variants={
         "one_file_per_sample": naive(one_file_per_sample, peak_bytes=_host_bytes),
-        "recordio_random": optimized(recordio_random, peak_bytes=_host_bytes, claim="indexed_random_read"),
-        "recordio_sequential": optimized(
-            recordio_sequential, peak_bytes=_host_bytes, claim="sequential_read"
-        ),
+        # The suite's reader of the format, not mxnet's: context for the read claims (decided by
+        # mxnet where it imports), and the packed side of the timed pair.
+        "recordio_random": optimized(recordio_random, peak_bytes=_host_bytes),
+        "recordio_sequential": optimized(recordio_sequential, peak_bytes=_host_bytes),
     },
     oracle=records_truth,
     tolerance={torch.float32: Tol(rtol=0.0, atol=0.0)},  # bytes: exact
@@ -549,36 +782,67 @@ CASE = Case(
             "mxnet 提供了相应的工具将所有的图片与标签压缩到一个后缀名为 `.rec` 的文件中",
             "003",
             ClaimKind.SPEED,
+            reading="reading records by index from one .rec file (+ .idx) is faster than one file per "
+            "sample; measured with the suite's Python reader of the format, not mxnet's",
         ),
         Claim(
             "sequential_read",
-            "record = mx.recordio.MXRecordIO('tmp.rec', 'r'); item = record.read() [records in order]",
+            "record = mx.recordio.MXRecordIO('tmp.rec', 'r') … item = record.read()",
             "003",
             ClaimKind.CORRECTNESS,
+            reading="MXRecordIO(..., 'r').read() returns the records in the order they were written",
         ),
         Claim(
             "indexed_random_read",
-            "MXIndexedRecordIO: 这个类的主要作用是支持随机读写，"
-            "因此还需要一个映射表用于指示每条数据的起始位置",
+            "这个类的主要作用是支持随机读写，因此还需要一个映射表用于指示每条数据的起始位置",
             "003",
             ClaimKind.CORRECTNESS,
+            reading="MXIndexedRecordIO reads any record by its index through the .idx offsets",
         ),
         Claim(
             "idx_offsets",
-            "data.idx: 1 0 / 2 5768 / 3 12520 / 4 19304 [records of 5760, 6742, 6773 bytes]",
+            "其中 `data.idx` 为一个文本文件，其内容大致为（分割符为制表符）： … 1 0 2 5768 3 12520 4 19304 … "
+            "print(len(x)) # 依次为5760, 6742, 6773",
             "003",
             ClaimKind.BEHAVIOUR,
+            reading="records of 5760, 6742 and 6773 bytes start at byte offsets 0, 5768, 12520 and the "
+            "next at 19304, as the .idx lists them",
+        ),
+        Claim(
+            "length_field",
+            "`.rec` 文件的实际存储为二进制形式，（猜测）实际存储格式为： … "
+            "<第一条数据的byte数><第一条数据的实际内容> … "
+            "其中字节数目占用 8 个字节的空间，而每条数据的实际内容所占的字节数不定长。",
+            "003",
+            ClaimKind.BEHAVIOUR,
+            reading="(the notes' guess) each record is stored as its byte count in 8 bytes, then its data",
+        ),
+        Claim(
+            "alignment",
+            "注意实际存储时，每行的实际数据的字节数会对齐到 8 的倍数，因此实际存储时的存储如下 … "
+            "8byte 5760byte 8byte 6742byte 2byte(padding) 8byte 6773byte 3byte(padding)",
+            "003",
+            ClaimKind.BEHAVIOUR,
+            reading="each record is stored as 8 bytes, then its data padded to a multiple of 8 bytes",
         ),
         Claim(
             "irheader",
-            "IRHeader = namedtuple('HEADER', ['flag', 'label', 'id', 'id2']); pack(header, s) -> s; "
-            "unpack(s) -> header, s",
+            "pack(header, s) -> s unpack(s) -> header, s … "
+            "IRHeader = namedtuple('HEADER', ['flag', 'label', 'id', 'id2'])",
             "003",
             ClaimKind.BEHAVIOUR,
+            reading="mxnet's IRHeader is that namedtuple, and pack/unpack put it before the bytes and take "
+            "it back",
         ),
     ),
     checks={
-        "layout_vs_notes_guess": Check(check_layout_and_notes_guess, devices=("cpu",), claim="idx_offsets"),
+        "idx_offsets": Check(check_idx_offsets, devices=("cpu",), claim="idx_offsets"),
+        "alignment": Check(check_alignment, devices=("cpu",), claim="alignment"),
+        "length_field": Check(check_length_field, devices=("cpu",), claim="length_field"),
+        "sequential_read": Check(check_sequential_read, devices=("cpu",), claim="sequential_read"),
+        "indexed_read": Check(check_indexed_read, devices=("cpu",), claim="indexed_random_read"),
+        # The notes' MXRecordIO snippet under mxnet, where it imports: errata only.
+        "notes_mxrecordio_snippet": Check(check_notes_mxrecordio_snippet, devices=("cpu",)),
         # The real format's continuation parts and a reader that reports corruption: the catalogue's.
         "embedded_magic": Check(check_embedded_magic, devices=("cpu",)),
         "corruption_is_reported": Check(check_corruption_is_reported, devices=("cpu",)),

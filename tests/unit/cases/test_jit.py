@@ -3,6 +3,10 @@ gives a different verdict), and an erratum appears only where the notes were wro
 
 from __future__ import annotations
 
+import warnings
+
+import torch
+
 from cases import jit
 from harness.contract.record import ErratumKind, Verdict
 
@@ -29,14 +33,46 @@ def test_save_load_from_observations():
     assert differs.verdict is Verdict.FAILS and "DIFFERS" in differs.evidence
 
 
-def test_deprecation_quotes_each_apis_own_warning():
-    messages = {api: f"`{api}` is deprecated" for api in jit.JIT_APIS}
-    f = jit.judge_deprecation(list(jit.JIT_APIS), messages, "2.13.0")
-    assert f.verdict is None and [e.kind for e in f.errata] == [ErratumKind.DEPRECATED_API] * 4
-    for api, erratum in zip(jit.JIT_APIS, f.errata):
-        assert f"`{api}` is deprecated" in erratum.evidence
-        assert all(f"`{other}`" not in erratum.evidence for other in jit.JIT_APIS if other != api)
+def test_deprecation_quotes_each_apis_own_warning_on_the_notes_call():
+    apis = list(jit.JIT_APIS)
+    messages = {api: f"`{api}` is deprecated" for api in apis}
+    f = jit.judge_deprecation(apis, messages, "2.13.0")
+    # Only the calls no snippet run reports (003#6's script and trace) carry an erratum here.
+    assert f.verdict is None and [e.kind for e in f.errata] == [ErratumKind.DEPRECATED_API] * 2
+    for api, erratum in zip(jit.NOTES_CALLS, f.errata):
+        assert f"`{api}` is deprecated" in erratum.evidence and erratum.quote == jit.NOTES_CALLS[api]
+        assert all(f"`{other}`" not in erratum.evidence for other in apis if other != api)
     assert jit.judge_deprecation([], {}, "2.13.0").errata == ()
+    some = jit.judge_deprecation(["torch.jit.load"], {"torch.jit.load": "x"}, "2.13.0")
+    assert (
+        some.errata == ()
+        and "ScriptModule.save" in some.evidence
+        and "torch.jit.load deprecated" in some.evidence
+    )
+
+
+def test_a_deprecation_is_recognised_by_meaning():
+    assert jit.is_deprecation(DeprecationWarning, "`torch.jit.script` is deprecated")
+    assert jit.is_deprecation(FutureWarning, "`torch.jit.script` is deprecated")  # torch 2.14
+    assert jit.is_deprecation(UserWarning, "torch.jit.load is deprecated and will be removed")
+    assert not jit.is_deprecation(UserWarning, "Converting a tensor to a Python boolean")
+    assert not jit.is_deprecation(torch.jit.TracerWarning, "might cause the trace to be incorrect")
+
+
+def test_deprecation_heard_as_a_future_warning(monkeypatch):
+    """torch 2.14 warns with FutureWarning: the check must still hear it."""
+    real = torch.jit.script
+
+    def script_warning_future(*args, **kwargs):
+        warnings.warn("`torch.jit.script` is deprecated. Please switch to `torch.compile`.", FutureWarning)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch.jit, "script", script_warning_future)
+    f = jit.check_deprecation(torch.device("cpu"))
+    script = [e for e in f.errata if e.quote == jit.NOTES_CALLS["torch.jit.script"]]
+    assert script and "FutureWarning" not in script[0].evidence and "deprecated" in script[0].evidence
 
 
 def test_nested_and_script_coverage_are_claims_of_their_own():
@@ -49,8 +85,6 @@ def test_nested_and_script_coverage_are_claims_of_their_own():
 
 
 def test_compile_time_context_says_plainly_where_compiled_differs():
-    from cases import jit
-
     steady = {"eager": 1e-3, "scripted": 1e-3, "compiled": 5e-4}
     right = jit.judge_compile_time(2.0, steady, {"a": True, "b": True}, "cpu")
     wrong = jit.judge_compile_time(2.0, steady, {"a": True, "b": False}, "cpu")
@@ -59,8 +93,6 @@ def test_compile_time_context_says_plainly_where_compiled_differs():
 
 
 def test_jit_nested_example_judged_on_the_loaded_model_and_the_coverage_claim():
-    from cases import jit
-
     assert jit.judge_notes_nested(0.0, True, "RuntimeError", True).verdict is Verdict.HOLDS
     assert jit.judge_notes_nested(0.97, True, "RuntimeError", True).verdict is Verdict.FAILS  # other weights
     assert jit.judge_notes_nested(0.0, False, "RuntimeError", True).verdict is Verdict.FAILS

@@ -3,9 +3,10 @@ observation gives a different verdict), and an erratum appears only where the no
 
 from __future__ import annotations
 
+import torch
+
 from cases.conv import dilated
-from cases.data import recordio
-from harness.contract.record import ErratumKind, Verdict
+from harness.contract.record import Verdict
 
 
 def test_gridding_needs_a_larger_field_no_holes_and_a_control_that_shows_holes():
@@ -16,16 +17,16 @@ def test_gridding_needs_a_larger_field_no_holes_and_a_control_that_shows_holes()
     assert blind.verdict is Verdict.FAILS and "cannot see gridding" in blind.evidence
 
 
-def test_receptive_field_and_recordio_layout_are_judged_on_the_technique():
-    from cases.conv import dilated
+def test_receptive_field_fails_where_f_as_the_kernel_size_misses_a_dilated_stack():
+    notes_miss = dilated.judge_receptive_field([("d=2,2,2", 13, 13, 7), ("undilated", 11, 11, 11)])
+    assert notes_miss.verdict is Verdict.FAILS and notes_miss.errata == ()
+    assert "f = d(k−1)+1" in notes_miss.evidence
+    # Had the notes' recursion matched every stack (what a dilation-aware f gives), it holds.
+    assert dilated.judge_receptive_field([("d=1", 7, 7, 7), ("s=2", 11, 11, 11)]).verdict is Verdict.HOLDS
+    # A measurement the span recursion misses too: the reference is in doubt, never holds.
+    assert dilated.judge_receptive_field([("d=2,2,2", 13, 11, 13)]).verdict is Verdict.FAILS
+    assert dilated.judge_receptive_field([]).verdict is Verdict.FAILS
 
-    right = dilated.judge_receptive_field([("d=2,2,2", 13, 13, 7)])
-    assert right.verdict is Verdict.HOLDS and right.errata[0].kind is ErratumKind.WRONG_SHAPE_OR_FORMULA
-    assert dilated.judge_receptive_field([("d=2,2,2", 13, 11, 7)]).verdict is Verdict.FAILS
-    assert not dilated.judge_receptive_field([("d=1", 7, 7, 7)]).errata
-    layout = recordio.judge_layout(True, [(1, 12, 16)])
-    assert layout.verdict is Verdict.HOLDS and layout.errata
-    assert (
-        recordio.judge_layout(False, []).verdict is Verdict.FAILS
-        and not recordio.judge_layout(True, []).errata
-    )
+
+def test_receptive_field_observed_fails():
+    assert dilated.check_receptive_field(torch.device("cpu")).verdict is Verdict.FAILS

@@ -3,8 +3,10 @@ observation gives a different verdict), and an erratum appears only where the no
 
 from __future__ import annotations
 
+import torch
+
 from cases.conv import shapes
-from harness.contract.record import ErratumKind, Verdict
+from harness.contract.record import Verdict
 
 
 def test_equivariance_depends_names_its_condition():
@@ -30,23 +32,22 @@ def test_same_padding_and_weight_shapes_are_computed():
     assert shapes.judge_same_padding({**kept, 2: False}, {}, "not supported").verdict is Verdict.FAILS
     assert shapes.judge_same_padding(kept, {}, "").verdict is Verdict.FAILS
     good = {"Conv2d": ((8, 3, 3, 5), (8, 3, 3, 5))}
-    assert shapes.judge_weight_shapes(good, 14, 14).verdict is Verdict.HOLDS
-    assert (
-        shapes.judge_weight_shapes({"Conv2d": ((3, 8, 3, 5), (8, 3, 3, 5))}, 14, 14).verdict is Verdict.FAILS
-    )
-    assert shapes.judge_weight_shapes(good, 15, 14).verdict is Verdict.FAILS
+    context = {"Conv2d(groups=2)": (8, 2, 3, 3)}
+    assert shapes.judge_weight_shapes(good, context).verdict is Verdict.HOLDS
+    # An (in, out) order, a transposed conv's, is what a wrong statement would meet.
+    assert shapes.judge_weight_shapes({"Conv2d": ((3, 8, 3, 5), (8, 3, 3, 5))}, {}).verdict is Verdict.FAILS
+    assert shapes.judge_weight_shapes({}, context).verdict is Verdict.FAILS
 
 
-def test_vgg16_table_slips_are_errata_and_the_built_network_decides():
+def test_vgg16_table_fails_where_its_numbers_are_not_its_networks():
     wrong = [(1, (112, 112, 128), (112, 112, 64)), (3, (28, 32, 512), (28, 28, 256))]
-    f = shapes.judge_vgg16(138_357_544, wrong, 17, 138_505_128)
-    assert f.verdict is Verdict.HOLDS
-    assert [e.kind for e in f.errata] == [ErratumKind.WRONG_SHAPE_OR_FORMULA] * 3
-    assert "(28, 28, 256)" in f.errata[1].evidence and "17 weight layers" in f.errata[2].evidence
-    assert shapes.judge_vgg16(138_357_544, [], 16, 138_357_544).errata == ()
-    assert shapes.judge_vgg16(138_357_544, [], 16, 1, hand_count=1).verdict is Verdict.FAILS
-    off = [(3, (28, 28, 256), (27, 27, 256))]
-    assert shapes.judge_vgg16(138_357_544, [], 16, 1, shapes_off=off).verdict is Verdict.FAILS
+    f = shapes.judge_vgg16(wrong, 17, 138_505_000, 138_357_544, True)
+    assert f.verdict is Verdict.FAILS and f.errata == ()
+    assert "the network gives (28, 28, 256)" in f.evidence and "17 weight layers" in f.evidence
+    assert shapes.judge_vgg16([], 17, 138_505_000, 138_357_544, True).verdict is Verdict.FAILS  # 3× conv3-128
+    assert shapes.judge_vgg16(wrong, 16, 138_357_544, 138_357_544, True).verdict is Verdict.FAILS
+    assert shapes.judge_vgg16([], 16, 138_357_544, 138_357_544, True).verdict is Verdict.HOLDS
+    assert shapes.judge_vgg16([], 16, 138_357_544, 1, False).verdict is Verdict.FAILS  # reference off
 
 
 def test_formula_pooled_shapes_are_vgg16s():
@@ -65,18 +66,24 @@ def test_equivariance_depends_on_padding_and_stride_and_fails_where_even_circula
     assert shapes.judge_equivariance(0.0, 1.3, 0.5, 0.0, 3.0, bound).verdict is Verdict.FAILS
 
 
-def test_padding_mode_is_a_mode_and_the_fill_value_reading_is_an_erratum():
+def test_padding_mode_as_a_fill_number_fails():
     exact = {"zeros": 0.0, "reflect": 0.0, "replicate": 0.0, "circular": 0.0}
     copied = {"zeros": True, "reflect": False, "replicate": False, "circular": False}
     refused = "ValueError: padding_mode must be one of {'zeros', 'reflect', 'replicate', 'circular'}"
     f = shapes.judge_padding_modes(exact, copied, refused)
-    assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.WRONG_STATEMENT]
+    assert f.verdict is Verdict.FAILS and f.errata == () and "value=c" in f.evidence
     # A torch where padding_mode took a number and filled with it: the notes would be right.
     filled = {m: True for m in copied}
-    assert shapes.judge_padding_modes(exact, filled, "").errata == ()
-    assert shapes.judge_padding_modes(exact, copied, "").errata[0].kind is ErratumKind.WRONG_STATEMENT
-    assert shapes.judge_padding_modes(exact, filled, refused).errata[0].kind is ErratumKind.WRONG_STATEMENT
-    assert shapes.judge_padding_modes({**exact, "reflect": 2.0}, copied, refused).verdict is Verdict.FAILS
+    assert shapes.judge_padding_modes(exact, filled, "").verdict is Verdict.HOLDS
+    assert shapes.judge_padding_modes(exact, copied, "").verdict is Verdict.FAILS
+    assert shapes.judge_padding_modes(exact, filled, refused).verdict is Verdict.FAILS
+
+
+def test_observed_vgg_and_padding_mode_fail():
+    cpu = torch.device("cpu")
+    assert shapes.check_vgg16(cpu).verdict is Verdict.FAILS
+    assert shapes.check_padding_modes(cpu).verdict is Verdict.FAILS
+    assert shapes.check_weight_shapes(cpu).verdict is Verdict.HOLDS
 
 
 def test_stacked_3x3_field_and_parameters_are_measured():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cases import get_case
 from cases.data import loading
-from harness.contract.record import ErratumKind, Verdict
+from harness.contract.record import Verdict
 
 # ---- data.loading ------------------------------------------------------------------------------
 
@@ -43,38 +43,44 @@ def test_shuffle_with_sampler_from_observations():
 
 
 def test_collate_batch_from_observations():
-    good = ("tuple", "list", [(4, 3, 4, 4), (4,)], "torch.int64", True)
+    good = ("tuple", "list", [(4, 3, 64, 64), (4,)], "torch.int64", True)
     assert loading.judge_collate_batch(*good).verdict is Verdict.HOLDS
     assert loading.judge_collate_batch("tuple", "tuple", *good[2:]).verdict is Verdict.FAILS
     assert loading.judge_collate_batch(*good[:4], False).verdict is Verdict.FAILS
 
 
-def test_collate_fn_input_list_is_an_erratum_not_a_failure():
-    f = loading.judge_collate_fn_input("list", 4, True, ["DataLoader"])
-    assert f.verdict is Verdict.HOLDS
-    assert [e.kind for e in f.errata] == [ErratumKind.WRONG_STATEMENT] * 2
-    assert loading.judge_collate_fn_input("tuple", 4, True, ["Dataset", "DataLoader"]).errata == ()
-    assert loading.judge_collate_fn_input("list", 3, True, ["DataLoader"]).verdict is Verdict.FAILS
-    assert loading.judge_collate_fn_input("list", 4, False, ["DataLoader"]).verdict is Verdict.FAILS
+def test_collate_fn_input_fails_where_it_is_not_a_tuple():
+    f = loading.judge_collate_fn_input("list", 4, True)
+    assert f.verdict is Verdict.FAILS and f.errata == () and "not a tuple" in f.evidence
+    assert loading.judge_collate_fn_input("tuple", 4, True).verdict is Verdict.HOLDS
+    assert loading.judge_collate_fn_input("tuple", 3, True).verdict is Verdict.FAILS
+    assert loading.judge_collate_fn_input("tuple", 4, False).verdict is Verdict.FAILS
 
 
-def test_collate_fn_claim_quotes_the_technique_and_the_tuple_is_the_erratum_alone():
+def test_collate_fn_owner_fails_where_dataset_takes_none():
+    assert loading.judge_collate_fn_owner(["DataLoader"]).verdict is Verdict.FAILS
+    assert loading.judge_collate_fn_owner(["Dataset", "DataLoader"]).verdict is Verdict.HOLDS
 
-    f = loading.judge_collate_fn_input("list", 4, True, ["DataLoader"])
-    assert f.errata[0].quote == "so the input is a tuple."
+
+def test_collate_fn_claim_quotes_the_false_half():
     (claim,) = [c for c in get_case("data.loading").claims if c.id == "collate_fn_input"]
-    assert "tuple" not in claim.quote and "__getitem__" in claim.quote
+    assert "so the input is a tuple." in claim.quote and "__getitem__" in claim.quote
 
 
-def test_notes_signature_wrong_default_is_computed():
+def test_notes_signature_wrong_default_fails():
     actual = {**loading.NOTES_LOADER_DEFAULTS, "shuffle": None, "prefetch_factor": None}
     f = loading.judge_notes_signature(loading.NOTES_LOADER_DEFAULTS, actual, "ValueError: prefetch", "2.13")
-    assert f.verdict is None and [e.kind for e in f.errata] == [ErratumKind.WRONG_DEFAULT]
-    assert "prefetch_factor" in f.errata[0].quote
+    assert f.verdict is Verdict.FAILS and f.errata == () and "prefetch_factor (the notes 2" in f.evidence
     same = loading.judge_notes_signature(
         loading.NOTES_LOADER_DEFAULTS, dict(loading.NOTES_LOADER_DEFAULTS), "", "1.9"
     )
-    assert same.errata == ()
+    assert same.verdict is Verdict.HOLDS
+
+
+def test_the_notes_dataset_is_what_004_describes():
+    image, label = loading.NotesPairs(3)[1]
+    assert tuple(image.shape) == (3, 64, 64) and isinstance(label, int)
+    assert set(loading.NotesSamples(2)[0]) == {"image", "labels"}
 
 
 def test_workers_and_pin_memory_judges():
