@@ -20,6 +20,7 @@ import warnings
 import torch
 from torch.utils.data import DistributedSampler
 
+from cases._lib.deprecation import is_deprecation
 from cases._lib.dist_launches import LaunchRecord, Runs
 from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 from harness.contract.rules import FromFindings
@@ -186,7 +187,7 @@ def check_launch_deprecated(device):
                 launch.main(["--help"])
         except SystemExit:
             pass
-    deprecations = [w for w in caught if issubclass(w.category, (FutureWarning, DeprecationWarning))]
+    deprecations = [w for w in caught if is_deprecation(w.category, str(w.message))]
     if not deprecations:
         return judge_launch_deprecated("")
     return judge_launch_deprecated(

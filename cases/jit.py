@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from cases._lib.deprecation import is_deprecation
 from cases._lib.inputs import generator
 from cases._lib.timing import best_time
 from cases.spec import UNIT_ROUNDOFF as U
@@ -287,15 +288,6 @@ NOTES_CALLS = {
     "torch.jit.script": "scripted_model = torch.jit.script(my_model)",
     "torch.jit.trace": "traced_model = torch.jit.trace(my_model, input_example)",
 }
-
-
-def is_deprecation(category: type, message: str) -> bool:
-    """A warning that says an API is deprecated, by meaning: DeprecationWarning (torch 2.13),
-    PendingDeprecationWarning, FutureWarning (torch 2.14 and the convention for user-facing
-    removals), or a UserWarning whose message says deprecated."""
-    if issubclass(category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning)):
-        return True
-    return issubclass(category, UserWarning) and "deprecat" in message.lower()
 
 
 def check_deprecation(device):

@@ -59,6 +59,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cases._lib.deprecation import is_deprecation
+
 if TYPE_CHECKING:
     from harness.contract.record import Finding
 
@@ -806,15 +808,6 @@ def _missing_torch_names(snippet: Snippet, tree: ast.AST, ran: bool) -> list[dic
                     add(missing[0], missing[1], node.lineno, "AttributeError")
     # Only the outermost chain of each attribute expression matters; inner ones resolve or fail alike.
     return found
-
-
-def is_deprecation(category: type, message: str) -> bool:
-    """A deprecation by its meaning, whatever category carries it: torch 2.13 warns
-    DeprecationWarning where 2.14 warns FutureWarning (torch.jit.script), and some APIs say
-    "deprecated" in a plain UserWarning (torch.range)."""
-    if issubclass(category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning)):
-        return True
-    return bool(re.search(r"deprecat", message, re.I))
 
 
 def _runtime_failure(exc: BaseException, snippet: Snippet, top: set[str], later: set[str]) -> dict:

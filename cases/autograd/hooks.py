@@ -13,6 +13,7 @@ import warnings
 import torch
 from torch import nn
 
+from cases._lib.deprecation import is_deprecation
 from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
 
@@ -92,7 +93,7 @@ def _grads_seen(module, x, register):
         seen,
         x.grad,
         out.grad,
-        [c for c in caught if issubclass(c.category, (FutureWarning, DeprecationWarning))],
+        [c for c in caught if is_deprecation(c.category, str(c.message))],
     )
 
 

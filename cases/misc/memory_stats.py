@@ -14,6 +14,7 @@ import warnings
 
 import torch
 
+from cases._lib.deprecation import is_deprecation
 from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
 MIB = 2**20
@@ -103,7 +104,7 @@ def check_reset_deprecated(device):
             torch.cuda.reset_max_memory_allocated(device if device.type == "cuda" else None)
         except (AssertionError, AttributeError, RuntimeError):
             pass  # no CUDA in this build: the warning came first
-    deprecations = [w for w in caught if issubclass(w.category, (FutureWarning, DeprecationWarning))]
+    deprecations = [w for w in caught if is_deprecation(w.category, str(w.message))]
     return judge_reset_deprecated(str(deprecations[0].message) if deprecations else "", torch.__version__)
 
 

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
+from cases._lib.deprecation import is_deprecation
 from cases._lib.init import perturb_norms
 from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
@@ -578,11 +579,7 @@ def check_deprecated_spelling(device):
         with torch.cuda.amp.autocast(enabled=False):
             pass
         torch.cuda.amp.GradScaler(enabled=False)
-    caught = [
-        str(w.message).splitlines()[0]
-        for w in record
-        if issubclass(w.category, (FutureWarning, DeprecationWarning))
-    ]
+    caught = [str(w.message).splitlines()[0] for w in record if is_deprecation(w.category, str(w.message))]
     return judge_spellings(caught, torch.__version__)
 
 
