@@ -119,9 +119,11 @@ def test_a_file_is_judged_by_the_rule_it_recorded(small_run, tmp_path):
             r'class="badge"[^>]*>(holds|fails|depends|not measured|could not judge)</span>', section
         ).group(1)
 
-    # Quiet, the as-run file says holds and the swapped rule fails. On a busy machine the short
-    # rounds of this run may be too noisy to tell (depends); the swapped rule then reads the same
-    # rounds and must be just as unsure, never a verdict the file does not support.
+    # Quiet, the as-run file says holds and the swapped rule fails. On a busy machine a clear gain
+    # still holds, while the swapped rule's "slower" cannot be told from the neighbours' share
+    # (could not judge); rounds too noisy for either leave both unsure. Never a verdict the file
+    # does not support: the swapped rule never holds.
     as_run = verdict(tmp_path / "as_run")
-    assert as_run in ("holds", "depends")
-    assert verdict(tmp_path / "changed") == {"holds": "fails", "depends": "depends"}[as_run]
+    assert as_run in ("holds", "could not judge")
+    allowed = {"holds": ("fails", "could not judge"), "could not judge": ("could not judge",)}[as_run]
+    assert verdict(tmp_path / "changed") in allowed
