@@ -319,6 +319,21 @@ def judge_notes_outer(shape: tuple, equals_outer: bool, equals_transposed: bool,
     the product is not an outer product at all (e.g. an elementwise product of shape (s, 1, c_m))."""
     s, c = sc
     holds = tuple(shape) == (s, c, c) and (equals_outer or equals_transposed)
+    # The notes write ⊗ (the outer product, i by j) and shapes that give it transposed: the intent
+    # is plain, so the operands' order is a shape slip, recorded, and the claim judged repaired.
+    errata = (
+        (
+            Erratum(
+                ErratumKind.SHAPE_SLIP,
+                "MSA[:,i,:] $\\otimes$ MSA [:,j,:] = (s,1,$c_m$) * (s,$c_m$,1)",
+                "(s,1,c_m) * (s,c_m,1) puts column i on the last axis: (MSA_i ⊗ MSA_j)ᵀ; "
+                "(s,c_m,1) * (s,1,c_m) gives MSA_i ⊗ MSA_j",
+                file="004",
+            ),
+        )
+        if holds and equals_transposed and not equals_outer
+        else ()
+    )
     order = (
         "equal to torch.outer(MSA_i, MSA_j) per sequence"
         if equals_outer
@@ -332,6 +347,7 @@ def judge_notes_outer(shape: tuple, equals_outer: bool, equals_transposed: bool,
         f"(s,1,c_m) * (s,c_m,1) with s = {s}, c_m = {c} gives shape {tuple(shape)}, {order}; AlphaFold's "
         "pair representation then takes the mean over s and a Linear c_m² → c_z, which the notes' line "
         "leaves out",
+        errata,
     )
 
 
@@ -435,8 +451,9 @@ BROADCAST_OUTER = Case(
             "MSA[:,i,:] $\\otimes$ MSA [:,j,:] = (s,1,$c_m$) * (s,$c_m$,1)",
             "004",
             ClaimKind.CORRECTNESS,
-            reading="the broadcast product of column i as (s, 1, c_m) and column j as (s, c_m, 1) is "
-            "their (s, c_m, c_m) outer product, sequence by sequence",
+            reading="the broadcast product of the two columns is their (s, c_m, c_m) outer product, "
+            "sequence by sequence; the shapes as written give it transposed, a shape slip recorded "
+            "as an erratum and repaired",
         ),
         Claim(
             "vectorized",

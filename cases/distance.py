@@ -10,8 +10,11 @@ absolute error scales with |x|² rather than with the (small) distance. `cancell
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
+from cases._lib import notes_text
 from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import (
@@ -261,13 +264,23 @@ def judge_binary_snippet(raised: bool, literal_err: float, fixed_err: float) -> 
                 f"both sums are shape (N,), so they broadcast along the last axis: raises for N≠M "
                 f"({'raised' if raised else 'did not raise'} at 64 vs 48), off by up to {literal_err:.0f} at "
                 "N=M=64 (distances ≤ 256); Σx must be a column: torch.sum(des_tar, 1, keepdim=True)",
-                file="001",
             ),
         )
+        errata = in_each_note(errata[0])
     return Finding(
         Verdict.HOLDS if fixed_err == 0 else Verdict.FAILS,
         f"the binary form with |x|² as a column is exact on 0/1 inputs (max error {fixed_err:g})",
         errata,
+    )
+
+
+def in_each_note(erratum: Erratum) -> tuple[Erratum, ...]:
+    """The slip in every note file that has the line (000 and 001 carry the same section): one
+    fault per place, each keyed by its own file and line."""
+    return tuple(
+        dataclasses.replace(erratum, file=prefix)
+        for prefix in ("000", "001")
+        if notes_text.locate(erratum.quote, prefix)[1]
     )
 
 
@@ -297,9 +310,9 @@ def judge_orientation(same_distances: bool, broadcast_shape: tuple, matmul_shape
                 f"the broadcast lines return shape {broadcast_shape} (cur × tar) where the matmul lines "
                 f"return {matmul_shape} (tar × cur): the alternatives for `compare` are transposes of each "
                 "other; unsqueeze des_tar at 1 and des_cur at 0",
-                file="001",
             ),
         )
+        errata = in_each_note(errata[0])
     return Finding(
         Verdict.HOLDS if same_distances else Verdict.FAILS,
         f"the broadcast snippet's distances {'equal' if same_distances else 'DIFFER FROM'} float64's "

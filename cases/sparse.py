@@ -177,8 +177,9 @@ def crossovers_at(n, device):
 
 
 def check_crossover(device):
-    """Where sparse storage turns, in bytes and in matmul time, over a density sweep at two sizes
-    (a small and a larger matrix, seconds on a CPU): the notes' "only very large, very sparse"."""
+    """Where sparse storage turns, in bytes (deciding) and in matmul time (context), over a density
+    sweep at two sizes (a small and a larger matrix, seconds on a CPU): the notes' "only very
+    large, very sparse"."""
     sizes = (256, 1024) if device.type == "cpu" else (2048, 8192)
     per_size = []
     with load.stretch() as over:  # the neighbours over the sweep alone
@@ -190,55 +191,43 @@ def check_crossover(device):
 
 def judge_where_it_turns(per_size: list, device: str, busy: str | None = None) -> Finding:
     """The notes: "除非尺寸特别大，稀疏性特别强的tensor，一般contiguous memory storage…都是很有效的存储方式":
-    sparse storage pays only for very large, very sparse tensors. `per_size`: (n, memory crossover
-    COO, CSR, time crossover COO, CSR, the better of the two, table) per size, each crossover the
-    density above which sparse loses (0.0: never wins on the grid; None: never loses).
+    dense storage is efficient unless the tensor is very large and very sparse. `per_size`: (n,
+    memory crossover COO, CSR, time crossover COO, CSR, the better of the two, table) per size, each
+    crossover the density above which sparse loses (0.0: never wins on the grid; None: never loses).
 
-    Holds where dense wins at the grid's highest density at every size, and sparse pays (in bytes
-    and in time, the better layout) at the largest size only. Fails where sparse still wins at the
-    highest density (dense not efficient even for a dense-ish tensor), or never pays at any size.
-    Otherwise depends, on density rather than size: sparse already pays at the small size, and the
-    evidence names the densities where it turns. Times from a busy machine decide nothing."""
+    A storage claim, judged in bytes, which no load changes: holds where sparse storage saves
+    bytes at the largest size only (and dense wins at the grid's highest density); fails where
+    sparse still saves bytes at the highest density, where it saves bytes at no size, or where it
+    already saves them at the small size (the size does not decide: density alone does, and the
+    evidence names where it turns). The matmul times are reported beside it as context, deciding
+    nothing (on a `busy` machine, said so)."""
 
     def turns(x):
         return x is not None and x > 0.0
 
     fmt = lambda x: "never on this grid" if x == 0.0 else ("above 0.5" if x is None else f"{x:.3g}")  # noqa: E731
     lines = [
-        f"n={n}: bytes turn at COO {fmt(mc)}, CSR {fmt(mr)}; matmul time at COO {fmt(tc)}, CSR {fmt(tr)}, "
-        f"the better {fmt(tb)} (medians: {table})"
+        f"n={n}: bytes turn at COO {fmt(mc)}, CSR {fmt(mr)}; matmul time (context) at COO {fmt(tc)}, "
+        f"CSR {fmt(tr)}, the better {fmt(tb)} (medians: {table})"
         for n, mc, mr, tc, tr, tb, table in per_size
     ]
-    dense_wins_high = all(
-        mc is not None and mr is not None and tb is not None for _, mc, mr, _, _, tb, _ in per_size
-    )
-    pays_mem = [turns(mc) or turns(mr) for _, mc, mr, _, _, _, _ in per_size]
-    pays_time = [turns(tb) for *_, tb, _ in per_size]
-    both = [m and t for m, t in zip(pays_mem, pays_time)]
-    if busy:
-        verdict, head = Verdict.DEPENDS, f"the times, taken on a {busy}, decide nothing"
-    elif not dense_wins_high:
-        verdict, head = (
-            Verdict.FAILS,
-            "sparse storage still wins at density 0.5 (dense is not efficient there)",
-        )
-    elif not any(pays_mem) and not any(pays_time):
-        verdict, head = Verdict.FAILS, "sparse storage pays at no size and no density tried"
-    elif both[-1] and not any(m or t for m, t in zip(pays_mem[:-1], pays_time[:-1])):
-        verdict, head = (
-            Verdict.HOLDS,
-            f"sparse pays in bytes and time only at the largest size, n={per_size[-1][0]}",
-        )
+    dense_wins_high = all(mc is not None and mr is not None for _, mc, mr, *_ in per_size)
+    pays_mem = [turns(mc) or turns(mr) for _, mc, mr, *_ in per_size]
+    if not dense_wins_high:
+        verdict, head = Verdict.FAILS, "sparse storage still saves bytes at density 0.5"
+    elif not any(pays_mem):
+        verdict, head = Verdict.FAILS, "sparse storage saves bytes at no size and no density tried"
+    elif pays_mem[-1] and not any(pays_mem[:-1]):
+        verdict, head = Verdict.HOLDS, f"sparse saves bytes only at the largest size, n={per_size[-1][0]}"
     else:
         small = per_size[0]
         verdict, head = (
-            Verdict.DEPENDS,
-            f"depends on density, not only size: at n={small[0]} sparse already pays in "
-            + " and ".join(w for w, ok in (("bytes", pays_mem[0]), ("time", pays_time[0])) if ok)
-            + f" below density {fmt(max((x for x in small[1:3] if x), default=0.0))} (bytes)"
-            + (f", {fmt(small[5])} (time)" if pays_time[0] else ""),
+            Verdict.FAILS,
+            f"the size does not decide, the density does: at n={small[0]} sparse already saves bytes "
+            f"below density {fmt(max((x for x in small[1:3] if x), default=0.0))}, as at every size tried",
         )
-    return Finding(verdict, f"fp32 n×n times n×64 on {device}: {head}. " + "; ".join(lines))
+    said = f" (times taken on a {busy}: context only)" if busy else ""
+    return Finding(verdict, f"fp32 n×n times n×64 on {device}: {head}{said}. " + "; ".join(lines))
 
 
 # Outputs are sums over k ≤ 16384 products (density·k of them non-zero) of N(0,1) values, of

@@ -559,6 +559,15 @@ def by_claims(case, rows, summary, outcomes, errors, errata) -> Judgement:
         verdict = verdict_of_parts(parts)
         shown = [p for p in parts if p.verdict == verdict] if verdict in (FAILS, COULD_NOT_JUDGE) else parts
         evidence = "; ".join(dict.fromkeys(p.evidence for p in shown if p.evidence))
+        stand_in = getattr(claim, "stand_in", "")
+        if stand_in and verdict == HOLDS:
+            # Judged on something other than the notes' own object: it held there, which says the
+            # technique can work, not that the notes' version does (CATALOG.md: "Quotes are the
+            # notes' words").
+            verdict, evidence = (
+                DEPENDS,
+                f"holds on a stand-in ({stand_in}), not on the notes' own: " + evidence,
+            )
         if not parts:
             evidence = (
                 f"not run on this machine ({'; '.join(by)}: no point here, e.g. one that needs a GPU)"

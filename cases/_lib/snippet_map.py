@@ -53,6 +53,13 @@ class Entry:
         return tuple(name for name, _ in self.needs)
 
 
+def template(names: str) -> str:
+    """Why a code fragment is not run: it stands for code the reader writes around it, with
+    placeholders the notes never define (no slip: nothing in the notes says what they are). It is
+    still read statically, so a slip inside it (a misspelled name) is an erratum."""
+    return f"a template, not code to paste: {names} placeholders the notes never define"
+
+
 GUARD_PREFIX = 40  # a guard this long may be the start of a longer first line (a JSON literal, a command)
 
 
@@ -158,7 +165,8 @@ SNIPPETS: dict[str, Entry] = {
     "001#5": Entry(
         "autograd.hooks",
         "def printnorm(self, input, output):",
-        True,
+        False,
+        template("`net` (with a conv2)"),
         elsewhere=(("net.conv2.register_backward_hook(printgrad)", "autograd.hooks' own erratum"),),
     ),
     "001#6": Entry(
@@ -186,7 +194,14 @@ SNIPPETS: dict[str, Entry] = {
         "needs `model`, defined by 001#6 (a pretrained resnet18: torchvision, a download), not run here",
         needs=(("model", "001:129"),),
     ),
-    "001#17": Entry("optim.param_groups", "# freeze fc2 layer weight", True),
+    # `net` is any network with an fc2 (001#14's has none): pasted after it, it crashes on a name
+    # the fragment never meant.
+    "001#17": Entry(
+        "optim.param_groups",
+        "# freeze fc2 layer weight",
+        False,
+        template("`net` (with an fc2)"),
+    ),
     "001#18": Entry(
         "optim.param_groups",
         "class Model(nn.Module):",
@@ -213,7 +228,12 @@ SNIPPETS: dict[str, Entry] = {
     # torch 1.x's torch/optim/lr_scheduler.py: _LRScheduler.__init__ and LambdaLR.get_lr.
     "001#27": Entry("optim.scheduler_resume", "class _LRScheduler(object):", False, SHOWN, cls="source"),
     "001#28": Entry("optim.scheduler_resume", "def get_lr(self):", False, SHOWN, cls="source"),
-    "001#29": Entry("optim.scheduler_resume", "chkpt = {'epoch': epoch,", True),
+    "001#29": Entry(
+        "optim.scheduler_resume",
+        "chkpt = {'epoch': epoch,",
+        False,
+        template("`epoch`, `model`, `optimizer`"),
+    ),
     "001#30": Entry(
         "nn.grid_sample",
         "torch.nn.functional.grid_sample(input, grid, mode='bilinear', padding_mode='zeros', "
@@ -296,7 +316,13 @@ SNIPPETS: dict[str, Entry] = {
         ),
     ),
     "003#7": Entry("jit.script_trace", "class MyDecisionGate(torch.nn.Module):", True),
-    "003#8": Entry("precision.amp", "use_amp = True", True),
+    # 003#0's `model` (a Dropout alone) is not the model this loop means.
+    "003#8": Entry(
+        "precision.amp",
+        "use_amp = True",
+        False,
+        template("`net`, `data`, `targets`, `loss_fn`, `epochs`"),
+    ),
     "003#9": Entry(
         "precision.amp", "scaler = torch.cuda.amp.GradScaler()", False, "needs CUDA (device='cuda:0')"
     ),
@@ -324,11 +350,13 @@ SNIPPETS: dict[str, Entry] = {
         "needs mxnet (`mx`) and a data.rec file it does not create",
     ),
     "003#19": Entry("data.recordio", "8byte 5760byte", False, NOT_PYTHON),
+    # An interactive session: its last line, `record_3`, is read_idx(3)'s echoed output.
     "003#20": Entry(
         "data.recordio",
         "for i in range(5):",
         False,
-        "needs mxnet (`mx`), not a dependency of the suite",
+        "an interactive session (its last line is the echoed output); needs mxnet",
+        cls="transcript",
     ),
     "003#21": Entry("data.recordio", "pack(header, s) -> s", False, SHOWN),
     # mxnet's python/mxnet/recordio.py, quoted.
@@ -349,7 +377,12 @@ SNIPPETS: dict[str, Entry] = {
     "004#1": Entry("misc.tensorboard", "tensorboard --logdir=runs", False, NOT_PYTHON),
     "004#2": Entry("memory.checkpoint", "from torch.utils.checkpoint import checkpoint", True),
     "004#3": Entry(CONTEXT, "for idx,value in enumarate(lt):", False, NOT_COMPILED),
-    "004#4": Entry("data.loading", "for batch,(X,y) in enumerate(dataloader):", True),
+    "004#4": Entry(
+        "data.loading",
+        "for batch,(X,y) in enumerate(dataloader):",
+        False,
+        template("`dataloader`"),
+    ),
     "004#5": Entry(CONTEXT, "a[0::2] //", False, SHOWN),
     # A transcript: replayed, what it prints compared as context (the broadcast case judges it).
     "004#6": Entry("broadcast.rules", ">>> a = np.array([0.0, 10.0, 20.0, 30.0])", True),

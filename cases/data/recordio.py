@@ -782,8 +782,8 @@ CASE = Case(
             "mxnet 提供了相应的工具将所有的图片与标签压缩到一个后缀名为 `.rec` 的文件中",
             "003",
             ClaimKind.SPEED,
-            reading="reading records by index from one .rec file (+ .idx) is faster than one file per "
-            "sample; measured with the suite's Python reader of the format, not mxnet's",
+            reading="reading records by index from one .rec file (+ .idx) is faster than one file per sample",
+            stand_in="the suite's Python reader of the RecordIO format, not mxnet's",
         ),
         Claim(
             "sequential_read",

@@ -177,9 +177,9 @@ CASE = Case(
             ClaimKind.CORRECTNESS,
             reading="the notes' train_batch (per-replica backward, their allreduce of each gradient, "
             "sgd with the full batch size on every replica) trains every replica exactly as one "
-            "device on the full batch does; an MLP with a squared loss stands in for d2l's LeNet and "
-            "loss, which the notes never define, and on CPU the batch is cut with chunk where "
-            "nn.parallel.scatter needs GPUs",
+            "device on the full batch does",
+            stand_in="an MLP with a squared loss for d2l's LeNet and loss, which the notes never "
+            "define; on CPU the batch cut with chunk where nn.parallel.scatter needs GPUs",
         ),
         Claim(
             "more_gpus_more_efficient",

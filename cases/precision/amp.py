@@ -546,8 +546,7 @@ def judge_notes_usage(
     """enabled=False: the loop must end on bit-identical parameters to the plain loop (fails
     otherwise). enabled=True must enable AMP: the Linear's output in float16 and the scaler on. The
     notes' `torch.cuda.amp` is CUDA's: on a CPU it casts nothing and the scaler disables itself, so
-    there the True half is not about this machine (depends, needs CUDA); on CUDA it fails where
-    either is missing."""
+    there the True half is not measured (needs CUDA); on CUDA it fails where either is missing."""
     disabled = (
         "with use_amp = False the notes' loop ends on parameters "
         + ("bit-identical to" if disabled_equals_plain else "DIFFERENT from")
@@ -561,9 +560,12 @@ def judge_notes_usage(
         return Finding(Verdict.FAILS, disabled + enabled)
     amp_on = enabled_dtype == "float16" and scaler_enabled
     if where != "cuda" and not amp_on:
+        # The half the claim is about (enabled=True turns AMP on) is not observed here: not
+        # measured, not `depends` (nothing about this machine makes the claim true or false).
         return Finding(
-            Verdict.DEPENDS,
-            disabled + enabled + ": the True half needs CUDA (torch.cuda.amp casts nothing on a CPU)",
+            Verdict.NOT_MEASURED,
+            disabled + enabled + ": the True half needs CUDA (torch.cuda.amp casts nothing on a CPU), "
+            "not measured here; the False half holds",
         )
     return Finding(
         Verdict.HOLDS if amp_on else Verdict.FAILS,

@@ -236,23 +236,27 @@ def check_zero_grad_placement(device):
 
 
 def judge_zero_grad_placement(per_step_err: float, once_per_run_rel: float, default_none: bool) -> Finding:
-    """The notes' "zero_grad 只需要运行一次即可": once per optimizer step (as their
-    MinibatchAccumulation places it) each step sees its own gradient (`per_step_err`, relative to
-    the gradients' largest entry); once for the whole run, step 2 sees g1 + g2 (`once_per_run_rel`,
-    relative to g2). Holds where both are right, depends on where "once" is where only the first is,
-    fails where even once per step leaves a stale gradient."""
+    """The notes' "optimizer 的 zero_grad 只需要运行一次即可", read as written: running zero_grad
+    once is enough. Once for the whole run, step 2 sees g1 + g2 (`once_per_run_rel`, relative to
+    g2): fails where it does, with once per optimizer step (each step's own gradient,
+    `per_step_err` relative to the gradients' largest entry) as the advice where that is right;
+    holds only where running it once leaves no stale gradient."""
     # The same kernels on the same parameters and batch: bit-equal expected; 4u admits one rounding
     # in another order, while a step that kept the previous batch's gradient is O(1) off.
     per_step = per_step_err <= 4 * U32
     per_run = once_per_run_rel <= 4 * U32
-    verdict = Verdict.HOLDS if per_step and per_run else Verdict.DEPENDS if per_step else Verdict.FAILS
+    verdict = Verdict.HOLDS if per_run else Verdict.FAILS
     return Finding(
         verdict,
         "zero_grad once per optimizer step: each step's grad "
         + ("equals" if per_step else "does NOT equal")
         + f" a fresh copy's (max err {per_step_err:.2g} of its largest entry); zero_grad once for the whole "
         f"run: step 2 uses g1+g2 (rel. error {once_per_run_rel:.2f} vs g2)"
-        + (": depends on 'once' meaning once per step" if verdict is Verdict.DEPENDS else "")
+        + (
+            "; run once, it leaves a stale gradient: call it once per optimizer step"
+            if verdict is Verdict.FAILS and per_step
+            else ""
+        )
         + ". zero_grad() "
         + ("sets grads to None by default (set_to_none=True)" if default_none else "leaves zero tensors"),
     )
@@ -281,7 +285,8 @@ CASE = Case(
             "optimizer 的 zero_grad 只需要运行一次即可",
             "001",
             ClaimKind.BEHAVIOUR,
-            reading="one optimizer.zero_grad() is enough: once per optimizer step, or once for the run",
+            reading="running optimizer.zero_grad() once is enough (as written: once, not once per "
+            "step); judged by training two steps with it run once",
         ),
     ),
     checks={

@@ -53,8 +53,11 @@ def test_broadcast_outer_examples_decide():
 
 def test_broadcast_notes_outer_product_decides_on_shape_and_values():
     assert broadcast.judge_notes_outer((3, 5, 5), True, False, (3, 5)).verdict is Verdict.HOLDS
+    assert broadcast.judge_notes_outer((3, 5, 5), True, False, (3, 5)).errata == ()
+    # Transposed: the notes' ⊗ with its operands' shapes swapped, a shape slip repaired and listed.
     f = broadcast.judge_notes_outer((3, 5, 5), False, True, (3, 5))
     assert f.verdict is Verdict.HOLDS and "swapped" in f.evidence
+    assert [e.kind.value for e in f.errata] == ["shape slip"]
     # (s,1,c) * (s,1,c): an elementwise product, no outer product.
     assert broadcast.judge_notes_outer((3, 1, 5), False, False, (3, 5)).verdict is Verdict.FAILS
     assert broadcast.judge_notes_outer((3, 5, 5), False, False, (3, 5)).verdict is Verdict.FAILS

@@ -28,13 +28,14 @@ def test_cancellation_context_says_when_the_expansion_left_fp32():
 
 def test_distance_snippets_shape_slips_are_errata_and_the_repaired_forms_decide():
     f = distance.judge_binary_snippet(raised=True, literal_err=43.0, fixed_err=0.0)
-    assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.SHAPE_SLIP]
-    assert f.errata[0].file == "001"
+    # The same slip in 000 and 001 (one section, twice): one erratum per place.
+    assert f.verdict is Verdict.HOLDS and [e.kind for e in f.errata] == [ErratumKind.SHAPE_SLIP] * 2
+    assert [e.file for e in f.errata] == ["000", "001"]
     assert not distance.judge_binary_snippet(False, 0.0, 0.0).errata
     # The column form off by 2 (a wrong sign, a row where the column belongs): fails.
     assert distance.judge_binary_snippet(True, 43.0, 2.0).verdict is Verdict.FAILS
     g = distance.judge_orientation(True, (24, 32), (32, 24))
-    assert g.verdict is Verdict.HOLDS and [e.kind for e in g.errata] == [ErratumKind.SHAPE_SLIP]
+    assert g.verdict is Verdict.HOLDS and [e.kind for e in g.errata] == [ErratumKind.SHAPE_SLIP] * 2
     assert not distance.judge_orientation(True, (32, 24), (32, 24)).errata
     assert distance.judge_orientation(False, (24, 32), (32, 24)).verdict is Verdict.FAILS
 

@@ -124,3 +124,24 @@ def test_a_file_judged_per_case_with_a_red_test_does_not_read_holds(tmp_path):
     )
     assert claims.empty
     assert judged["technique_verdict"] == "could not judge"
+
+
+def test_a_claim_judged_on_a_stand_in_never_reads_holds(tmp_path):
+    """CATALOG.md: where a check judges a stand-in (another module, launcher or input range), the
+    claim reads depends, naming it (parallel.manual_dp held on an MLP standing in for LeNet)."""
+    stand_in = Claim(
+        "raises",
+        "the API raises on bad input",
+        "004",
+        ClaimKind.BEHAVIOUR,
+        checks=("c_claimed",),
+        stand_in="an MLP for the notes' LeNet",
+    )
+    claims = (*CLAIMS[:2], stand_in)
+    technique, rows = _report(tmp_path, outcomes=[_check("c_claimed")], claims=claims)
+    assert rows.loc["raises", "verdict"] == "depends"
+    assert "stand-in (an MLP for the notes' LeNet)" in rows.loc["raises", "evidence"]
+    # Failing on the stand-in still fails: nothing about a stand-in lifts a red finding.
+    _, rows = _report(tmp_path, outcomes=[_check("c_claimed", verdict="fails")], claims=claims)
+    assert rows.loc["raises", "verdict"] == "fails"
+    assert Claim.from_data(stand_in.to_data()) == stand_in

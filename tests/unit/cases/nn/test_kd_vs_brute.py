@@ -33,11 +33,16 @@ def test_kd_crossover_follows_the_gains_at_both_ends():
         kd_vs_brute.judge_crossover(obs(G.FASTER, G.FASTER, G.FASTER), 1, 1, "cpu").verdict is Verdict.FAILS
     )
     assert (
-        kd_vs_brute.judge_crossover(obs(G.UNCLEAR, G.SAME, G.SLOWER), 1, 1, "cpu").verdict is Verdict.DEPENDS
+        kd_vs_brute.judge_crossover(obs(G.UNCLEAR, G.SAME, G.SLOWER), 1, 1, "cpu").verdict
+        is Verdict.COULD_NOT_JUDGE
     )
     assert "from D=8" in kd_vs_brute.judge_crossover(obs(G.FASTER, G.SAME, G.SLOWER), 1, 1, "cpu").evidence
     busy = kd_vs_brute.judge_crossover(obs(G.FASTER, G.SAME, G.SLOWER), 1, 1, "cpu", busy="machine busy (x)")
-    assert busy.verdict is Verdict.DEPENDS and "machine busy (x)" in busy.evidence
+    # Noise is never a condition: busy, a crossover that rests on the tree not being faster cannot
+    # be judged; a tree still clearly faster at the top fails all the same.
+    assert busy.verdict is Verdict.COULD_NOT_JUDGE and "machine busy (x)" in busy.evidence
+    still = kd_vs_brute.judge_crossover(obs(G.FASTER, G.FASTER, G.FASTER), 1, 1, "cpu", busy="machine busy")
+    assert still.verdict is Verdict.FAILS
 
 
 def test_kd_crossover_holds_where_the_tree_ties_brute_force_at_high_d():
@@ -50,4 +55,4 @@ def test_kd_crossover_holds_where_the_tree_ties_brute_force_at_high_d():
     f = kd_vs_brute.judge_crossover(obs, 1, 1, "cpu")
     assert f.verdict is Verdict.HOLDS and "from D=256" in f.evidence
     high_unclear = [*obs[:2], (256, gain.Ratio(1.0, 0.5, 2.0), G.UNCLEAR)]
-    assert kd_vs_brute.judge_crossover(high_unclear, 1, 1, "cpu").verdict is Verdict.DEPENDS
+    assert kd_vs_brute.judge_crossover(high_unclear, 1, 1, "cpu").verdict is Verdict.COULD_NOT_JUDGE

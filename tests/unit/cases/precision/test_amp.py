@@ -50,7 +50,7 @@ def test_amp_enabled_flag_judged_on_both_halves():
     assert amp.judge_notes_usage(True, "float16", False, "cuda").verdict is Verdict.FAILS
     # On a CPU torch.cuda.amp casts nothing: the True half depends on CUDA.
     cpu = amp.judge_notes_usage(True, "float32", False, "cpu")
-    assert cpu.verdict is Verdict.DEPENDS and "needs CUDA" in cpu.evidence
+    assert cpu.verdict is Verdict.NOT_MEASURED and "needs CUDA" in cpu.evidence
     # The `opt.zero_grad()` slip is listed once, by the notes' snippet check, not here.
     assert cpu.errata == ()
 

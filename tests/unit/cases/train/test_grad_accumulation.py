@@ -48,8 +48,9 @@ def test_zero_grad_once_depends_on_where_once_is():
     from cases.train import grad_accumulation as ga
 
     # Observed: once per step is right, once for the run leaves g1 + g2 in step 2.
+    # As written, "once" is once: step 2 then uses g1+g2, so it fails, with once per step as advice.
     f = ga.judge_zero_grad_placement(0.0, 1.55, True)
-    assert f.verdict is Verdict.DEPENDS and "g1+g2" in f.evidence
+    assert f.verdict is Verdict.FAILS and "g1+g2" in f.evidence and "once per optimizer step" in f.evidence
     # A zero_grad that did not clear (a stale gradient even once per step): fails.
     assert ga.judge_zero_grad_placement(0.3, 1.55, True).verdict is Verdict.FAILS
     # Gradients that did not accumulate across backwards: once for the run would do.
