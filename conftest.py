@@ -29,7 +29,8 @@ from suite import options, pair_rounds, xdist_worker
 from suite.progress_plugin import PROGRESS, ProgressPlugin
 from suite.recorder import RECORDER, Recorder
 
-pytest_plugins = ["suite.persist", "suite.isolation_plugin"]  # nothing lost on interrupt; sticky CUDA errors
+# nothing lost on interrupt; sticky CUDA errors; --shard K/N
+pytest_plugins = ["suite.persist", "suite.isolation_plugin", "suite.shard_plugin"]
 MACHINE = pytest.StashKey[dict]()
 ALLOCATOR = pytest.StashKey[dict]()
 

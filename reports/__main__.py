@@ -1,10 +1,12 @@
 """``python -m reports build RESULTS... [--out DIR]``, ``python -m reports gate --baseline B --current C``
-(or ``--history H``) and ``python -m reports history add|changes|runs``.
+(or ``--history H``), ``python -m reports merge SHARDS... --out merged.json`` and
+``python -m reports history add|changes|runs``.
 
 Exit status: 0 success (gate: no regression); 1 the gate found a regression or a failed check,
 and nothing else; 2 bad input, with a one-line message naming the file on stderr; 3 the gate could
 not judge a pair (unstable in the run and every recheck; ``--allow-unjudged`` passes it); 4 an
-internal error of the reports (a bug: the message says how to see the traceback).
+internal error of the reports (a bug: the message says how to see the traceback). merge: 0 merged and
+complete; 2 bad input; 3 the shards do not make one run (each problem named: reports/merge.py).
 """
 
 from __future__ import annotations
@@ -80,6 +82,19 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 0 instead of 3 when a pair could not be judged (unstable in the run and every recheck)",
     )
+    merge = sub.add_parser("merge", help="the shards of a run (pytest suite --shard K/N) into one run")
+    merge.add_argument("results", nargs="+", help="the shards' results files (.json, .json.gz, folders)")
+    merge.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="the merged results file; with shards of several groups, a folder of <group>.json",
+    )
+    merge.add_argument(
+        "--manifest",
+        help="the manifest written before the fan-out (python -m plan.manifest): every planned point "
+        "in exactly one shard, checked both ways",
+    )
     history = sub.add_parser("history", help="the history of runs: add results files, find change points")
     hsub = history.add_subparsers(dest="history_command", required=True)
     add = hsub.add_parser("add", help="append results files (.json, .json.gz, folders); a run is kept once")
@@ -120,6 +135,51 @@ def _history(args) -> int:
     return 0
 
 
+def _refuse_shards(paths) -> None:
+    """A shard (pytest suite --shard K/N) holds a slice of a run: gated alone, every point of the
+    other shards would pass unseen. Merge first (python -m reports merge)."""
+    from reports.load import collect_paths, read_json
+
+    for path in collect_paths(paths):
+        if isinstance((read_json(path).get("suite") or {}).get("shard"), dict):
+            raise ResultsError(
+                f"{path}: a shard of a run, not a run: merge the shards first "
+                "(python -m reports merge SHARDS... --out merged.json)"
+            )
+
+
+def _merge(args) -> int:
+    import json
+
+    from reports import merge
+    from reports.load import collect_paths
+
+    manifest = merge.read_manifest(args.manifest) if args.manifest else None
+    paths = collect_paths(args.results)
+    try:
+        merged, notes = merge.merge(paths, manifest)
+    except merge.MergeError as exc:
+        for problem in exc.problems:
+            print(f"reports merge: {problem}", file=sys.stderr)
+        print(f"reports merge: refused ({len(exc.problems)} problem(s)); nothing written", file=sys.stderr)
+        return 3
+    for note in notes:
+        print(f"reports merge: {note}")
+    for group, path in merge.out_paths(args.out, merged).items():
+        doc = merged[group]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        tmp.replace(path)
+        info = doc["suite"]["merged"]
+        print(
+            f"reports merge: {len(info['shards'])} shards of {info['n']} (manifest {info['manifest']}"
+            + (f", group {group}" if group else "")
+            + f"): {len(doc['benchmarks'])} benchmarks, {len(doc['outcomes'])} outcomes → {path}"
+        )
+    return 0
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -138,8 +198,11 @@ def main(argv=None) -> int:
             return 0
         if args.command == "history":
             return _history(args)
+        if args.command == "merge":
+            return _merge(args)
         from reports.gate import run
 
+        _refuse_shards([args.current, *args.recheck])
         code, text = run(
             args.baseline,
             args.current,

@@ -173,6 +173,11 @@ def build(paths, out: Path) -> Path:
         table.to_csv(tmp / "summary.csv", index=False)
         verdict_rows.to_csv(tmp / "verdicts.csv", index=False)
         judgement.claims.to_csv(tmp / "claims.csv", index=False)
+        if verdict_rows["machine"].nunique() > 1:  # several machines or torch versions: side by side
+            from reports import matrix
+
+            matrix.technique_matrix(verdict_rows).to_csv(tmp / "matrix.csv", index=False)
+            matrix.differing_claims(judgement.claims).to_csv(tmp / "claims-differ.csv", index=False)
         (tmp / "index.html").write_text(
             html.page(views, unknown, runs, machines, overviews, rooflines), encoding="utf-8"
         )

@@ -10,6 +10,7 @@ from cases.spec import PROFILES
 from harness.measure import faulted_pages
 from harness.measure.compiled import COMPILE_SCOPES
 from harness.run import option_values
+from plan import shards
 
 
 def min_rounds(config) -> int:
@@ -101,6 +102,14 @@ def add_options(parser) -> None:
         "full profile.",
     )
     group.addoption(
+        "--shard",
+        default=None,
+        metavar="K/N",
+        help="run the K-th of N slices of the plan (plan/shards.py: a timed pair with its sides, "
+        "balanced by the plan's cost model); the results record K, N, the attempt and the manifest "
+        "hash for `python -m reports merge`. Default: the whole plan.",
+    )
+    group.addoption(
         "--timing-mode",
         default="warm",
         help="comma-separated GPU timing modes among warm,cold_l2,graph (or 'all'): each CUDA point "
@@ -132,5 +141,7 @@ def validate(config) -> None:
             max_time=float(config.getoption("--benchmark-max-time", None) or "nan"),
             results=config.getoption("--results"),
         )
+        if config.getoption("--shard", None) is not None:
+            shards.parse(config.getoption("--shard"))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None

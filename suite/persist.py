@@ -176,6 +176,12 @@ class Persist:
             or not Path(target).is_file()
         ):
             return
+        if self.config.getoption("--shard", None):
+            self._say(
+                "history: a shard is not a run; merge the shards (python -m reports merge) and add the "
+                "merged file (python -m reports history add)"
+            )
+            return
         from reports.history import store
         from reports.load import ResultsError
 

@@ -31,6 +31,7 @@ of version 3 has none, and its IDs are judged per case, as they were then.
 from __future__ import annotations
 
 import enum
+import hashlib
 import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
@@ -88,6 +89,10 @@ class Claim:
     checks: tuple[str, ...] = ()
     variants: tuple[str, ...] = ()
     reading: str = ""
+    # What the checks judge in place of the notes' own object (another module, launcher or input
+    # range), named; a claim judged on a stand-in never reads `holds` (CATALOG.md: it reads
+    # `depends`, naming it). "" where the checks judge the notes' own code and words.
+    stand_in: str = ""
 
     def __post_init__(self):
         if not self.id or not self.id.replace("_", "").isalnum():
@@ -106,6 +111,7 @@ class Claim:
             "checks": list(self.checks),
             "variants": list(self.variants),
             "reading": self.reading,
+            **({"stand_in": self.stand_in} if self.stand_in else {}),
         }
 
     @classmethod
@@ -121,6 +127,7 @@ class Claim:
                 checks=tuple(str(c) for c in data.get("checks") or ()),
                 variants=tuple(str(v) for v in data.get("variants") or ()),
                 reading=str(data.get("reading") or ""),
+                stand_in=str(data.get("stand_in") or ""),
             )
         except ValueError as e:
             raise RecordError(f"claim {data.get('id')!r}: {e}") from None
@@ -731,10 +738,18 @@ class RunInfo:
     # judged again later is judged with it, so a changed floor never re-judges old files silently.
     # 0.05 in files written before it was recorded, the floor then.
     delta_floor: float = 0.05
+    # A shard of a run (pytest suite --shard K/N: K, N, attempt, manifest hash, its node IDs, the
+    # machine key; suite/shard_plugin.py), or the shards a merged run came from (reports.merge).
+    # Absent (None) in a whole run.
+    shard: Mapping[str, Any] | None = None
+    merged: Mapping[str, Any] | None = None
 
     def to_data(self) -> dict:
         data = asdict(self)
         data["devices"] = list(self.devices)
+        for name in ("shard", "merged"):
+            if data[name] is None:
+                del data[name]
         return data
 
     @classmethod
@@ -758,7 +773,16 @@ class RunInfo:
             partial_reason=str(data.get("partial_reason", "")),
             schema_version=version,
             delta_floor=_fraction(data.get("delta_floor", 0.05), "suite.delta_floor"),
+            shard=data.get("shard") if isinstance(data.get("shard"), Mapping) else None,
+            merged=data.get("merged") if isinstance(data.get("merged"), Mapping) else None,
         )
+
+
+def manifest_hash(nodeids) -> str:
+    """A sharded run's plan, named: sha256 of its sorted node IDs (first 16 hex digits), whatever
+    the number of shards (plan/shards.py; checked by reports.merge)."""
+    text = "\n".join(sorted(set(nodeids)))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def compiled_source(name: str, naive_names) -> str | None:

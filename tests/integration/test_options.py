@@ -76,6 +76,7 @@ COMBINATIONS = {
         ["-m", "gpu", "--benchmark-only", "-k", "data.recordio or onehot.encode", *QUICK_BENCH],
         {"cpu", "cuda"} if HAS_CUDA else {"cpu"},  # --device defaults to the devices present
     ),
+    "shard": (["--device", "cpu", "-k", "onehot.encode", "--benchmark-disable", "--shard", "1/2"], {"cpu"}),
     "device-default": (
         ["-k", "onehot.encode", "--benchmark-disable"],
         {"cpu", "cuda"} if HAS_CUDA else {"cpu"},

@@ -109,12 +109,14 @@ def test_no_module_sits_at_the_top_of_the_harness_and_the_contract_is_torch_free
 GLUE = (
     "cli",
     "conftest",
+    "fanout",
     "isolation_plugin",
     "options",
     "pair_rounds",
     "persist",
     "progress_plugin",
     "recorder",
+    "shard_plugin",
     "xdist_worker",
 )
 
