@@ -11,6 +11,7 @@ In-process here: d2l's `allreduce` over replicas equals the float64 sum. Launche
 
 from __future__ import annotations
 
+import os
 from statistics import median
 
 import torch
@@ -195,8 +196,23 @@ def growth(table: list[dict], base: list[dict], algorithm: str) -> tuple[int, fl
     return size, at[size] / was[size]
 
 
+def oversubscribed(p: int, cores: int | None) -> str:
+    """Why a timing over p CPU ranks is not the algorithms' (more ranks than cores: they take turns
+    on a core, so the times say how the scheduler shared it), or "" where each rank has a core."""
+    if cores is not None and p > cores:
+        return f"{p} ranks on {cores} cores: the ranks take turns on a core, so the times measure the sharing"
+    return ""
+
+
 def judge_master_growth(
-    naive: float | None, ring: float | None, p: int, base_p: int | None, size: int, band: float, fit: str
+    naive: float | None,
+    ring: float | None,
+    p: int,
+    base_p: int | None,
+    size: int,
+    band: float,
+    fit: str,
+    cores: int | None = None,
 ) -> Finding:
     """The notes: the master's communication and reduction costs grow in proportion to the number
     of processes; the ring's do not. `naive`, `ring`: each algorithm's median time at p over its
@@ -212,6 +228,8 @@ def judge_master_growth(
             f"one world size here (p={p}): how the master's cost grows with p needs a second "
             f"(the launch at a larger world reads this one). {fit}",
         )
+    if why := oversubscribed(p, cores):
+        return Finding(Verdict.NOT_MEASURED, f"not measured: {why}. {fit}")
     predicted = (p - 1) / (base_p - 1), ((p - 1) / p) / ((base_p - 1) / base_p)
     seen = (
         f"at {size:,} B from p={base_p} to p={p}: the master's (naive) time ×{naive:.2f} (its traffic "
@@ -226,7 +244,12 @@ def judge_master_growth(
 
 
 def allreduce_cost_model(
-    table: list[dict], p: int, device: str, base: tuple[list[dict], int] | None = None, band: float = 0.05
+    table: list[dict],
+    p: int,
+    device: str,
+    base: tuple[list[dict], int] | None = None,
+    band: float = 0.05,
+    cores: int | None = None,
 ) -> tuple[tuple[dict, dict, list[float]], Finding]:
     """The α–β model fitted to the naive, master and ring times, its error, its predictions at
     larger p, and the measured bus bandwidths; with `base` (a sweep at a smaller world), how the
@@ -276,7 +299,7 @@ def allreduce_cost_model(
     else:
         size, naive = growth(table, base[0], "naive")
         _, ring = growth(table, base[0], "ring")
-        finding = judge_master_growth(naive, ring, p, base[1], size, band, fit)
+        finding = judge_master_growth(naive, ring, p, base[1], size, band, fit, cores)
     info = {
         "case": "parallel.allreduce",
         "kind": "distributed",
@@ -350,7 +373,8 @@ def launched_cost_model(runs: Runs, device: str, world: int) -> LaunchRecord:
     # The algorithms' sums and sent bytes are the suite's own implementations, not the claim.
     check_allreduce(table, p)
     base = launched_table(runs.allreduce(device, 2)) if p > 2 else None
-    row, finding = allreduce_cost_model(table, p, device, base, gain.delta())
+    cores = len(os.sched_getaffinity(0)) if device == "cpu" else None
+    row, finding = allreduce_cost_model(table, p, device, base, gain.delta(), cores)
     return LaunchRecord(f"cost_model-w{p}", finding, f"parallel.allreduce model w{p} {device}", row)
 
 
@@ -379,7 +403,7 @@ def _gain_at(master_s: list[float], ring_s: list[float], band: float) -> tuple[g
 
 
 def judge_ring_faster_than_master(
-    sweep: list[tuple[int, list[float], list[float]]], p: int, band: float
+    sweep: list[tuple[int, list[float], list[float]]], p: int, band: float, cores: int | None = None
 ) -> Finding:
     """The notes (004): Ring-AllReduce is "faster and more scalable" than the master algorithm.
     `sweep`: (bytes, master times, ring times) per message size, timed over `p` ranks. Decided at
@@ -406,6 +430,8 @@ def judge_ring_faster_than_master(
         + "; ".join(f"{s:,} B {r} {g.value}" for s, r, g in seen_at)
         + f" (band ±{band:.0%}); {where}"
     )
+    if why := oversubscribed(p, cores):
+        return Finding(Verdict.NOT_MEASURED, f"not measured at p={p}: {why}; " + evidence)
     if p < SCALING_P:
         # Both send S per rank at p = 2: a timing there measures two implementations, not the
         # notes' claim, which is about how the two scale with p.
@@ -436,7 +462,7 @@ def launched_sweep(runs: Runs, algorithm: str, world: int) -> LaunchRecord:
         return LaunchRecord(group=f"parallel.allreduce w{p} cpu", row=row)
     return LaunchRecord(
         f"ring_vs_master-w{p}",
-        judge_ring_faster_than_master(ring_vs_master(table), p, gain.delta()),
+        judge_ring_faster_than_master(ring_vs_master(table), p, gain.delta(), len(os.sched_getaffinity(0))),
         group=f"parallel.allreduce w{p} cpu",
         row=row,
     )

@@ -187,3 +187,16 @@ def test_the_slowest_rank_makes_each_step():
     ranks[1]["rows"][0]["times_s"] = [5e-3, 1e-3]
     table, _ = allreduce.allreduce_table(ranks)
     assert table[0]["times_s"] == [5e-3, 2e-3]
+
+
+def test_more_ranks_than_cores_measure_the_sharing_not_the_algorithms():
+    """4 ranks on 2 cores: the ring's time grew ×2.07 and the master's ×1.30 in one run, the other
+    way round in another; neither is the traffic the notes speak of."""
+    sweep = [(MIB64, [0.2, 0.21, 0.22, 0.2], [0.1, 0.1, 0.11, 0.1])]
+    assert allreduce.judge_ring_faster_than_master(sweep, 4, 0.05, cores=2).verdict is Verdict.NOT_MEASURED
+    assert allreduce.judge_ring_faster_than_master(sweep, 4, 0.05, cores=4).verdict is Verdict.HOLDS
+    grew = allreduce.judge_master_growth(1.3, 2.07, 4, 2, MIB64, 0.05, "fit", cores=2)
+    assert grew.verdict is Verdict.NOT_MEASURED and "4 ranks on 2 cores" in grew.evidence
+    assert (
+        allreduce.judge_master_growth(1.3, 2.07, 4, 2, MIB64, 0.05, "fit", cores=8).verdict is Verdict.FAILS
+    )
