@@ -18,7 +18,7 @@ import functools
 import re
 from pathlib import Path
 
-from harness.contract.record import Erratum, Finding
+from harness.contract.record import Finding
 
 NOTES_DIR = Path(__file__).resolve().parents[1] / "notes"
 FRAGMENT_JOINER = " … "
@@ -102,9 +102,3 @@ def keyed(finding: Finding | None) -> Finding | None:
         for e in finding.errata
     )
     return dataclasses.replace(finding, errata=errata)
-
-
-def keyed_erratum(kind, quote: str, evidence: str, file: str = "") -> Erratum:
-    """An erratum located in the notes as it is made."""
-    prefix, line = locate(quote, file)
-    return Erratum(kind, quote, evidence, prefix, line)

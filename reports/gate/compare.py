@@ -342,6 +342,10 @@ def _one_commit(current: load.Results, name: str) -> None:
 def _declared_otherwise(known: dict, declared_now: dict) -> list[Line]:
     """A `could not judge` line for each case whose current run declares another gate tolerance or
     other timed pairs than the baseline it is gated against."""
+
+    def unjudged(case_id: str, note: str) -> Line:
+        return Line(case_id, "", "", "", verdict=UNJUDGED, note=note)
+
     out = []
     for case_id, now in sorted(declared_now.items()):
         then = known.get(case_id)
@@ -349,13 +353,9 @@ def _declared_otherwise(known: dict, declared_now: dict) -> list[Line]:
             continue
         if then.gate_tolerance != now.gate_tolerance:
             out.append(
-                Line(
+                unjudged(
                     case_id,
-                    "",
-                    "",
-                    "",
-                    verdict=UNJUDGED,
-                    note=f"the current run declares gate tolerance {now.gate_tolerance}, the baseline "
+                    f"the current run declares gate tolerance {now.gate_tolerance}, the baseline "
                     f"{then.gate_tolerance}: the baseline's is used; land the change to judge it",
                 )
             )
@@ -364,13 +364,9 @@ def _declared_otherwise(known: dict, declared_now: dict) -> list[Line]:
         if then_pairs and now_pairs and then_pairs != now_pairs:
             changed = sorted(now_pairs ^ then_pairs)
             out.append(
-                Line(
+                unjudged(
                     case_id,
-                    "",
-                    "",
-                    "",
-                    verdict=UNJUDGED,
-                    note=f"the current run declares other timed pairs than the baseline ({changed}): "
+                    f"the current run declares other timed pairs than the baseline ({changed}): "
                     "the baseline's are judged",
                 )
             )
