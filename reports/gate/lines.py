@@ -8,10 +8,9 @@ from dataclasses import dataclass
 
 UNJUDGED = "could not judge"
 EXIT_UNJUDGED = 3
-OK, REGRESSED, NOISY, NEW, VANISHED, INCOMPARABLE, FAILED, MEMORY, SLOWER, UNSTABLE = (
+OK, REGRESSED, NEW, VANISHED, INCOMPARABLE, FAILED, MEMORY, SLOWER, UNSTABLE = (
     "ok",
     "regressed",
-    "ok (drop not significant)",
     "new",
     "vanished",
     "incomparable",
@@ -37,7 +36,7 @@ class Line:
     note: str = ""
 
 
-JUDGED = (OK, NOISY, REGRESSED, MEMORY)  # a line whose pair the test decided, either way
+JUDGED = (OK, REGRESSED, MEMORY)  # a line whose pair the test decided, either way
 
 
 def exit_code(lines: list[Line], allow_unjudged: bool = False) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from reports.gate.lines import EXIT_UNJUDGED, FAILING, REGRESSED, UNJUDGED, UNSTABLE, Line, exit_code
-from reports.gate.model import MAX_TOLERANCE, PRIOR_DF, PRIOR_SIGMA, WIDEN, t_quantile
+from reports.gate.model import FAIL_LEVEL, PASS_LEVEL, PRIOR_DF, PRIOR_SIGMA, t_quantile
 
 
 def _f(value, spec=".3g") -> str:
@@ -15,14 +15,17 @@ def _f(value, spec=".3g") -> str:
 
 def single_run_note(tolerance: float) -> str:
     se = PRIOR_SIGMA * math.sqrt(2)  # one run a side
-    edge = math.log(1 - min(max(tolerance, 1 - math.exp(-WIDEN * se)), MAX_TOLERANCE))
-    fails = math.exp(-(edge - t_quantile(PRIOR_DF) * se))
+    edge = math.log(1 - tolerance)
+    fails = math.exp(-(edge - t_quantile(PRIOR_DF, FAIL_LEVEL) * se))
+    passes = 1 - math.exp(
+        -t_quantile(PRIOR_DF, PASS_LEVEL) * se
+    )  # the narrowest tolerance at which an unchanged run can pass
     return (
         "Note: the baseline holds a single run, so it says nothing of how far this machine's runs of "
         f"unchanged code differ; a between-run σ of {PRIOR_SIGMA:.0%} (of the log speed-up) is assumed "
         f"for every pair: against one run only a speed-up that fell about {fails:.1f}× or more fails, "
-        f"and any drop beyond -{tolerance:.0%} is re-measured rather than passed. Record baselines "
-        "from three or more runs (a folder: runs are pooled)."
+        f"and no pair passes at a tolerance under {passes:.0%}: the rest is could not judge. "
+        "Record baselines from three or more runs (a folder: runs are pooled)."
     )
 
 
@@ -40,13 +43,15 @@ def markdown(
         f"### Regression gate: {status}",
         "",
         "Within-run speedups (each run's median of paired ratios, else slow median ÷ fast median), "
-        "current runs ÷ baseline runs, with a 90% interval of the change that counts the runs' own "
-        f"between-run noise (t test, module reports.gate); a pair fails when the interval's top (its "
-        f"one-sided 95% bound) lies below -{tolerance:.0%} (or the case's own tolerance, or the wider "
-        "one the pair's noise allows, named in the note).",
+        "current runs ÷ baseline runs, with an interval of the change that counts the runs' own "
+        f"between-run noise (t test, module reports.gate). The tolerance is -{tolerance:.0%} or the "
+        "case's own (`Case.gate_tolerance`), never widened by a pair's noise: a pair passes only when the "
+        f"interval's bottom (one-sided {PASS_LEVEL:.0%}) lies above it, fails when its top (one-sided "
+        f"{FAIL_LEVEL:.1%}: ~80 pairs are gated at once) lies below it, and otherwise could not be judged "
+        "(the note names the drop a pass would have hidden).",
         "",
         *([single_run_note(tolerance), ""] if baseline_runs < 2 else []),
-        "| case | size | dtype device | pair | baseline speedup | current speedup | change | 90% CI | "
+        "| case | size | dtype device | pair | baseline speedup | current speedup | change | interval | "
         "verdict | note |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]

@@ -7,15 +7,15 @@ import pytest
 
 from tests import synthetic
 from tests.gate_cli import run_gate
-from tests.synthetic import write
+from tests.synthetic import pooled, write
 
 
 def test_step_summary_is_appended(tmp_path, capsys, monkeypatch):
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    b = write(tmp_path / "b.json", synthetic.result(seed=1))
-    run_gate(capsys, "--baseline", b, "--current", b)
+    b = pooled(tmp_path, "b", [synthetic.result(seed=s) for s in (1, 3, 4)])
+    run_gate(capsys, "--baseline", b, "--current", write(tmp_path / "c.json", synthetic.result(seed=2)))
     text = summary.read_text()
     assert text.startswith("earlier step\n") and "### Regression gate: pass" in text
 

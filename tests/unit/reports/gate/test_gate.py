@@ -9,7 +9,7 @@ from tests.synthetic import pooled, write
 
 
 def test_absolute_flags_a_uniform_slowdown_that_speedups_hide(tmp_path, capsys):
-    b = write(tmp_path / "b.json", synthetic.result(seed=1))
+    b = pooled(tmp_path, "b", [synthetic.result(seed=s) for s in (1, 3, 4)])
     everything = {name: 1.5 for name, _, _ in synthetic.VARIANTS}
     c = write(tmp_path / "c.json", synthetic.result(seed=2, slow=everything))
     assert run_gate(capsys, "--baseline", b, "--current", c)[0] == 0

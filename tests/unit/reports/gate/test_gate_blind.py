@@ -17,7 +17,7 @@ from harness.contract import record, rules
 from reports.__main__ import main
 from tests import synthetic
 from tests.gate_cli import run_gate as gate
-from tests.synthetic import write
+from tests.synthetic import pooled, write
 
 SLOW_3X = {"fast_v": 3.0}  # the optimized way 3× slower: every gated pair drops by 67%
 
@@ -276,8 +276,10 @@ def _declared(tolerance=0.1, timed=None) -> dict:
 
 def test_a_tolerance_the_current_run_declares_cannot_pass_its_slowdown(tmp_path, capsys):
     """The current run declared gate_tolerance 0.99 and a 3× slowdown read "ok" with no note."""
-    b = write(
-        tmp_path / "b.json", synthetic.result(seed=1, paired=True, schema_version=4, cases_info=_declared())
+    b = pooled(
+        tmp_path,
+        "b",
+        [synthetic.result(seed=s, paired=True, schema_version=4, cases_info=_declared()) for s in (1, 3, 4)],
     )
     c = write(
         tmp_path / "c.json",
