@@ -12,6 +12,7 @@ DDP at each world size (`launched_ddp`, its scaling `ddp_scaling`), DataParallel
 from __future__ import annotations
 
 import copy
+import os
 import time
 from statistics import median
 
@@ -281,19 +282,28 @@ CASE = Case(
 # ---- judging the launched runs -----------------------------------------------------------------------
 
 
-def ddp_scaling(rows: list[dict], times: list[float], base: list[dict]) -> tuple[dict, Finding]:
+def ddp_scaling(
+    rows: list[dict], times: list[float], base: list[dict], cores: int | None = None
+) -> tuple[dict, Finding]:
     """Strong scaling: the same global batch at world N as at 1 (`base`), so the ideal is
-    T_N = T_1 / N and the efficiency T_1 / (N·T_N)."""
+    T_N = T_1 / N and the efficiency T_1 / (N·T_N). `cores`: the CPU cores the ranks share (None on
+    GPUs); more CPU ranks than cores take turns on a core, and the efficiency then says how the
+    scheduler shared them, which the text says."""
     world = rows[0]["world_size"]
     t1 = median(step_times(base, "ddp"))
     step = median(times)
     efficiency = t1 / (world * step)
     measured = {"world_size": world, "step_s": step, "t1_s": t1, "scaling_efficiency": efficiency}
+    shared = (
+        f" ({world} ranks on {cores} cores: they take turns on a core, so this measures the sharing, not DDP)"
+        if cores is not None and world > cores
+        else ""
+    )
     return measured, Finding(
         None,
         f"DDP over {rows[0]['backend']}, {rows[0]['params'] / 1e6:.1f} M params, global batch "
         f"{rows[0]['batch']}: step {step * 1e3:.1f} ms at world {world} vs "
-        f"{t1 * 1e3:.1f} ms at 1, scaling efficiency T1/(N·TN) = {efficiency:.2f}",
+        f"{t1 * 1e3:.1f} ms at 1, scaling efficiency T1/(N·TN) = {efficiency:.2f}{shared}",
     )
 
 
@@ -339,7 +349,8 @@ def launched_ddp(runs: Runs, device: str, world: int) -> LaunchRecord:
     group = f"parallel.dp_vs_ddp w{world} {device}"
     if world == 1:
         return LaunchRecord(group=group, row=(info, extra, times))
-    scaling, finding = ddp_scaling(rows, times, trained(runs.train(device, 1), "ddp"))
+    cores = len(os.sched_getaffinity(0)) if device == "cpu" else None
+    scaling, finding = ddp_scaling(rows, times, trained(runs.train(device, 1), "ddp"), cores)
     # The run's last lines and the report tabulate it per world size (reports.answer).
     return LaunchRecord(f"ddp_scaling-w{world}", finding, group, (info, {**extra, **scaling}, times), scaling)
 

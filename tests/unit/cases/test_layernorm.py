@@ -30,3 +30,16 @@ def test_layernorm_relation_decides_what_the_class_computes():
     # Normalising over the wrong axis (or not at all) breaks the exact relation.
     assert layernorm.judge_layer_norm(1e-6, 3e-14, MEASURED).verdict is Verdict.FAILS
     assert layernorm.judge_layer_norm(4e-16, 1e-6, MEASURED).verdict is Verdict.FAILS
+
+
+def test_layernorm_notes_class_depends_on_the_input_scale_where_the_eps_terms_part():
+    # Inside the bound at every D at unit scale, but rows with σ = 1e-3 put ε's placement first.
+    same = [(d, 1e-16, bound) for d, _, bound in MEASURED]
+    small = (1e-3, 65536, 2.3, 3.1e-5)
+    f = layernorm.judge_layer_norm(4e-16, 3e-14, same, small)
+    assert f.verdict is Verdict.DEPENDS and "input's scale" in f.evidence and "on D" not in f.evidence
+    assert (
+        layernorm.judge_layer_norm(4e-16, 3e-14, same, (1e-3, 65536, 1e-6, 3.1e-5)).verdict is Verdict.HOLDS
+    )
+    both = layernorm.judge_layer_norm(4e-16, 3e-14, MEASURED, small)
+    assert both.verdict is Verdict.DEPENDS and "on D" in both.evidence and "input's scale" in both.evidence

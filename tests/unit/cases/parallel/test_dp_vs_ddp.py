@@ -87,6 +87,11 @@ def test_ddp_beyond_one_rank_is_judged_against_the_one_rank_run(tmp_path):
     info, extra, times = judged.row
     assert extra["scaling_efficiency"] == judged.measured["scaling_efficiency"] and times == [0.02, 0.02]
     alone = dp_vs_ddp.launched_ddp(_Runs(tmp_path), "cpu", 1)
+    rows = train_rows(4)
+    _, crowded = dp_vs_ddp.ddp_scaling(rows, [0.01], train_rows(1), cores=2)
+    assert "4 ranks on 2 cores" in crowded.evidence
+    _, roomy = dp_vs_ddp.ddp_scaling(rows, [0.01], train_rows(1), cores=4)
+    assert "cores" not in roomy.evidence
     assert alone.finding is None and alone.measured is None and alone.row[0]["variant"] == "ddp"
 
 
