@@ -173,13 +173,16 @@ def build(paths, out: Path) -> Path:
         table.to_csv(tmp / "summary.csv", index=False)
         verdict_rows.to_csv(tmp / "verdicts.csv", index=False)
         judgement.claims.to_csv(tmp / "claims.csv", index=False)
+        side_by_side = ""
         if verdict_rows["machine"].nunique() > 1:  # several machines or torch versions: side by side
             from reports import matrix
 
-            matrix.technique_matrix(verdict_rows).to_csv(tmp / "matrix.csv", index=False)
-            matrix.differing_claims(judgement.claims).to_csv(tmp / "claims-differ.csv", index=False)
+            wide, differing = matrix.technique_matrix(verdict_rows), matrix.differing_claims(judgement.claims)
+            wide.to_csv(tmp / "matrix.csv", index=False)
+            differing.to_csv(tmp / "claims-differ.csv", index=False)
+            side_by_side = matrix.html_section(wide, differing)
         (tmp / "index.html").write_text(
-            html.page(views, unknown, runs, machines, overviews, rooflines), encoding="utf-8"
+            html.page(views, unknown, runs, machines, overviews, rooflines, side_by_side), encoding="utf-8"
         )
         _replace(tmp, out)
     except BaseException:

@@ -44,6 +44,7 @@ section{border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;margin:12px 
 .meta{color:#57606a;font-size:12px} img{max-width:100%;display:block;margin:6px 0}
 .toc{columns:2;font-size:13px} .toc li{break-inside:avoid} code{font-size:12px}
 .errors{color:#9a3412} ul.errors{font-size:12px} .warn{color:#9a6700}
+table.matrix tr.differs td{background:#fff8c5} table.matrix tr.claim-differs td{font-size:11px}
 """
 
 
@@ -441,7 +442,10 @@ def page(
     machines: list[str],
     overviews: dict,
     rooflines: dict,
+    side_by_side: str = "",
 ) -> str:
+    """The report page; `side_by_side` the matrix section (reports.matrix) where several machines
+    or torch versions are in it."""
     toc = []
     for tier in (1, 2, 3):
         items = []
@@ -472,6 +476,7 @@ def page(
         LEGEND,
         _headline(views, machines, runs),
         _answers(views, machines),
+        side_by_side,
         "<h2>Machines</h2>",
         _machines_table(runs),
         "<h2>Contents</h2>",

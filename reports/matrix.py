@@ -2,7 +2,7 @@
 in one report (the machine key holds both), one row per catalogue ID and one column per machine of
 its technique verdict, ``differs`` where they are not all the same (matrix.csv); and under each ID
 the claims whose verdict differs, with each machine's verdict and evidence (claims-differ.csv).
-Plain pandas; the HTML matrix is not drawn yet."""
+Plain pandas; `html_section` draws the same as the report's "Side by side" section."""
 
 from __future__ import annotations
 
@@ -32,3 +32,44 @@ def differing_claims(claims: pd.DataFrame) -> pd.DataFrame:
         per_claim["machine"].transform("nunique") < machines
     )
     return claims.loc[differs, [*keys, "machine", "verdict", "evidence"]].sort_values([*keys, "machine"])
+
+
+def html_section(wide: pd.DataFrame, differing: pd.DataFrame) -> str:
+    """The matrix as the report's "Side by side" section: one row per ID, one column per machine
+    or torch version, its technique verdict as a badge; an ID whose verdicts differ is marked, and
+    under it the claims that differ, each with its verdict and evidence on every machine."""
+    from reports.html import badge, esc  # the page's own cells, so the matrix reads as the page does
+
+    machines = [c for c in wide.columns if c not in ("case", "differs")]
+    by_id = {case: group for case, group in differing.groupby("case")} if not differing.empty else {}
+    head = "".join(f"<th>{esc(m)}</th>" for m in machines)
+    body = []
+    for row in wide.to_dict("records"):
+        cells = "".join(f"<td>{badge(row[m]) if row[m] else '—'}</td>" for m in machines)
+        mark = ' class="differs"' if row["differs"] else ""
+        body.append(
+            f'<tr{mark}><td><a href="#{esc(row["case"])}"><code>{esc(row["case"])}</code></a>'
+            f"{' <b>differs</b>' if row['differs'] else ''}</td>{cells}</tr>"
+        )
+        claims = by_id.get(row["case"])
+        if claims is None:
+            continue
+        for claim, group in claims.groupby("claim", sort=False):
+            seen = {r["machine"]: r for r in group.to_dict("records")}
+            cells = "".join(
+                f"<td>{badge(seen[m]['verdict'])} <small>{esc(seen[m]['evidence'])}</small></td>"
+                if m in seen
+                else "<td>(absent)</td>"
+                for m in machines
+            )
+            body.append(
+                f'<tr class="claim-differs"><td>&nbsp;&nbsp;claim <code>{esc(claim)}</code></td>{cells}</tr>'
+            )
+    differs = int(wide["differs"].sum())
+    return (
+        "<h2>Side by side</h2>"
+        f"<p>{len(wide)} IDs on {len(machines)} machines or torch versions; {differs} differ. Under an ID "
+        "that differs, each claim whose verdict differs, with its evidence on every machine "
+        "(matrix.csv, claims-differ.csv).</p>"
+        f"<table class=matrix><tr><th>ID</th>{head}</tr>{''.join(body)}</table>"
+    )

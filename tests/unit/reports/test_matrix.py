@@ -43,3 +43,32 @@ def test_differing_claims_keep_both_evidences():
         ("x.two", "001", "a"),
     ]
     assert set(out["evidence"]) == {"ran", "raised", "only here"}
+
+
+def test_the_html_matrix_marks_differing_ids_and_shows_both_evidences():
+    rows = pd.DataFrame(
+        [("a", "x.one", "holds"), ("b", "x.one", "fails"), ("a", "x.two", "holds"), ("b", "x.two", "holds")],
+        columns=["machine", "case", "technique_verdict"],
+    )
+    claims = pd.DataFrame(
+        [("a", "x.one", "001", "holds", "ran"), ("b", "x.one", "001", "fails", "raised <here>")],
+        columns=["machine", "case", "claim", "verdict", "evidence"],
+    )
+    page = matrix.html_section(matrix.technique_matrix(rows), matrix.differing_claims(claims))
+    assert page.count('class="differs"') == 1 and "2 IDs on 2 machines or torch versions; 1 differ" in page
+    assert "ran" in page and "raised &lt;here&gt;" in page and "claim <code>001</code>" in page
+
+
+def test_a_report_of_two_torch_versions_draws_the_matrix(tmp_path):
+    from reports import build
+    from tests import synthetic
+
+    later = dict(synthetic.MACHINE, torch_version="2.14.1+cpu")
+    paths = [
+        synthetic.write(tmp_path / "a.json", synthetic.result(seed=1)),
+        synthetic.write(tmp_path / "b.json", synthetic.result(seed=2, machine=later)),
+    ]
+    page = build.build(paths, tmp_path / "out").read_text(encoding="utf-8")
+    assert "<h2>Side by side</h2>" in page and (tmp_path / "out" / "matrix.csv").is_file()
+    one = build.build(paths[:1], tmp_path / "one").read_text(encoding="utf-8")
+    assert "Side by side" not in one
