@@ -27,12 +27,17 @@ from harness.measure import interleave
 
 MAX_CALLS = 32  # calls captured in one graph: their nodes, and the outputs' pool, stay small
 ROUNDS = 5  # replay rounds: the median of five is steady on a GPU-bound replay
+# A call longer than this gets no replay: ten more calls (the capture's warm-ups, the rounds) would
+# cost seconds, and the flag reads the fast side, which is rarely this long.
+MAX_CALL_S = 0.1
 
 
 def expected_calls(call_s: float, min_round_s: float) -> int:
     """The calls `per_call` makes of a call of `call_s` seconds on CUDA (for the cost model): the
     capture's three warm-up calls of the graph's calls (harness.measure.device.CudaDevice.capture),
     then a warm replay, a sizing one and ROUNDS rounds of replays."""
+    if call_s > MAX_CALL_S:
+        return 0
     calls = min(MAX_CALLS, rounds.iterations_for(call_s, min_round_s))
     replays = rounds.iterations_for(calls * call_s, min_round_s)
     return calls * (3 + 2 + ROUNDS * replays)
@@ -62,6 +67,10 @@ def per_call(
     capture = getattr(dev, "capture", None)
     if capture is None:
         return GraphFigure(None, calls, f"{dev.kind} has no graphs")
+    if call_s > MAX_CALL_S:
+        return GraphFigure(
+            None, calls, f"not replayed: {call_s * 1e3:.0f} ms a call (over {MAX_CALL_S * 1e3:.0f} ms)"
+        )
 
     def several():
         out = None
@@ -69,6 +78,9 @@ def per_call(
             out = call()  # the last output is the graph's; the earlier ones free into its pool
         return out
 
+    # The rounds' cached blocks given back first: the graph's pool is its own, and a point near the
+    # device's capacity would otherwise run out of memory in the capture.
+    dev.release_cached()
     with context():
         try:
             replay, _ = capture(several)

@@ -66,3 +66,11 @@ def test_the_sides_context_holds_around_the_capture_and_the_replays():
         call, fake, call_s=1e-3, min_round_s=2e-3, context=flags
     ).seconds == pytest.approx(1e-3, rel=1e-3)
     assert inside == [True, False]
+
+
+def test_a_call_over_the_limit_is_not_replayed_and_costs_nothing():
+    fake = harness_device.FakeDevice()
+    calls = []
+    figure = graph_figure.per_call(lambda: calls.append(1), fake, call_s=0.5, min_round_s=2e-3)
+    assert figure.seconds is None and figure.reason.startswith("not replayed: 500 ms a call")
+    assert calls == [] and graph_figure.expected_calls(0.5, 2e-3) == 0
