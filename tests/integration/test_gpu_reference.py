@@ -31,10 +31,10 @@ pytestmark = [
 ]
 
 # `FAKE_<STEP>` picks a step's behaviour (the step is the one the script names in the environment
-# of what it starts, GPU_REFERENCE_STEP): ok (its files: a pytest step's results and a lock file as
-# a killed run leaves one, the probe's JSON), hang (until interrupted), deaf (SIGINT ignored: only
-# a kill ends it; a pytest step first writes a journal and a lock, and starts an orphan in a
-# session of its own).
+# of what it starts, GPU_REFERENCE_STEP=<step>@<its pid>): ok (its files: a pytest step's results
+# and a lock file as a killed run leaves one, the probe's JSON), hang (until interrupted), deaf
+# (SIGINT ignored: only a kill ends it; a pytest step first writes a journal and a lock, and
+# starts an orphan in a session of its own).
 FAKE_PYTHON = r"""#!/usr/bin/env bash
 results= out= json= prev=
 for a in "$@"; do
@@ -49,7 +49,7 @@ elif [ "$2" = plan.headline ]; then
     echo "(fake and headline)"
     exit 0
 fi
-step=$GPU_REFERENCE_STEP
+step=${GPU_REFERENCE_STEP%@*}  # the step, tagged with the script's pid
 var=FAKE_${step^^}
 case ${!var:-ok} in
 nocuda)
