@@ -96,3 +96,18 @@ def test_the_comparison_table_shows_the_gpu_only_figures_and_a_host_bound_fast_s
         pd.DataFrame([_pair_row(fast_graph_s=nan, slow_graph_s=nan, graph_speedup=nan)])
     )
     assert "GPU only" not in cpu
+
+
+def test_the_advice_for_a_host_bound_pair_does_not_read_its_speedup_as_the_gpus():
+    row = _pair_row(device="cuda", part="", x=1024.0, identical=False, graph_speedup=47.0)
+    bound = html.recommendation(
+        pd.DataFrame([row | {"host_bound": "host-bound: matmul ran at the host's pace"}])
+    )
+    assert (
+        bound[0]
+        == "matmul (14× faster than broadcast); host-bound here, so not the GPU's figure (GPU only: 47×)"
+    )
+    assert (
+        html.recommendation(pd.DataFrame([row | {"host_bound": ""}]))[0]
+        == "matmul (14× faster than broadcast)"
+    )
