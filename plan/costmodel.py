@@ -49,7 +49,8 @@ def timed_point(
         call_s, spread, min_round_s=rounds.MIN_ROUND_S[device], cap_s=cap_s, min_rounds=min_rounds
     )
     probe = rounds.probe_reps(call_s) if device == "cuda" else 0
-    calls = 1 + (pilot_rounds + plan.rounds) * plan.iterations + 1 + probe
+    fit = rounds.fit_call_count(call_s) if device == "cuda" else 0  # the gap's fit sizes the rounds
+    calls = 1 + fit + (pilot_rounds + plan.rounds) * plan.iterations + 1 + probe
     seconds = calls * call_s + (pilot_rounds + plan.rounds) * HOST_S_PER_ROUND
     return PointEstimate(calls, plan.rounds, plan.iterations, seconds)
 
@@ -67,8 +68,10 @@ def paired_point(sides, *, device: str, cap_s: float = 1.0, min_rounds: int = 5)
     (call seconds, spread σ/median) as `timed_point` takes it: each warmed and sized (the cheap
     side's block at least BALANCE of the other's), a short side's block started by one untimed
     call, a pilot, then the rounds that bring the ratio's interval to ±2% (the two sides' spreads
-    add), at least MIN_PAIRED_ROUNDS, within the cap."""
-    from harness.measure import interleave  # not at import: the harness.measure package imports torch
+    add), at least MIN_PAIRED_ROUNDS, within the cap; on CUDA each side's gap fit and graph replay
+    too (harness.point.pair_benchmark)."""
+    # Not at import: the harness.measure package imports torch.
+    from harness.measure import graph_figure, interleave
 
     (a_s, a_spread), (b_s, b_spread) = [(max(s, 1e-7), spread) for s, spread in sides]
     k, rewarm = interleave.blocks({"a": a_s, "b": b_s}, rounds.MIN_ROUND_S[device])
@@ -81,6 +84,15 @@ def paired_point(sides, *, device: str, cap_s: float = 1.0, min_rounds: int = 5)
     total, _ = rounds.round_count(max(needed, pilot), round_s, cap_s=cap_s, min_rounds=floor)
     total = max(total, floor)
     calls = 4 + total * (calls_per_round["a"] + calls_per_round["b"])  # warm-up and sizing: 2 a side
+    extra_s = 0.0
+    if device == "cuda":  # each side's gap fit before the rounds and its graph replay after them
+        for s in (a_s, b_s):
+            more = rounds.fit_call_count(s) + graph_figure.expected_calls(s, rounds.MIN_ROUND_S[device])
+            calls += more
+            extra_s += more * s
     return PointEstimate(
-        calls, total, k["a"] + k["b"], 2 * (a_s + b_s) + total * round_s + 2 * total * HOST_S_PER_ROUND
+        calls,
+        total,
+        k["a"] + k["b"],
+        2 * (a_s + b_s) + total * round_s + 2 * total * HOST_S_PER_ROUND + extra_s,
     )

@@ -100,11 +100,14 @@ def _summary_table(frame: pd.DataFrame) -> str:
     # Where the sides were also timed with pages faulted (harness.measure.faulted_pages), both
     # states, named: the medians are a settled heap's, and a default program lies between the two.
     faulted = "fast_faulted_s" in frame and frame["fast_faulted_s"].notna().any()
+    # On a GPU, each side replayed from a CUDA graph: the GPU's time alone, beside the rounds'.
+    graphed = "fast_graph_s" in frame and frame["fast_graph_s"].notna().any()
     head = (
         "<tr><th>size</th><th>dtype</th><th>device</th><th>compared (faster? ÷ baseline)</th>"
         "<th>its median</th><th>baseline median</th><th>speed-up: baseline ÷ it [95% CI]</th>"
         "<th>what it says</th><th>memory ratio (baseline ÷ it)</th><th>how sure</th>"
         + (f"<th>{esc(record.FAULTED_PAGES)}: it, baseline, speed-up</th>" if faulted else "")
+        + ("<th>GPU only (CUDA-graph replay): it, baseline, speed-up</th>" if graphed else "")
         + "</tr>"
     )
     body = []
@@ -121,6 +124,7 @@ def _summary_table(frame: pd.DataFrame) -> str:
             f"<td>{fmt(r.slow_median_s * 1e3)} ms</td><td>{fmt(r.speedup)}×{ci}</td>"
             f"<td>{esc(getattr(r, 'gain', ''))}</td><td>{fmt(r.memory_ratio)}</td><td>{sure}</td>"
             + (f"<td>{_faulted_cell(r)}</td>" if faulted else "")
+            + (f"<td>{_graph_cell(r)}</td>" if graphed else "")
             + "</tr>"
         )
     caption = (
@@ -134,6 +138,15 @@ def _summary_table(frame: pd.DataFrame) -> str:
         else ""
     )
     return f"<table>{head}{''.join(body)}</table>{caption}"
+
+
+def _graph_cell(r) -> str:
+    fast, slow, ratio = r.fast_graph_s, r.slow_graph_s, r.graph_speedup
+    if not (math.isfinite(fast) or math.isfinite(slow)):
+        return "not captured"
+    cell = f"{fmt(fast * 1e3)} ms, {fmt(slow * 1e3)} ms, {fmt(ratio)}×"
+    flag = " <span class=\"warn\">(host-bound: the rounds' speed-up is the host's)</span>"
+    return cell + (flag if r.host_bound else "")
 
 
 def _faulted_cell(r) -> str:
@@ -369,6 +382,9 @@ def recommendation(rows: pd.DataFrame, rule=None, claims=()) -> tuple[str, str, 
         use = f"either: no measurable difference between {row.fast} and {row.slow}"
     else:
         use = f"no advice: too noisy to tell {row.fast} from {row.slow} here"
+    if row.get("host_bound"):  # the rounds timed the host's pace: the GPU's own ratio beside it
+        graph = row.get("graph_speedup", math.nan)
+        use += f"; host-bound here, so not the GPU's figure (GPU only: {fmt(graph)}×)"
     if flip and math.isfinite(ratio) and ratio > 0:
         ratio = 1 / ratio  # memory of the way recommended
     if not math.isfinite(ratio) or abs(math.log(ratio)) < math.log(1.05):

@@ -113,6 +113,10 @@ PAIR_COLUMNS = [
     "busy",
     "fast_data",
     "slow_data",
+    # Each side's GPU-only seconds per call (a CUDA-graph replay, harness.measure.graph_figure);
+    # NaN on the CPU, for a side that could not be captured, and in files before it was recorded.
+    "fast_graph_s",
+    "slow_graph_s",
 ]
 _CEILING_KEY = {"float32": "fp32_flops", "bfloat16": "bf16_flops", "float16": "fp16_flops"}
 
@@ -457,6 +461,8 @@ def from_documents(documents) -> Results:
                     busy=(p.load or {}).get("busy") or "",
                     fast_data=np.asarray(p.fast_s, dtype=float),
                     slow_data=np.asarray(p.slow_s, dtype=float),
+                    fast_graph_s=_num(p.graph_s.get(p.fast)),
+                    slow_graph_s=_num(p.graph_s.get(p.slow)),
                 )
             )
     table = pd.DataFrame(rows, columns=COLUMNS)

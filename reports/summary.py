@@ -56,6 +56,13 @@ SUMMARY_COLUMNS = [
     "slow_faulted_s",
     "faulted_speedup",
     "faulted_busy",  # why a side's faulted figure was left out: the machine was busy then
+    # On a GPU, each side replayed from a CUDA graph (the GPU's time alone), the speed-up between
+    # those, and why the speed-up above is not the GPU's where the fast side ran at the host's
+    # pace (harness.contract.gain.host_bound); NaN and "" where no graph figure was recorded.
+    "fast_graph_s",
+    "slow_graph_s",
+    "graph_speedup",
+    "host_bound",
 ]
 
 
@@ -177,6 +184,25 @@ def groups(rows: pd.DataFrame) -> list[Group]:
     return list(out.values())
 
 
+def gpu_only_columns(fast: str, fast_median_s: float, fast_graph_s: float, slow_graph_s: float) -> dict:
+    """A pair's GPU-only columns: each side's graph replay, their ratio, and the host-bound flag
+    where the fast side's rounds read over gain.HOST_BOUND_LIMIT × its replay."""
+    ratio = slow_graph_s / fast_graph_s if fast_graph_s > 0 else math.nan
+    flag = ""
+    if math.isfinite(fast_graph_s) and gain.host_bound(fast_median_s, fast_graph_s):
+        flag = (
+            f"host-bound: {fast} ran at the host's pace ({fast_median_s * 1e6:.3g} µs a call in its "
+            f"rounds, {fast_graph_s * 1e6:.3g} µs replayed from a CUDA graph), so this speed-up is "
+            f"the host's, not the GPU's" + (f" (GPU-only: {ratio:.3g}×)" if math.isfinite(ratio) else "")
+        )
+    return {
+        "fast_graph_s": fast_graph_s,
+        "slow_graph_s": slow_graph_s,
+        "graph_speedup": ratio,
+        "host_bound": flag,
+    }
+
+
 PAIR_KEYS = ["machine", "case", "size_label", "dtype", "device", "fast", "slow"]
 
 
@@ -201,8 +227,16 @@ def pooled_pairs(pairs: pd.DataFrame | None) -> dict[tuple, dict]:
             "noise_floor": float(floors.max()) if floors.notna().any() else None,
             "busy": "; ".join(b for b in dict.fromkeys(part["busy"]) if b),
             "identical": all(v is True for v in identical) if identical else None,
+            # The runs' GPU-only figures, their median (NaN in files before they were recorded).
+            "fast_graph_s": _median_of(part.get("fast_graph_s")),
+            "slow_graph_s": _median_of(part.get("slow_graph_s")),
         }
     return out
+
+
+def _median_of(column) -> float:
+    values = [] if column is None else [float(v) for v in column if pd.notna(v)]
+    return float(np.median(values)) if values else math.nan
 
 
 def _busy_runs(pairs: pd.DataFrame | None) -> dict:
@@ -216,9 +250,9 @@ def _busy_runs(pairs: pd.DataFrame | None) -> dict:
     }
 
 
-def quality(paired: bool, rounds: int, busy: str, delta: float) -> str:
+def quality(paired: bool, rounds: int, busy: str, delta: float, host_bound: str = "") -> str:
     """The flags a number carries to wherever it is shown: why it may not be what it seems."""
-    flags = []
+    flags = [host_bound] if host_bound else []
     if not paired:
         flags.append("unpaired: the two sides were timed apart")
     if rounds < gain.MIN_PAIRS:
@@ -271,6 +305,12 @@ def build(
                     together["busy"],
                     together["identical"],
                 )
+                gpu_only = gpu_only_columns(
+                    fast,
+                    float(np.median(together["fast"])),
+                    together.get("fast_graph_s", math.nan),
+                    together.get("slow_graph_s", math.nan),
+                )
             else:
                 speedup, lo, hi = stats.ratio_of_medians(group.data[slow], group.data[fast])
                 rounds = min(group.data[slow].size, group.data[fast].size)
@@ -280,6 +320,7 @@ def build(
                     dict.fromkeys(busy_runs[r] for r in sorted(group.runs, key=str) if r in busy_runs)
                 )
                 band, identical = gain.delta(None, floor), None
+                gpu_only = gpu_only_columns(fast, math.nan, math.nan, math.nan)
             fp, sp = group.peak[fast], group.peak[slow]
             out.append(
                 {
@@ -301,7 +342,8 @@ def build(
                     "delta": band,
                     "gain": gain.classify(gain.Ratio(speedup, lo, hi), band).value,
                     "identical": identical,
-                    "quality": quality(together is not None, rounds, busy, band),
+                    "quality": quality(together is not None, rounds, busy, band, gpu_only["host_bound"]),
+                    **gpu_only,
                     **faulted_columns(
                         group.faulted.get(fast, math.nan),
                         group.faulted.get(slow, math.nan),
@@ -328,6 +370,9 @@ def build(
         floor = float(floors.get(machine, gain.DELTA_FLOOR))
         ratio = gain.paired_ratio(together["slow"], together["fast"])
         band = gain.delta(together["noise_floor"], floor)
+        gpu_only = gpu_only_columns(
+            fast, float(np.median(together["fast"])), together["fast_graph_s"], together["slow_graph_s"]
+        )
         out.append(
             {
                 **dict(zip(PAIR_KEYS, key)),
@@ -351,7 +396,8 @@ def build(
                 "delta": band,
                 "gain": gain.classify(ratio, band).value,
                 "identical": together["identical"],
-                "quality": quality(True, ratio.n, together["busy"], band),
+                "quality": quality(True, ratio.n, together["busy"], band, gpu_only["host_bound"]),
+                **gpu_only,
                 **faulted_columns(math.nan, math.nan),
             }
         )

@@ -117,6 +117,8 @@ class PairRounds:
                 "iterations": timed.iterations.get(name, 1),
                 "timer": timed.timer,
             }
+            if name in timed.gap_s:  # the in-window gap its side's rounds were sized around
+                info["gap_s"] = timed.gap_s[name]
             return list(seconds), info
 
         return rounds

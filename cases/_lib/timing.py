@@ -17,7 +17,7 @@ from typing import Callable, Mapping
 import torch
 
 from cases.spec import Verdict
-from harness.contract import gain
+from harness.contract import gain, rounds
 from harness.host import load
 from harness.measure import device as devices
 from harness.measure import interleave, timing
@@ -52,12 +52,17 @@ def timed_claim(
     For a rule check whose finding is "A is faster than B": timed one side after the other, a
     neighbour on the other core decides the answer (the fastest of 5 calls of cross-entropy's two
     targets gave 1.40× quiet and 0.24× beside two CPU burners)."""
+    dev = devices.of(device)
     with load.stretch() as over:  # the neighbours over these rounds alone, not the work before them
         paired = interleave.timed_pair(
             dict(calls),
             cap_s=cap_s,
             min_rounds=2 * gain.MIN_PAIRS,
-            clock=devices.of(device).clock(),
+            # The device's rounds, as a pair's (harness.point.pair_benchmark): the CPU's floor on
+            # CUDA left the launch gap in every quarter-millisecond round.
+            min_round_s=rounds.MIN_ROUND_S.get(dev.kind, rounds.MIN_ROUND_S["cpu"]),
+            clock=dev.clock(),
+            fit_gap=dev.kind != "cpu",
         )
     ratio = gain.paired_ratio(paired.seconds[slow], paired.seconds[fast])
     return ratio, over.load.busy_reason()

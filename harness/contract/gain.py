@@ -29,6 +29,17 @@ from harness.contract import rounds
 LEVEL = 0.95
 DELTA_FLOOR = 0.05  # the catalogue's minimum practically significant gain
 MIN_PAIRS = 6  # fewer paired rounds give no interval narrower than their range (rounds.median_ci)
+# A CUDA side whose event-timed median is over this multiple of its graph replay's per-call time
+# (harness.measure.graph_figure) ran at the host's pace: its rounds time Python, dispatch and the
+# launches, and a speed-up over it is the host's, not the GPU's. 1.3: a GPU-bound call's eager and
+# replayed times differ by its launch gaps only (a few %; the gpu review's B2 and B6).
+HOST_BOUND_LIMIT = 1.3
+
+
+def host_bound(event_s: float, graph_s: float | None, limit: float = HOST_BOUND_LIMIT) -> bool:
+    """Whether a side timed at `event_s` a call on the device's clock, and at `graph_s` replayed
+    from a graph, ran at the host's pace (False where there is no graph figure)."""
+    return graph_s is not None and graph_s > 0 and event_s > limit * graph_s
 
 
 class Gain(str, enum.Enum):

@@ -36,6 +36,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
+from harness.contract import gain
 from harness.contract import rules as rule_types
 
 SCHEMA_VERSION = 4
@@ -531,7 +532,13 @@ class PairTiming:
     machine's load measured right after the rounds (harness.host.load), ``noise_floor`` the A/A noise
     floor measured on the device in the same run (harness.contract.gain.noise_floor). ``timer`` names the
     clock the rounds were read on (harness.measure.device: ``cuda_events``, ``perf_counter``); "" in a file
-    written before it was recorded."""
+    written before it was recorded.
+
+    On a device's clock, beside the rounds: ``gap_s``, each side's in-window launch gap (the
+    intercept of rounds of 1-32 calls, harness.contract.rounds.fit_calls); ``graph_s``, each side's
+    GPU-only seconds per call (a CUDA-graph replay of ``graph_calls`` calls,
+    harness.measure.graph_figure), and ``graph_skipped`` where a side could not be captured, why.
+    Empty on the CPU and in files written before they were recorded."""
 
     case: str
     fast: str
@@ -550,10 +557,20 @@ class PairTiming:
     load: Mapping[str, Any] | None = None
     iterations: Mapping[str, int] = field(default_factory=dict)
     timer: str = ""
+    gap_s: Mapping[str, float] = field(default_factory=dict)
+    graph_s: Mapping[str, float] = field(default_factory=dict)
+    graph_calls: Mapping[str, int] = field(default_factory=dict)
+    graph_skipped: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if len(self.fast_s) != len(self.slow_s):
             raise RecordError(f"pair {self.case} {self.fast}/{self.slow}: sides have unequal round counts")
+
+    def host_bound(self, limit: float = gain.HOST_BOUND_LIMIT) -> str | None:
+        """The fast side, where its rounds ran at the host's pace (gain.host_bound): its median
+        over `limit` × its graph replay's per-call time; else None."""
+        fast_s = sorted(self.fast_s)[len(self.fast_s) // 2]
+        return self.fast if gain.host_bound(fast_s, self.graph_s.get(self.fast), limit) else None
 
     @classmethod
     def at(cls, key: PointKey, **result) -> PairTiming:
@@ -601,7 +618,31 @@ class PairTiming:
             load=_object(data.get("load"), f"{where}: load"),
             iterations=dict(data.get("iterations") or {}),
             timer=str(data.get("timer") or ""),
+            gap_s=_per_side(data.get("gap_s"), f"{where}: gap_s", signed=True),
+            graph_s=_per_side(data.get("graph_s"), f"{where}: graph_s"),
+            graph_calls={str(k): int(v) for k, v in (data.get("graph_calls") or {}).items()},
+            graph_skipped={str(k): str(v) for k, v in (data.get("graph_skipped") or {}).items()},
         )
+
+
+def _per_side(value, where: str, signed: bool = False) -> dict[str, float]:
+    """{side: seconds}: finite numbers, positive unless `signed` (a fitted intercept may come out
+    a little below 0 on noise)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise RecordError(f"{where} is {value!r:.30}, not an object")
+    out = {}
+    for side, seconds in value.items():
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))
+            or not math.isfinite(seconds)
+            or (seconds <= 0 and not signed)
+        ):
+            raise RecordError(f"{where}.{side} is {seconds!r:.30}; seconds are a finite number")
+        out[str(side)] = float(seconds)
+    return out
 
 
 @dataclass(frozen=True)

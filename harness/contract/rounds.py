@@ -20,6 +20,7 @@ bimodal timing distributions get an honest width. Plain Python, no torch.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -33,7 +34,19 @@ MAX_ROUNDS = 2000
 SLOW_ROUNDS = 3  # rounds of a call too slow for `min_rounds` inside twice its cap (plan)
 # A round at least this long (iterations_for): calls back to back amortise the timer and
 # pedantic's per-round bookkeeping (tens of µs on CPU), and on CUDA the launch gap before the first.
-MIN_ROUND_S = {"cpu": 0.25e-3, "cuda": 0.5e-3}
+# On CUDA every reading waits for the device, so the round's first kernel starts a launch gap g
+# (the host's return, its loop, dispatch and launch: 10-30 µs) after the start event, inside the
+# window: a round of R seconds of work reads g/R high. 2 ms holds that to ~1% at g = 20 µs, where
+# 0.5 ms rounds read 4-8% high on 20-100 µs calls (torch.utils.benchmark sizes its blocks so the
+# timer's cost is under 1e-4 of one; a 2 ms round costs ~80 ms a pair of 20 rounds).
+MIN_ROUND_S = {"cpu": 0.25e-3, "cuda": 2e-3}
+# The in-window gap's fit (fit_calls): rounds of k back-to-back calls for each k, whose time is
+# a + b·k; the intercept a is the gap, the slope b the call. Up to 32 calls, as far as a round of
+# k calls lasts FIT_WINDOW_S (a 10 ms call has a gap under 0.2% of it and is not fitted), each k
+# FIT_REPEATS times (its median), so a fit costs at most ~60 ms of calls.
+FIT_CALLS = (1, 2, 4, 8, 16, 32)
+FIT_WINDOW_S = 10e-3
+FIT_REPEATS = 3
 Z95 = 1.959964
 # A point's rounds are flagged "spread" (the timing self-check's warning, the reports' noisy column)
 # above this IQR/median: quiet machines give 3-5% here, and torch.utils.benchmark's
@@ -71,6 +84,7 @@ class Plan:
     pilot_halfwidth: float
     capped: bool  # the precision target needed more rounds than the cap allows
     cap_s: float
+    fit: CallFit | None = None  # the in-window gap's fit the rounds were sized from (fit_calls)
 
     def info(self) -> dict:
         return {
@@ -79,7 +93,62 @@ class Plan:
             "pilot_ci_halfwidth": self.pilot_halfwidth,
             "round_cap_s": self.cap_s,
             "rounds_capped": self.capped,
+            **(self.fit.info() if self.fit is not None else {}),
         }
+
+
+@dataclass(frozen=True)
+class CallFit:
+    """Rounds of k back-to-back calls fitted as t(k) = a + b·k (least squares over the k's medians):
+    ``gap_s`` = a, what every window holds besides its calls (the launch gap before the first
+    kernel, on CUDA); ``call_s`` = b, one call back to back."""
+
+    gap_s: float
+    call_s: float
+    calls: tuple[int, ...]  # the k's timed
+    seconds: tuple[float, ...]  # the median seconds of each k's rounds
+
+    @property
+    def per_call_s(self) -> float:
+        """What a round is sized from: the slope, or, where noise gave a negative intercept (and
+        so a slope above the mean), the mean per call of the longest round."""
+        mean = self.seconds[-1] / self.calls[-1]
+        return self.call_s if 0 < self.call_s <= mean else mean
+
+    def info(self) -> dict:
+        return {"gap_s": self.gap_s, "fit_call_s": self.call_s, "fit_calls": self.calls[-1]}
+
+
+def _fit_ks(first_call_s: float) -> list[int]:
+    ks = [k for k in FIT_CALLS if k * first_call_s <= FIT_WINDOW_S]
+    return ks if len(ks) >= 2 else []
+
+
+def fit_call_count(call_s: float) -> int:
+    """The calls `fit_calls` makes of a call of `call_s` seconds (for the cost model)."""
+    return FIT_REPEATS * sum(_fit_ks(call_s))
+
+
+def fit_calls(call, clock, first_call_s: float) -> CallFit | None:
+    """The in-window gap and the per-call time, from rounds of 1, 2, 4, … 32 calls on `clock` (k
+    up to where k calls of `first_call_s` last FIT_WINDOW_S); None for a call too long for two k's,
+    whose gap weighs nothing beside it."""
+    ks = _fit_ks(first_call_s)
+    if not ks:
+        return None
+    seconds = []
+    for k in ks:
+        times = []
+        for _ in range(FIT_REPEATS):
+            t0 = clock()
+            for _ in range(k):
+                call()
+            times.append(clock() - t0)
+        seconds.append(sorted(times)[len(times) // 2])
+    n = len(ks)
+    mean_k, mean_t = sum(ks) / n, sum(seconds) / n
+    slope = sum((k - mean_k) * (t - mean_t) for k, t in zip(ks, seconds)) / sum((k - mean_k) ** 2 for k in ks)
+    return CallFit(gap_s=mean_t - slope * mean_k, call_s=slope, calls=tuple(ks), seconds=tuple(seconds))
 
 
 def iterations_for(call_s: float, min_round_s: float) -> int:
@@ -144,16 +213,19 @@ def _slow(call_s: float, cap_s: float) -> bool:
     return PILOT_MIN * call_s > PILOT_SHARE * cap_s
 
 
-def pilot_plan(call, clock, min_round_s: float, cap_s: float, min_rounds: int) -> Plan:
+def pilot_plan(call, clock, min_round_s: float, cap_s: float, min_rounds: int, fit: bool = False) -> Plan:
     """The rounds a point needs, from a pilot: one call sizes a round (iterations_for), then rounds
     until PILOT_SAMPLES, or PILOT_MIN once PILOT_SHARE of the cap is spent. The pilot also warms
-    the point; its samples are not kept. ``clock``: seconds (the device's clock on CUDA)."""
+    the point; its samples are not kept. ``clock``: seconds (the device's clock on CUDA). `fit`
+    (a device's clock): the round is sized from several calls (`fit_calls`), since one call read
+    on a device's clock carries the whole launch gap, and the fit goes into the plan."""
     t0 = clock()
     call()
     call_s = clock() - t0
     if _slow(call_s, cap_s):
         return plan([call_s] * PILOT_MIN, 1, cap_s=cap_s, min_rounds=min_rounds)
-    iterations = iterations_for(call_s, min_round_s)
+    gap_fit = fit_calls(call, clock, call_s) if fit else None
+    iterations = iterations_for(gap_fit.per_call_s if gap_fit else call_s, min_round_s)
     # The budget is wall time: the device's clock reads only what the rounds enqueued.
     samples, started = [], time.perf_counter()
     while len(samples) < PILOT_SAMPLES and (
@@ -163,7 +235,8 @@ def pilot_plan(call, clock, min_round_s: float, cap_s: float, min_rounds: int) -
         for _ in range(iterations):
             call()
         samples.append(clock() - t0)
-    return plan(samples, iterations, cap_s=cap_s, min_rounds=min_rounds)
+    planned = plan(samples, iterations, cap_s=cap_s, min_rounds=min_rounds)
+    return dataclasses.replace(planned, fit=gap_fit) if gap_fit else planned
 
 
 def pilot_samples(call_s: float, round_s: float, cap_s: float) -> int:

@@ -24,6 +24,8 @@ from typing import Callable, Iterator, Protocol
 
 import torch
 
+from harness.measure import sync_lint
+
 # The names a timing records for the clock behind its figures (PairTiming.timer, a point's
 # extra_info["timer"], the noise floor's "timer").
 HOST_TIMER = "perf_counter"  # time.perf_counter: the host's clock (the CPU, whose calls end with their work)
@@ -189,6 +191,48 @@ class CudaDevice(AcceleratorDevice):
     def max_memory_allocated(self) -> int:
         return (_accelerator("max_memory_allocated") or torch.cuda.max_memory_allocated)(self.torch_device)
 
+    def capture(self, fn: Callable[[], object]) -> tuple[Callable[[], object], object]:
+        """(replay, output): one call of `fn` captured in a CUDA graph.
+
+        The replay does not wait for the device: a timing reads the device's clock around its
+        replays (or wraps it in `measure.synchronized`), and a check reading the output waits on
+        the stream. The warm-up calls run on a side stream, as capture requires (the caching
+        allocator and cuBLAS workspaces must be set up before capture; lazy init inside a capture
+        is an error). The returned output tensors are overwritten by each replay."""
+        dev = self.torch_device
+        side = torch.cuda.Stream(dev)
+        side.wait_stream(torch.cuda.current_stream(dev))
+        with torch.cuda.stream(side):
+            fn()  # lazy initialisation first: it may synchronize once, legitimately
+            try:
+                with sync_lint.synchronizing_calls_raise():
+                    fn()
+            except RuntimeError as exc:
+                # Finding a host wait out inside a capture invalidates it.
+                raise RuntimeError(f"synchronizes with the host: {str(exc).splitlines()[0][:200]}") from exc
+            fn()
+        torch.cuda.current_stream(dev).wait_stream(side)
+        torch.cuda.synchronize(dev)
+        graph = torch.cuda.CUDAGraph()
+        previous = torch.cuda.current_stream(dev)
+        try:
+            with torch.cuda.graph(graph):
+                out = fn()
+        except BaseException:
+            # torch.cuda.graph's exit ends the capture before it restores the stream: when the end
+            # raises (an invalidated capture), the capture stream would stay current for every
+            # later test of the run.
+            torch.cuda.set_stream(previous)
+            raise
+        torch.cuda.synchronize(dev)
+
+        def replay():
+            graph.replay()
+            return out
+
+        replay.graph = graph  # keeps the graph (and its memory pool) alive with the callable
+        return replay, out
+
     def l2_bytes(self) -> int:
         """The L2 size (``L2_cache_size`` is in the properties since torch 2.1)."""
         props = torch.cuda.get_device_properties(self.torch_device)
@@ -235,21 +279,37 @@ def timer_name(clock) -> str:
 
 class FakeDevice:
     """A CUDA device for tests on a machine without one. Its time is a counter: the test's fake
-    kernels move it (`advance`), or `ticks` supplies it (``time.perf_counter`` for a device that
-    follows the host). Its events read the counter when recorded and hand back float32
+    kernels move it (`advance`, `launch`), or `ticks` supplies it (``time.perf_counter`` for a
+    device that follows the host). Its events read the counter when recorded and hand back float32
     milliseconds as CUDA's do; every barrier is counted, a device synchronize in `syncs` and an
     event's wait in `event_waits`, and `log` keeps them in order beside what the test appends
-    (its calls), so a test can see where the barriers fall. Tensors live on the host."""
+    (its calls), so a test can see where the barriers fall. Tensors live on the host.
+
+    The host and the device keep separate time, as on a GPU: a kernel the host launches starts
+    when the device's queue is free and `launch_latency` after the host issued it, whichever is
+    later, and the host spends `host_s` issuing it (Python, dispatch). A wait (an event's, a
+    synchronize) brings the host to the device. So after a clock's reading has waited, the
+    device sits idle for the launch latency before the round's first kernel, inside the round's
+    window (the gap a real GPU shows: docs/measuring.md), and a call whose host issue time
+    exceeds its kernels' runs at the host's pace. With neither (the defaults) every kernel starts
+    where the last ended, the counter of before. `capture` records a call's kernels as a CUDA
+    graph does; its replay launches them as one, with one launch latency and no host cost."""
 
     kind = "cuda"
     timer_name = DEVICE_TIMER
 
-    def __init__(self, ticks: Callable[[], float] | None = None, l2: int = 2**20):
+    def __init__(
+        self, ticks: Callable[[], float] | None = None, l2: int = 2**20, launch_latency: float = 0.0
+    ):
         self.torch_device = torch.device("cpu")
         self._ticks = ticks
-        self._now = 0.0
+        self.launch_latency = launch_latency
+        self._queue_end = 0.0  # when the device finishes what was launched
+        self._host = 0.0  # the host's time: moved by its issue costs and its waits
+        self._capturing: list[float] | None = None
         self.syncs = 0
         self.event_waits = 0
+        self.launches = 0
         self.log: list[str] = []
         self._l2 = l2
         self.allocated = 0
@@ -285,15 +345,35 @@ class FakeDevice:
 
     @property
     def now(self) -> float:
-        return self._ticks() if self._ticks is not None else self._now
+        """What an event recorded now reads: the end of the queue, or the host's time where the
+        device is idle."""
+        return self._ticks() if self._ticks is not None else max(self._queue_end, self._host)
+
+    def launch(self, seconds: float, host_s: float = 0.0) -> None:
+        """A kernel of `seconds` of device time, issued by the host in `host_s`."""
+        if self._capturing is not None:
+            self._capturing.append(seconds)
+            return
+        self._host += host_s
+        self._queue_end = max(self._queue_end, self._host + self.launch_latency) + seconds
+        self.launches += 1
 
     def advance(self, seconds: float) -> None:
-        self._now += seconds
+        self.launch(seconds)
+
+    def _wait(self, until: float) -> None:
+        self._host = max(self._host, until)
+
+    def _refuse_in_capture(self) -> None:
+        if self._capturing is not None:  # as CUDA refuses a wait during a capture
+            raise RuntimeError("operation not permitted when stream is capturing: the call synchronizes")
 
     def synchronize(self) -> None:
         self._raise_if_dead()
+        self._refuse_in_capture()
         self.syncs += 1
         self.log.append("sync")
+        self._wait(self._queue_end)
 
     def current_stream(self):
         return "fake-stream"
@@ -303,6 +383,27 @@ class FakeDevice:
 
     def clock(self) -> Callable[[], float]:
         return DeviceClock(self)
+
+    def capture(self, fn: Callable[[], object]) -> tuple[Callable[[], object], object]:
+        """(replay, output) of `fn` captured as a CUDA graph: the kernels its one call launches,
+        replayed back to back after one launch latency, with no host time per kernel. A device
+        that follows the host (`ticks`) replays by calling `fn`."""
+        self._raise_if_dead()
+        if self._ticks is not None:
+            return fn, fn()
+        self._capturing = []
+        try:
+            out = fn()
+        finally:
+            kernels, self._capturing = self._capturing, None
+        total = sum(kernels)
+
+        def replay():
+            self.launch(total)
+            self.log.append("replay")
+            return out
+
+        return replay, out
 
     @property
     def barriers(self) -> int:
@@ -333,8 +434,11 @@ class _FakeEvent:
         self.at = self._device.now
 
     def synchronize(self) -> None:
+        self._device._refuse_in_capture()
         self._device.event_waits += 1
         self._device.log.append("read")
+        if self.at is not None and self._device._ticks is None:
+            self._device._wait(self.at)
 
     def elapsed_time(self, end: _FakeEvent) -> float:
         if self.at is None or end.at is None:

@@ -53,6 +53,7 @@ class PairedRounds:
     planned: int = 0
     capped: bool = False  # the precision target needed more rounds than the cap allowed
     rewarmed: tuple[str, ...] = ()  # the sides whose blocks start with an untimed call
+    fits: Mapping[str, rounds.CallFit] = field(default_factory=dict)  # each side's gap fit, where fitted
 
     def info(self) -> dict:
         return {
@@ -61,13 +62,15 @@ class PairedRounds:
             "rounds_planned": self.planned,
             "rounds_capped": self.capped,
             "rewarmed": list(self.rewarmed),
+            "gap_s": {name: fit.gap_s for name, fit in self.fits.items()},
         }
 
 
 Contexts = Mapping[str, Callable[[], ContextManager]]
 
 
-def _one_round(call: Callable[[], object], iterations: int, clock) -> float:
+def one_round(call: Callable[[], object], iterations: int, clock) -> float:
+    """Per-call seconds of `iterations` calls back to back between two readings of `clock`."""
     t0 = clock()
     for _ in range(iterations):
         call()
@@ -98,7 +101,7 @@ def run_rounds(
             with contexts.get(name, contextlib.nullcontext)():
                 if name in rewarm:
                     calls[name]()
-                out[name].append(_one_round(calls[name], iterations[name], clock))
+                out[name].append(one_round(calls[name], iterations[name], clock))
     return out, first
 
 
@@ -124,6 +127,7 @@ def timed_pair(
     target: float = rounds.TARGET,
     clock=None,
     contexts: Contexts | None = None,
+    fit_gap: bool = False,
 ) -> PairedRounds:
     """Both sides warmed, sized (calls per round so a round lasts ≥ `min_round_s`), then a pilot
     of paired rounds plans how many make the median ratio's 95% interval ±`target`, within
@@ -132,18 +136,23 @@ def timed_pair(
     (`REWARM_BELOW_S`). A cap of 0 (a spent --time-budget) leaves the floor:
     `min_rounds`, as a variant timed alone keeps its minimum rounds. `clock`: the device's
     (default the host's); `contexts`: a side's context, entered once around its warm-up and once
-    around each of its round blocks."""
+    around each of its round blocks; `fit_gap` (a device's clock, whose every reading leaves the
+    launch gap inside the next window): each side sized from several calls and its in-window gap
+    measured (`harness.contract.rounds.fit_calls`), not from one call that holds the whole gap."""
     if len(calls) != 2:
         raise ValueError(f"a pair has two sides, not {len(calls)}")
     if not cap_s >= 0 or min_rounds < 1:
         raise ValueError("cap_s must be 0 or more and min_rounds at least 1")
     clock = clock or time.perf_counter
     contexts = contexts or {}
-    call_s = {}
+    call_s, fits = {}, {}
     for name, call in calls.items():
         with contexts.get(name, contextlib.nullcontext)():
             call()  # warm-up: allocator, kernel selection, first-touch of the output
-            call_s[name] = _one_round(call, 1, clock)
+            call_s[name] = one_round(call, 1, clock)
+            fit = rounds.fit_calls(call, clock, call_s[name]) if fit_gap else None
+        if fit is not None:
+            fits[name], call_s[name] = fit, fit.per_call_s
     iterations, rewarm = blocks(call_s, min_round_s)
     started = time.perf_counter()
     pilot = max(min(rounds.PILOT_SAMPLES, min_rounds), 2)
@@ -165,7 +174,9 @@ def timed_pair(
         for name in calls:
             seconds[name] += more[name]
         first += more_first
-    return PairedRounds(seconds, iterations, first, planned=total, capped=capped, rewarmed=tuple(rewarm))
+    return PairedRounds(
+        seconds, iterations, first, planned=total, capped=capped, rewarmed=tuple(rewarm), fits=fits
+    )
 
 
 def _halfwidth(logs: list[float]) -> float:

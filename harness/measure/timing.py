@@ -43,7 +43,7 @@ from harness.contract import rounds
 from harness.contract.rounds import SPREAD_LIMIT
 from harness.host import load
 from harness.measure import device as harness_device
-from harness.measure import interleave, sync_lint
+from harness.measure import interleave
 from harness.measure.device import DeviceClock  # noqa: F401  (its name in marks, results and tests)
 
 TIMING_MODES = ("warm", "cold_l2", "graph")
@@ -77,53 +77,9 @@ class L2Flush:
 
 
 def capture_graph(fn: Callable[[], Any], device: torch.device | str) -> tuple[Callable[[], Any], Any]:
-    """Capture one call of `fn` in a CUDA graph; return (replay, the graph's output).
-
-    The replay does not wait for the device: a timing reads the device's clock around its replays
-    (or wraps it in `measure.synchronized`), and a check reading the output waits on the stream.
-    The warm-up calls run on a side stream, as capture requires (the caching allocator and
-    cuBLAS workspaces must be set up before capture; lazy init inside a capture is an error).
-    The returned output tensors are overwritten by each replay.
-    """
-    dev = torch.device(device)
-    side = torch.cuda.Stream(dev)
-    side.wait_stream(torch.cuda.current_stream(dev))
-    with torch.cuda.stream(side):
-        fn()  # lazy initialisation first: it may synchronize once, legitimately
-        _fails_on_host_synchronization(fn)
-        fn()
-    torch.cuda.current_stream(dev).wait_stream(side)
-    torch.cuda.synchronize(dev)
-    graph = torch.cuda.CUDAGraph()
-    previous = torch.cuda.current_stream(dev)
-    try:
-        with torch.cuda.graph(graph):
-            out = fn()
-    except BaseException:
-        # torch.cuda.graph's exit ends the capture before it restores the stream: when the end
-        # raises (an invalidated capture), the capture stream would stay current for every
-        # later test of the run.
-        torch.cuda.set_stream(previous)
-        raise
-    torch.cuda.synchronize(dev)
-
-    def replay():
-        graph.replay()
-        return out
-
-    replay.graph = graph  # keeps the graph (and its memory pool) alive with the callable
-    return replay, out
-
-
-def _fails_on_host_synchronization(fn: Callable[[], Any]) -> None:
-    """Run `fn` once with synchronizing CUDA calls made errors: a variant that waits for the host
-    (``.item()``, a copy to the CPU, a data-dependent shape) cannot be captured, and finding that
-    out inside a capture invalidates it. Raises RuntimeError naming the cause."""
-    try:
-        with sync_lint.synchronizing_calls_raise():
-            fn()
-    except RuntimeError as exc:
-        raise RuntimeError(f"synchronizes with the host: {str(exc).splitlines()[0][:200]}") from exc
+    """Capture one call of `fn` in a CUDA graph; return (replay, the graph's output): the device's
+    own capture (harness.measure.device.CudaDevice.capture, or a fake's)."""
+    return harness_device.of(device).capture(fn)
 
 
 class ReplayClock:
@@ -355,8 +311,10 @@ def rounds_by_hand(
     point whose benchmark replays its rounds (a side of a pair that could not be timed)."""
     dev = harness_device.of(device)
     clock = dev.clock()
-    round_s = rounds.MIN_ROUND_S["cuda" if torch.device(device).type == "cuda" else "cpu"]
-    plan = rounds.pilot_plan(call, clock, round_s, cap_s, min_rounds)
+    cuda = torch.device(device).type == "cuda"
+    plan = rounds.pilot_plan(
+        call, clock, rounds.MIN_ROUND_S["cuda" if cuda else "cpu"], cap_s, min_rounds, fit=cuda
+    )
     seconds, _ = interleave.run_rounds({"call": call}, {"call": plan.iterations}, plan.rounds, clock)
     return seconds["call"], {**plan.info(), "timer": dev.timer_name}
 
@@ -384,8 +342,13 @@ def _planned_rounds(benchmark, call, clock, device: str, info: dict, cap_s: floa
     pedantic; its plan goes into `info`; returns the last timed call's output."""
     if benchmark.disabled:
         return benchmark(call)
-    round_s = rounds.MIN_ROUND_S["cuda" if torch.device(device).type == "cuda" else "cpu"]
-    plan = rounds.pilot_plan(call, clock, round_s, cap_s, min_rounds)
+    cuda = torch.device(device).type == "cuda"
+    # On the device's clock the rounds are sized from several calls and the gap is fitted;
+    # host-timed (no clock handed), a call ends idle and its one call sizes it, as on the CPU.
+    fit = cuda and harness_device.timer_name(clock) != harness_device.HOST_TIMER
+    plan = rounds.pilot_plan(
+        call, clock, rounds.MIN_ROUND_S["cuda" if cuda else "cpu"], cap_s, min_rounds, fit=fit
+    )
     timed, last = keep_last_output(call, plan.rounds * plan.iterations)
     benchmark.pedantic(timed, rounds=plan.rounds, iterations=plan.iterations)
     info.update(plan.info())

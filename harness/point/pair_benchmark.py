@@ -9,13 +9,18 @@ the device's clock (`harness.measure.device`: CUDA events at each round's start 
 barrier between the calls; the host's clock on a CPU), and the record
 (`harness.contract.record.PairTiming`) names that clock and carries the device's A/A noise floor
 and the machine's load over the rounds, both measured after them, so the reports can tell a gain
-from noise. A side's precision flags (`harness.measure.block_context.scoped`) are set once around
-each of its round blocks, and the rounds time the bare computation. Plain Python: no pytest, no
+from noise. On a device the rounds are sized from several calls and each side's in-window launch
+gap is fitted and recorded (harness.contract.rounds.fit_calls), and after the rounds each side is
+timed again as a CUDA-graph replay (harness.measure.graph_figure): the GPU-only figure beside
+the event-timed one, which tells a side that ran at the host's pace. A side's precision flags
+(`harness.measure.block_context.scoped`) are set once around each of its round blocks, and the
+rounds time the bare computation. Plain Python: no pytest, no
 cases, no plan.
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Callable
 
@@ -24,7 +29,7 @@ import torch
 from harness import measure
 from harness.contract import record, rounds
 from harness.host import load
-from harness.measure import block_context, interleave
+from harness.measure import block_context, graph_figure, interleave
 from harness.measure import device as harness_device
 from harness.point.variant_benchmark import NotMeasured, VariantAtPoint, WrongAnswer
 
@@ -73,15 +78,31 @@ def run(
     identical = measure.bitwise_identical(outputs[pair.fast], outputs[pair.slow])
     del outputs  # the rounds' own outputs need the memory
     device = harness_device.of(pair.key.device)
+    on_device = device.kind != "cpu"
+    min_round_s = rounds.MIN_ROUND_S.get(torch.device(pair.key.device).type, rounds.MIN_ROUND_S["cpu"])
     with load.stretch() as rounds_load:  # the machine's load is judged over the rounds alone
         paired = interleave.timed_pair(
             calls,
             cap_s=cap_s,
             min_rounds=max(interleave.MIN_PAIRED_ROUNDS, min_rounds),
-            min_round_s=rounds.MIN_ROUND_S.get(torch.device(pair.key.device).type, rounds.MIN_ROUND_S["cpu"]),
+            min_round_s=min_round_s,
             clock=device.clock(),
             contexts=contexts,
+            fit_gap=on_device,
         )
+    # Each side's GPU-only figure beside its rounds, after them: a side whose rounds ran at the
+    # host's pace reads slower there than its graph replay (record.PairTiming.host_bound).
+    graphs = {
+        name: graph_figure.per_call(
+            call,
+            device,
+            call_s=statistics.median(paired.seconds[name]),
+            min_round_s=min_round_s,
+            context=contexts[name],
+        )
+        for name, call in calls.items()
+        if on_device
+    }
     return record.PairTiming.at(
         pair.key,
         fast=pair.fast,
@@ -95,4 +116,8 @@ def run(
         load=rounds_load.load.to_data(),
         iterations=dict(paired.iterations),
         timer=device.timer_name,
+        gap_s={name: fit.gap_s for name, fit in paired.fits.items()},
+        graph_s={name: g.seconds for name, g in graphs.items() if g.seconds is not None},
+        graph_calls={name: g.calls for name, g in graphs.items() if g.seconds is not None},
+        graph_skipped={name: g.reason for name, g in graphs.items() if g.seconds is None},
     )

@@ -34,10 +34,11 @@ CUDA_PLAN = (
 
 def test_a_quiet_fast_point_costs_its_pilot_and_the_minimum_rounds():
     est = costmodel.timed_point(50e-6, 0.005, device="cuda")
-    assert est.iterations == 10  # 0.5 ms rounds of 50 µs calls
+    assert est.iterations == 40  # 2 ms rounds of 50 µs calls
     assert est.rounds == 5
-    # warm-up + 10 pilot rounds + 5 rounds of 10 calls + memory pass + 10 probe calls
-    assert est.calls == 1 + 100 + 50 + 1 + 10
+    # warm-up + the gap's fit (rounds of 1-32 calls, 3 each) + 10 pilot rounds + 5 rounds of 40
+    # calls + memory pass + 10 probe calls
+    assert est.calls == 1 + 3 * 63 + 400 + 200 + 1 + 10
 
 
 def test_noisier_points_get_more_rounds_within_the_cap():

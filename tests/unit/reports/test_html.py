@@ -80,3 +80,34 @@ def test_a_faulted_figure_left_out_as_busy_says_so():
         pd.DataFrame([_pair_row(fast_faulted_s=2e-4, faulted_busy="a spinner per core got only 40%")])
     )
     assert "left out, machine busy: a spinner per core got only 40%" in cell
+
+
+def test_the_comparison_table_shows_the_gpu_only_figures_and_a_host_bound_fast_side():
+    nan = float("nan")
+    graphed = _pair_row(device="cuda", fast_graph_s=3.6e-5, slow_graph_s=1.692e-3, graph_speedup=47.0)
+    cell = html._summary_table(
+        pd.DataFrame([graphed | {"host_bound": "host-bound: matmul ran at the host's pace"}])
+    )
+    assert "GPU only (CUDA-graph replay): it, baseline, speed-up" in cell
+    assert "0.036 ms, 1.69 ms, 47×" in cell and "host-bound: the rounds' speed-up is the host's" in cell
+    quiet = html._summary_table(pd.DataFrame([graphed | {"host_bound": ""}]))
+    assert "GPU only" in quiet and "host-bound" not in quiet
+    cpu = html._summary_table(
+        pd.DataFrame([_pair_row(fast_graph_s=nan, slow_graph_s=nan, graph_speedup=nan)])
+    )
+    assert "GPU only" not in cpu
+
+
+def test_the_advice_for_a_host_bound_pair_does_not_read_its_speedup_as_the_gpus():
+    row = _pair_row(device="cuda", part="", x=1024.0, identical=False, graph_speedup=47.0)
+    bound = html.recommendation(
+        pd.DataFrame([row | {"host_bound": "host-bound: matmul ran at the host's pace"}])
+    )
+    assert (
+        bound[0]
+        == "matmul (14× faster than broadcast); host-bound here, so not the GPU's figure (GPU only: 47×)"
+    )
+    assert (
+        html.recommendation(pd.DataFrame([row | {"host_bound": ""}]))[0]
+        == "matmul (14× faster than broadcast)"
+    )

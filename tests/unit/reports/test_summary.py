@@ -118,3 +118,40 @@ def test_the_reports_read_the_pairs_the_run_declared(tmp_path):
         ("lib_v", "naive_v", "context"),
         ("fast_v", "naive_v", "rule"),
     }
+
+
+def _fake_gpu_run(tmp_path, timed) -> load.Results:
+    """A `-k test_pair` run on the fake CUDA device holding the one pair `timed`."""
+    doc = synthetic.result(devices=("cuda",), paired=True)
+    doc["benchmarks"], doc["pairs"] = [], [timed.to_data()]
+    path = tmp_path / f"{timed.fast}-{len(list(tmp_path.iterdir()))}.json"
+    path.write_text(json.dumps(doc))
+    return load.load([path])
+
+
+def test_a_host_bound_fast_side_is_flagged_and_its_gpu_only_speedup_shown(tmp_path):
+    """On the fake device with a 20 µs launch latency: the matmul's six small launches issued at
+    the host's pace read ~75 µs a call in the rounds against 36 µs replayed from a graph, so the
+    rounds' ~22x is the host's and the GPU's is 47x; a GPU-bound fast side is not flagged."""
+    from harness.measure import device as harness_device
+    from harness.point import pair_benchmark
+    from tests import fake_gpu
+
+    def timed(make):
+        fake = harness_device.FakeDevice(launch_latency=20e-6)
+        with harness_device.installed(fake):
+            return pair_benchmark.run(make(fake), cap_s=0.05, min_rounds=5, noise_floor=lambda: None)
+
+    results = _fake_gpu_run(tmp_path, timed(fake_gpu.host_bound_pair))
+    row = summary.build(results.rows, results.cases, results.pairs).iloc[0]
+    assert row["speedup"] == pytest.approx(47 * 36 / 76, rel=0.05)
+    assert row["graph_speedup"] == pytest.approx(47, rel=0.02)
+    assert row["fast_graph_s"] == pytest.approx(36e-6, rel=0.02)
+    assert row["host_bound"].startswith("host-bound: matmul ran at the host's pace")
+    assert "not the GPU's (GPU-only: 47" in row["host_bound"] and row["host_bound"] in row["quality"]
+    gpu_bound = _fake_gpu_run(tmp_path, timed(lambda fake: fake_gpu.pair(fake, 36e-6, 47 * 36e-6)))
+    row = summary.build(gpu_bound.rows, gpu_bound.cases, gpu_bound.pairs).iloc[0]
+    assert row["speedup"] == pytest.approx(47, rel=0.02) and row["graph_speedup"] == pytest.approx(
+        47, rel=0.02
+    )
+    assert row["host_bound"] == "" and "host-bound" not in row["quality"]

@@ -86,9 +86,13 @@ def test_the_replay_clock_comes_first_before_a_clock_added_earlier():
     assert isinstance(item.timer(), timing.ReplayClock)
 
 
-def _timing(fast_s, slow_s):
+def _timing(fast_s, slow_s, gap_s=None):
     return SimpleNamespace(
-        fast_s=tuple(fast_s), slow_s=tuple(slow_s), iterations={"matmul": 4}, timer="perf_counter"
+        fast_s=tuple(fast_s),
+        slow_s=tuple(slow_s),
+        iterations={"matmul": 4},
+        timer="perf_counter",
+        gap_s=gap_s or {},
     )
 
 
@@ -123,7 +127,7 @@ def _rounds_for(pair):
 def test_the_first_test_that_asks_times_the_pair_and_the_others_read_it(measured):
     calls, answers = measured
     pair = _DISTANCE[0]
-    answers.append(_timing([1.0, 2.0], [30.0, 40.0]))
+    answers.append(_timing([1.0, 2.0], [30.0, 40.0], gap_s={pair.fast: 2e-5}))
     bound = _rounds_for(pair)
     fast_rows = bound.side_rounds(pair.side(pair.fast))()
     slow_rows = bound.side_rounds(pair.side(pair.slow))()
@@ -131,6 +135,8 @@ def test_the_first_test_that_asks_times_the_pair_and_the_others_read_it(measured
     assert fast_rows[0] == [1.0, 2.0] and slow_rows[0] == [30.0, 40.0]
     assert fast_rows[1]["rounds_from_pair"] == pair.id and fast_rows[1]["iterations"] == 4
     assert slow_rows[1]["iterations"] == 1  # the side the record gives no count for: one call a round
+    # A side's row carries the in-window gap its pair's fit measured (on a device; none on the CPU).
+    assert fast_rows[1]["gap_s"] == 2e-5 and "gap_s" not in slow_rows[1]
 
 
 def test_a_pair_that_cannot_be_timed_is_remembered_and_another_error_is_not(measured):

@@ -1,8 +1,11 @@
 """Precision-driven rounds (harness/contract/rounds.py): the interval of the median, the planned number of
 rounds, the cap, and the flag for a point that missed the target."""
 
+import math
 import random
 import statistics
+
+import pytest
 
 from harness.contract import rounds
 
@@ -92,3 +95,29 @@ def test_the_pilot_takes_the_rounds_the_cost_model_prices():
         assert pilot_calls == expected_pilot * plan.iterations, (call_s, clock.calls, expected_pilot)
         assert (plan.iterations, plan.rounds) == (expected.iterations, expected.rounds), (call_s, cap_s)
         assert plan.rounds >= 3
+
+
+def test_the_gap_fit_finds_the_intercept_and_the_slope_of_rounds_of_1_to_32_calls():
+    """A clock whose every window holds 20 µs besides its calls (the launch gap after a reading
+    that waited): the fit's intercept is the gap, its slope the call, and the rounds are sized
+    from the slope, not from one call that carries the whole gap."""
+
+    class GapClock(_CountingClock):
+        def __call__(self) -> float:
+            self.now += 20e-6  # the launch after each reading: 20 µs in every window
+            return self.now
+
+    clock = GapClock(33e-6)
+    fit = rounds.fit_calls(clock.call, clock, first_call_s=53e-6)
+    assert fit.calls == rounds.FIT_CALLS and clock.calls == rounds.fit_call_count(53e-6) == 3 * 63
+    assert fit.gap_s == pytest.approx(20e-6, rel=1e-6) and fit.call_s == pytest.approx(33e-6, rel=1e-6)
+    assert fit.per_call_s == fit.call_s and fit.info()["gap_s"] == fit.gap_s
+    plan = rounds.pilot_plan(clock.call, clock, rounds.MIN_ROUND_S["cuda"], 1.0, min_rounds=5, fit=True)
+    assert plan.iterations == math.ceil(2e-3 / 33e-6) and plan.info()["gap_s"] == pytest.approx(20e-6)
+    # A call longer than half the window gets no fit: its gap weighs nothing beside it.
+    assert rounds.fit_calls(clock.call, clock, first_call_s=6e-3) is None and rounds.fit_call_count(6e-3) == 0
+
+
+def test_a_negative_intercept_from_noise_sizes_from_the_mean_not_a_slope_above_it():
+    fit = rounds.CallFit(gap_s=-5e-6, call_s=40e-6, calls=(1, 32), seconds=(35e-6, 1.275e-3))
+    assert fit.per_call_s == pytest.approx(1.275e-3 / 32)

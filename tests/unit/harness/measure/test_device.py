@@ -11,6 +11,8 @@ kernels' (the first H100 run read 17.6x host-timed where the device gives ~47x).
 
 from __future__ import annotations
 
+import dataclasses
+import statistics
 import time
 import types
 
@@ -19,39 +21,20 @@ import torch
 
 from cases.spec import Tol
 from harness import measure
-from harness.contract import record
+from harness.contract import gain, record
 from harness.machine import noise
 from harness.measure import device as harness_device
 from harness.measure import interleave, timing
 from harness.point import marks, pair_benchmark
 from harness.point.variant_benchmark import VariantAtPoint
-
-KEY = record.PointKey(
-    case="distance.pairwise",
-    kind="pair",
-    name="matmul/broadcast",
-    device="cuda",
-    size={"n": 1024},
-    size_label="n1024",
-    dtype="float32",
-)
+from tests.fake_gpu import host_bound_pair, kernel
+from tests.fake_gpu import pair as _pair
 
 
 @pytest.fixture
 def fake():
     with harness_device.installed(harness_device.FakeDevice()) as device:
         yield device
-
-
-def kernel(fake, seconds: float, out):
-    """A fake variant: its 'kernel' takes `seconds` of device time and returns `out` at once."""
-
-    def call(*args):
-        fake.advance(seconds)
-        fake.log.append("call")
-        return out
-
-    return call
 
 
 def between_readings(log: list[str]) -> list[list[str]]:
@@ -66,43 +49,33 @@ def between_readings(log: list[str]) -> list[list[str]]:
     return blocks[1:]
 
 
-def _pair(fake, fast_s: float, slow_s: float) -> pair_benchmark.PairAtPoint:
-    x = torch.randn(8, 8, generator=torch.Generator().manual_seed(0))
-    truth = x.double()
-
-    def side(name, seconds):
-        return VariantAtPoint(
-            id=name,
-            fn=kernel(fake, seconds, x.clone()),
-            device="cuda",
-            dtype=torch.float32,
-            tolerance=Tol(rtol=1e-6, atol=1e-6),
-            inputs=lambda: ((x,), truth),
-        )
-
-    return pair_benchmark.PairAtPoint(
-        key=KEY,
-        fast="matmul",
-        slow="broadcast",
-        sides={"matmul": side("matmul", fast_s), "broadcast": side("broadcast", slow_s)},
-    )
-
-
 def test_a_pairs_rounds_are_device_time_with_one_barrier_per_reading(fake):
     """47 µs and 2.2 ms of device time per call: each side's per-call figure is its kernel's, the
-    short side runs several calls per round (0.5 ms rounds on CUDA) with no barrier between them,
-    and the only barriers are the clock's readings, two per round."""
+    short side runs several calls per round (2 ms rounds on CUDA) with no barrier between them,
+    and the only barriers are the clock's readings, two per round: the paired rounds, each side's
+    sizing call and gap fit (rounds of 1-32 calls, three each, up to 10 ms: 18 for the short side,
+    9 for the long one), and its graph replay's (one sizing round and five timed)."""
     timing_ = pair_benchmark.run(
         _pair(fake, 47e-6, 2.209e-3), cap_s=0.05, min_rounds=5, noise_floor=lambda: None
     )
     assert timing_.timer == "cuda_events"
     assert timing_.fast_s == pytest.approx([47e-6] * len(timing_.fast_s), rel=1e-4)
     assert timing_.slow_s == pytest.approx([2.209e-3] * len(timing_.slow_s), rel=1e-4)
-    assert timing_.iterations == {"matmul": 11, "broadcast": 1}
+    assert timing_.iterations == {"matmul": 43, "broadcast": 1}
     assert fake.syncs == 0, f"{fake.syncs} device barriers outside the clock's readings"
-    rounds = 2 * len(timing_.fast_s) + 2  # every paired round of both sides, and each side's sizing round
+    rounds = 2 * len(timing_.fast_s) + 2 + 18 + 9 + 2 * 6
     assert fake.event_waits == 2 * rounds
-    assert all(block in ([], ["call"] * 11, ["call"]) for block in between_readings(fake.log))
+    sizes = {1, 2, 4, 8, 16, 32, 43}  # a fit's rounds, a paired round's calls
+    for block in between_readings(fake.log):
+        if block[-1:] == ["replay"] and "call" in block:  # the graph's capture (no launch), a warm replay
+            assert block in [["call"] * k + ["replay"] for k in timing_.graph_calls.values()], block
+        else:
+            assert (
+                block == []
+                or block == ["call"] * len(block)
+                and len(block) in sizes
+                or set(block) == {"replay"}
+            )
     assert record.PairTiming.from_data(timing_.to_data()).timer == "cuda_events"
 
 
@@ -303,3 +276,111 @@ def test_an_accelerator_other_than_cuda_is_reached_through_torch_accelerator(mon
         assert harness_device.timer_name(dev.clock()) == f"{kind}_events"
     assert isinstance(harness_device.of("cuda"), harness_device.CudaDevice)
     assert harness_device.of("cuda").timer_name == harness_device.DEVICE_TIMER
+
+
+# The in-window launch gap. After a clock's reading has waited for the device, the GPU sits idle
+# while the host returns, loops and launches the round's first kernel: that gap falls inside every
+# round. On an H100 the distance matmul at n = 1024 is ~33 µs of GPU work and 47x faster than the
+# broadcast (graph replay); with 20 µs in every 0.5 ms round sized from one call it read ~45x.
+GAP = 20e-6
+FAST = 33e-6
+SLOW = 47 * FAST
+
+
+def test_the_fake_device_leaves_the_launch_gap_inside_a_round_and_runs_host_bound_calls_at_the_hosts_pace():
+    fake = harness_device.FakeDevice(launch_latency=GAP)
+    clock = fake.clock()
+    clock()
+    t0 = clock()
+    fake.launch(100e-6)
+    assert clock() - t0 == pytest.approx(GAP + 100e-6, rel=1e-6)
+    t0 = clock()
+    for _ in range(4):
+        fake.launch(100e-6)  # queued behind the first: one gap a round, not one a call
+    assert clock() - t0 == pytest.approx(GAP + 400e-6, rel=1e-6)
+    t0 = clock()
+    for _ in range(4):
+        fake.launch(10e-6, host_s=50e-6)  # the host issues slower than the device runs
+    assert clock() - t0 == pytest.approx(4 * 50e-6 + GAP + 10e-6, rel=1e-6)
+    replay, _ = fake.capture(lambda: [fake.launch(10e-6, host_s=50e-6) for _ in range(4)])
+    t0 = clock()
+    replay()  # a graph: one launch, the kernels back to back, no host time per kernel
+    assert clock() - t0 == pytest.approx(GAP + 40e-6, rel=1e-6)
+
+
+def test_a_47x_pair_reads_within_2_percent_of_47x_with_a_20us_launch_gap():
+    fake = harness_device.FakeDevice(launch_latency=GAP)
+    with harness_device.installed(fake):
+        timed = pair_benchmark.run(
+            _pair(fake, FAST, SLOW), cap_s=0.05, min_rounds=5, noise_floor=lambda: None
+        )
+    ratio = gain.paired_ratio(timed.slow_s, timed.fast_s)
+    assert ratio.point == pytest.approx(47, rel=0.02), f"{ratio.point:.2f}x, iterations {timed.iterations}"
+
+
+def test_a_cuda_round_holds_at_least_2_ms_of_device_time_sized_from_several_calls():
+    """Sized from one call, which carries the gap (53 µs for 33 µs of work), the fast side's round
+    held 10 calls: 0.33 ms of work, 6% of it gap."""
+    fake = harness_device.FakeDevice(launch_latency=GAP)
+    with harness_device.installed(fake):
+        timed = pair_benchmark.run(
+            _pair(fake, FAST, SLOW), cap_s=0.05, min_rounds=5, noise_floor=lambda: None
+        )
+    assert timed.iterations["matmul"] * FAST >= 2e-3 and timed.iterations["broadcast"] * SLOW >= 2e-3
+    assert timed.iterations["matmul"] * FAST < 2e-3 + FAST, "sized from the gap-free per-call time"
+
+
+def test_the_in_window_gap_is_fitted_over_1_to_32_calls_and_recorded_with_the_pair():
+    fake = harness_device.FakeDevice(launch_latency=GAP)
+    with harness_device.installed(fake):
+        timed = pair_benchmark.run(
+            _pair(fake, FAST, SLOW), cap_s=0.05, min_rounds=5, noise_floor=lambda: None
+        )
+    assert timed.gap_s == pytest.approx({"matmul": GAP, "broadcast": GAP}, rel=1e-3)
+    again = record.PairTiming.from_data(timed.to_data())
+    assert again.gap_s == timed.gap_s
+
+
+def test_a_variant_timed_alone_on_cuda_reads_its_kernel_within_1_percent_and_records_the_gap():
+    fake = harness_device.FakeDevice(launch_latency=GAP)
+    with harness_device.installed(fake):
+        seconds, info = timing.rounds_by_hand(kernel(fake, FAST, None), "cuda", cap_s=0.05, min_rounds=5)
+    assert statistics.median(seconds) == pytest.approx(FAST, rel=0.01)
+    assert info["gap_s"] == pytest.approx(GAP, rel=1e-3)
+    assert info["iterations"] * FAST >= 2e-3
+
+
+def test_each_side_of_a_cuda_pair_is_also_timed_as_a_graph_replay_beside_its_event_median():
+    """The event-timed rounds run the fast side at the host's pace (75 µs a call); a graph replay
+    of several calls gives its GPU time (36 µs), so the GPU-only speed-up is 47x where the rounds
+    read ~22x."""
+    fake = harness_device.FakeDevice(launch_latency=GAP)
+    with harness_device.installed(fake):
+        timed = pair_benchmark.run(host_bound_pair(fake), cap_s=0.05, min_rounds=5, noise_floor=lambda: None)
+    assert statistics.median(timed.fast_s) == pytest.approx(75e-6, rel=0.02)
+    assert timed.graph_s == pytest.approx({"matmul": 36e-6, "broadcast": 47 * 36e-6}, rel=0.02)
+    assert timed.graph_calls["matmul"] > 1
+    assert timed.graph_s["broadcast"] / timed.graph_s["matmul"] == pytest.approx(47, rel=0.02)
+    assert timed.host_bound() == "matmul"
+    again = record.PairTiming.from_data(timed.to_data())
+    assert (again.graph_s, again.graph_calls) == (timed.graph_s, timed.graph_calls)
+
+
+def test_a_side_that_cannot_be_captured_keeps_its_event_figure_and_says_why():
+    fake = harness_device.FakeDevice(launch_latency=GAP)
+    pair = _pair(fake, FAST, SLOW)
+    syncing = pair.sides["matmul"].fn
+
+    def item(*args):  # .item(): waits for the host, which a capture refuses
+        out = syncing(*args)
+        fake.synchronize()
+        return out
+
+    pair = dataclasses.replace(
+        pair, sides={**pair.sides, "matmul": dataclasses.replace(pair.sides["matmul"], fn=item)}
+    )
+    with harness_device.installed(fake):
+        timed = pair_benchmark.run(pair, cap_s=0.05, min_rounds=5, noise_floor=lambda: None)
+    assert "matmul" not in timed.graph_s and "broadcast" in timed.graph_s
+    assert "synchroniz" in timed.graph_skipped["matmul"]
+    assert timed.host_bound() is None  # nothing to tell: no GPU-only figure for the fast side
