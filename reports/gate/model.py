@@ -188,7 +188,7 @@ def _ss(ys: list[float]) -> float:
     return float(np.sum((np.asarray(ys) - np.mean(ys)) ** 2)) if len(ys) > 1 else 0.0
 
 
-def _judged_on(runs: list[RunSpeedup]) -> list[RunSpeedup]:
+def judged_on(runs: list[RunSpeedup]) -> list[RunSpeedup]:
     """The runs a side is judged on: those with stable, enough rounds that the load probe saw quiet.
     A busy run's speed-up says how much the neighbours took, which changes from run to run: it
     decides nothing, on either side, even where no quiet run exists (then the pair is not judged)."""
@@ -215,7 +215,7 @@ def machine_prior(per_pair: list[list[RunSpeedup]]) -> tuple[float, float] | Non
     MIN_PAIRS such pairs, their pooled s² with its df; None where no pair has two runs."""
     e, trigammas, dfs = [], [], []
     for runs in per_pair:
-        used = _judged_on(runs)
+        used = judged_on(runs)
         if len(used) >= 2:
             df = len(used) - 1
             # Not floored at the runs' within-run variance: the fit models s² as σ²·χ²_df/df,
@@ -230,8 +230,8 @@ def machine_prior(per_pair: list[list[RunSpeedup]]) -> tuple[float, float] | Non
     if not e:
         return None
     if len(e) < MIN_PAIRS:  # too few to tell how alike the pairs are: one pooled s², its df
-        ss = sum(_ss([r.log for r in _judged_on(runs)]) for runs in per_pair if len(_judged_on(runs)) >= 2)
-        df = sum(len(_judged_on(runs)) - 1 for runs in per_pair if len(_judged_on(runs)) >= 2)
+        ss = sum(_ss([r.log for r in judged_on(runs)]) for runs in per_pair if len(judged_on(runs)) >= 2)
+        df = sum(len(judged_on(runs)) - 1 for runs in per_pair if len(judged_on(runs)) >= 2)
         return math.sqrt(max(ss / df, 1e-12)), float(df)
     excess = float(np.var(e, ddof=1) - np.mean(trigammas))
     # Never worth more than the degrees of freedom it was estimated from.

@@ -1,8 +1,9 @@
 """Every committed results file gives the report it gave when its tables were frozen: summary.csv,
 verdicts.csv and claims.csv, and the rows the history derives from it (speed-ups, points, verdicts),
 byte for byte. The reports' modules may move and their readers change; what they say may not, unless
-a commit means it to and rewrites the tables with ``python -m tests.unit.properties.test_report_tables_unchanged``
-(then `git diff tests/data/report_tables` is the change to the report, to be read before it is kept).
+a commit means it to and rewrites the tables with
+``python -m tests.unit.properties.test_report_tables_unchanged`` (then `git diff tests/data/report_tables`
+is the change to the report, to be read before it is kept).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pandas as pd
 import pytest
 
 from reports import build, load
-from reports.history import store
+from reports.history import ingest
 from tests import paths
 
 RESULTS = {
@@ -49,7 +50,7 @@ def tables_of(path: Path) -> dict[str, str]:
     }
     with tempfile.TemporaryDirectory() as tmp:
         history = Path(tmp) / "history.sqlite"
-        store.add_files(history, [path])
+        ingest.add_files(history, [path])
         db = sqlite3.connect(str(history))
         try:
             for name, query in HISTORY.items():
