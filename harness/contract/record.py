@@ -258,21 +258,28 @@ class Finding:
         return cls(verdict, str(data.get("evidence", "")), tuple(Erratum.from_data(e) for e in errata))
 
 
+def _column(place: int, **default):
+    """A field of `PointKey` that places a point in the results' tables: `place` is its position in
+    `KEY_COLUMNS`, the order every table lists them in."""
+    return field(metadata={"column": place}, **default)
+
+
 @dataclass(frozen=True)
 class PointKey:
     """What one suite test checks or times, as the results name it. The plan creates it once per
     point (`plan.VariantPoint.key` and its siblings); a test's `Outcome` and a timed point's
     `BenchmarkInfo` are built from it, so nothing reads a node ID or a variant's name back into
-    fields."""
+    fields. The fields made with `_column` are where a point is, on one machine: the results'
+    tables are keyed and grouped by them (`KEY_COLUMNS`)."""
 
-    case: str
+    case: str = _column(0)
     kind: str  # "variant" (checked or timed alone), "pair" (two timed side by side) or "check"
     name: str  # the variant; "fast/slow" for a pair; the check
-    device: str
+    device: str = _column(3)
     role: str = ""  # a variant's role (naive, optimized, library, compiled)
     size: Mapping[str, int] = field(default_factory=dict)
-    size_label: str = ""
-    dtype: str = ""
+    size_label: str = _column(1, default="")  # the size by its label; the mapping travels beside it
+    dtype: str = _column(2, default="")
     part: str = ""  # the case's part (cases.spec.Comparison), "" for its own comparison
     timing_mode: str = ""  # a GPU timing mode other than warm (harness.measure.timing)
     compiled_from: str = ""  # the naive variant a compiled twin compiles
@@ -317,6 +324,19 @@ class PointKey:
             timing_mode=str(data.get("timing_mode", "")),
             compiled_from=str(data.get("compiled_from", "")),
         )
+
+
+# Where a point is, on one machine: the columns every table of the reports is keyed and grouped by
+# (with the machine and, per table, the variant or the pair), derived from `PointKey` as
+# torch.utils.benchmark derives `_TASKSPEC_FIELDS` from its TaskSpec, so no reader re-describes it.
+KEY_COLUMNS: tuple[str, ...] = tuple(
+    f.name
+    for f in sorted(
+        (f for f in fields(PointKey) if "column" in f.metadata), key=lambda f: f.metadata["column"]
+    )
+)
+# A point within its case: what tells one case's points apart (the judges' frames hold one case).
+WITHIN_CASE: tuple[str, ...] = tuple(c for c in KEY_COLUMNS if c != "case")
 
 
 @dataclass(frozen=True)

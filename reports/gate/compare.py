@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from harness.contract.record import KEY_COLUMNS
 from reports import load, stats, summary
 from reports.gate.lines import (
     FAILED,
@@ -30,10 +31,10 @@ from reports.gate.model import (
     Judged,
     Runs,
     RunSpeedup,
+    gate_key,
     judge,
     judged_on,
     machine_prior,
-    where_device,
 )
 
 
@@ -51,12 +52,7 @@ def groups_by_key(results: load.Results) -> dict:
     """The points of a results file by what the gate pairs them on (case, size, dtype, and the
     device with its timing mode), each the `reports.summary.Group` of its variants."""
     return {
-        (
-            g.key["case"],
-            g.key["size_label"],
-            g.key["dtype"],
-            where_device(g.key["device"], g.key["timing_mode"]),
-        ): g
+        gate_key((g.key[k] for k in KEY_COLUMNS), g.key["timing_mode"]): g
         for g in summary.groups(results.rows)
     }
 
@@ -291,9 +287,7 @@ def _timed_pairs(results: load.Results, known, groups: dict) -> set[tuple]:
     pairs = results.pairs
     if pairs is not None and not pairs.empty:
         cols = {c: pairs[c].tolist() for c in ("fast", "slow", "against")}
-        for (case_id, size, dtype, device), idx in load.group_positions(
-            pairs, ["case", "size_label", "dtype", "device"]
-        ):
+        for (case_id, size, dtype, device), idx in load.group_positions(pairs, list(KEY_COLUMNS)):
             timed = [i for i in idx if cols["against"][i] in ("rule", "context")]
             if any(cols["against"][i] == "rule" for i in timed):
                 timed = [i for i in timed if cols["against"][i] == "rule"]

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from harness.contract.record import KEY_COLUMNS
 from reports import gate, load, summary, verdicts
 from reports.history import store
 
@@ -77,7 +78,7 @@ def speedup_rows(results: load.Results, table: pd.DataFrame) -> list[tuple]:
     runs = gate.Runs(results)
     known = results.cases_of()
     interval = {
-        (r.case, r.size_label, r.dtype, r.device, r.fast, r.slow): (r.speedup, r.ci_low, r.ci_high, r.against)
+        (*(getattr(r, c) for c in KEY_COLUMNS), r.fast, r.slow): (r.speedup, r.ci_low, r.ci_high, r.against)
         for r in table.itertuples()
         if getattr(r, "timing_mode", "warm") == "warm"
     }
@@ -91,9 +92,8 @@ def speedup_rows(results: load.Results, table: pd.DataFrame) -> list[tuple]:
                 sp, lo, hi, against = interval.get((*key, fast, slow), (None, None, None, ""))
                 out.append(
                     (
-                        *key[:2],
+                        *key,
                         _float(group.key.get("x")),
-                        *key[2:],
                         fast,
                         slow,
                         r.log,
@@ -116,11 +116,8 @@ def point_rows(rows: pd.DataFrame) -> list[tuple]:
     """The ``points`` rows: each variant point's median, IQR and peak memory."""
     return list(
         zip(
-            rows["case"],
+            *(rows[c] for c in KEY_COLUMNS),
             rows["variant"],
-            rows["size_label"],
-            rows["dtype"],
-            rows["device"],
             rows["rounds"].astype(int).tolist(),
             map(_float, rows["median_s"]),
             map(_float, rows["iqr_s"]),

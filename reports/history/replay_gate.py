@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.contract.record import KEY_COLUMNS
 from reports import gate, load
 from reports.gate import cli
 from reports.history import ingest
@@ -75,7 +76,7 @@ def replay(doc: dict, seed: int) -> dict:
 
 
 def _point(info: dict) -> tuple:
-    return tuple(str(info.get(k, "")) for k in ("case", "size_label", "dtype", "device", "part"))
+    return tuple(str(info.get(k, "")) for k in (*KEY_COLUMNS, "part"))
 
 
 def mosaic(docs: list[dict], seed: int) -> dict:

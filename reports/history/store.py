@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.contract import record
 from reports import load
 
 APPLICATION_ID = 0x54545348  # "TTSH": a technique-suite history (PRAGMA application_id)
@@ -277,8 +278,9 @@ def identity(doc: dict) -> str:
 @dataclass(frozen=True)
 class RunRows:
     """What the history keeps of one run beside its file, derived by `reports.history.ingest`: the
-    ``runs`` row (column → value) and the rows of ``speedups``, ``points`` and ``verdicts`` in
-    their tables' column order, without the run's id."""
+    ``runs`` row (column → value) and the rows of ``speedups``, ``points`` and ``verdicts``, their
+    values in the order of `SPEEDUP_COLUMNS`, `POINT_COLUMNS` and `VERDICT_ROW_COLUMNS`, without the
+    run's id."""
 
     run: dict
     speedups: list[tuple]
@@ -286,12 +288,16 @@ class RunRows:
     verdicts: list[tuple]
 
 
+# A point's place (harness.contract.record.KEY_COLUMNS) as the tables name its columns: `case` is a
+# word SQL reserves, so `case_id`. The speed-ups' device is the gate's (`reports.gate.where_device`).
+KEY_SQL = tuple("case_id" if c == "case" else c for c in record.KEY_COLUMNS)
+# Each table's columns in the order `RunRows` gives its values.
 SPEEDUP_COLUMNS = (
-    "case_id, size_label, x, dtype, device, fast, slow, log, var, rounds, spread, busy, paired, ratios, "
-    "speedup, ci_low, ci_high, against"
+    *KEY_SQL,
+    *"x fast slow log var rounds spread busy paired ratios speedup ci_low ci_high against".split(),
 )
-POINT_COLUMNS = "case_id, variant, size_label, dtype, device, rounds, median_s, iqr_s, peak_bytes"
-VERDICT_ROW_COLUMNS = "case_id, claim, verdict, evidence"
+POINT_COLUMNS = (*KEY_SQL, "variant", "rounds", "median_s", "iqr_s", "peak_bytes")
+VERDICT_ROW_COLUMNS = ("case_id", "claim", "verdict", "evidence")
 
 
 def run_id(db: sqlite3.Connection, ident: str) -> int | None:
@@ -320,9 +326,9 @@ def insert(db: sqlite3.Connection, ident: str, doc: dict, rows: RunRows, wait_s:
             ("points", POINT_COLUMNS, rows.points),
             ("verdicts", VERDICT_ROW_COLUMNS, rows.verdicts),
         ):
-            marks = ", ".join("?" * (columns.count(",") + 2))
+            marks = ", ".join("?" * (len(columns) + 1))
             db.executemany(
-                f"INSERT INTO {table} (run_id, {columns}) VALUES ({marks})",
+                f"INSERT INTO {table} (run_id, {', '.join(columns)}) VALUES ({marks})",
                 [(new_id, *v) for v in values],
             )
     return new_id, True
@@ -336,7 +342,7 @@ def runs(db: sqlite3.Connection) -> pd.DataFrame:
 
 def speedups(db: sqlite3.Connection) -> pd.DataFrame:
     return pd.read_sql_query(
-        "SELECT run_id, case_id, size_label, x, dtype, device, fast, slow, against, log, var, rounds, "
+        f"SELECT run_id, {', '.join(KEY_SQL)}, x, fast, slow, against, log, var, rounds, "
         "spread, busy, paired, speedup, ci_low, ci_high FROM speedups",
         db,
     )

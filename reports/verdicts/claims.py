@@ -15,6 +15,7 @@ from __future__ import annotations
 import pandas as pd
 
 from harness.contract import rules
+from harness.contract.record import WITHIN_CASE
 from reports.verdicts.judgement import (
     COULD_NOT_JUDGE,
     DEPENDS,
@@ -74,7 +75,7 @@ def _variant_part(spec: str, outcomes: pd.DataFrame) -> list[Judgement]:
         ]
     if ran.empty:
         return [Judgement(NOT_MEASURED, f"{spec}: " + (skip_reasons(mine) or "not run"))]
-    points = ran.drop_duplicates(["size_label", "dtype", "device"])
+    points = ran.drop_duplicates(list(WITHIN_CASE))
     where = ", ".join(dict.fromkeys(f"{d} {dev}" for d, dev in zip(points["dtype"], points["device"])))
     return [
         Judgement(

@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 
+from harness.contract.record import WITHIN_CASE
 from reports.verdicts.speed import largest_sizes, with_interval
 
 CLOSE_ENOUGH = 1.10  # compiled within 10% of the optimized way's time: the gap is closed
@@ -33,9 +34,7 @@ def compile_findings(summary: pd.DataFrame) -> list[str]:
     for row in largest_sizes(compiled[compiled["fast"].str.startswith("compiled")]).itertuples():
         opt = rule[
             (rule["slow"] == row.slow)
-            & (rule["size_label"] == row.size_label)
-            & (rule["dtype"] == row.dtype)
-            & (rule["device"] == row.device)
+            & (rule[list(WITHIN_CASE)] == [getattr(row, c) for c in WITHIN_CASE]).all(axis=1)
         ]
         where = f"{row.fast} vs {row.slow} at {row.size_label} {row.dtype} {row.device}: {with_interval(row)}"
         if opt.empty:

@@ -8,6 +8,7 @@ import math
 import pandas as pd
 
 from harness.contract import gain, rules
+from harness.contract.record import WITHIN_CASE
 from reports.verdicts.judgement import FAILS, HOLDS, NOT_MEASURED, Judgement, combine
 
 
@@ -17,7 +18,7 @@ def _peak_pairs(light_spec: str, heavy_spec: str, rows: pd.DataFrame, roles: dic
     light, heavy = rules.expand(light_spec, roles), rules.expand(heavy_spec, roles)
     picked = rows[rows["variant"].isin(light + heavy) & rows["peak_bytes"].notna()]
     peaks = (
-        picked.groupby(["device", "dtype", "size_label", "variant"], sort=False)
+        picked.groupby([*WITHIN_CASE, "variant"], sort=False)
         .agg(peak=("peak_bytes", "max"), x=("x", "first"))
         .reset_index()
     )

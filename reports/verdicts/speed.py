@@ -8,6 +8,7 @@ import math
 import pandas as pd
 
 from harness.contract import gain, rules
+from harness.contract.record import WITHIN_CASE
 from reports.verdicts.judgement import (
     COULD_NOT_JUDGE,
     DEPENDS,
@@ -29,8 +30,8 @@ def largest_sizes(frame: pd.DataFrame) -> pd.DataFrame:
         frame = frame.assign(part="")
     frame["part"] = frame["part"].fillna("")
     best = frame.sort_values(["x", "_order"]).groupby(["device", "dtype", "part"], sort=False).tail(1)
-    keys = set(zip(best["device"], best["dtype"], best["size_label"]))
-    mask = [k in keys for k in zip(frame["device"], frame["dtype"], frame["size_label"])]
+    keys = set(zip(*(best[c] for c in WITHIN_CASE)))
+    mask = [k in keys for k in zip(*(frame[c] for c in WITHIN_CASE))]
     return frame[mask].drop(columns="_order")
 
 

@@ -20,10 +20,10 @@ def test_the_store_keeps_the_rows_it_is_given_once_per_identity(tmp_path):
     rows = store.RunRows(
         run={"machine": "m", "commit_id": "c"},
         speedups=[
-            ("a.b", "n1", 1.0, "float32", "cpu", "f", "s", 0.5, None, 5, 0.01, "", 1, b"\0" * 8)
+            ("a.b", "n1", "float32", "cpu", 1.0, "f", "s", 0.5, None, 5, 0.01, "", 1, b"\0" * 8)
             + (1.6, 1.5, 1.7, "rule")
         ],
-        points=[("a.b", "f", "n1", "float32", "cpu", 5, 1e-3, 1e-4, None)],
+        points=[("a.b", "n1", "float32", "cpu", "f", 5, 1e-3, 1e-4, None)],
         verdicts=[("a.b", "", "holds", "because")],
     )
     with store.connect(tmp_path / "h.sqlite") as db:
