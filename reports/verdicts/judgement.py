@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.contract import record
-from harness.contract.record import Verdict
+from harness.contract.claims import Claim, Verdict
 
 HOLDS, FAILS, DEPENDS, NOT_MEASURED, COULD_NOT_JUDGE = (
     Verdict.HOLDS.value,
@@ -22,7 +21,7 @@ HOLDS, FAILS, DEPENDS, NOT_MEASURED, COULD_NOT_JUDGE = (
 class ClaimJudgement:
     """One of the notes' claims on one machine: its verdict, what decided it and the evidence."""
 
-    claim: record.Claim
+    claim: Claim
     verdict: str
     decided_by: str
     evidence: str
@@ -33,7 +32,7 @@ class Judgement:
     verdict: str
     evidence: str
     errors: tuple[str, ...] = ()  # the failed suite tests, one line each with the message
-    errata: tuple = ()  # harness.contract.record.Erratum: the notes as written, apart from the verdict
+    errata: tuple = ()  # harness.contract.claims.Erratum: the notes as written, apart from the verdict
     claims: tuple[ClaimJudgement, ...] = ()  # empty for files written before claims were the unit
 
     def claims_with(self, *verdicts: str) -> int:
