@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from harness.contract import rules as _rules
-from harness.contract.record import Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict  # noqa: F401  (the declaration API)
+from harness.contract.claims import Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict  # noqa: F401  (the declaration API)
 
 Size = Mapping[str, int]
 """One point of a size sweep, e.g. ``{"n": 1024, "m": 1024, "d": 256}``."""

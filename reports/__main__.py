@@ -118,10 +118,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _history(args) -> int:
-    from reports.history import changes, store
+    from reports.history import changes, ingest, store
 
     if args.history_command == "add":
-        added = store.add_files(args.history, args.results)
+        added = ingest.add_files(args.history, args.results)
         for a in added:
             print(f"{a.path}: {'added as run' if a.new else 'already in the history as run'} {a.run_id}")
         return 0
@@ -200,7 +200,7 @@ def main(argv=None) -> int:
             return _history(args)
         if args.command == "merge":
             return _merge(args)
-        from reports.gate import run
+        from reports.gate.cli import run
 
         _refuse_shards([args.current, *args.recheck])
         code, text = run(

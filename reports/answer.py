@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections
 import shlex
 
-from harness.contract import gain, record, rules
+from harness.contract import claims, gain, record, rules
 
 
 def _largest(pairs: list[record.PairTiming]) -> list[record.PairTiming]:
@@ -91,7 +91,7 @@ def lines(
             o.finding.verdict.value for o in findings if o.finding.verdict is not None
         )
         errata = {e.key: o.case for o in findings for e in o.finding.errata}
-        worst = sorted({o.case for o in findings if o.finding.verdict is record.Verdict.FAILS})
+        worst = sorted({o.case for o in findings if o.finding.verdict is claims.Verdict.FAILS})
         # A check that only reads the notes or reports a measurement decides no verdict: counted
         # apart, so the tally adds up to the number of checks.
         undecided = len(findings) - sum(tally.values())

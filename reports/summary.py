@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from harness.contract import gain, rules
-from harness.contract.record import compiled_source
+from harness.contract.record import KEY_COLUMNS, compiled_source
 from reports import load, stats
 
 SUMMARY_COLUMNS = [
@@ -104,7 +104,8 @@ class Group:
             out += [(f, s, a) for f, s, a in ruled if a == "rule" and (f, s) not in seen]
         else:
             out = ruled
-        for fast in {f for f, _, _ in out}:
+        # In declaration order: a set's order moved with the hash seed, and summary.csv's rows with it.
+        for fast in dict.fromkeys(f for f, _, _ in out):
             for lib in rules.expand("library", self.roles):
                 if lib != fast and (fast, lib) not in [(f, s) for f, s, _ in out]:
                     out.append((fast, lib, "library"))
@@ -124,7 +125,8 @@ class Group:
 
 # The timing mode is part of the key: a variant timed warm, cold-L2 and as a graph replay is three
 # samples of three things, never one.
-KEYS = ["machine", "case", "size_label", "dtype", "device", "timing_mode"]
+PLACE = ["machine", *KEY_COLUMNS]  # where a point is: the machine, then the contract's key
+KEYS = [*PLACE, "timing_mode"]
 
 
 def groups(rows: pd.DataFrame) -> list[Group]:
@@ -203,7 +205,7 @@ def gpu_only_columns(fast: str, fast_median_s: float, fast_graph_s: float, slow_
     }
 
 
-PAIR_KEYS = ["machine", "case", "size_label", "dtype", "device", "fast", "slow"]
+PAIR_KEYS = [*PLACE, "fast", "slow"]
 
 
 def pooled_pairs(pairs: pd.DataFrame | None) -> dict[tuple, dict]:
@@ -287,7 +289,7 @@ def build(
     every_group = groups(rows)
     for group in every_group:
         case = cases.get(group.key["machine"], {}).get(group.key["case"])
-        key = tuple(group.key[k] for k in PAIR_KEYS[:5])
+        key = tuple(group.key[k] for k in PLACE)
         warm = group.key["timing_mode"] == "warm"  # pairs are timed warm (harness.point.pair_benchmark)
         floor = float(floors.get(group.key["machine"], gain.DELTA_FLOOR))
         for fast, slow, against in group.pairs(case):
@@ -355,16 +357,18 @@ def build(
             )
     shown = {tuple(r[k] for k in PAIR_KEYS) for r in out if r["timing_mode"] == "warm"}
     solo = {
-        (*(group.key[k] for k in PAIR_KEYS[:5]), variant)
+        (*(group.key[k] for k in PLACE), variant)
         for group in every_group
         if group.key["timing_mode"] == "warm"
         for variant in group.data
     }
     for key, together in paired_data.items():
-        machine, case_id, size_label, dtype, device, fast, slow = key
-        if key in shown or (*key[:5], slow, fast) in shown:
+        where = dict(zip(PAIR_KEYS, key))
+        machine, case_id, fast, slow = where["machine"], where["case"], where["fast"], where["slow"]
+        place = key[: len(PLACE)]
+        if key in shown or (*place, slow, fast) in shown:
             continue
-        if (*key[:5], fast) in solo and (*key[:5], slow) in solo:
+        if (*place, fast) in solo and (*place, slow) in solo:
             continue  # both sides timed alone too: the pairs their group declares are its rows
         case = cases.get(machine, {}).get(case_id)
         floor = float(floors.get(machine, gain.DELTA_FLOOR))

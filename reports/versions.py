@@ -25,8 +25,8 @@ from scipy.special import stdtrit
 
 from harness.contract import gain
 from reports import build, load
-from reports.gate.compare import _groups, _pairs
-from reports.gate.model import PRIOR_DF, PRIOR_SIGMA, Runs, RunSpeedup, _judged_on, _ss, machine_prior
+from reports.gate.compare import gated_pairs, groups_by_key
+from reports.gate.model import PRIOR_DF, PRIOR_SIGMA, Runs, RunSpeedup, _ss, judged_on, machine_prior
 
 LEVEL = 0.95  # two-sided: a change either way is news
 
@@ -68,16 +68,16 @@ def _interval(
 def pair_changes(a: load.Results, b: load.Results, delta: float) -> list[PairChange]:
     """Every pair both versions timed, as `PairChange`s; `delta` the practical-significance band."""
     known = {**b.cases_of(), **a.cases_of()}
-    groups_a, groups_b = _groups(a), _groups(b)
+    groups_a, groups_b = groups_by_key(a), groups_by_key(b)
     runs_a, runs_b = Runs(a), Runs(b)
     common = [
         (key, fast, slow)
         for key, group in groups_a.items()
         if key in groups_b
-        for fast, slow in _pairs(group, known)
+        for fast, slow in gated_pairs(group, known)
     ]
     used = {
-        (key, fast, slow): (_judged_on(runs_a.of(key, fast, slow)), _judged_on(runs_b.of(key, fast, slow)))
+        (key, fast, slow): (judged_on(runs_a.of(key, fast, slow)), judged_on(runs_b.of(key, fast, slow)))
         for key, fast, slow in common
     }
     # The machine's between-run noise from every pair's runs in either version (each about its own

@@ -182,12 +182,12 @@ class Persist:
                 "merged file (python -m reports history add)"
             )
             return
-        from reports.history import store
+        from reports.history import ingest, store
         from reports.load import ResultsError
 
         path = Path(self.config.getoption("--history", None) or Path(target).parent / store.FILENAME)
         try:
-            added = store.add_files(path, [target], wait_s=HISTORY_WAIT_S)[0]
+            added = ingest.add_files(path, [target], wait_s=HISTORY_WAIT_S)[0]
         except (ResultsError, OSError, sqlite3.Error, KeyboardInterrupt, signals.Terminated) as exc:
             # A history that cannot take the run (read-only, full, locked by another writer, not a
             # history) never turns a finished run red: the results are written already.

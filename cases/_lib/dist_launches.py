@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cases._lib.launched_training import TRAIN_SIZES
-from harness.contract.record import BenchmarkInfo, Finding
+from harness.contract.claims import Finding
+from harness.contract.record import BenchmarkInfo
 from harness.run import launch
 
 WORKER = "cases.dist_worker"

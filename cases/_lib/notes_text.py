@@ -18,7 +18,7 @@ import functools
 import re
 from pathlib import Path
 
-from harness.contract.record import Finding
+from harness.contract.claims import Finding
 
 NOTES_DIR = Path(__file__).resolve().parents[1] / "notes"
 FRAGMENT_JOINER = " … "

@@ -16,7 +16,7 @@ A code snippet runs top to bottom as a user would paste it, in one namespace per
 holds the seed imports and what the notes defined before it (in a fresh interpreter per note:
 the notes change torch's global state), under a timeout. A name the notes never define is not
 supplied: the snippet fails with NameError as written. What fails is an erratum of the notes, a
-slip of the pen, one per note line (`harness.contract.record.ErratumKind`):
+slip of the pen, one per note line (`harness.contract.claims.ErratumKind`):
 
 * does not compile → typo;
 * NameError → typo when plainly a slip (a name bound only later, a near spelling of a known
@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING
 from cases._lib.deprecation import is_deprecation
 
 if TYPE_CHECKING:
-    from harness.contract.record import Finding
+    from harness.contract.claims import Finding
 
 NOTES_DIR = Path(__file__).resolve().parents[1] / "notes"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -329,7 +329,7 @@ def _failure(kind: str, message: str, snippet: Snippet, lineno: int | None, text
 
 def classify(failure: dict):
     """The erratum kind of one failure record (`type` and what the child observed about it)."""
-    from harness.contract.record import ErratumKind
+    from harness.contract.claims import ErratumKind
 
     kind = failure["type"]
     if kind in ("SyntaxError", "IndentationError", "TabError"):
@@ -390,7 +390,7 @@ def _describe(failure: dict) -> str:
 
 def errata_of(result: dict) -> list:
     """One erratum per note line of a code snippet: its first failure decides kind and quote."""
-    from harness.contract.record import Erratum
+    from harness.contract.claims import Erratum
 
     errata = []
     for group in by_line(result):
@@ -411,7 +411,7 @@ def judge_snippets(case_id: str, results) -> Finding:
     """One ID's snippets: counts by class as evidence, one erratum per faulty note line of its code
     snippets (the other classes are shown as what they are, never the notes' code being wrong).
     Decides no verdict: a snippet as written is the notes' wording, never the technique."""
-    from harness.contract.record import Finding
+    from harness.contract.claims import Finding
 
     results = list(results)
     code = [r for r in results if r.get("class") == "code"]

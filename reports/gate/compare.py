@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from harness.contract.record import KEY_COLUMNS
 from reports import load, stats, summary
 from reports.gate.lines import (
     FAILED,
@@ -30,10 +31,10 @@ from reports.gate.model import (
     Judged,
     Runs,
     RunSpeedup,
-    _judged_on,
+    gate_key,
     judge,
+    judged_on,
     machine_prior,
-    where_device,
 )
 
 
@@ -47,14 +48,11 @@ def _machine(results: load.Results, path) -> str:
     return machines[0]
 
 
-def _groups(results: load.Results) -> dict:
+def groups_by_key(results: load.Results) -> dict:
+    """The points of a results file by what the gate pairs them on (case, size, dtype, and the
+    device with its timing mode), each the `reports.summary.Group` of its variants."""
     return {
-        (
-            g.key["case"],
-            g.key["size_label"],
-            g.key["dtype"],
-            where_device(g.key["device"], g.key["timing_mode"]),
-        ): g
+        gate_key((g.key[k] for k in KEY_COLUMNS), g.key["timing_mode"]): g
         for g in summary.groups(results.rows)
     }
 
@@ -63,7 +61,9 @@ def _cases(results: load.Results) -> set:
     return set(results.rows["case"]) | set(results.outcomes["case"])
 
 
-def _pairs(group, known) -> list[tuple[str, str]]:
+def gated_pairs(group, known) -> list[tuple[str, str]]:
+    """(fast, slow) of each pair the gate judges at a point: the rule's and the context's, not the
+    library's or the compiled twins' (``known``: case ID → the case as its run recorded it)."""
     return [
         (f, s)
         for f, s, against in group.pairs(known.get(group.key["case"]))
@@ -114,11 +114,11 @@ def _judge_pair(
     passes anything)."""
     not_judged = UNJUDGED if rechecked else UNSTABLE
     ask = ", and no recheck decided it" if rechecked else ": re-measure (--recheck)"
-    base = _judged_on(base_runs)
+    base = judged_on(base_runs)
     if not base:
         # A baseline timed only on a busy machine decides nothing: its speed-up is the neighbours'.
         return UNJUDGED, f"baseline {_why_not(base_runs)}: re-measure the baseline on a quiet machine", None
-    cur = _judged_on(cur_runs)
+    cur = judged_on(cur_runs)
     if not cur:
         return not_judged, f"{_why_not(cur_runs)}{ask}", None
     judged = judge(base, cur, tol, *prior)
@@ -176,11 +176,13 @@ def compare(
                 note=r["reason"].splitlines()[0][:200] if r["reason"] else "",
             )
         )
-    base_groups, cur_groups = _groups(baseline), _groups(current)
+    base_groups, cur_groups = groups_by_key(baseline), groups_by_key(current)
     base_runs, cur_runs = Runs(baseline), Runs(current)
     recheck_runs = [Runs(rc) for rc in rechecks]
     gated = [
-        (key, group, fast, slow) for key, group in base_groups.items() for fast, slow in _pairs(group, known)
+        (key, group, fast, slow)
+        for key, group in base_groups.items()
+        for fast, slow in gated_pairs(group, known)
     ]
     # The machine's between-run noise, from every pair the baseline holds in two or more runs.
     prior = machine_prior([base_runs.of(key, fast, slow) for key, _, fast, slow in gated])
@@ -192,7 +194,7 @@ def compare(
     for key, base_group in base_groups.items():
         case_id, size, dtype, device = key
         tol = _tol(case_id, known, tolerance)
-        for fast, slow in _pairs(base_group, known):
+        for fast, slow in gated_pairs(base_group, known):
             line = Line(case_id, size, f"{dtype} {device}", f"{fast} ÷ {slow}")
             base = base_runs.of(key, fast, slow)
             cur = cur_runs.of(key, fast, slow)
@@ -263,7 +265,7 @@ def compare(
                     )
     for key, cur_group in cur_groups.items():
         if key not in base_groups:
-            for fast, slow in _pairs(cur_group, known):
+            for fast, slow in gated_pairs(cur_group, known):
                 runs = cur_runs.of(key, fast, slow)
                 value = math.exp(sum(r.log for r in runs) / len(runs)) if runs else math.nan
                 lines.append(
@@ -285,9 +287,7 @@ def _timed_pairs(results: load.Results, known, groups: dict) -> set[tuple]:
     pairs = results.pairs
     if pairs is not None and not pairs.empty:
         cols = {c: pairs[c].tolist() for c in ("fast", "slow", "against")}
-        for (case_id, size, dtype, device), idx in load.group_positions(
-            pairs, ["case", "size_label", "dtype", "device"]
-        ):
+        for (case_id, size, dtype, device), idx in load.group_positions(pairs, list(KEY_COLUMNS)):
             timed = [i for i in idx if cols["against"][i] in ("rule", "context")]
             if any(cols["against"][i] == "rule" for i in timed):
                 timed = [i for i in timed if cols["against"][i] == "rule"]
@@ -295,7 +295,7 @@ def _timed_pairs(results: load.Results, known, groups: dict) -> set[tuple]:
                 (case_id, size, f"{dtype} {device}", f"{cols['fast'][i]} ÷ {cols['slow'][i]}") for i in timed
             }
     for (case_id, size, dtype, device), group in groups.items():
-        found |= {(case_id, size, f"{dtype} {device}", f"{f} ÷ {s}") for f, s in _pairs(group, known)}
+        found |= {(case_id, size, f"{dtype} {device}", f"{f} ÷ {s}") for f, s in gated_pairs(group, known)}
     return found
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from scipy.special import digamma, polygamma, stdtrit
 
 from harness.contract import gain
+from harness.contract.record import KEY_COLUMNS
 from reports import load, stats
 from reports.gate.lines import OK, REGRESSED, UNJUDGED
 
@@ -49,7 +50,8 @@ D0_MAX = 50.0
 # three or more runs.
 PRIOR_SIGMA = 0.20
 PRIOR_DF = 4.0
-PAIR_KEYS = ["case", "size_label", "dtype", "device", "fast", "slow"]
+# A pair on one side: each side is one machine, so the key is the point's place and the pair.
+PAIR_KEYS = [*KEY_COLUMNS, "fast", "slow"]
 
 
 def _quartiles(sample: np.ndarray) -> tuple[float, float, float]:
@@ -85,6 +87,15 @@ def where_device(device: str, timing_mode: str) -> str:
     the warm default, so a variant's warm, cold-L2 and graph rounds are three samples, never one
     (reports.summary.KEYS has the mode for the same reason; pairs are timed warm)."""
     return device if timing_mode in ("warm", "", None) else f"{device} {timing_mode}"
+
+
+def gate_key(place, timing_mode: str) -> tuple:
+    """A point's place (its `KEY_COLUMNS` values, in order) as the gate keys it: the device named
+    with the timing mode (`where_device`)."""
+    return tuple(
+        where_device(value, timing_mode) if column == "device" else value
+        for column, value in zip(KEY_COLUMNS, place)
+    )
 
 
 @dataclass(frozen=True)
@@ -127,11 +138,9 @@ class Runs:
         self._of: dict[tuple, list[RunSpeedup]] = {}
         if not results.rows.empty:
             data = results.rows["data"].to_numpy()
-            keys = ["case", "size_label", "dtype", "device", "timing_mode", "variant", "run"]
-            for (case, size, dtype, device, mode, variant, run), idx in load.group_positions(
-                results.rows, keys
-            ):
-                key = (case, size, dtype, where_device(device, mode), variant)
+            keys = [*KEY_COLUMNS, "timing_mode", "variant", "run"]
+            for (*place, mode, variant, run), idx in load.group_positions(results.rows, keys):
+                key = (*gate_key(place, mode), variant)
                 self.rows.setdefault(key, {})[run] = np.concatenate([data[i] for i in idx])
 
     def of(self, key: tuple, fast: str, slow: str) -> list[RunSpeedup]:
@@ -188,7 +197,7 @@ def _ss(ys: list[float]) -> float:
     return float(np.sum((np.asarray(ys) - np.mean(ys)) ** 2)) if len(ys) > 1 else 0.0
 
 
-def _judged_on(runs: list[RunSpeedup]) -> list[RunSpeedup]:
+def judged_on(runs: list[RunSpeedup]) -> list[RunSpeedup]:
     """The runs a side is judged on: those with stable, enough rounds that the load probe saw quiet.
     A busy run's speed-up says how much the neighbours took, which changes from run to run: it
     decides nothing, on either side, even where no quiet run exists (then the pair is not judged)."""
@@ -215,7 +224,7 @@ def machine_prior(per_pair: list[list[RunSpeedup]]) -> tuple[float, float] | Non
     MIN_PAIRS such pairs, their pooled s² with its df; None where no pair has two runs."""
     e, trigammas, dfs = [], [], []
     for runs in per_pair:
-        used = _judged_on(runs)
+        used = judged_on(runs)
         if len(used) >= 2:
             df = len(used) - 1
             # Not floored at the runs' within-run variance: the fit models s² as σ²·χ²_df/df,
@@ -230,8 +239,8 @@ def machine_prior(per_pair: list[list[RunSpeedup]]) -> tuple[float, float] | Non
     if not e:
         return None
     if len(e) < MIN_PAIRS:  # too few to tell how alike the pairs are: one pooled s², its df
-        ss = sum(_ss([r.log for r in _judged_on(runs)]) for runs in per_pair if len(_judged_on(runs)) >= 2)
-        df = sum(len(_judged_on(runs)) - 1 for runs in per_pair if len(_judged_on(runs)) >= 2)
+        ss = sum(_ss([r.log for r in judged_on(runs)]) for runs in per_pair if len(judged_on(runs)) >= 2)
+        df = sum(len(judged_on(runs)) - 1 for runs in per_pair if len(judged_on(runs)) >= 2)
         return math.sqrt(max(ss / df, 1e-12)), float(df)
     excess = float(np.var(e, ddof=1) - np.mean(trigammas))
     # Never worth more than the degrees of freedom it was estimated from.

@@ -44,9 +44,9 @@ def extract(paths, out: Path) -> None:
     runs = gate.Runs(results)
     known = results.cases_of()
     series = []
-    for key, group in gate._groups(results).items():
-        for fast, slow in gate._pairs(group, known):
-            used = gate._judged_on(runs.of(key, fast, slow))
+    for key, group in gate.groups_by_key(results).items():
+        for fast, slow in gate.gated_pairs(group, known):
+            used = gate.judged_on(runs.of(key, fast, slow))
             if len(used) >= 3:
                 series.append(
                     {

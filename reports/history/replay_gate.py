@@ -35,8 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.contract.record import KEY_COLUMNS
 from reports import gate, load
-from reports.history import store
+from reports.gate import cli
+from reports.history import ingest
 
 
 def _stats(data: np.ndarray, old: dict) -> dict:
@@ -74,7 +76,7 @@ def replay(doc: dict, seed: int) -> dict:
 
 
 def _point(info: dict) -> tuple:
-    return tuple(str(info.get(k, "")) for k in ("case", "size_label", "dtype", "device", "part"))
+    return tuple(str(info.get(k, "")) for k in (*KEY_COLUMNS, "part"))
 
 
 def mosaic(docs: list[dict], seed: int) -> dict:
@@ -229,7 +231,7 @@ def main(argv=None) -> int:
                 d = copy.deepcopy(d)
                 d["datetime"] = f"2026-01-01T00:00:{i:02d}"
                 (folder / f"b{i}.json").write_text(json.dumps(d))
-            store.add_files(history, [folder])
+            ingest.add_files(history, [folder])
             for what, current in (
                 ("A/A", docs[held]),
                 ("planted", plant(docs[held], case, variant, float(factor))),
@@ -237,7 +239,7 @@ def main(argv=None) -> int:
                 path = tmp / f"t{t}-{what.replace('/', '')}.json"
                 path.write_text(json.dumps(current))
                 suspects = tmp / "suspects.txt"
-                code, text = gate.run(None, path, history=history, last=args.last, suspects_path=suspects)
+                code, text = cli.run(None, path, history=history, last=args.last, suspects_path=suspects)
                 first = code
                 if code in (1, 3) and recheck_of:
                     points = suspect_points(suspects.read_text(encoding="utf-8").strip())
@@ -246,7 +248,7 @@ def main(argv=None) -> int:
                         doc = docs[i] if what == "A/A" else plant(docs[i], case, variant, float(factor))
                         again.append(tmp / f"t{t}-{what.replace('/', '')}-recheck{k}.json")
                         again[-1].write_text(json.dumps(cut_to(doc, points)))
-                    code, text = gate.run(None, path, history=history, last=args.last, recheck_paths=again)
+                    code, text = cli.run(None, path, history=history, last=args.last, recheck_paths=again)
                 tally[what][code] = tally[what].get(code, 0) + 1
                 regressed = [
                     line.split("|")[1].strip() + " " + line.split("|")[2].strip()

@@ -4,16 +4,10 @@ One row per run (``runs``), keyed by the content hash `reports.load` identifies 
 added twice is kept once), with what tells runs apart: commit, branch, dirty, time, the machine key
 the gate pools by (`reports.load.machine_key`: CPU vector units, GPU, torch, CUDA), the hardware
 alone (the key without its versions, for ``--by torch``), torch and CUDA versions, driver, profile,
-threads and the load probe. Beside it, per run:
-
-* ``speedups`` — per pair and size, as the gate reads a run (`reports.gate.Runs`: the median of the
-  paired rounds' log ratios, else of the medians; its within-run variance, rounds, spread, busy) and
-  as the report does (`reports.summary`: the speed-up and its 95% interval), with the paired rounds'
-  log ratios themselves;
-* ``points`` — per variant point: median and IQR of its rounds, peak memory;
-* ``verdicts`` — per ID the technique's verdict, per claim its verdict (`reports.verdicts`);
-* ``documents`` — the results file itself, compressed: the gate's baseline is drawn from it and
-  judged by the gate's own statistics, unchanged (`baseline_results`).
+threads and the load probe. Beside it, per run, the rows `reports.history.ingest` derives (``speedups``,
+``points``, ``verdicts``: this module keeps them, it computes none) and ``documents``, the results file
+itself, compressed: the gate's baseline is drawn from it and judged by the gate's own statistics,
+unchanged (`baseline_results`).
 
 Concurrency: every write is one ``BEGIN IMMEDIATE`` transaction with a busy timeout, so processes
 appending at once queue instead of losing rows. Safety: a file that is not this history (not SQLite,
@@ -27,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 import os
 import sqlite3
 import tempfile
@@ -36,9 +29,9 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
+from harness.contract import record
 from reports import load
 
 APPLICATION_ID = 0x54545348  # "TTSH": a technique-suite history (PRAGMA application_id)
@@ -282,170 +275,63 @@ def identity(doc: dict) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _float(value) -> float | None:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
+@dataclass(frozen=True)
+class RunRows:
+    """What the history keeps of one run beside its file, derived by `reports.history.ingest`: the
+    ``runs`` row (column → value) and the rows of ``speedups``, ``points`` and ``verdicts``, their
+    values in the order of `SPEEDUP_COLUMNS`, `POINT_COLUMNS` and `VERDICT_ROW_COLUMNS`, without the
+    run's id."""
+
+    run: dict
+    speedups: list[tuple]
+    points: list[tuple]
+    verdicts: list[tuple]
 
 
-@dataclass
-class Added:
-    path: str
-    run_id: int
-    new: bool  # False: the same run was in the history already
+# A point's place (harness.contract.record.KEY_COLUMNS) as the tables name its columns: `case` is a
+# word SQL reserves, so `case_id`. The speed-ups' device is the gate's (`reports.gate.where_device`).
+KEY_SQL = tuple("case_id" if c == "case" else c for c in record.KEY_COLUMNS)
+# Each table's columns in the order `RunRows` gives its values.
+SPEEDUP_COLUMNS = (
+    *KEY_SQL,
+    *"x fast slow log var rounds spread busy paired ratios speedup ci_low ci_high against".split(),
+)
+POINT_COLUMNS = (*KEY_SQL, "variant", "rounds", "median_s", "iqr_s", "peak_bytes")
+VERDICT_ROW_COLUMNS = ("case_id", "claim", "verdict", "evidence")
 
 
-def _run_row(doc: dict, results: load.Results, path: Path) -> dict:
-    run = results.runs.iloc[0]
-    torch_info = run["machine_info"] if isinstance(run["machine_info"], dict) else {}
-    commit = doc.get("commit_info") or {}
-    gpu = torch_info.get("gpu") if isinstance(torch_info.get("gpu"), dict) else {}
-    cpu = torch_info.get("cpu_detail") if isinstance(torch_info.get("cpu_detail"), dict) else {}
-    floors = torch_info.get("noise_floor") if isinstance(torch_info.get("noise_floor"), dict) else {}
-    probe = {dev: f.get("load") for dev, f in floors.items() if isinstance(f, dict) and f.get("load")}
-    threads = cpu.get("torch_threads") or torch_info.get("threads")
-    dirty = commit.get("dirty")
-    return dict(
-        machine=str(run["machine"]),
-        hardware=str(run["machine"]).split(" · ")[0],
-        torch=str(run["torch_version"] or ""),
-        cuda=str(run["cuda_version"] or ""),
-        driver=str(gpu.get("driver") or torch_info.get("driver_version") or ""),
-        commit_id=str(commit.get("id") or ""),
-        branch=str(commit.get("branch") or ""),
-        dirty=None if dirty is None else int(bool(dirty)),
-        time=str(doc.get("datetime") or ""),
-        profile=str(run["profile"] or ""),
-        threads=int(threads) if isinstance(threads, (int, float)) and not isinstance(threads, bool) else None,
-        load=json.dumps(probe, sort_keys=True, default=str) if probe else "",
-        partial=int(bool(run["partial"])),
-        source=str(path),
-    )
+def run_id(db: sqlite3.Connection, ident: str) -> int | None:
+    """The id of the run with this identity, or None where the history does not hold it."""
+    row = db.execute("SELECT id FROM runs WHERE identity = ?", (ident,)).fetchone()
+    return row[0] if row else None
 
 
-def _speedup_rows(results: load.Results, table: pd.DataFrame) -> list[tuple]:
-    from reports import gate
-
-    runs = gate.Runs(results)
-    known = results.cases_of()
-    interval = {
-        (r.case, r.size_label, r.dtype, r.device, r.fast, r.slow): (r.speedup, r.ci_low, r.ci_high, r.against)
-        for r in table.itertuples()
-        if getattr(r, "timing_mode", "warm") == "warm"
-    }
-    out = []
-    for key, group in gate._groups(results).items():
-        for fast, slow in gate._pairs(group, known):
-            paired = runs.paired.get((*key, fast, slow), {})
-            for r in runs.of(key, fast, slow):
-                logs = paired.get(r.run)
-                ratios = np.concatenate(logs[0]).astype("<f8").tobytes() if logs else None
-                sp, lo, hi, against = interval.get((*key, fast, slow), (None, None, None, ""))
-                out.append(
-                    (
-                        *key[:2],
-                        _float(group.key.get("x")),
-                        *key[2:],
-                        fast,
-                        slow,
-                        r.log,
-                        _float(r.var),
-                        r.rounds,
-                        _float(r.spread),
-                        r.busy or "",
-                        int(r.paired),
-                        ratios,
-                        _float(sp),
-                        _float(lo),
-                        _float(hi),
-                        str(against or ""),
-                    )
-                )
-    return out
-
-
-def _verdict_rows(results: load.Results, table: pd.DataFrame) -> list[tuple]:
-    from reports import verdicts
-
-    judged = verdicts.judge_all(results, table, verdicts.catalogue_of(results))
-    out = []
-    for (_, case_id), j in judged.items():
-        out.append((case_id, "", j.verdict, j.evidence[:500]))
-        out.extend((case_id, c.claim.id, c.verdict, c.evidence[:500]) for c in j.claims)
-    return out
-
-
-def add(db: sqlite3.Connection, path, wait_s: float | None = None) -> Added:
-    """Append one results file (``.json`` or ``.json.gz``, read by `reports.load`); a run already
-    in the history (same content hash) is not added again."""
-    path = Path(path)
-    doc = load.read_json(path)
-    ident = identity(doc)
-    known = db.execute("SELECT id FROM runs WHERE identity = ?", (ident,)).fetchone()
-    if known:
-        return Added(str(path), known[0], False)
-    results = load.load([path])
-    if len(results.runs) != 1:
-        raise HistoryError(f"{path}: holds {len(results.runs)} runs; add one results file at a time")
-    # Everything is computed before the transaction: a writer holds the lock for the inserts only.
-    run = _run_row(doc, results, path)
-    from reports import summary
-
-    table = summary.build(results.rows, results.cases, results.pairs)
-    speedups = _speedup_rows(results, table)
-    verdict_rows = _verdict_rows(results, table)
-    rows = results.rows
-    points = list(
-        zip(
-            rows["case"],
-            rows["variant"],
-            rows["size_label"],
-            rows["dtype"],
-            rows["device"],
-            rows["rounds"].astype(int).tolist(),
-            map(_float, rows["median_s"]),
-            map(_float, rows["iqr_s"]),
-            map(_float, rows["peak_bytes"]),
-        )
-    )
+def insert(db: sqlite3.Connection, ident: str, doc: dict, rows: RunRows, wait_s: float | None = None):
+    """Keep one run: its file (compressed) and its rows, in one write transaction. (id, new): a
+    run another process added meanwhile is kept once, and new is then False."""
     blob = zlib.compress(json.dumps(doc, default=str).encode(), 6)
     with transaction(db, wait_s):
-        again = db.execute("SELECT id FROM runs WHERE identity = ?", (ident,)).fetchone()
-        if again:  # another process added it while this one computed
-            return Added(str(path), again[0], False)
-        cols = ["identity", *run]
+        again = run_id(db, ident)
+        if again is not None:
+            return again, False
+        cols = ["identity", *rows.run]
         cur = db.execute(
             f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-            (ident, *run.values()),
+            (ident, *rows.run.values()),
         )
-        run_id = cur.lastrowid
-        db.execute("INSERT INTO documents (run_id, doc) VALUES (?, ?)", (run_id, blob))
-        db.executemany(
-            "INSERT INTO speedups (run_id, case_id, size_label, x, dtype, device, fast, slow, log, var, "
-            "rounds, spread, busy, paired, ratios, speedup, ci_low, ci_high, against) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, *s) for s in speedups],
-        )
-        db.executemany(
-            "INSERT INTO points (run_id, case_id, variant, size_label, dtype, device, rounds, median_s, "
-            "iqr_s, peak_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, *p) for p in points],
-        )
-        db.executemany(
-            "INSERT INTO verdicts (run_id, case_id, claim, verdict, evidence) VALUES (?, ?, ?, ?, ?)",
-            [(run_id, *v) for v in verdict_rows],
-        )
-    return Added(str(path), run_id, True)
-
-
-def add_files(history, paths, wait_s: float | None = None) -> list[Added]:
-    """Each results file added in a transaction of its own; `wait_s`: how long to wait for
-    another writer (a run appending itself waits less than `history add` does)."""
-    files = load.collect_paths(paths)
-    with connect(history) as db:
-        return [add(db, p, wait_s=wait_s) for p in files]
+        new_id = cur.lastrowid
+        db.execute("INSERT INTO documents (run_id, doc) VALUES (?, ?)", (new_id, blob))
+        for table, columns, values in (
+            ("speedups", SPEEDUP_COLUMNS, rows.speedups),
+            ("points", POINT_COLUMNS, rows.points),
+            ("verdicts", VERDICT_ROW_COLUMNS, rows.verdicts),
+        ):
+            marks = ", ".join("?" * (len(columns) + 1))
+            db.executemany(
+                f"INSERT INTO {table} (run_id, {', '.join(columns)}) VALUES ({marks})",
+                [(new_id, *v) for v in values],
+            )
+    return new_id, True
 
 
 # --- reading -------------------------------------------------------------------------------------
@@ -456,7 +342,7 @@ def runs(db: sqlite3.Connection) -> pd.DataFrame:
 
 def speedups(db: sqlite3.Connection) -> pd.DataFrame:
     return pd.read_sql_query(
-        "SELECT run_id, case_id, size_label, x, dtype, device, fast, slow, against, log, var, rounds, "
+        f"SELECT run_id, {', '.join(KEY_SQL)}, x, fast, slow, against, log, var, rounds, "
         "spread, busy, paired, speedup, ci_low, ci_high FROM speedups",
         db,
     )

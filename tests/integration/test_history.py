@@ -18,7 +18,7 @@ from tests.launcher import ROOT
 def test_two_processes_appending_100_runs_lose_none(tmp_path):
     paths = _write(tmp_path / "r", [_doc(i, n_rounds=5) for i in range(100)])
     history = tmp_path / "h.sqlite"
-    code = "import sys; from reports.history import store; store.add_files(sys.argv[1], sys.argv[2:])"
+    code = "import sys; from reports.history import ingest; ingest.add_files(sys.argv[1], sys.argv[2:])"
     procs = [
         subprocess.Popen([sys.executable, "-c", code, str(history), *map(str, half)], cwd=ROOT)
         for half in (paths[0::2], paths[1::2])

@@ -155,3 +155,186 @@ def test_every_module_has_its_mirrored_unit_test_file():
 def test_the_glue_list_is_every_module_of_suite_but_its_tests():
     glue = {p.stem for p in (ROOT / "suite").glob("*.py") if p.name != "__init__.py"}
     assert glue - {p for p in glue if p.startswith("test_")} == set(GLUE)
+
+
+# ---- no import circle, call-time imports included -------------------------------------------------
+
+PACKAGES = ("harness", "cases", "plan", "suite", "reports")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _run_imports(tree: ast.AST):
+    """Every import a module can run, at import time or inside a function; not the ones under
+    `if TYPE_CHECKING:`, which never run."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from (i for n in node.orelse for i in _run_imports(n))
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        yield from _run_imports(node)
+
+
+def import_graph(sources: dict[str, str], packages: set[str]) -> dict[str, set[str]]:
+    """module → the project's modules importing it runs: the module named, and each package face
+    on the way to it that the importer does not sit inside (`from reports.gate.model import x` run
+    from outside `reports.gate` runs `reports/gate/__init__.py` first). ``sources``: module name →
+    its text; ``packages``: the names that are a package's `__init__`."""
+    graph: dict[str, set[str]] = {}
+    for name, source in sources.items():
+        here = name if name in packages else name.rpartition(".")[0]
+        targets = []
+        for node in _run_imports(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                targets += [alias.name for alias in node.names]
+                continue
+            base = node.module or ""
+            if node.level:
+                anchor = here.rsplit(".", node.level - 1)[0] if node.level > 1 else here
+                base = f"{anchor}.{base}" if base else anchor
+            targets += [base] + [f"{base}.{alias.name}" for alias in node.names]
+        reached = set()
+        for target in targets:
+            parts = target.split(".")
+            for i in range(1, len(parts) + 1):
+                prefix = ".".join(parts[:i])
+                if prefix in sources and prefix != name and not name.startswith(prefix + "."):
+                    reached.add(prefix)
+        graph[name] = reached
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles: each set of modules that reach one another (Tarjan's strongly connected
+    components of more than one module), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+
+    def visit(start: str) -> None:
+        # Iterative, so a deep chain of imports cannot reach Python's recursion limit.
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(found)
+
+
+def project_graph() -> dict[str, set[str]]:
+    files = [p for package in PACKAGES for p in (ROOT / package).rglob("*.py")]
+    sources = {_module_name(p): p.read_text(encoding="utf-8") for p in files}
+    return import_graph(sources, {_module_name(p) for p in files if p.name == "__init__.py"})
+
+
+def test_no_import_circle_even_through_an_import_made_at_call_time():
+    assert circles(project_graph()) == []
+
+
+def test_a_planted_call_time_circle_is_caught():
+    sources = {
+        "r": "",
+        "r.gate": "from r.gate.cli import run\n",
+        "r.gate.cli": "def run():\n    from r.store import baseline\n",
+        "r.gate.model": "from r.gate import cli\n",
+        "r.store": "def add():\n    from r.gate import model\n",
+        "r.load": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from r.store import add\n",
+    }
+    graph = import_graph(sources, {"r", "r.gate"})
+    assert graph["r.store"] == {"r.gate", "r.gate.model"}  # the face runs first
+    assert graph["r.gate.model"] == {"r.gate.cli"}  # from inside, the face is already running
+    assert graph["r.load"] == set()
+    assert circles(graph) == [["r.gate", "r.gate.cli", "r.gate.model", "r.store"]]
+
+
+# ---- the reports on three floors ----------------------------------------------------------------
+# Judging (pure: results in, tables and verdicts out), storage (the history: `store` keeps, `ingest`
+# derives a run's rows through the judging), commands (what a user runs: they read files and the
+# history, judge, write and exit). A floor imports only its own and the ones below it.
+COMMANDS = {
+    "reports.__main__",
+    "reports.gate.cli",
+    "reports.history.replay_gate",
+    "reports.history.compare_detectors",
+}
+FLOORS = ("judging", "storage", "commands")
+
+
+def reports_floor(module: str) -> str:
+    if module in COMMANDS:
+        return "commands"
+    if module == "reports.history" or module.startswith("reports.history."):
+        return "storage"
+    return "judging"
+
+
+def floor_violations(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{module} ({reports_floor(module)}) imports {target} ({reports_floor(target)})"
+        for module, targets in graph.items()
+        if module.startswith("reports")
+        for target in targets
+        if target.startswith("reports")
+        and FLOORS.index(reports_floor(target)) > FLOORS.index(reports_floor(module))
+    )
+
+
+def test_the_reports_floors_import_only_downward():
+    assert floor_violations(project_graph()) == []
+
+
+def test_the_store_keeps_and_reads_only():
+    """The history's storage reads results files (`reports.load`) and nothing else of the reports:
+    what it keeps of a run beside the file is derived in `reports.history.ingest`."""
+    reached = {t for t in project_graph()["reports.history.store"] if t.startswith("reports")}
+    assert reached <= {"reports.load"}
+
+
+def test_a_planted_floor_violation_is_caught():
+    graph = {"reports.gate.model": {"reports.history.store"}, "reports.history.store": {"reports.gate.cli"}}
+    assert floor_violations(graph) == [
+        "reports.gate.model (judging) imports reports.history.store (storage)",
+        "reports.history.store (storage) imports reports.gate.cli (commands)",
+    ]
+
+
+def test_the_gate_face_exports_its_public_api_only():
+    import reports.gate
+
+    private = [name for name in reports.gate.__all__ if name.startswith("_")]
+    assert not private, private
+    assert set(reports.gate.__all__) <= set(vars(reports.gate))

@@ -21,12 +21,12 @@ def test_a_history_that_cannot_take_the_run_is_one_line_and_never_fails_it(tmp_p
     import sqlite3
     from types import SimpleNamespace
 
-    from reports.history import store
+    from reports.history import ingest
     from tests.history_runs import history_doc, write_runs
 
     (results,) = write_runs(tmp_path / "r", [history_doc(0)])
     history = tmp_path / "h.sqlite"
-    store.add_files(history, [write_runs(tmp_path / "s", [history_doc(1)])[0]])
+    ingest.add_files(history, [write_runs(tmp_path / "s", [history_doc(1)])[0]])
     holder = sqlite3.connect(history, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     monkeypatch.setattr(persist, "HISTORY_WAIT_S", 0.2)

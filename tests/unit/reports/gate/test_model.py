@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from reports import gate, load
+from reports.gate.model import _spread
 from tests import paths, synthetic
 from tests.gate_cli import run_gate
 from tests.synthetic import pooled, write
@@ -42,7 +43,7 @@ def _real_pairs(results: load.Results) -> load.Results:
     `gate.UNJUDGEABLE_SPREAD`, ≥ 5 rounds), each pair as its own case: slower variant naive, faster one
     optimized. The rounds, their noise and their outliers are real; only the pairing is new."""
     rows = results.rows
-    rows = rows[[d.size >= 5 and gate._spread(d) <= gate.UNJUDGEABLE_SPREAD for d in rows["data"]]]
+    rows = rows[[d.size >= 5 and _spread(d) <= gate.UNJUDGEABLE_SPREAD for d in rows["data"]]]
     parts = []
     for size, group in rows.groupby("size_label"):
         group = group.sort_values("median_s", ascending=False)

@@ -6,21 +6,21 @@ from __future__ import annotations
 import pytest
 
 from reports.__main__ import main
-from reports.history import changes, store
+from reports.history import changes, ingest, store
 from tests.history_runs import history_doc as _doc
 from tests.history_runs import write_runs as _write
 
 
 def test_unchanged_runs_have_no_change_point(tmp_path):
     history = tmp_path / "h.sqlite"
-    store.add_files(history, _write(tmp_path / "r", [_doc(i, sizes=(128, 256)) for i in range(10)]))
+    ingest.add_files(history, _write(tmp_path / "r", [_doc(i, sizes=(128, 256)) for i in range(10)]))
     assert [c for c in changes.changes(history) if c.kind == "speed-up"] == []
 
 
 def test_changes_by_torch_name_the_upgrade(tmp_path, capsys):
     docs = [_doc(i, step_at=4, step=0.3, torch="2.12.0+cpu" if i < 4 else "2.13.0+cpu") for i in range(8)]
     history = tmp_path / "h.sqlite"
-    store.add_files(history, _write(tmp_path / "r", docs))
+    ingest.add_files(history, _write(tmp_path / "r", docs))
     # per machine key (torch included) each torch has its own series: nothing changed within either
     assert [c for c in changes.changes(history) if c.kind == "speed-up"] == []
     by_torch = [c for c in changes.changes(history, by="torch") if c.kind == "speed-up"]
@@ -40,7 +40,7 @@ def test_verdict_changes_are_listed_with_commit_and_torch(tmp_path):
     }
     docs[2]["outcomes"].append({**bad, "nodeid": "x::test_check[wrong]"})
     history = tmp_path / "h.sqlite"
-    store.add_files(history, _write(tmp_path / "r", docs))
+    ingest.add_files(history, _write(tmp_path / "r", docs))
     found = [c for c in changes.changes(history) if c.kind == "verdict" and c.pair == ""]
     assert [(c.commit, c.torch) for c in found] == [(f"{2:040x}", "2.13.0+cpu"), (f"{3:040x}", "2.13.0+cpu")]
     assert found[0].before == "holds" and found[0].after != "holds" and found[1].after == "holds"
@@ -49,7 +49,7 @@ def test_verdict_changes_are_listed_with_commit_and_torch(tmp_path):
 def test_changes_since_a_commit_or_a_date(tmp_path, capsys):
     docs = [_doc(i, step_at=5, step=0.2) for i in range(8)]
     history = tmp_path / "h.sqlite"
-    store.add_files(history, _write(tmp_path / "r", docs))
+    ingest.add_files(history, _write(tmp_path / "r", docs))
     speed = lambda found: [c for c in found if c.kind == "speed-up"]  # noqa: E731
     assert speed(changes.changes(history, since=f"{5:040x}")) and speed(
         changes.changes(history, since=f"{4:040x}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from reports.__main__ import main
-from reports.history import changes, report, store
+from reports.history import changes, ingest, report, store
 from tests.history_runs import history_doc as _doc
 from tests.history_runs import write_runs as _write
 
@@ -14,7 +14,7 @@ def test_a_planted_20_percent_step_is_found_at_its_run_and_shown_in_the_report(t
     docs = [_doc(i, step_at=5, step=0.2, sizes=(128, 256)) for i in range(8)]
     history = tmp_path / "results" / "history.sqlite"
     paths = _write(tmp_path / "results", docs)
-    store.add_files(history, paths)
+    ingest.add_files(history, paths)
     found = changes.changes(history)
     with store.connect(history) as db:
         step_run = int(store.runs(db).iloc[5]["id"])

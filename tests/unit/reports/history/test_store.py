@@ -4,61 +4,48 @@ it, the report's History section."""
 
 from __future__ import annotations
 
-import gzip
 import sqlite3
 
 import pytest
 
-from reports import gate, load
+from reports import load
 from reports.__main__ import main
-from reports.history import changes, store
-from tests import synthetic
+from reports.gate import cli
+from reports.history import changes, ingest, store
 from tests.history_runs import history_doc as _doc
 from tests.history_runs import write_runs as _write
 
 
-def test_a_run_added_twice_is_kept_once_by_its_content(tmp_path):
-    (path,) = _write(tmp_path / "r", [_doc(0)])
-    copy = tmp_path / "copy.json.gz"  # a shipped reference run's form
-    copy.write_bytes(gzip.compress(path.read_bytes()))
-    history = tmp_path / "h.sqlite"
-    first = store.add_files(history, [path])
-    again = store.add_files(history, [copy, path])
-    assert first[0].new and not any(a.new for a in again)
-    with store.connect(history) as db:
-        runs = store.runs(db)
-    assert len(runs) == 1
-    # the same identity reports.load counts duplicates by
-    assert load.load([path, copy]).duplicates and runs["identity"][0] == store.identity(load.read_json(path))
-
-
-def test_a_run_keeps_what_the_gate_and_the_report_need(tmp_path):
-    paths = _write(tmp_path / "r", [_doc(0)])
-    history = tmp_path / "h.sqlite"
-    store.add_files(history, paths)
-    with store.connect(history) as db:
-        run = store.runs(db).iloc[0]
-        sp = store.speedups(db)
-        ratios = db.execute("SELECT ratios FROM speedups WHERE paired = 1").fetchone()[0]
-        points = db.execute("SELECT median_s, iqr_s FROM points").fetchall()
-        verdicts = store.verdicts(db)
-        doc = store.document(db, int(run["id"]))
-    assert run["machine"] == load.machine_key(synthetic.MACHINE) and run["commit_id"] == f"{0:040x}"
-    assert run["branch"] == "main" and run["dirty"] == 0 and run["torch"] == "2.13.0+cpu"
-    assert sp["paired"].all() and (sp["ci_low"] < sp["speedup"]).all() and len(ratios) == 8 * 8
-    assert points and all(m > 0 for m, _ in points)
-    assert set(verdicts["case_id"]) == {"distance.pairwise"}
-    assert doc == load.read_json(paths[0])
+def test_the_store_keeps_the_rows_it_is_given_once_per_identity(tmp_path):
+    rows = store.RunRows(
+        run={"machine": "m", "commit_id": "c"},
+        speedups=[
+            ("a.b", "n1", "float32", "cpu", 1.0, "f", "s", 0.5, None, 5, 0.01, "", 1, b"\0" * 8)
+            + (1.6, 1.5, 1.7, "rule")
+        ],
+        points=[("a.b", "n1", "float32", "cpu", "f", 5, 1e-3, 1e-4, None)],
+        verdicts=[("a.b", "", "holds", "because")],
+    )
+    with store.connect(tmp_path / "h.sqlite") as db:
+        first = store.insert(db, "id1", {"benchmarks": []}, rows)
+        again = store.insert(db, "id1", {"benchmarks": []}, rows)
+        assert first == (1, True) and again == (1, False) and store.run_id(db, "id1") == 1
+        assert store.speedups(db)[["case_id", "log", "speedup", "against"]].values.tolist() == [
+            ["a.b", 0.5, 1.6, "rule"]
+        ]
+        assert db.execute("SELECT variant, median_s FROM points").fetchall() == [("f", 1e-3)]
+        assert store.verdicts(db)["verdict"].tolist() == ["holds"]
+        assert store.document(db, 1) == {"benchmarks": []}
 
 
 def test_a_truncated_history_is_refused_and_left_unchanged(tmp_path):
     history = tmp_path / "h.sqlite"
-    store.add_files(history, _write(tmp_path / "r", [_doc(0), _doc(1)]))
+    ingest.add_files(history, _write(tmp_path / "r", [_doc(0), _doc(1)]))
     data = history.read_bytes()
     history.write_bytes(data[: len(data) // 2])
     cut = history.read_bytes()
     with pytest.raises(store.HistoryError, match="h.sqlite: .*left unchanged"):
-        store.add_files(history, _write(tmp_path / "s", [_doc(2)]))
+        ingest.add_files(history, _write(tmp_path / "s", [_doc(2)]))
     assert history.read_bytes() == cut
     assert main(["history", "changes", "--history", str(history)]) == 2
     assert history.read_bytes() == cut
@@ -98,7 +85,7 @@ def test_a_version_1_history_is_migrated_in_place(tmp_path):
         assert db.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
         runs = store.runs(db)
     assert list(runs["hardware"]) == ["Box (2 cores), AVX2"] and list(runs["branch"]) == [""]
-    store.add_files(history, _write(tmp_path / "r", [_doc(0)]))  # and it takes new runs
+    ingest.add_files(history, _write(tmp_path / "r", [_doc(0)]))  # and it takes new runs
     with store.connect(history) as db:
         assert len(store.runs(db)) == 2
 
@@ -113,16 +100,16 @@ def test_a_newer_schema_is_refused(tmp_path):
 
 def test_the_gate_draws_its_baseline_from_the_history(tmp_path):
     history = tmp_path / "h.sqlite"
-    store.add_files(history, _write(tmp_path / "base", [_doc(i) for i in range(7)]))
+    ingest.add_files(history, _write(tmp_path / "base", [_doc(i) for i in range(7)]))
     current = _write(tmp_path / "cur", [_doc(10)])[0]
-    code, text = gate.run(None, current, history=history, last=5)
+    code, text = cli.run(None, current, history=history, last=5)
     assert code == 0, text
     slower = _write(tmp_path / "slow", [_doc(11, step_at=0, step=0.5)])[0]
-    code, text = gate.run(None, slower, history=history)
+    code, text = cli.run(None, slower, history=history)
     assert code == 1 and "regressed" in text
     # the current run in the history is never its own baseline; another branch is not the baseline
-    store.add_files(history, [slower])
-    assert gate.run(None, slower, history=history)[0] == 1
+    ingest.add_files(history, [slower])
+    assert cli.run(None, slower, history=history)[0] == 1
     assert (
         main(["gate", "--history", str(history), "--current", str(current), "--baseline-branch", "dev"]) == 2
     )
@@ -133,10 +120,10 @@ def test_a_history_baseline_judges_exactly_as_a_folder_of_the_same_runs(tmp_path
     folder = tmp_path / "base"
     _write(folder, docs)
     history = tmp_path / "h.sqlite"
-    store.add_files(history, [folder])
+    ingest.add_files(history, [folder])
     current = _write(tmp_path / "cur", [_doc(9, step_at=0, step=0.15, sizes=(128, 256))])[0]
-    from_folder = gate.run(folder, current)
-    from_history = gate.run(None, current, history=history)
+    from_folder = cli.run(folder, current)
+    from_history = cli.run(None, current, history=history)
     assert from_folder == from_history
 
 
@@ -145,7 +132,7 @@ def test_the_history_baseline_is_the_last_runs_of_the_machine_and_branch(tmp_pat
     docs[6]["commit_info"]["branch"] = "feature"
     docs[7]["commit_info"]["dirty"] = True
     history = tmp_path / "h.sqlite"
-    store.add_files(history, _write(tmp_path / "r", docs))
+    ingest.add_files(history, _write(tmp_path / "r", docs))
     current = load.load([_write(tmp_path / "c", [_doc(20)])[0]])
     _, names = store.baseline_results(history, current, last=3)
     assert [n.split("-")[2].removesuffix(".json") for n in names] == [f"{i:040x}"[:10] for i in (3, 4, 5)]
@@ -153,7 +140,7 @@ def test_the_history_baseline_is_the_last_runs_of_the_machine_and_branch(tmp_pat
 
 def _adder(args) -> None:  # one process's share of the concurrent appends
     history, paths = args
-    store.add_files(history, paths)
+    ingest.add_files(history, paths)
 
 
 def test_a_locked_history_waits_a_bounded_time_in_python_and_says_so(tmp_path, capsys):
@@ -163,14 +150,14 @@ def test_a_locked_history_waits_a_bounded_time_in_python_and_says_so(tmp_path, c
 
     (path,) = _write(tmp_path / "r", [_doc(0)])
     history = tmp_path / "h.sqlite"
-    store.add_files(history, [path])
+    ingest.add_files(history, [path])
     holder = sqlite3.connect(history, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
         (other,) = _write(tmp_path / "s", [_doc(1)])
         started = time.monotonic()
         with pytest.raises(sqlite3.OperationalError, match="locked") as raised:
-            store.add_files(history, [other], wait_s=0.3)
+            ingest.add_files(history, [other], wait_s=0.3)
         assert time.monotonic() - started < 5
         assert store.describe_error(raised.value).startswith("locked by another writer")
         original = store.BUSY_TIMEOUT_MS
