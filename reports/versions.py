@@ -1,7 +1,8 @@
 """Torch versions side by side (issue 59, item 5): what the same selection says under each version.
 
 Per claim, its verdict in each version (a claim present in one version only is listed, never
-dropped: deprecations and removals are what moves between releases). Per timed pair, the ratio of
+dropped: deprecations and removals are what moves between releases), and each erratum of the notes
+with the versions that found it. Per timed pair, the ratio of
 its speed-up under the later version over the first (the ratio of ratios) with a 95% interval over
 the runs, and ``changed`` only where that interval excludes ±δ (the catalogue's practical
 significance: a change inside it is no change a user would act on, however sure). An ID is changed
@@ -130,11 +131,32 @@ def claim_changes(claims: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return wide.reset_index().rename_axis(columns=None)
 
 
+def errata_changes(outcomes: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per (case, erratum) found under any version given ({label: its outcomes}): whether
+    each version found it, ``differs`` where not all did (a deprecation one torch warns of and
+    another does not, an API one removes)."""
+    from reports.verdicts import errata_of
+
+    found: dict[tuple, dict] = {}
+    for label, frame in outcomes.items():
+        for case, group in frame.groupby("case", sort=True):
+            for erratum in errata_of(group):
+                row = found.setdefault(
+                    (case, erratum.key), {"case": case, "erratum": f"{erratum.kind.value} at {erratum.where}"}
+                )
+                row[label] = True
+    rows = [{**row, **{label: row.get(label, False) for label in outcomes}} for row in found.values()]
+    table = pd.DataFrame(rows, columns=["case", "erratum", *outcomes])
+    table["differs"] = ~table[list(outcomes)].all(axis=1) if rows else pd.Series(dtype=bool)
+    return table
+
+
 @dataclass
 class Comparison:
     versions: list[str]
     claims: pd.DataFrame  # claim_changes
     pairs: pd.DataFrame  # one row per pair and later version: PairChange's fields
+    errata: pd.DataFrame  # errata_changes
     ids: pd.DataFrame  # one row per ID: changed (any claim differs or any pair changed) and why
 
 
@@ -146,6 +168,7 @@ def compare(results: dict[str, load.Results], delta: float | None = None) -> Com
         raise ValueError("compare two versions or more")
     delta = gain.delta() if delta is None else delta
     claims = claim_changes({label: build.tables(res).claims for label, res in results.items()})
+    errata = errata_changes({label: res.outcomes for label, res in results.items()})
     first = results[labels[0]]
     pair_rows = []
     for label in labels[1:]:
@@ -165,5 +188,10 @@ def compare(results: dict[str, load.Results], delta: float | None = None) -> Com
             f"×{r['ratio']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]"
             for r in sped.to_dict("records")
         ]
+        moved_errata = errata[(errata["case"] == case) & errata["differs"]] if not errata.empty else errata
+        why += [
+            f"erratum {r['erratum']} found under " + ", ".join(v for v in labels if r[v])
+            for r in moved_errata.to_dict("records")
+        ]
         ids.append({"case": case, "changed": bool(why), "why": "; ".join(why)})
-    return Comparison(labels, claims, pairs, pd.DataFrame(ids))
+    return Comparison(labels, claims, pairs, errata, pd.DataFrame(ids))

@@ -11,7 +11,8 @@ the machine over the session falls on every version alike; each run is ``pytest 
 OUT/LABEL/runI.json --no-history`` plus the arguments after ``--``. Then reports.versions compares
 each later version with the first: ``versions-claims.csv`` (every claim's verdict per version, a
 claim in one version only listed), ``versions-pairs.csv`` (each timed pair's ratio of speed-ups with
-its 95% interval and ``changed``), ``versions-ids.csv``; a summary is printed.
+its 95% interval and ``changed``), ``versions-errata.csv`` (each erratum with the versions that found
+it), ``versions-ids.csv``; a summary is printed.
 
 Why by hand and not tox or nox: they make one environment per version well, but neither alternates
 runs between environments, which is what keeps a drifting machine out of the comparison. The
@@ -209,6 +210,7 @@ def compare_and_write(labels: list[str], out: Path, delta: float | None) -> int:
     comparison = versions.compare(results, delta)
     comparison.claims.to_csv(out / "versions-claims.csv", index=False)
     comparison.pairs.to_csv(out / "versions-pairs.csv", index=False)
+    comparison.errata.to_csv(out / "versions-errata.csv", index=False)
     comparison.ids.to_csv(out / "versions-ids.csv", index=False)
     changed = comparison.ids[comparison.ids["changed"]]
     print(

@@ -117,6 +117,7 @@ GLUE = (
     "progress_plugin",
     "recorder",
     "shard_plugin",
+    "versions",
     "xdist_worker",
 )
 

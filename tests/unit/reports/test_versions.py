@@ -70,3 +70,18 @@ def test_a_claim_in_one_version_only_is_listed():
     assert table.loc["c2", "differs"] and table.loc["c2", "2.14.1"] == "(absent)"
     same = versions.claim_changes({"2.13.0": a, "again": a})
     assert not same["differs"].any()
+
+
+def test_an_erratum_one_version_finds_is_listed():
+    from harness.contract.claims import Erratum, ErratumKind
+
+    old = Erratum(ErratumKind.DEPRECATED_API, "torch.jit.script(", "warns", "notes.txt", 12)
+    both = Erratum(ErratumKind.TYPO, "x.sise()", "no such method", "notes.txt", 30)
+
+    def outcomes(*errata):
+        return pd.DataFrame({"case": ["jit.x"], "outcome": ["passed"], "errata": [tuple(errata)]})
+
+    table = versions.errata_changes({"2.13.0": outcomes(both), "2.14.1": outcomes(old, both)})
+    moved = table[table["differs"]]
+    assert len(table) == 2 and len(moved) == 1
+    assert moved["erratum"].item().startswith("deprecated") and not moved["2.13.0"].item()

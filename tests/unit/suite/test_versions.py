@@ -53,5 +53,6 @@ def test_the_comparison_is_written_from_the_runs_on_disk(tmp_path, capsys):
     assert {p.name for p in out.glob("versions-*.csv")} == {
         "versions-claims.csv",
         "versions-pairs.csv",
+        "versions-errata.csv",
         "versions-ids.csv",
     }
