@@ -22,12 +22,20 @@ import math
 from dataclasses import dataclass
 
 import pandas as pd
-from scipy.special import stdtrit
 
 from harness.contract import gain
 from reports import build, load
 from reports.gate.compare import gated_pairs, groups_by_key
-from reports.gate.model import PRIOR_DF, PRIOR_SIGMA, Runs, RunSpeedup, _ss, judged_on, machine_prior
+from reports.gate.model import (
+    PRIOR_DF,
+    PRIOR_SIGMA,
+    Runs,
+    RunSpeedup,
+    difference,
+    judged_on,
+    machine_prior,
+    t_quantile,
+)
 
 LEVEL = 0.95  # two-sided: a change either way is news
 
@@ -52,17 +60,9 @@ class PairChange:
 def _interval(
     a: list[RunSpeedup], b: list[RunSpeedup], prior: tuple[float, float]
 ) -> tuple[float, float, float]:
-    """(d, lo, hi) of mean log speed-up in b − in a: the gate's moderated t, two-sided LEVEL."""
-    sigma0, d0 = prior
-    ya, yb = [r.log for r in a], [r.log for r in b]
-    df = len(ya) - 1 + len(yb) - 1
-    sigma2 = (_ss(ya) + _ss(yb) + d0 * sigma0**2) / (df + d0)
-    # A run whose own rounds were noisier than the machine's between-run noise counts as that noisy.
-    se = math.sqrt(
-        sum(max(sigma2, r.var) for r in a) / len(a) ** 2 + sum(max(sigma2, r.var) for r in b) / len(b) ** 2
-    )
-    t = float(stdtrit(df + d0, 1 - (1 - LEVEL) / 2))
-    d = sum(yb) / len(yb) - sum(ya) / len(ya)
+    """(d, lo, hi) of mean log speed-up in b − in a: the gate's moderated difference, two-sided LEVEL."""
+    d, se, df, _ = difference(a, b, *prior)
+    t = t_quantile(df, 1 - (1 - LEVEL) / 2)
     return d, d - t * se, d + t * se
 
 

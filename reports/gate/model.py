@@ -262,6 +262,20 @@ class Judged:
         return 1 - math.exp(self.lo)
 
 
+def difference(
+    base: list[RunSpeedup], cur: list[RunSpeedup], sigma0: float, d0: float
+) -> tuple[float, float, float, float]:
+    """(d, se, df, σ): the mean log speed-up of `cur` less `base`'s, its standard error and degrees
+    of freedom, and the pair's between-run SD: each side's runs about their own mean, shrunk toward
+    the machine's (σ0, d0); a run whose own rounds were noisier than that counts as that noisy."""
+    yb, yc = [r.log for r in base], [r.log for r in cur]
+    k, m = len(yb), len(yc)
+    df_pair = k - 1 + m - 1
+    sigma2 = (_ss(yb) + _ss(yc) + d0 * sigma0**2) / (df_pair + d0)
+    se = math.sqrt(sum(max(sigma2, r.var) for r in base) / k**2 + sum(max(sigma2, r.var) for r in cur) / m**2)
+    return sum(yc) / m - sum(yb) / k, se, df_pair + d0, math.sqrt(sigma2)
+
+
 def judge(base: list[RunSpeedup], cur: list[RunSpeedup], tol: float, sigma0: float, d0: float) -> Judged:
     """The t test of the module docstring on usable runs of both sides, at the tolerance given.
 
@@ -271,14 +285,7 @@ def judge(base: list[RunSpeedup], cur: list[RunSpeedup], tol: float, sigma0: flo
     interval, never the tolerance: a noisy pair is not judged rather than passed (a pair whose
     change read [-38%, +5%] once passed as "drop not significant" under a tolerance its noise had
     widened to 33%)."""
-    yb, yc = [r.log for r in base], [r.log for r in cur]
-    k, m = len(yb), len(yc)
-    df_pair = k - 1 + m - 1
-    sigma2 = (_ss(yb) + _ss(yc) + d0 * sigma0**2) / (df_pair + d0)
-    df = df_pair + d0
-    cur_var = sum(max(sigma2, r.var) for r in cur) / m**2
-    se = math.sqrt(sum(max(sigma2, r.var) for r in base) / k**2 + cur_var)
-    d = sum(yc) / m - sum(yb) / k
+    d, se, df, sigma = difference(base, cur, sigma0, d0)
     lo, hi = d - t_quantile(df, PASS_LEVEL) * se, d + t_quantile(df, FAIL_LEVEL) * se
     edge = math.log(1 - tol)
     if hi < edge:
@@ -287,4 +294,4 @@ def judge(base: list[RunSpeedup], cur: list[RunSpeedup], tol: float, sigma0: flo
         verdict = OK
     else:
         verdict = UNJUDGED
-    return Judged(verdict, d, lo, hi, tol, math.sqrt(sigma2))
+    return Judged(verdict, d, lo, hi, tol, sigma)
