@@ -19,7 +19,7 @@ fp32 GEMM at 4096 in IEEE and in TF32, and the suite's own distance variants
 - cold: the suite's cold-L2 rounds (a flush of twice the L2 before each call, outside the window).
 
 Then the speed-ups the suite's claims rest on: broadcast ÷ matmul at both sizes and IEEE ÷ TF32,
-under each clock. ``--fake`` runs the same code on `harness.measure.device.FakeDevice` with a 20 µs
+under each clock. ``--fake`` runs the same code on `tests.fake_device.FakeDevice` with a 20 µs
 launch latency and modelled kernels (an H100's, from tests/data/h100_timing_modes.log and the
 gpu review), so CI runs every path in a second; its figures are the model's, not a GPU's.
 """
@@ -43,6 +43,7 @@ import torch  # noqa: E402
 from harness.contract import rounds  # noqa: E402
 from harness.measure import device as harness_device  # noqa: E402
 from harness.measure import graph_figure, precision_flags, timing  # noqa: E402
+from tests.fake_device import FakeDevice  # noqa: E402
 
 CUDA_ROUND_S = rounds.MIN_ROUND_S["cuda"]
 FAKE_LATENCY_S = 20e-6
@@ -106,7 +107,7 @@ def workloads(device: torch.device):
         yield f"distance.broadcast n{n}", dist(distance.broadcast, n), ieee
 
 
-def fake_workloads(fake: harness_device.FakeDevice):
+def fake_workloads(fake: FakeDevice):
     for name, (launches, kernel_s, host_s) in FAKE_MODEL.items():
 
         def call(launches=launches, kernel_s=kernel_s, host_s=host_s):
@@ -216,7 +217,7 @@ def main(argv=None) -> int:
     started = time.monotonic()
     rows: list[Row] = []
     # The fake's flush is host memory its clock never sees: a small one keeps the cold rounds cheap.
-    fake = harness_device.FakeDevice(launch_latency=FAKE_LATENCY_S, l2=2**14) if args.fake else None
+    fake = FakeDevice(launch_latency=FAKE_LATENCY_S, l2=2**14) if args.fake else None
     with harness_device.installed(fake) if fake else contextlib.nullcontext():
         device = "cuda"
         machine = (

@@ -33,6 +33,7 @@ from cases.spec import (
 )
 from harness import measure
 from harness.contract.rules import AllOf, Faster, Lighter
+from harness.measure import device as harness_device
 
 FP32 = torch.float32
 
@@ -355,12 +356,13 @@ def _allocated_bytes(fn, device) -> int:
     """Bytes allocated while `fn` runs: the CUDA allocator's peak above what was live before, or on
     the CPU the profiler's allocation events summed (frees not subtracted: every byte asked for)."""
     if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        base = torch.cuda.memory_allocated(device)
-        torch.cuda.reset_peak_memory_stats(device)
+        gpu = harness_device.of(device)
+        gpu.synchronize()
+        base = gpu.memory_allocated()
+        gpu.reset_peak_memory()
         out = fn()
-        torch.cuda.synchronize(device)
-        peak = torch.cuda.max_memory_allocated(device) - base
+        gpu.synchronize()
+        peak = gpu.max_memory_allocated() - base
         del out
         return peak
     from torch.profiler import ProfilerActivity

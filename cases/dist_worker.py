@@ -40,6 +40,7 @@ from torch import nn
 
 from cases._lib import collectives
 from cases._lib import data_parallel as DP
+from harness.measure import device as harness_device
 from harness.run import launch
 
 D_IN = D_OUT = 256
@@ -66,7 +67,7 @@ def _init(kind: str, init_method: str | None = None, rank: int | None = None, wo
 
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
-        torch.cuda.synchronize(device)
+        harness_device.of(device).synchronize()
 
 
 def _write(out: str, task: str, rank: int, payload: dict) -> None:

@@ -42,6 +42,7 @@ from cases.spec import (
 )
 from harness import measure
 from harness.contract.rules import AllOf, Faster, FromFindings, Lighter
+from harness.measure import device as harness_device
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 
@@ -522,22 +523,20 @@ def _step_curves(net, xs, ys, h0, carry, retain_graph, device):
                 out, h = net.rnn(x, h)
                 loss = F.mse_loss(net.out(out), y)
                 nodes.append(_graph_nodes(loss))
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
+                measure.synchronize(device)
                 t0 = time.perf_counter()
                 loss.backward(retain_graph=retain_graph)
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
+                measure.synchronize(device)
                 ms.append(1e3 * (time.perf_counter() - t0))
                 h = carry(h)
                 del out, loss
                 if timed and device.type == "cuda":
-                    live.append(torch.cuda.memory_allocated(device) - base)
+                    live.append(harness_device.of(device).memory_allocated() - base)
         return h, ms, nodes
 
     live = []
     if device.type == "cuda":
-        base = torch.cuda.memory_allocated(device)
+        base = harness_device.of(device).memory_allocated()
         h, ms, nodes = run(True, False)
         del h
         return ms, nodes, live

@@ -1,4 +1,4 @@
-"""Fake CUDA variants for `harness.measure.device.FakeDevice`: kernels that move its clock, a pair
+"""Fake CUDA variants for `tests.fake_device.FakeDevice`: kernels that move its clock, a pair
 of them at one point, and a host-bound side (several small launches the host issues slower than
 the device runs them), so the GPU-only paths run on a CPU machine."""
 

@@ -15,6 +15,7 @@ import torch.distributed as dist
 from torch import nn
 
 from cases.spec import UNIT_ROUNDOFF
+from harness.measure import device as harness_device
 
 U32 = UNIT_ROUNDOFF[torch.float32]
 
@@ -62,7 +63,7 @@ def replica_devices(device: torch.device, replicas: int) -> list[torch.device]:
     """One device per replica: distinct GPUs when there are enough, otherwise replicas share the
     device (on CPU, or one GPU: the cost of the machinery without any parallel hardware)."""
     if device.type == "cuda":
-        count = torch.cuda.device_count()
+        count = harness_device.cuda_count()
         return [torch.device("cuda", i % count) for i in range(replicas)]
     return [device] * replicas
 

@@ -19,6 +19,7 @@ from typing import Iterator
 import torch
 
 from harness.measure import block_context, precision_flags
+from harness.measure import device as harness_device
 
 IEEE_OPS = (
     "backends.cuda.matmul.fp32_precision",
@@ -34,7 +35,7 @@ _inside = 0  # ieee_fp32 contexts entered and not yet left: a nested one has not
 def ieee_context(*inputs) -> Iterator[None]:
     """TF32 off in cuDNN and cuBLAS for the block (nothing off CUDA, nor inside another)."""
     global _inside
-    if _inside or not torch.cuda.is_available():
+    if _inside or not harness_device.cuda_available():
         yield
         return
     # preserved() restores both flag APIs: a legacy write also rewrites the new-API values.

@@ -43,7 +43,9 @@ from cases.spec import (
     naive,
     optimized,
 )
+from harness import measure
 from harness.contract.rules import FromFindings
+from harness.measure import device as harness_device
 
 FP32 = torch.float32
 
@@ -131,7 +133,7 @@ def _files_loader(epoch, workers):
         shuffle=True,
         generator=_generator(epoch),
         num_workers=workers,
-        pin_memory=torch.cuda.is_available(),
+        pin_memory=harness_device.cuda_available(),
     )
 
 
@@ -487,7 +489,7 @@ def check_pin_memory(device):
     for (b,) in loader:
         pinned.append(b.is_pinned())
         got.append(b.to(device, non_blocking=True))
-    torch.cuda.synchronize(device)
+    measure.synchronize(device)
     return judge_pin_memory(pinned, torch.equal(torch.cat(got).cpu(), x))  # copies: exact
 
 

@@ -17,6 +17,10 @@ import torch
 from cases._lib.deprecation import is_deprecation
 from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 
+# Outside the device seam on purpose (tests/unit/properties/test_device_seam.py reads this): the
+# notes' calls are what is checked, so the case calls them by the notes' names.
+CUDA_ONLY = "the technique is torch.cuda's caching-allocator statistics, called as the notes call them"
+
 MIB = 2**20
 BLOCK = 2 * MIB  # the caching allocator rounds requests over 1 MiB up to 2 MiB blocks
 

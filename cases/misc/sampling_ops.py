@@ -17,6 +17,7 @@ import torch
 
 from cases._lib import isolated as _isolated
 from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
+from harness.measure import device as harness_device
 
 
 def _raises(fn, exc=RuntimeError) -> bool:
@@ -41,7 +42,7 @@ def multinomial_rejects(device: str, weights: list[float]) -> dict:
     try:
         torch.multinomial(w, 1)
         if w.is_cuda:
-            torch.cuda.synchronize(w.device)
+            harness_device.of(w.device).synchronize()
     except RuntimeError as exc:
         return {"raised": type(exc).__name__, "message": str(exc).strip().splitlines()[0]}
     return {"raised": None, "message": ""}

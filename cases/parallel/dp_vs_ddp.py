@@ -29,6 +29,7 @@ from cases.spec import Case, Check, Claim, ClaimKind, Finding, Verdict
 from harness.contract import gain
 from harness.contract.rules import FromFindings
 from harness.machine import premises
+from harness.measure import device as harness_device
 
 # ---- DataParallel with the GPUs this process sees ---------------------------------------------------
 
@@ -384,7 +385,7 @@ def launched_dataparallel(runs: Runs, out_dir) -> LaunchRecord:
     """nn.DataParallel: one process driving every GPU on the full batch, and the notes' claim that
     DDP at world = the GPU count beats it."""
     info, extra, times = train_row(trained(runs.dataparallel(out_dir), "dp"), "dp", "cuda")
-    gpus = torch.cuda.device_count()
+    gpus = harness_device.cuda_count()
     ddp = step_times(trained(runs.train("cuda", gpus), "ddp"), "ddp")
     return LaunchRecord(
         "ddp_vs_dp",

@@ -19,6 +19,7 @@ from cases._lib.inputs import generator
 from cases.spec import Case, Check, Claim, ClaimKind, Finding, Tol, Verdict, library, naive
 from harness.contract import gain
 from harness.contract.rules import FromFindings
+from harness.measure import device as harness_device
 
 FP32, FP64 = torch.float32, torch.float64
 
@@ -128,17 +129,17 @@ def check_more_gpus_more_throughput(device):
     """002: more GPUs, a larger minibatch, more efficient training. Weak scaling of the hand-written
     data parallel: a fixed batch per GPU on 1 GPU and on every visible one (k), timed in
     alternating rounds; the throughput gain is k·t₁/t_k."""
-    k = torch.cuda.device_count()
+    k = harness_device.cuda_count()
     per_gpu = {"hidden": 2048, "d": 1024, "batch": 2048}
     one = make_mlp_problem({**per_gpu, "replicas": 1}, FP32, device, seed=1)
     many = make_mlp_problem({**per_gpu, "batch": k * per_gpu["batch"], "replicas": k}, FP32, device, seed=1)
 
     def timed(inputs):
-        torch.cuda.synchronize()
+        harness_device.current_cuda().synchronize()
         start = time.perf_counter()
         manual_dp_train(*inputs, steps=1)
-        for i in range(torch.cuda.device_count()):
-            torch.cuda.synchronize(i)
+        for i in range(k):
+            harness_device.cuda(i).synchronize()
         return time.perf_counter() - start
 
     timed(one), timed(many)  # warm-up: kernels, allocator, peer copies

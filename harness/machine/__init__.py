@@ -19,6 +19,7 @@ import platform
 import torch
 
 from harness.machine import premises
+from harness.measure import device as devices
 
 PRECISION_SETTINGS = (
     "backends.cuda.matmul.allow_tf32",
@@ -74,11 +75,11 @@ def cpu_info() -> dict:
 
 
 def gpu_info() -> dict:
-    if not torch.cuda.is_available():
+    if not devices.cuda_available():
         return {"count": 0}
-    props = torch.cuda.get_device_properties(0)
+    props = devices.cuda(0).properties()
     return {
-        "count": torch.cuda.device_count(),
+        "count": devices.cuda_count(),
         "name": props.name,
         "capability": f"{props.major}.{props.minor}",
         "memory_bytes": props.total_memory,

@@ -25,6 +25,8 @@ from typing import Callable
 
 import torch
 
+from harness.measure import device as devices
+
 # CPU GEMM sizes tried, smallest first: the best rate over them is kept (small sizes win where
 # a large B no longer fits the 2 MiB L2 slice; large ones where threading overhead dominates).
 CPU_GEMM_SIZES = (512, 1024, 2048)
@@ -244,18 +246,19 @@ def cuda_tf32(enabled: bool):
 
 
 def _cuda_best_seconds(
-    fn: Callable[[], object], budget_s: float, device: torch.device, min_reps: int = 3
+    fn: Callable[[], object], budget_s: float, gpu: devices.Device, min_reps: int = 3
 ) -> float:
-    """Best per-call seconds from CUDA events around batches of `CUDA_BATCH` back-to-back calls."""
+    """Best per-call seconds from the device's events around batches of `CUDA_BATCH` back-to-back
+    calls (its clock, as every timing of the suite on that device)."""
     fn()
-    torch.cuda.synchronize(device)
-    start_ev, end_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    gpu.synchronize()
+    start_ev, end_ev = gpu.event(), gpu.event()
     best, reps, t0 = float("inf"), 0, time.perf_counter()
     while reps < min_reps or (time.perf_counter() - t0 < budget_s and reps < 100):
-        start_ev.record()
+        start_ev.record(gpu.current_stream())
         for _ in range(CUDA_BATCH):
             fn()
-        end_ev.record()
+        end_ev.record(gpu.current_stream())
         end_ev.synchronize()
         best = min(best, start_ev.elapsed_time(end_ev) / 1e3 / CUDA_BATCH)
         reps += 1
@@ -264,11 +267,12 @@ def _cuda_best_seconds(
 
 def _measure_cuda(budget_s: float) -> tuple[dict, dict]:
     start = time.perf_counter()
-    device = torch.device("cuda", torch.cuda.current_device())
+    gpu = devices.current_cuda()
+    device = gpu.torch_device
     n, ceilings = CUDA_GEMM_N, {}
     g = torch.Generator(device=device).manual_seed(0)
     share = budget_s * 0.18
-    with torch.cuda.device(device):
+    with gpu.current():
         for key, dtype, tf32 in (
             ("fp32_flops", torch.float32, False),
             ("tf32_flops", torch.float32, True),
@@ -279,17 +283,17 @@ def _measure_cuda(budget_s: float) -> tuple[dict, dict]:
             b = torch.randn(n, n, device=device, generator=g).to(dtype)
             c = torch.empty(n, n, device=device, dtype=dtype)
             with cuda_tf32(tf32):
-                seconds = _cuda_best_seconds(functools.partial(torch.mm, a, b, out=c), share, device)
+                seconds = _cuda_best_seconds(functools.partial(torch.mm, a, b, out=c), share, gpu)
             ceilings[key] = 2 * n**3 / seconds
             del a, b, c
         src = torch.ones(CUDA_COPY_BYTES // 4, device=device)
         dst = torch.empty_like(src)
-        seconds = _cuda_best_seconds(functools.partial(dst.copy_, src), share, device)
+        seconds = _cuda_best_seconds(functools.partial(dst.copy_, src), share, gpu)
         ceilings["copy_bytes_per_s"] = 2 * CUDA_COPY_BYTES / seconds
         del src, dst
-        torch.cuda.empty_cache()
+        gpu.release_cached()
     detail = {
-        "device_name": torch.cuda.get_device_name(device),
+        "device_name": gpu.name(),
         "gemm_n": n,
         "copy_buffer_bytes": CUDA_COPY_BYTES,
         "seconds": round(time.perf_counter() - start, 3),

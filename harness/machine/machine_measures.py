@@ -15,6 +15,7 @@ from typing import Sequence
 import torch
 
 from harness.machine import ceilings, noise
+from harness.measure import device as devices
 
 
 class MachineMeasures:
@@ -27,7 +28,7 @@ class MachineMeasures:
         """The measured ceilings of `device`'s kind. The first ask measures every selected device
         present (each once per process, harness.machine.ceilings.measured), i.e. before the first timing."""
         for d in self.devices:
-            if d == "cpu" or (d == "cuda" and torch.cuda.is_available()):
+            if d == "cpu" or (d == "cuda" and devices.cuda_available()):
                 self.ceilings[d] = ceilings.measured(d)
         return self.ceilings.get(torch.device(device).type, ({}, {}))[0]
 

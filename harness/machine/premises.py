@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from harness.measure import device as devices
 from harness.measure import precision_flags as flags
 
 CPUINFO = "/proc/cpuinfo"
@@ -159,20 +160,21 @@ def onednn_reduced(op: str, mode: str = "bf16", shapes=None) -> Premise:
 
 def gpu_count() -> int:
     """GPUs this process can use (CUDA_VISIBLE_DEVICES applies); 0 without CUDA."""
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return devices.cuda_count()
 
 
 def gpus(at_least: int) -> Premise:
     n = gpu_count()
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     where = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
-    names = f": {', '.join(torch.cuda.get_device_name(i) for i in range(n))}" if n else ""
+    names = f": {', '.join(devices.cuda(i).name() for i in range(n))}" if n else ""
     return Premise(f">= {at_least} GPU(s)", n >= at_least, f"{n} visible to this process{where}{names}")
 
 
-def _sm(device) -> tuple[int, int, str]:
-    major, minor = torch.cuda.get_device_capability(device)
-    return major, minor, f"{torch.cuda.get_device_name(device)} sm_{major}{minor}"
+def _sm(where) -> tuple[int, int, str]:
+    gpu = devices.CudaDevice(where)
+    major, minor = gpu.capability()
+    return major, minor, f"{gpu.name()} sm_{major}{minor}"
 
 
 def cuda_tensor_cores(device, dtype: str) -> Premise:
@@ -191,7 +193,7 @@ def cuda_tf32(device, op: str, shapes=None) -> Premise:
     by `_rounds_inputs`; the compute capability (TF32 units from sm_80) is evidence for it."""
     device = torch.device(device)
     if device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
+        device = devices.current_cuda().torch_device
     hardware = cuda_tensor_cores(device, "tf32")
     present, seen = _rounds_inputs(str(device), op, "tf32", _shapes(op, shapes))
     return Premise(f"TF32 for fp32 {op} on cuda", present, f"measured: {seen}; read: {hardware.evidence}")
@@ -365,7 +367,7 @@ def summary() -> dict[str, dict]:
     ]
     compile_on = ["cpu"]
     if gpu_count():
-        cuda = torch.device("cuda", torch.cuda.current_device())
+        cuda = devices.current_cuda().torch_device
         found += [cuda_tensor_cores(cuda, d) for d in ("tf32", "bf16", "fp16")]
         found += [nccl()]
         compile_on.append("cuda")

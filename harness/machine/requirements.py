@@ -22,6 +22,7 @@ import re
 import torch
 
 from harness.machine import premises
+from harness.measure import device as devices
 
 CUDA_MISSING = "CUDA not available"
 _COMPARE = re.compile(r"^(cuda|gpus)>=(\d+(?:\.\d+)?)$")
@@ -61,7 +62,7 @@ def unmet(requires, device: str) -> str | None:
     """The reason these requirements are not met on this machine for `device`, or None."""
     for token in requires:
         validate(token)
-    if needs_gpu(requires, device) and not torch.cuda.is_available():
+    if needs_gpu(requires, device) and not devices.cuda_available():
         return CUDA_MISSING
     for token in requires:
         if token.startswith("module:"):
@@ -82,7 +83,7 @@ def unmet(requires, device: str) -> str | None:
             if kind == "gpus" and premises.gpu_count() < value:
                 return f"needs >= {int(value)} GPUs, found {premises.gpu_count()}"
             if kind == "cuda":
-                major, minor = torch.cuda.get_device_capability()
+                major, minor = devices.current_cuda().capability()
                 if major + minor / 10 < value:
                     return f"needs compute capability >= {value}, found {major}.{minor}"
     return None

@@ -167,7 +167,7 @@ def free_memory(device: torch.device | str, full: bool = True) -> None:
     (milliseconds; a full collection takes ~0.15 s with torch loaded, at every input group)."""
     gc.collect(2 if full else 1)
     if torch.device(device).type == "cuda":
-        torch.cuda.empty_cache()
+        harness_device.of(device).release_cached()
 
 
 def memory_budget(device: torch.device | str) -> int:
@@ -175,12 +175,9 @@ def memory_budget(device: torch.device | str) -> int:
     there), half of the host's available memory (the oracle and the OS need the rest)."""
     dev = torch.device(device)
     if dev.type == "cuda":
-        # The driver counts blocks PyTorch's allocator holds cached as used; the allocator reuses
-        # them (and releases them and retries before it reports out of memory). Without them an
-        # H100 skipped sdpa_math at 64 GiB right after masked_fill had left 48 GiB cached.
-        free, _ = torch.cuda.mem_get_info(dev)
-        cached = torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)
-        return int((free + cached) * 0.9)
+        # The cached blocks count: without them an H100 skipped sdpa_math at 64 GiB right after
+        # masked_fill had left 48 GiB cached.
+        return int(harness_device.CudaDevice(dev).usable_bytes() * 0.9)
     return int(_cpu_available_bytes() * 0.5)
 
 
@@ -189,9 +186,9 @@ def memory_capacity(device: torch.device | str) -> int | None:
     None where the device is not here to ask (collecting CUDA points on a CPU machine)."""
     dev = torch.device(device)
     if dev.type == "cuda":
-        if not torch.cuda.is_available():
+        if not harness_device.cuda_available():
             return None
-        return int(torch.cuda.get_device_properties(dev).total_memory * 0.9)
+        return int(harness_device.CudaDevice(dev).total_bytes() * 0.9)
     return int(_cpu_total_bytes() * 0.5)
 
 

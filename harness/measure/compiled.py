@@ -17,6 +17,8 @@ from typing import Any, Callable
 
 import torch
 
+from harness.measure import device as harness_device
+
 DEFAULT = "default"
 MAX_AUTOTUNE = "max-autotune-no-cudagraphs"  # CUDA, full profile: Triton autotuning, no graph replay
 
@@ -74,7 +76,7 @@ class Compiled:
         with _compile_config(cold=True):
             out = self._compiled(*inputs)
         for device in devices:
-            torch.cuda.synchronize(device)
+            harness_device.of(device).synchronize()
         seconds = time.perf_counter() - start
         breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
         return out, seconds, breaks

@@ -10,10 +10,11 @@ records the clock's name (`Device.timer_name`) beside its figures.
 
 `AcceleratorDevice` uses ``torch.accelerator`` (barrier, current stream, memory statistics) and
 the generic ``torch.Event``: CUDA, MPS and XPU alike; `CudaDevice` is it with ``torch.cuda`` as the
-fallback on a torch without them, and the L2 size. `FakeDevice`
-stands in for CUDA on a machine without a GPU: events read a counter the test moves, and every
-barrier is counted, so a test sees what a timing path would ask of a GPU. `installed` puts one in
-place of a device kind for a block. Plain Python over torch; no pytest.
+fallback on a torch without them, its memory capacity and the L2 size. Which CUDA devices this
+process can use (`cuda_available`, `cuda_count`, `current_cuda`) is asked here too, so the rest of
+the harness and the cases reach CUDA through this module only (tests/unit/properties/test_device_seam.py
+counts what is left outside it). `installed` puts another device (the tests' `FakeDevice`) in place
+of a device kind for a block. Plain Python over torch; no pytest.
 """
 
 from __future__ import annotations
@@ -191,6 +192,34 @@ class CudaDevice(AcceleratorDevice):
     def max_memory_allocated(self) -> int:
         return (_accelerator("max_memory_allocated") or torch.cuda.max_memory_allocated)(self.torch_device)
 
+    def usable_bytes(self) -> int:
+        """Bytes a new allocation can get now: the driver's free memory plus the blocks PyTorch's
+        allocator holds cached (the driver counts those as used; the allocator reuses them, and
+        releases them and retries before it reports out of memory)."""
+        free, _ = torch.cuda.mem_get_info(self.torch_device)
+        cached = torch.cuda.memory_reserved(self.torch_device) - torch.cuda.memory_allocated(
+            self.torch_device
+        )
+        return free + cached
+
+    def total_bytes(self) -> int:
+        return torch.cuda.get_device_properties(self.torch_device).total_memory
+
+    def name(self) -> str:
+        return torch.cuda.get_device_name(self.torch_device)
+
+    def capability(self) -> tuple[int, int]:
+        return torch.cuda.get_device_capability(self.torch_device)
+
+    def properties(self):
+        return torch.cuda.get_device_properties(self.torch_device)
+
+    @contextlib.contextmanager
+    def current(self) -> Iterator[None]:
+        """This device as the current CUDA device for the block (kernels and events default to it)."""
+        with torch.cuda.device(self.torch_device):
+            yield
+
     def capture(self, fn: Callable[[], object]) -> tuple[Callable[[], object], object]:
         """(replay, output): one call of `fn` captured in a CUDA graph.
 
@@ -277,175 +306,6 @@ def timer_name(clock) -> str:
     return getattr(clock, "name", HOST_TIMER)
 
 
-class FakeDevice:
-    """A CUDA device for tests on a machine without one. Its time is a counter: the test's fake
-    kernels move it (`advance`, `launch`), or `ticks` supplies it (``time.perf_counter`` for a
-    device that follows the host). Its events read the counter when recorded and hand back float32
-    milliseconds as CUDA's do; every barrier is counted, a device synchronize in `syncs` and an
-    event's wait in `event_waits`, and `log` keeps them in order beside what the test appends
-    (its calls), so a test can see where the barriers fall. Tensors live on the host.
-
-    The host and the device keep separate time, as on a GPU: a kernel the host launches starts
-    when the device's queue is free and `launch_latency` after the host issued it, whichever is
-    later, and the host spends `host_s` issuing it (Python, dispatch). A wait (an event's, a
-    synchronize) brings the host to the device. So after a clock's reading has waited, the
-    device sits idle for the launch latency before the round's first kernel, inside the round's
-    window (the gap a real GPU shows: docs/measuring.md), and a call whose host issue time
-    exceeds its kernels' runs at the host's pace. With neither (the defaults) every kernel starts
-    where the last ended, the counter of before. `capture` records a call's kernels as a CUDA
-    graph does; its replay launches them as one, with one launch latency and no host cost."""
-
-    kind = "cuda"
-    timer_name = DEVICE_TIMER
-
-    def __init__(
-        self, ticks: Callable[[], float] | None = None, l2: int = 2**20, launch_latency: float = 0.0
-    ):
-        self.torch_device = torch.device("cpu")
-        self._ticks = ticks
-        self.launch_latency = launch_latency
-        self._queue_end = 0.0  # when the device finishes what was launched
-        self._host = 0.0  # the host's time: moved by its issue costs and its waits
-        self._capturing: list[float] | None = None
-        self.syncs = 0
-        self.event_waits = 0
-        self.launches = 0
-        self.log: list[str] = []
-        self._l2 = l2
-        self.allocated = 0
-        self.peak = 0
-        self.dead: str | None = None  # the sticky error `kill` planted: every later call raises it
-        self.out_of_memory = False  # the probe's allocation runs out of memory (not sticky)
-        self.released = 0
-
-    def kill(self, message: str) -> None:
-        """The context dies as a kernel's device-side assert kills a real one."""
-        self.dead = message
-
-    def _raise_if_dead(self) -> None:
-        if self.dead is not None:
-            raise (torch.AcceleratorError if hasattr(torch, "AcceleratorError") else RuntimeError)(self.dead)
-
-    def initialized(self) -> bool:
-        return True
-
-    def probe(self) -> str | None:
-        if self.out_of_memory:
-            return None
-        try:
-            self._raise_if_dead()
-            self.synchronize()
-        except RuntimeError as exc:
-            return str(exc)
-        return None
-
-    def release_cached(self) -> None:
-        self._raise_if_dead()  # on a dead context the frees fail too
-        self.released += 1
-
-    @property
-    def now(self) -> float:
-        """What an event recorded now reads: the end of the queue, or the host's time where the
-        device is idle."""
-        return self._ticks() if self._ticks is not None else max(self._queue_end, self._host)
-
-    def launch(self, seconds: float, host_s: float = 0.0) -> None:
-        """A kernel of `seconds` of device time, issued by the host in `host_s`."""
-        if self._capturing is not None:
-            self._capturing.append(seconds)
-            return
-        self._host += host_s
-        self._queue_end = max(self._queue_end, self._host + self.launch_latency) + seconds
-        self.launches += 1
-
-    def advance(self, seconds: float) -> None:
-        self.launch(seconds)
-
-    def _wait(self, until: float) -> None:
-        self._host = max(self._host, until)
-
-    def _refuse_in_capture(self) -> None:
-        if self._capturing is not None:  # as CUDA refuses a wait during a capture
-            raise RuntimeError("operation not permitted when stream is capturing: the call synchronizes")
-
-    def synchronize(self) -> None:
-        self._raise_if_dead()
-        self._refuse_in_capture()
-        self.syncs += 1
-        self.log.append("sync")
-        self._wait(self._queue_end)
-
-    def current_stream(self):
-        return "fake-stream"
-
-    def event(self):
-        return _FakeEvent(self)
-
-    def clock(self) -> Callable[[], float]:
-        return DeviceClock(self)
-
-    def capture(self, fn: Callable[[], object]) -> tuple[Callable[[], object], object]:
-        """(replay, output) of `fn` captured as a CUDA graph: the kernels its one call launches,
-        replayed back to back after one launch latency, with no host time per kernel. A device
-        that follows the host (`ticks`) replays by calling `fn`."""
-        self._raise_if_dead()
-        if self._ticks is not None:
-            return fn, fn()
-        self._capturing = []
-        try:
-            out = fn()
-        finally:
-            kernels, self._capturing = self._capturing, None
-        total = sum(kernels)
-
-        def replay():
-            self.launch(total)
-            self.log.append("replay")
-            return out
-
-        return replay, out
-
-    @property
-    def barriers(self) -> int:
-        return self.syncs + self.event_waits
-
-    def has_allocator_stats(self) -> bool:
-        return True
-
-    def reset_peak_memory(self) -> None:
-        self.peak = self.allocated
-
-    def memory_allocated(self) -> int:
-        return self.allocated
-
-    def max_memory_allocated(self) -> int:
-        return self.peak
-
-    def l2_bytes(self) -> int:
-        return self._l2
-
-
-class _FakeEvent:
-    def __init__(self, device: FakeDevice):
-        self._device = device
-        self.at: float | None = None
-
-    def record(self, stream=None) -> None:
-        self.at = self._device.now
-
-    def synchronize(self) -> None:
-        self._device._refuse_in_capture()
-        self._device.event_waits += 1
-        self._device.log.append("read")
-        if self.at is not None and self._device._ticks is None:
-            self._device._wait(self.at)
-
-    def elapsed_time(self, end: _FakeEvent) -> float:
-        if self.at is None or end.at is None:
-            raise RuntimeError("elapsed_time of an event that was never recorded")
-        return float(torch.tensor((end.at - self.at) * 1e3, dtype=torch.float32))
-
-
 _installed: dict[str, Device] = {}
 
 
@@ -459,6 +319,29 @@ def of(device: torch.device | str) -> Device:
     if dev.type in ACCELERATORS:
         return AcceleratorDevice(dev)
     return HostDevice(dev)
+
+
+# ---- discovery: which CUDA devices this process can use -------------------------------------------
+# Asked here, not through `of`: answering needs no device object, and nothing here creates a context
+# beyond what torch.cuda's own queries do.
+
+
+def cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+def cuda_count() -> int:
+    """GPUs this process can use (CUDA_VISIBLE_DEVICES applies); 0 without CUDA."""
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def current_cuda() -> CudaDevice:
+    """The current CUDA device, with its index (a bare "cuda" names no GPU in particular)."""
+    return CudaDevice(torch.device("cuda", torch.cuda.current_device()))
+
+
+def cuda(index: int) -> CudaDevice:
+    return CudaDevice(torch.device("cuda", index))
 
 
 @contextlib.contextmanager

@@ -16,6 +16,10 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+# Outside the device seam on purpose (tests/unit/properties/test_device_seam.py reads this): the
+# sync debug mode is torch.cuda's alone, with no torch.accelerator or other backend equivalent.
+CUDA_ONLY = "torch.cuda.set_sync_debug_mode has no other backend's equivalent"
+
 
 @contextlib.contextmanager
 def synchronizing_calls_raise() -> Iterator[None]:

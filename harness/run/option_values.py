@@ -19,9 +19,9 @@ MAX_THREADS_PER_CORE = 4  # torch.set_num_threads(100000) segfaulted; a few per 
 def devices(text: str | None) -> tuple[str, ...]:
     """The devices of the run, each once, in the order given; by default (None) those present."""
     if text is None:
-        import torch
+        from harness.measure import device
 
-        return ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
+        return ("cpu", "cuda") if device.cuda_available() else ("cpu",)
     return tuple(dict.fromkeys(d.strip() for d in text.split(",") if d.strip()))
 
 

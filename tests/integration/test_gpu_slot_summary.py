@@ -16,6 +16,7 @@ import pytest
 from harness.measure import device as harness_device
 from harness.point import pair_benchmark
 from tests import fake_gpu, paths, synthetic
+from tests.fake_device import FakeDevice
 
 pytestmark = pytest.mark.integration
 CI = paths.ROOT / ".ci"
@@ -28,7 +29,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_the_summary_shows_each_pair_its_gpu_only_speedup_the_host_bound_flag_and_the_probe(tmp_path):
-    fake = harness_device.FakeDevice(launch_latency=20e-6)
+    fake = FakeDevice(launch_latency=20e-6)
     with harness_device.installed(fake):
         timed = pair_benchmark.run(
             fake_gpu.host_bound_pair(fake), cap_s=0.05, min_rounds=5, noise_floor=lambda: None

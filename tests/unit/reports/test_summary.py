@@ -9,6 +9,7 @@ import pytest
 
 from reports import load, summary
 from tests import synthetic
+from tests.fake_device import FakeDevice
 
 
 def test_timing_mode_all_gives_one_row_per_mode_never_a_pooled_one(tmp_path):
@@ -138,7 +139,7 @@ def test_a_host_bound_fast_side_is_flagged_and_its_gpu_only_speedup_shown(tmp_pa
     from tests import fake_gpu
 
     def timed(make):
-        fake = harness_device.FakeDevice(launch_latency=20e-6)
+        fake = FakeDevice(launch_latency=20e-6)
         with harness_device.installed(fake):
             return pair_benchmark.run(make(fake), cap_s=0.05, min_rounds=5, noise_floor=lambda: None)
 

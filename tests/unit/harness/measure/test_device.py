@@ -2,7 +2,7 @@
 noise floor's A/A pair, cold-L2 and graph rounds are read on the device's clock (an event at each
 round's start and end, the clock waiting at its readings), with no barrier between the calls.
 
-Run on the CPU with CUDA faked by `harness.measure.device.FakeDevice`: its events read a counter that the
+Run on the CPU with CUDA faked by `tests.fake_device.FakeDevice`: its events read a counter that the
 fake kernels below move, and it counts every barrier (a device synchronize in ``syncs``, an
 event's wait in ``event_waits``) and logs them beside the calls. A path still timed by the host
 around a synchronised call shows as a ``sync`` after every call and figures that are not the
@@ -27,13 +27,14 @@ from harness.measure import device as harness_device
 from harness.measure import interleave, timing
 from harness.point import marks, pair_benchmark
 from harness.point.variant_benchmark import VariantAtPoint
+from tests.fake_device import FakeDevice
 from tests.fake_gpu import host_bound_pair, kernel
 from tests.fake_gpu import pair as _pair
 
 
 @pytest.fixture
 def fake():
-    with harness_device.installed(harness_device.FakeDevice()) as device:
+    with harness_device.installed(FakeDevice()) as device:
         yield device
 
 
@@ -101,7 +102,7 @@ def test_a_pair_on_the_cpu_is_timed_by_the_host_and_says_so():
 def test_the_noise_floors_a_a_pair_is_read_on_the_device_clock():
     """The A/A pair's rounds on the device's clock (here one that follows the host's time, as the
     fake's matmul runs on the host): the floor judges figures timed the way the pairs are."""
-    fake = harness_device.FakeDevice(ticks=time.perf_counter)
+    fake = FakeDevice(ticks=time.perf_counter)
     with harness_device.installed(fake):
         measured = noise.measured("cuda")
     assert measured["timer"] == "cuda_events"
@@ -288,7 +289,7 @@ SLOW = 47 * FAST
 
 
 def test_the_fake_device_leaves_the_launch_gap_inside_a_round_and_runs_host_bound_calls_at_the_hosts_pace():
-    fake = harness_device.FakeDevice(launch_latency=GAP)
+    fake = FakeDevice(launch_latency=GAP)
     clock = fake.clock()
     clock()
     t0 = clock()
@@ -309,7 +310,7 @@ def test_the_fake_device_leaves_the_launch_gap_inside_a_round_and_runs_host_boun
 
 
 def test_a_47x_pair_reads_within_2_percent_of_47x_with_a_20us_launch_gap():
-    fake = harness_device.FakeDevice(launch_latency=GAP)
+    fake = FakeDevice(launch_latency=GAP)
     with harness_device.installed(fake):
         timed = pair_benchmark.run(
             _pair(fake, FAST, SLOW), cap_s=0.05, min_rounds=5, noise_floor=lambda: None
@@ -321,7 +322,7 @@ def test_a_47x_pair_reads_within_2_percent_of_47x_with_a_20us_launch_gap():
 def test_a_cuda_round_holds_at_least_2_ms_of_device_time_sized_from_several_calls():
     """Sized from one call, which carries the gap (53 µs for 33 µs of work), the fast side's round
     held 10 calls: 0.33 ms of work, 6% of it gap."""
-    fake = harness_device.FakeDevice(launch_latency=GAP)
+    fake = FakeDevice(launch_latency=GAP)
     with harness_device.installed(fake):
         timed = pair_benchmark.run(
             _pair(fake, FAST, SLOW), cap_s=0.05, min_rounds=5, noise_floor=lambda: None
@@ -331,7 +332,7 @@ def test_a_cuda_round_holds_at_least_2_ms_of_device_time_sized_from_several_call
 
 
 def test_the_in_window_gap_is_fitted_over_1_to_32_calls_and_recorded_with_the_pair():
-    fake = harness_device.FakeDevice(launch_latency=GAP)
+    fake = FakeDevice(launch_latency=GAP)
     with harness_device.installed(fake):
         timed = pair_benchmark.run(
             _pair(fake, FAST, SLOW), cap_s=0.05, min_rounds=5, noise_floor=lambda: None
@@ -342,7 +343,7 @@ def test_the_in_window_gap_is_fitted_over_1_to_32_calls_and_recorded_with_the_pa
 
 
 def test_a_variant_timed_alone_on_cuda_reads_its_kernel_within_1_percent_and_records_the_gap():
-    fake = harness_device.FakeDevice(launch_latency=GAP)
+    fake = FakeDevice(launch_latency=GAP)
     with harness_device.installed(fake):
         seconds, info = timing.rounds_by_hand(kernel(fake, FAST, None), "cuda", cap_s=0.05, min_rounds=5)
     assert statistics.median(seconds) == pytest.approx(FAST, rel=0.01)
@@ -354,7 +355,7 @@ def test_each_side_of_a_cuda_pair_is_also_timed_as_a_graph_replay_beside_its_eve
     """The event-timed rounds run the fast side at the host's pace (75 µs a call); a graph replay
     of several calls gives its GPU time (36 µs), so the GPU-only speed-up is 47x where the rounds
     read ~22x."""
-    fake = harness_device.FakeDevice(launch_latency=GAP)
+    fake = FakeDevice(launch_latency=GAP)
     with harness_device.installed(fake):
         timed = pair_benchmark.run(host_bound_pair(fake), cap_s=0.05, min_rounds=5, noise_floor=lambda: None)
     assert statistics.median(timed.fast_s) == pytest.approx(75e-6, rel=0.02)
@@ -367,7 +368,7 @@ def test_each_side_of_a_cuda_pair_is_also_timed_as_a_graph_replay_beside_its_eve
 
 
 def test_a_side_that_cannot_be_captured_keeps_its_event_figure_and_says_why():
-    fake = harness_device.FakeDevice(launch_latency=GAP)
+    fake = FakeDevice(launch_latency=GAP)
     pair = _pair(fake, FAST, SLOW)
     syncing = pair.sides["matmul"].fn
 

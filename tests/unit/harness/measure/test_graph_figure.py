@@ -10,13 +10,13 @@ import math
 import pytest
 
 from harness.contract import rounds
-from harness.measure import device as harness_device
 from harness.measure import graph_figure
 from tests import fake_gpu
+from tests.fake_device import FakeDevice
 
 
 def test_a_host_bound_call_replayed_from_a_graph_reads_its_gpu_time():
-    fake = harness_device.FakeDevice(launch_latency=20e-6)
+    fake = FakeDevice(launch_latency=20e-6)
     call = fake_gpu.launches(fake, 6, 6e-6, 12.5e-6, None)  # 36 µs of GPU work, 75 µs of host issue
     figure = graph_figure.per_call(call, fake, call_s=75e-6, min_round_s=rounds.MIN_ROUND_S["cuda"])
     assert figure.calls == math.ceil(2e-3 / 75e-6) and figure.reason == ""  # a round of the host's pace
@@ -25,7 +25,7 @@ def test_a_host_bound_call_replayed_from_a_graph_reads_its_gpu_time():
 
 
 def test_a_long_call_is_captured_once_and_replayed_as_often_as_a_round_needs():
-    fake = harness_device.FakeDevice(launch_latency=20e-6)
+    fake = FakeDevice(launch_latency=20e-6)
     figure = graph_figure.per_call(
         fake_gpu.kernel(fake, 5e-3, None), fake, call_s=5e-3, min_round_s=rounds.MIN_ROUND_S["cuda"]
     )
@@ -33,7 +33,7 @@ def test_a_long_call_is_captured_once_and_replayed_as_often_as_a_round_needs():
 
 
 def test_a_call_that_waits_for_the_host_is_not_captured_and_says_why():
-    fake = harness_device.FakeDevice()
+    fake = FakeDevice()
 
     def item():
         fake.launch(1e-6)
@@ -49,7 +49,7 @@ def test_the_host_has_no_graphs():
 
 
 def test_the_sides_context_holds_around_the_capture_and_the_replays():
-    fake = harness_device.FakeDevice()
+    fake = FakeDevice()
     inside = []
 
     @contextlib.contextmanager
@@ -69,7 +69,7 @@ def test_the_sides_context_holds_around_the_capture_and_the_replays():
 
 
 def test_a_call_over_the_limit_is_not_replayed_and_costs_nothing():
-    fake = harness_device.FakeDevice()
+    fake = FakeDevice()
     calls = []
     figure = graph_figure.per_call(lambda: calls.append(1), fake, call_s=0.5, min_round_s=2e-3)
     assert figure.seconds is None and figure.reason.startswith("not replayed: 500 ms a call")

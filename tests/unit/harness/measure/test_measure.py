@@ -61,7 +61,8 @@ def test_a_profiled_call_is_interruptible_and_the_profiler_always_stops(monkeypa
 
 
 def test_synchronized_calls_cuda_barrier_after_the_work():
-    from harness.measure.device import FakeDevice, installed
+    from harness.measure.device import installed
+    from tests.fake_device import FakeDevice
 
     with installed(FakeDevice()) as fake:
         wrapped = measure.synchronized(lambda: fake.log.append("work") or 42, "cuda")

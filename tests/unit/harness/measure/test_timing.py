@@ -203,11 +203,11 @@ def test_a_point_above_its_ceiling_is_flagged():
 
 
 def test_device_clock_sums_event_intervals_in_float64():
-    """The CUDA timer, on a fake device (harness.measure.device.FakeDevice): each reading is the device
+    """The CUDA timer, on a fake device (tests.fake_device.FakeDevice): each reading is the device
     time since the first, built from event-to-event intervals (float32 ms each) so that a late
     reading keeps its microseconds; each reading waits for its event, the one barrier it makes."""
-    from harness.measure.device import FakeDevice
     from harness.measure.timing import DeviceClock
+    from tests.fake_device import FakeDevice
 
     fake = FakeDevice()
     clock = DeviceClock(fake)

@@ -1,4 +1,4 @@
-"""The CUDA paths of isolation (harness.run.isolation) on the fake device (harness.measure.device):
+"""The CUDA paths of isolation (harness.run.isolation) on the fake device (tests.fake_device):
 the sticky-error probe, the barrier after each test's call and the release of a dead context's
 memory, driven through the device interface instead of stubbing torch.cuda call by call."""
 
@@ -8,13 +8,14 @@ import pytest
 
 from harness.measure import device as devices
 from harness.run import isolation
+from tests.fake_device import FakeDevice
 
 STICKY = "CUDA error: device-side assert triggered"
 
 
 @pytest.fixture
 def fake():
-    with devices.installed(devices.FakeDevice()) as device:
+    with devices.installed(FakeDevice()) as device:
         yield device
 
 
