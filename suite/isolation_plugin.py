@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from harness.run import isolation
+from suite import worker_reports
 from suite.persist import persist
 
 ISOLATION = pytest.StashKey["Isolation"]()
@@ -76,8 +77,8 @@ class Isolation:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
         report = yield
-        if report.failed:
-            self.state.failed(item.nodeid, report)
+        if report.failed and (error := self.state.failed(item.nodeid)) is not None:
+            worker_reports.explain(report, error, self.state.enabled)
         return report
 
     @pytest.hookimpl(tryfirst=True)
@@ -102,7 +103,7 @@ class Isolation:
 
     # a worker's events, as this process's own ----------------------------------------------------
     def _replay(self, event) -> None:
-        isolation.replay_event(
+        worker_reports.replay_event(
             event,
             point=lambda row: persist(self.config).add_recorded(row),
             hand_over=self.state.passed_up,

@@ -36,9 +36,9 @@ in its log.
 
 Plain Python, never imports pytest: the probe, the planted (simulated) error, the worker
 processes and the hand-over that runs them (`run_in_workers`), a pytest process's side of it
-(`State`: the test that killed the context, the hand-overs), and what is done with a report or a
-worker's event short of calling pytest's hooks (`explain`, `replay_event`); the pytest glue, which
-calls those hooks, is `suite/isolation_plugin.py`.
+(`State`: the test that killed the context, the hand-overs). What is done to a pytest report (the
+killing failure explained, a worker's events taken in) is the glue's, `suite/worker_reports.py`, and
+the plugin that calls pytest's hooks is `suite/isolation_plugin.py`.
 """
 
 from __future__ import annotations
@@ -348,49 +348,6 @@ def hand_over_event(h: dict) -> dict:
     return {"kind": "hand_over", "hand_over": h}
 
 
-def explain(report, error: str, isolated: bool) -> None:
-    """Put the device-side assert's own text beside torch's generic message in a failed test's
-    report (a pytest ``TestReport``), where the terminal summary and `outcomes[]` (the crash
-    message) show it."""
-    lines = kernel_assert_lines(report.capstderr, report.capstdout)
-    crash = getattr(report.longrepr, "reprcrash", None)
-    if lines and crash is not None:
-        crash.message = "\n".join([crash.message, *lines])
-    report.sections.append(("sticky CUDA error", dead_context_note(error, lines, isolated)))
-
-
-def restore_tuples(report) -> None:
-    """A report read back from a worker's journal, with the tuples it had before JSON."""
-    # JSON has no tuples; pytest and the run's record tell a skip's (path, line, reason) apart
-    # from a failure's text by its type.
-    report.location = tuple(report.location)
-    if isinstance(report.longrepr, list):
-        report.longrepr = tuple(report.longrepr)
-    report.user_properties = [tuple(p) for p in report.user_properties]
-    report.sections = [tuple(s) for s in report.sections]
-
-
-def replay_event(event: dict, *, point, hand_over, deserialize, hook) -> None:
-    """One event of a worker, taken in as this process's own: `point(row)` a finished benchmark
-    point; `hand_over(record)` a later sticky error, in a worker; `hook(nodeid, name, kwargs)` a
-    test's event, for its pytest hook ``pytest_runtest_<name>`` (``logstart``, ``logreport``,
-    ``logfinish``) called with `kwargs`, a report made by `deserialize(data)` from what the worker
-    serialized."""
-    kind = event.get("kind")
-    if kind == "benchmark":
-        point(event["row"])
-    elif kind == "hand_over":
-        hand_over(event["hand_over"])
-    elif kind == "report":
-        report = deserialize(event["report"])
-        restore_tuples(report)
-        hook(report.nodeid, "logreport", {"report": report})
-    elif kind in ("logstart", "logfinish"):
-        nodeid = event["nodeid"]
-        hook(nodeid, kind, {"nodeid": nodeid, "location": tuple(event["location"])})
-    # else the worker's header and run record: this process writes its own
-
-
 @dataclass
 class Followed:
     """What one worker has reported so far."""
@@ -519,14 +476,16 @@ class State:
         self.handed_over: set[str] = set()
         self.hand_overs: list[dict] = []
 
-    def failed(self, nodeid: str, report) -> None:
-        """A phase of `nodeid` failed: if the context is dead, this test killed it, and its report
-        says so (`explain`). Only the first counts: every later failure finds it dead too."""
+    def failed(self, nodeid: str) -> str | None:
+        """A phase of `nodeid` failed: if the context is dead, this test killed it, and the error is
+        returned for its report to say so (suite.worker_reports.explain). Only the first counts:
+        every later failure finds it dead too (None)."""
         if self.dead is None:
             error = self.context.error()
             if error is not None:
                 self.dead = (nodeid, error)
-                explain(report, error, self.enabled)
+                return error
+        return None
 
     @property
     def handing_over(self) -> bool:

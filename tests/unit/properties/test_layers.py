@@ -118,6 +118,7 @@ GLUE = (
     "recorder",
     "shard_plugin",
     "versions",
+    "worker_reports",
     "xdist_worker",
 )
 

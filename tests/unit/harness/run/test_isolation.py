@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.run import isolation
+from suite import worker_reports
 
 STICKY = "CUDA error: device-side assert triggered"
 
@@ -95,88 +96,24 @@ def test_a_worker_keeps_its_node_ids_in_collection_order_and_deselects_the_rest(
     assert [i.nodeid for i in dropped] == ["a", "c"]
 
 
-def _failed_report(stderr=""):
-    crash = SimpleNamespace(message="RuntimeError: CUDA error: device-side assert triggered")
-    return SimpleNamespace(
-        capstderr=stderr, capstdout="", longrepr=SimpleNamespace(reprcrash=crash), sections=[]
-    )
-
-
-def test_the_failure_that_killed_the_context_carries_the_kernel_assert_and_what_happens_next():
-    report = _failed_report(f"noise\n{isolation.SIMULATED_KERNEL_LINE}\n")
-    isolation.explain(report, STICKY, isolated=True)
-    assert report.longrepr.reprcrash.message.endswith("\n" + isolation.SIMULATED_KERNEL_LINE)
-    [(title, note)] = report.sections
-    assert title == "sticky CUDA error"
-    assert note.startswith(STICKY) and "fresh worker process" in note
-    off = _failed_report()
-    isolation.explain(off, STICKY, isolated=False)
-    assert off.longrepr.reprcrash.message == _failed_report().longrepr.reprcrash.message
-    assert "isolation is off" in off.sections[0][1]
-
-
-def _replayed(event):
-    calls = []
-    isolation.replay_event(
-        event,
-        point=lambda row: calls.append(("point", row)),
-        hand_over=lambda record: calls.append(("hand_over", record)),
-        deserialize=lambda data: SimpleNamespace(**data),
-        hook=lambda nodeid, name, kwargs: calls.append((nodeid, name, kwargs)),
-    )
-    return calls
-
-
-def test_each_worker_event_goes_to_its_own_place_and_its_header_nowhere():
-    assert _replayed({"kind": "benchmark", "row": {"id": 1}}) == [("point", {"id": 1})]
-    record = isolation.hand_over("t::a", STICKY, 3)
-    assert _replayed(isolation.hand_over_event(record)) == [("hand_over", record)]
-    start = {"kind": "logstart", "nodeid": "t::a", "location": ["t.py", 1, "a"]}
-    assert _replayed(start) == [("t::a", "logstart", {"nodeid": "t::a", "location": ("t.py", 1, "a")})]
-    finish = {**start, "kind": "logfinish"}
-    assert _replayed(finish) == [("t::a", "logfinish", {"nodeid": "t::a", "location": ("t.py", 1, "a")})]
-    assert _replayed({"kind": "header"}) == []
-
-
-def test_a_replayed_report_has_its_tuples_back():
-    """A skip's longrepr is (path, line, reason); JSON made it a list, which reads as a failure's text."""
-    data = {
-        "nodeid": "t::a",
-        "location": ["t.py", 1, "a"],
-        "longrepr": ["t.py", 3, "Skipped: no CUDA"],
-        "user_properties": [["k", "v"]],
-        "sections": [["Captured stdout call", "x"]],
-    }
-    [(nodeid, name, kwargs)] = _replayed({"kind": "report", "report": data})
-    report = kwargs["report"]
-    assert (nodeid, name) == ("t::a", "logreport")
-    assert report.location == ("t.py", 1, "a")
-    assert report.longrepr == ("t.py", 3, "Skipped: no CUDA")
-    assert report.user_properties == [("k", "v")]
-    assert report.sections == [("Captured stdout call", "x")]
-    failure = _replayed({"kind": "report", "report": {**data, "longrepr": "AssertionError"}})
-    assert failure[0][2]["report"].longrepr == "AssertionError"
-
-
 def test_only_the_first_failure_on_a_dead_context_hands_over_and_only_when_enabled():
     probe = iter([None, STICKY, "a later error"])
     state = isolation.State(isolation.Context(probe=lambda: next(probe)), True, journal=lambda e: None)
-    state.failed("t::healthy", _failed_report())
+    assert state.failed("t::healthy") is None
     assert state.dead is None and not state.handing_over
-    state.failed("t::killer", _failed_report())
+    assert state.failed("t::killer") == STICKY
     assert state.dead == ("t::killer", STICKY) and state.handing_over
-    later = _failed_report()
-    state.failed("t::later", later)  # not probed again: the first death is the one
-    assert state.dead == ("t::killer", STICKY) and later.sections == []
+    assert state.failed("t::later") is None  # not probed again: the first death is the one
+    assert state.dead == ("t::killer", STICKY)
     off = isolation.State(isolation.Context(probe=lambda: STICKY), False, journal=lambda e: None)
-    off.failed("t::killer", _failed_report())
+    off.failed("t::killer")
     assert off.dead is not None and not off.handing_over
 
 
 def test_a_hand_over_is_listed_before_its_workers_own_and_journaled_even_if_the_workers_raise(monkeypatch):
     journal, said = [], []
     state = isolation.State(isolation.Context(probe=lambda: STICKY), True, journal=journal.append)
-    state.failed("t::killer", _failed_report())
+    state.failed("t::killer")
     from_worker = isolation.hand_over("t::c", "another error", 1)
 
     def workers(args, nodeids, *, cwd, record, replay, fail, stopped):
@@ -186,7 +123,7 @@ def test_a_hand_over_is_listed_before_its_workers_own_and_journaled_even_if_the_
 
     monkeypatch.setattr(isolation, "run_in_workers", workers)
     monkeypatch.setattr(isolation, "release_device_memory", lambda: None)
-    replay = lambda event: isolation.replay_event(  # noqa: E731
+    replay = lambda event: worker_reports.replay_event(  # noqa: E731
         event, point=None, hand_over=state.passed_up, deserialize=None, hook=None
     )
     with pytest.raises(KeyboardInterrupt):
