@@ -1,20 +1,10 @@
-"""The notes' regression RNN (000/001 "RNN"): a Linear applied per time step in a Python loop, and
-the hidden state carried across training steps with `h_state.data` (truncated BPTT).
-
-`rnn.timestep_loop`: `Linear` acts on the last axis, so one call over (B, T, H) is the loop over
-T without T kernel launches and without `torch.stack`'s copy.
-
-The notes' network is an LSTM ("网络(分类)", and "# 网络相同" for the regression): the checks build it
-from the note file. Its state is the pair (h, c), so the notes' `h_state = h_state.data` raises on
-it; the timed training variants run an nn.RNN instead (a tensor state), a stand-in named as such.
-
-`rnn.hidden_detach`: the hidden state returned by step k is the output of step k's graph. Fed into
-step k+1 as is, step k+1's backward walks into step k's graph, whose buffers the previous backward
-freed: it raises. `retain_graph=True` silences that and turns training into full BPTT over the
-whole history: step k's backward walks k chunks (time ∝ k) and every chunk's saved activations stay
-alive (memory ∝ k). `.detach()` and `.data` both cut the graph; only `.detach()` shares the version
-counter, so an in-place change of the carried state is caught by autograd instead of silently
-corrupting the gradient.
+"""`rnn.hidden_detach` (notes 000/001 "RNN"): the hidden state returned by step k is the output of
+step k's graph. Fed into step k+1 as is, step k+1's backward walks into step k's graph, whose buffers
+the previous backward freed: it raises. `retain_graph=True` silences that and turns training into
+full BPTT over the whole history: step k's backward walks k chunks (time ∝ k) and every chunk's
+saved activations stay alive (memory ∝ k). `.detach()` and `.data` both cut the graph; only
+`.detach()` shares the version counter, so an in-place change of the carried state is caught by
+autograd instead of silently corrupting the gradient.
 """
 
 from __future__ import annotations
@@ -27,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from cases._lib.inputs import generator
+from cases._lib.notes_rnn import INPUT_SIZE, notes_block, notes_network, randn
 from cases._lib.precision import ieee_fp32
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import (
@@ -46,244 +37,6 @@ from harness.measure import device as harness_device
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 
-
-def _randn(shape, g, dtype, device, scale=1.0):
-    return (scale * torch.randn(shape, generator=g, device=device)).to(dtype)
-
-
-# ---- rnn.timestep_loop --------------------------------------------------------------------------
-
-
-def make_rnn_output(size, dtype, device, seed):
-    """r_out (B, T, H) as an LSTM would hand it over (values in (-1, 1)), and the head Linear(H, O)."""
-    g = generator(device, seed)
-    r_out = torch.tanh(_randn((size["b"], size["t"], size["h"]), g, dtype, device))
-    w = _randn((size["o"], size["h"]), g, dtype, device, scale=size["h"] ** -0.5)
-    b = _randn((size["o"],), g, dtype, device)
-    return r_out, w, b
-
-
-def per_step_loop(r_out, w, b):
-    # The notes' loop: T launches of a (B, H)×(H, O) GEMM, each reading a strided slice, then
-    # stack copies the T outputs (B·T·O elements) once more.
-    outs = []
-    for time_step in range(r_out.size(1)):
-        outs.append(F.linear(r_out[:, time_step, :], w, b))
-    return torch.stack(outs, dim=1)
-
-
-def one_linear(r_out, w, b):
-    # One (B·T, H)×(H, O) GEMM: the same 2·B·T·H·O flops in one launch, the output written once.
-    return F.linear(r_out, w, b)
-
-
-def linear_float64(r_out, w, b):
-    return torch.einsum("bth,oh->bto", r_out.double(), w.double()) + b.double()
-
-
-# The notes' constants ("定义"): TIME_STEP = 28, INPUT_SIZE = 28.
-TIME_STEP = INPUT_SIZE = 28
-
-
-def _notes_lines() -> list[str]:
-    from cases._lib.notes_text import note_path
-
-    return note_path("001").read_text(encoding="utf-8").splitlines()
-
-
-def _notes_block(first_line: str) -> list[str]:
-    """The lines of the 001 code block that starts with `first_line`, up to its closing fence."""
-    lines = _notes_lines()
-    start = next(n for n, line in enumerate(lines) if line.strip().startswith(first_line))
-    end = next(n for n in range(start, len(lines)) if lines[n].strip().startswith("```"))
-    return lines[start:end]
-
-
-def notes_network(input_size: int, hidden_size: int, output_size: int) -> nn.Module:
-    """The notes' network (001 "网络(分类)", and "# 网络相同" for the regression), from the note file:
-    its nn.LSTM with the names it lists given as keyword arguments (as written the call has no
-    commas and no values: the notes' snippets check's erratum), one layer and batch first as its
-    comment says; its head line `self.out = nn.Linear(input_size, output_size)` as written; and the
-    regression forward as written, returning `hidden_state` where it says `h_state` (a name the
-    notes never define there: the notes' snippets check's erratum)."""
-    classifier = _notes_block("self.rnn = nn.LSTM(")
-    head = next(line.strip() for line in classifier if line.strip().startswith("self.out = "))
-    forward = _notes_block("def forward(self,x,hidden_state):")
-    forward = [line.replace("dim=1), h_state", "dim=1), hidden_state") for line in forward]
-    code = "\n".join(
-        [
-            "class Net(nn.Module):",
-            "    def __init__(self, input_size, hidden_size, output_size):",
-            "        super().__init__()",
-            "        self.rnn = nn.LSTM(input_size=input_size, hidden_size=hidden_size, num_layers=1, "
-            "batch_first=True)",
-            "        " + head,
-        ]
-        + ["    " + line for line in forward]
-    )
-    scope = {"nn": nn, "torch": torch}
-    exec(code, scope)  # noqa: S102 - the notes' own text
-    return scope["Net"](input_size, hidden_size, output_size)
-
-
-def check_lstm_head(device):
-    """The notes' classifier as written: its LSTM, then `out = self.out(r_out[:,-1,:])` with the head
-    nn.Linear(input_size, output_size), at the notes' INPUT_SIZE = TIME_STEP = 28 and a hidden size
-    the notes leave open: 64, then 28 (= input_size)."""
-    torch.manual_seed(0)
-    x = torch.randn(2, TIME_STEP, INPUT_SIZE, device=device)
-    seen = []
-    for hidden in (64, INPUT_SIZE):
-        net = notes_network(INPUT_SIZE, hidden, 10).to(device)
-        with torch.no_grad():
-            r_out, (h_n, h_c) = net.rnn(x, None)
-            try:
-                net.out(r_out[:, -1, :])
-                error = ""
-            except RuntimeError as exc:
-                error = str(exc).splitlines()[0]
-        seen.append((hidden, tuple(r_out.shape), error))
-    return judge_lstm_head(seen)
-
-
-def judge_lstm_head(seen: list[tuple]) -> Finding:
-    """The notes: r_out is (batch, time_step, input_size), so the head is nn.Linear(input_size,
-    output_size). `seen`: (hidden_size, r_out's shape, the head's error or "") per hidden size.
-    Fails where, at a hidden size other than input_size, r_out's last axis is not input_size or
-    the head raises; holds where r_out has input_size features and the head runs at every size."""
-    wrong = [(h, shape, err) for h, shape, err in seen if shape[-1] != INPUT_SIZE or err]
-    lines = "; ".join(
-        f"hidden_size {h}: r_out {shape}, the head " + (f"raises ({err})" if err else "runs")
-        for h, shape, err in seen
-    )
-    return Finding(
-        Verdict.FAILS if wrong else Verdict.HOLDS,
-        f"input_size {INPUT_SIZE}: {lines}"
-        + (
-            "; r_out has hidden_size features (as the notes' own comment on hidden_size, 也是输出维度, "
-            "says): nn.Linear(hidden_size, output_size) is the head that fits; the notes' runs only "
-            "where hidden_size == input_size"
-            if wrong
-            else ""
-        ),
-    )
-
-
-def check_notes_forward(device):
-    """The notes' regression forward (`# 网络相同`: their LSTM network) carrying its state across
-    three calls, at hidden_size = input_size = 28, where their head nn.Linear(input_size, ...)
-    fits (`lstm_head` judges other sizes)."""
-    torch.manual_seed(0)
-    x = torch.randn(2, 5, INPUT_SIZE, device=device)
-    net = notes_network(INPUT_SIZE, INPUT_SIZE, 1).to(device)
-    with torch.no_grad():
-        state, per_step_ok, same_state = None, True, True
-        for _ in range(3):
-            r_out, module_state = net.rnn(x, state)
-            prediction, state = net(x, state)
-            same_state = same_state and all(torch.equal(a, b) for a, b in zip(state, module_state))
-            # Each side an fp32 dot product of H = 28 terms plus the bias: Higham's γ₂₉·(|W|·|h| + |b|)
-            # each, elementwise, so twice that apart.
-            terms = r_out.abs() @ net.out.weight.abs().T + net.out.bias.abs()
-            per_step_ok = per_step_ok and bool(
-                ((prediction - net.out(r_out)).abs() <= 2 * 29 * U[FP32] * terms).all()
-            )
-    shapes = [tuple(t.shape) for t in state] if isinstance(state, tuple) else [tuple(state.shape)]
-    return judge_notes_forward(type(state).__name__, shapes, same_state, per_step_ok, (1, 2, INPUT_SIZE))
-
-
-def judge_notes_forward(
-    kind: str, shapes: list, same_state: bool, per_step_ok: bool, expected: tuple
-) -> Finding:
-    """The notes: the forward updates hidden_state and returns it with the per-step predictions,
-    hidden_state (n_layers, batch, hidden_size). `kind`: the returned state's type (the LSTM's is a
-    (h, c) tuple); `shapes`: each of its tensors'; `same_state`: it equals what the module itself
-    returns for that input and state, call after call; `per_step_ok`: the predictions equal the head
-    over every step. Holds when each state tensor is `expected` and both comparisons hold."""
-    shaped = bool(shapes) and all(tuple(s) == tuple(expected) for s in shapes)
-    holds = shaped and same_state and per_step_ok
-    return Finding(
-        Verdict.HOLDS if holds else Verdict.FAILS,
-        f"the notes' forward returns a {kind} state of {len(shapes)} tensor(s) shaped {shapes} "
-        f"({'each' if shaped else 'NOT each'} (n_layers, batch, hidden_size) = {tuple(expected)}), "
-        + ("equal to" if same_state else "NOT equal to")
-        + " the LSTM's own state over three calls, and per-step predictions "
-        + ("equal to" if per_step_ok else "NOT equal to")
-        + " the head over r_out"
-        + (
-            "; for the LSTM the state is the pair (h, c), which `h_state.data` cannot take "
-            "(rnn.hidden_detach)"
-            if kind == "tuple"
-            else ""
-        ),
-    )
-
-
-TIMESTEP_LOOP = Case(
-    id="rnn.timestep_loop",
-    tier=2,
-    claim="The notes' regression head (a Linear per time step in a Python loop + torch.stack) equals "
-    "one Linear over (batch, time, hidden), which is faster; the forward carries the hidden state.",
-    source="000/001 RNN (回归)",
-    make_inputs=make_rnn_output,
-    variants={"loop": naive(per_step_loop, claim="per_step_head"), "one_linear": optimized(one_linear)},
-    oracle=linear_float64,
-    # One Linear over H features: ~u·√H of the terms' size on every output, near-zero
-    # ones included: a floor of 2u·√H at the outputs' scale. bf16/fp16: fp32 accumulation, the
-    # output rounded to the dtype (u, relative), 4u at the scale for the rounded hidden states.
-    tolerance={
-        FP32: lambda s: Tol(rtol=8 * U[FP32], floor=2 * U[FP32] * s["h"] ** 0.5),
-        BF16: Tol(rtol=2 * U[BF16], floor=4 * U[BF16]),
-        FP16: Tol(rtol=2 * U[FP16], floor=4 * U[FP16]),
-    },
-    dtypes={"cpu": (FP32,), "cuda": (FP32, BF16, FP16)},
-    sizes={
-        "quick": [{"t": t, "b": 16, "h": 64, "o": 32} for t in (16, 64, 256, 1024)],
-        "full": [{"t": t, "b": 64, "h": 1024, "o": 1024} for t in (64, 256, 1024, 4096)],
-    },
-    claims=(
-        Claim(
-            "per_step_head",
-            "for time_step in range(r_out.size(1)): … outs.append(self.out(r_out[:, time_step, :])) … "
-            "it returns the prediction at each time step",
-            "001",
-            ClaimKind.CORRECTNESS,
-            reading="the loop applying the head to r_out[:, t, :] for every t and stacking along dim 1 "
-            "gives the head's prediction at each time step (the float64 truth: one Linear over r_out)",
-        ),
-        Claim(
-            "forward_state",
-            "r_out, hidden_state = self.rnn(x, hidden_state) # hidden_state 不断更新 … "
-            "# hidden_state (n_layers, batch, hidden_size)",
-            "001",
-            ClaimKind.BEHAVIOUR,
-            reading="the notes' forward on their LSTM network returns the updated state, call after "
-            "call, each of its tensors (n_layers, batch, hidden_size); run at hidden_size = input_size "
-            "= 28, where the notes' head fits as written (`lstm_head` judges other hidden sizes)",
-        ),
-        Claim(
-            "lstm_head",
-            "self.out = nn.Linear(input_size, output_size) … "
-            "out = self.out(r_out[:,-1,:]) # r_out (batch, time_step, input_size)",
-            "001",
-            ClaimKind.CORRECTNESS,
-            reading="the LSTM's r_out has input_size features, so the head nn.Linear(input_size, "
-            "output_size) takes its last step, whatever the hidden size",
-        ),
-    ),
-    checks={
-        "notes_forward": Check(check_notes_forward, claim="forward_state"),
-        "lstm_head": Check(check_lstm_head, claim="lstm_head"),
-    },
-    # One Linear over (B, T, H) against the loop: the catalogue's better way, timed as context (the
-    # notes promise no speed).
-    verdict=AllOf((Faster("one_linear", "loop"), FromFindings())),
-    flops=lambda s: 2 * s["b"] * s["t"] * s["h"] * s["o"],
-    x="t",
-)
-
-
-# ---- rnn.hidden_detach --------------------------------------------------------------------------
 
 CHUNK = 8  # time steps per training step (the truncation length)
 
@@ -306,9 +59,9 @@ def _make_training(size, dtype, device, seed, mode):
     g = generator(device, seed)
     b, h, steps = size["b"], size["h"], size["steps"]
     net = Regressor(size["i"], h, g).to(device=device, dtype=dtype)
-    xs = _randn((steps, b, CHUNK, size["i"]), g, dtype, device)
-    ys = _randn((steps, b, CHUNK, 1), g, dtype, device)
-    h0 = _randn((1, b, h), g, dtype, device, scale=0.5)
+    xs = randn((steps, b, CHUNK, size["i"]), g, dtype, device)
+    ys = randn((steps, b, CHUNK, 1), g, dtype, device)
+    h0 = randn((1, b, h), g, dtype, device, scale=0.5)
     return net, xs, ys, h0, mode
 
 
@@ -452,7 +205,7 @@ def check_notes_train_loop(device):
     torch.manual_seed(0)
     x = torch.randn(2, 5, INPUT_SIZE, device=device)
     net = notes_network(INPUT_SIZE, INPUT_SIZE, 1).to(device)
-    code = "\n".join(_notes_block("h_state = None"))
+    code = "\n".join(notes_block("h_state = None"))
     try:
         exec(code, {"rnn": net, "x": x})  # noqa: S102 - the notes' own text
         notes_error = ""

@@ -1,0 +1,27 @@
+"""`cases/_lib/notes_rnn.py`: the notes' network is built from the note file as written (an LSTM
+with the notes' head), and its forward runs on the notes' shapes."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from cases._lib import notes_rnn as notes_network
+
+
+def test_the_notes_network_is_their_lstm_with_their_head():
+    net = notes_network.notes_network(notes_network.INPUT_SIZE, 64, 1)
+    assert isinstance(net.rnn, nn.LSTM) and net.rnn.batch_first and net.rnn.hidden_size == 64
+    # The notes' head line as written: Linear(input_size, output_size), whatever the hidden size.
+    assert (net.out.in_features, net.out.out_features) == (notes_network.INPUT_SIZE, 1)
+
+
+def test_a_notes_block_runs_from_its_first_line_to_its_closing_fence():
+    block = notes_network.notes_block("self.rnn = nn.LSTM(")
+    assert block[0].strip().startswith("self.rnn = nn.LSTM(") and not any("```" in line for line in block)
+
+
+def test_randn_is_seeded_and_scaled():
+    a = notes_network.randn((3, 4), torch.Generator().manual_seed(0), torch.float32, "cpu", scale=2.0)
+    b = notes_network.randn((3, 4), torch.Generator().manual_seed(0), torch.float32, "cpu")
+    assert torch.equal(a, 2.0 * b)
