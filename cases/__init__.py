@@ -1,4 +1,4 @@
-"""The techniques from the notes, one module per topic, one `Case` per catalogue ID.
+"""The techniques from the notes, one module per catalogue ID (a topic with several IDs is a package).
 
 Cases are found by scanning this package for module-level `Case` objects; importing a module
 has no side effects beyond defining them. Every ID whose notes show code gets one more check,

@@ -9,7 +9,7 @@ against float64 full-batch training), ``setup`` (process-group set-up facts), ``
 + tcp:// init, 000's ``args=(world_size,)``), ``fault`` (a rank that raises or
 hangs). Each rank writes ``DIR/<task>-rank<R>.json``. `cases._lib.dist_launches` launches it (and
 `cases._lib.launched_training` for ``equivalence``); the judges of `cases.parallel` and
-`cases.dist` read those files.
+`cases.dist.setup` reads those files.
 
 Backend from the device: NCCL with one GPU per process (LOCAL_RANK), gloo on CPU. Timings are
 taken here, inside the ranks, with the device synchronized before each clock read: the pytest
@@ -390,7 +390,7 @@ def _spawn_entry(rank: int, world: int, init_method: str, out: str, kind: str) -
 
 def notes_main(rank, world_size):
     """004's `main(rank, world_size)`, reduced to checking what mp.spawn handed it (for
-    `cases.dist.check_spawn_args`)."""
+    `cases.dist.setup.check_spawn_args`)."""
     assert isinstance(world_size, int) and 0 <= rank < world_size, (rank, world_size)
 
 

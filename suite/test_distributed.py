@@ -20,9 +20,9 @@ import functools
 
 import pytest
 
-from cases import dist
 from cases._lib import launch_faults
 from cases._lib.dist_launches import TIMEOUT_S, LaunchRecord, Runs
+from cases.dist import setup as dist_setup
 from cases.parallel import allreduce, average_gradient, dp_vs_ddp
 from harness.host import load
 from harness.measure import timing
@@ -117,9 +117,11 @@ def test_allreduce_sizes(launch_point, runs, benchmark, request):
 # hanging rank first, whose launch mostly waits for its timeout, beside the others' start-ups.
 UNTIMED = {
     "test_fault_hanging_rank": lambda runs, p, out: launch_faults.hanging_rank(runs, out),
-    "test_setup_spawn": lambda runs, p, out: dist.launched_spawn(runs, p.device, p.world, out),
-    "test_setup_torchrun": lambda runs, p, out: dist.launched_torchrun_env(runs, p.device, p.world, out),
-    "test_notes_launch_local_rank": lambda runs, p, out: dist.launched_notes_launch(runs, p.world, out),
+    "test_setup_spawn": lambda runs, p, out: dist_setup.launched_spawn(runs, p.device, p.world, out),
+    "test_setup_torchrun": lambda runs, p, out: dist_setup.launched_torchrun_env(
+        runs, p.device, p.world, out
+    ),
+    "test_notes_launch_local_rank": lambda runs, p, out: dist_setup.launched_notes_launch(runs, p.world, out),
     "test_fault_port_in_use": lambda runs, p, out: launch_faults.port_in_use(runs, out),
     "test_fault_raising_rank": lambda runs, p, out: launch_faults.raising_rank(runs, out),
 }

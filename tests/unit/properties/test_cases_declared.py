@@ -43,6 +43,20 @@ def test_every_catalogue_id_has_a_case():
     assert not missing, f"{len(missing)} catalogue IDs have no case: {', '.join(missing)}"
 
 
+def test_one_id_per_module():
+    """A module declares one catalogue ID, so a reader finds a technique's claims, variants and
+    checks in one file (a topic with several IDs is a package, cases/a/b.py per ID)."""
+    from collections import defaultdict
+
+    from cases import declared_in
+
+    by_module = defaultdict(list)
+    for case in all_cases():
+        by_module[declared_in(case.id)].append(case.id)
+    shared = {module: ids for module, ids in by_module.items() if len(ids) > 1}
+    assert not shared, f"modules declaring more than one ID: {shared}"
+
+
 def test_every_case_lives_where_its_id_says():
     """Catalogue ID `a.b` is declared in cases/a.py or cases/a/b.py; helpers live in cases/_lib and
     subprocess entry points are named *_worker.py, so nothing else sits beside the cases."""
