@@ -555,6 +555,9 @@ INPUT_FAMILIES = {
 
 ATTENTION = Case(
     id="attention.masked",
+    # Timed side by side, deciding no claim (the verdict comes from the findings): the
+    # library's or the catalogue's better way against the notes'.
+    context_pairs=(("sdpa", "masked_fill"), ("sdpa_math", "masked_fill")),
     tier=2,
     claim="Padding and sequence masks combine with & into one boolean mask; masked_fill(mask==0, -1e9) + "
     "softmax + matmul then gives the masked attention (F.scaled_dot_product_attention with that mask, "

@@ -483,6 +483,9 @@ def judge_script_coverage(script_failed: str, traced_ok: bool) -> Finding:
 
 CASE = Case(
     id="jit.script_trace",
+    # Timed side by side, deciding no claim (the verdict comes from the findings): the
+    # library's or the catalogue's better way against the notes'.
+    context_pairs=(("scripted", "eager"),),
     tier=2,
     claim="torch.jit.trace only records the ops run on the example input, so it is wrong on branches "
     "not taken; torch.jit.script keeps branches and loops; both save and load (TorchScript for C++ "

@@ -250,6 +250,9 @@ INPUT_FAMILIES = {
 
 CASE = Case(
     id="layernorm.manual",
+    # Timed side by side, deciding no claim (the verdict comes from the findings): the
+    # library's or the catalogue's better way against the notes'.
+    context_pairs=(("layer_norm", "manual"),),
     tier=2,
     claim="The step-by-step LayerNorm (mean, unbiased std, a·(x−μ)/(std+ε)+b) is layer normalization.",
     source="004 广播 / Layer Normalization",

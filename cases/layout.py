@@ -723,6 +723,7 @@ def _op_part(op, flops, bytes_moved, tolerance) -> Comparison:
             "colmajor": naive(op, inputs=make_pair_colmajor),
             "colmajor_contiguous_first": library(contiguous_first, inputs=make_pair_colmajor),
         },
+        context_pairs=(("rowmajor", "colmajor"),),
         oracle=in_float64,
         tolerance={FP32: tolerance},
         sizes={"quick": [{"n": 256}, {"n": 1024}], "full": [{"n": n} for n in (1024, 4096, 16384)]},
@@ -801,6 +802,7 @@ def conv_tolerance(channels: int) -> Tol:
 
 CONV = Comparison(
     make_inputs=make_conv,
+    context_pairs=(("channels_last", "contiguous"),),
     variants={
         "contiguous": naive(conv3x3),
         "channels_last": optimized(conv3x3, inputs=make_conv_channels_last),
@@ -861,6 +863,9 @@ CASE = Case(
     # fp32 held to IEEE bounds: not measured on CUDA where TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 forces TF32
     requires=("ieee_fp32",),
     id="layout.contiguous",
+    # Timed side by side, deciding no claim (the verdict comes from the findings): the
+    # library's or the catalogue's better way against the notes'.
+    context_pairs=(("clone", "transposed_contiguous"),),
     tier=1,
     claim="transpose/permute change strides, not storage; view needs compatible strides; reshape = view when "
     "possible else copy; contiguous() copies only when needed (and the notes' isContiguous decides which).",

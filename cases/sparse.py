@@ -250,6 +250,9 @@ CASE = Case(
     # fp32 held to IEEE bounds: not measured on CUDA where TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 forces TF32
     requires=("ieee_fp32",),
     id="sparse.storage",
+    # Timed side by side, deciding no claim (the verdict comes from the findings): the
+    # library's or the catalogue's better way against the notes'.
+    context_pairs=(("coo", "dense"), ("csr", "dense")),
     tier=2,
     claim="Sparse COO/CSR storage pays only for very large, very sparse tensors; otherwise dense is "
     "efficient.",

@@ -41,6 +41,9 @@ class Role(str, enum.Enum):
     COMPILED = "compiled"  # torch.compile of a naive variant, made by the suite (harness.measure.compiled)
 
 
+ROLE_NAMES = tuple(r.value for r in Role)
+
+
 UNIT_ROUNDOFF = {
     torch.float64: 2.0**-53,
     torch.float32: 2.0**-24,
@@ -226,6 +229,11 @@ class Comparison:
     # Naive variants torch.compile is not applied to, with why (file I/O, a DataLoader: nothing
     # for Inductor to compile); every other naive variant of a timed pair gets a compiled twin.
     uncompilable: Mapping[str, str] = field(default_factory=dict)
+    # Pairs timed side by side that decide no claim, (fast, slow) variant names or roles: a better
+    # way the catalogue adds beside the notes' own (the library over the notes' loop), reported and
+    # gated. Read only where the case's rule names no pair of this comparison's variants
+    # (harness.contract.rules.compared_pairs): a comparison times what its rule or these name.
+    context_pairs: Sequence[tuple[str, str]] = ()
     # Edge-case inputs the variants are checked on besides the seeded random ones (`InputFamily`);
     # none by default. Checked by tests/integration/test_seeds_and_edges.py, never timed.
     input_families: Mapping[str, InputFamily] = field(default_factory=dict)
@@ -242,6 +250,12 @@ class Comparison:
             missing = [d for d in dtypes if d not in self.tolerance]
             if missing:
                 raise ValueError(f"{where}: no tolerance for {missing}")
+        for fast, slow in self.context_pairs:
+            unknown = [n for n in (fast, slow) if n not in self.variants and n not in ROLE_NAMES]
+            if unknown:
+                raise ValueError(
+                    f"{where}: context pair ({fast}, {slow}) names {unknown}, not its variants or a role"
+                )
         for name, family in self.input_families.items():
             applies = set(self.variants) if family.variants is None else set(family.variants)
             unknown = (applies | set(family.fails)) - (applies & set(self.variants))

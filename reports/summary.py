@@ -78,6 +78,20 @@ def faulted_columns(fast_s: float, slow_s: float, busy: str = "") -> dict:
     }
 
 
+def _pairs_inferred_from_roles(rule, roles: dict[str, str]) -> list[tuple[str, str, str]]:
+    """The pairs of a results file written before runs recorded what they time side by side
+    (``cases[id].timed``), read as the suite then timed them: the rule's pairs, else every optimized
+    variant over every naive one (context where the rule decides by findings), else the library over
+    the naive way as context. Only such files get pairs from roles: a run now records its pairs, and
+    a case declares them (harness.contract.rules.compared_pairs)."""
+    kind = "context" if isinstance(rule, rules.FromFindings) else "rule"
+    return (
+        rules.compared_pairs(rule, roles)
+        or rules.named_pairs([("optimized", "naive")], roles, kind)
+        or rules.named_pairs([("library", "naive")], roles, "context")
+    )
+
+
 class Group:
     """The variants measured for one machine × case × size × dtype × device, rounds pooled."""
 
@@ -103,7 +117,9 @@ class Group:
             seen = {(f, s) for f, s, _ in out}
             out += [(f, s, a) for f, s, a in ruled if a == "rule" and (f, s) not in seen]
         else:
-            out = ruled
+            out = _pairs_inferred_from_roles(
+                getattr(case, "verdict", None) if case is not None else None, self.roles
+            )
         # In declaration order: a set's order moved with the hash seed, and summary.csv's rows with it.
         for fast in dict.fromkeys(f for f, _, _ in out):
             for lib in rules.expand("library", self.roles):

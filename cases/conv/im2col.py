@@ -181,6 +181,9 @@ IM2COL = Case(
     # fp32 held to IEEE bounds: not measured on CUDA where TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 forces TF32
     requires=("ieee_fp32",),
     id="conv.im2col",
+    # Timed side by side, deciding no claim (the verdict comes from the findings): the
+    # library's or the catalogue's better way against the notes'.
+    context_pairs=(("conv2d", "im2col"),),
     tier=2,
     claim="Unfold((2,3)) maps (2,5,3,4) to (2,30,4); PyTorch convolves by building a sparse matrix and "
     "multiplying, not by sliding a window (the hand-built im2col + GEMM beside F.conv2d is context).",

@@ -231,6 +231,9 @@ TRANSPOSED = Case(
     # fp32 held to IEEE bounds: not measured on CUDA where TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 forces TF32
     requires=("ieee_fp32",),
     id="conv.transposed",
+    # Timed side by side, deciding no claim (the verdict comes from the findings): the
+    # library's or the catalogue's better way against the notes'.
+    context_pairs=(("conv_transpose2d", "zero_insertion"),),
     tier=2,
     claim="A transposed convolution equals zero insertion (s−1 inside), padding k−p−1 outside, a flipped "
     "kernel and a stride-1 convolution; its output is (n−1)s−2p+k (004) and, in 001, "

@@ -506,6 +506,9 @@ def judge_pin_memory(pinned: list[bool], exact: bool) -> Finding:
 
 CASE = Case(
     id="data.loading",
+    # Timed side by side, deciding no claim (the verdict comes from the findings): the
+    # library's or the catalogue's better way against the notes'.
+    context_pairs=(("loader_batched", "data_iter"),),
     tier=2,
     claim="The notes' data_iter and a DataLoader over the Dataset the notes describe give every sample once "
     "per epoch, len = ceil(n/bs), batches as [features, labels]; collate_fn (a Dataset parameter, the notes "

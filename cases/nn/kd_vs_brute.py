@@ -235,6 +235,9 @@ def judge_distance_concentration(contrast: dict[int, float]) -> Finding:
 
 CASE = Case(
     id="nn.kd_vs_brute",
+    # Timed side by side, deciding no claim (the verdict comes from the findings): the
+    # library's or the catalogue's better way against the notes'.
+    context_pairs=(("kdtree_query", "brute"),),
     tier=2,
     claim="A KD-tree finds nearest neighbours faster than brute force in low dimension; in high "
     "dimension it is as slow as brute force or slower.",

@@ -165,6 +165,9 @@ def judge_more_gpus_more_throughput(k_times_t1: list[float], tk: list[float], k:
 
 CASE = Case(
     id="parallel.manual_dp",
+    # Timed side by side, deciding no claim (the verdict comes from the findings): the
+    # library's or the catalogue's better way against the notes'.
+    context_pairs=(("single_device", "manual_dp"),),
     tier=2,
     claim="Hand-written data parallel (copy params, scatter the batch, per-device backward, "
     "allreduce, sgd) trains exactly like one device on the full batch.",

@@ -36,14 +36,14 @@ def declares_cuda(case) -> bool:
 
 def timed_pairs(case) -> tuple[record.TimedPair, ...]:
     """The pairs `case` times side by side, per comparison part, declared once: the pairs its rule
-    names, else optimized (or the library) over naive (harness.contract.rules.compared_pairs over
-    the part's variants). The plan times these, the results record them, and the summary and the
-    gate read them from the results, so the three never work the pair out apart."""
+    names, else the part's declared context pairs (harness.contract.rules.compared_pairs). The plan
+    times these, the results record them, and the summary and the gate read them from the
+    results, so the three never work the pair out apart."""
     rule = rule_of(case)
     out = []
     for part, comparison in case.comparisons().items():
         roles = {name: v.role.value for name, v in comparison.variants.items()}
-        for fast, slow, against in rules.compared_pairs(rule, roles):
+        for fast, slow, against in rules.compared_pairs(rule, roles, comparison.context_pairs):
             out.append(record.TimedPair(part, fast, slow, against))
     return tuple(out)
 

@@ -138,26 +138,25 @@ def expand(spec: str, roles: dict[str, str]) -> list[str]:
     return [spec] if spec in roles else []
 
 
-def compared_pairs(rule, roles: dict[str, str]) -> list[tuple[str, str, str]]:
-    """(fast, slow, against) variant names a comparison's timings are read as: the pairs its
-    speed rules name (``against`` "rule"); where it has none, the pairs its memory rules name (a
-    case whose variants are different models must not be paired across models); else every
-    optimized variant over every naive one, and, for a case timing the notes' way against only
-    the library's, the library over the naive way ("context": a better way the catalogue adds,
-    reported and gated but deciding no verdict on its own). ``roles``: the comparison's variant
-    name → role."""
-    specs = [(r.fast, r.slow) for r in speed_rules(rule)] or [(r.light, r.heavy) for r in memory_rules(rule)]
-    # A rule judged by its findings alone names no pair: what it times is context.
-    kind = "context" if isinstance(rule, FromFindings) else "rule"
-    if not any(expand(f, roles) and expand(s, roles) for f, s in specs):
-        # No rule, or one naming variants this comparison lacks (another part of the case).
-        specs = [("optimized", "naive")]
+def named_pairs(specs, roles: dict[str, str], kind: str) -> list[tuple[str, str, str]]:
+    """(fast, slow, `kind`) for each (fast, slow) spec, a spec a variant name or a role (`expand`)."""
     out: list[tuple[str, str, str]] = []
     for fast_spec, slow_spec in specs:
         for fast in expand(fast_spec, roles):
             for slow in expand(slow_spec, roles):
                 if fast != slow and (fast, slow) not in [(f, s) for f, s, _ in out]:
                     out.append((fast, slow, kind))
-    if not out:
-        out = [(lib, slow, "context") for lib in expand("library", roles) for slow in expand("naive", roles)]
     return out
+
+
+def compared_pairs(rule, roles: dict[str, str], context=()) -> list[tuple[str, str, str]]:
+    """(fast, slow, against) variant names a comparison is timed as, from what the case declares
+    and nothing else: the pairs its speed rules name (``against`` "rule"); where it has none, the
+    pairs its memory rules name (a case whose variants are different models must not be paired
+    across models); where the rule names none of this comparison's variants, its declared
+    `context` pairs ((fast, slow) names or roles: a better way the catalogue adds, reported and
+    gated but deciding no verdict, ``against`` "context"). ``roles``: the comparison's variant name
+    → role. A comparison that declares neither has no pair (an empty list: nothing is guessed from
+    the variants' roles)."""
+    specs = [(r.fast, r.slow) for r in speed_rules(rule)] or [(r.light, r.heavy) for r in memory_rules(rule)]
+    return named_pairs(specs, roles, "rule") or named_pairs(context, roles, "context")

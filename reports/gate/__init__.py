@@ -82,9 +82,9 @@ Memory: peak bytes are counted (allocator statistics, replayed allocation events
 so the memory saving (slow peak / fast peak) fails when it shrank by more than the tolerance,
 without a significance test.
 
-Which pairs: every case that times anything is gated on its compared pairs (its rule's, else
-optimized over naive, else the library over the naive way: harness.contract.rules.compared_pairs), so a
-case judged by its findings that times the library against the notes' way is gated too.
+Which pairs: every case that times anything is gated on the pairs its run recorded as timed (its
+rule's, else the context pairs the case declares: harness.contract.rules.compared_pairs), so a case
+judged by its findings that times the library against the notes' way is gated too.
 
 Exit status: 0 all holds; 1 a correctness check failed in the current run, a pair regressed, a
 memory saving shrank, or a case present in the baseline vanished, and nothing else; 2 bad input

@@ -43,6 +43,39 @@ def test_every_catalogue_id_has_a_case():
     assert not missing, f"{len(missing)} catalogue IDs have no case: {', '.join(missing)}"
 
 
+def test_every_timed_comparison_declares_its_pairs():
+    """Each comparison with two or more variants times the pairs its case declares (its rule's
+    Faster/Lighter nodes, else its `context_pairs`), never pairs guessed from the variants' roles:
+    a comparison that declares none would be timed as nothing."""
+    from harness.contract import declared, rules
+
+    for case in all_cases():
+        rule = declared.rule_of(case)
+        for part, comparison in case.comparisons().items():
+            if len(comparison.variants) < 2:
+                continue
+            roles = {name: v.role.value for name, v in comparison.variants.items()}
+            pairs = rules.compared_pairs(rule, roles, comparison.context_pairs)
+            assert pairs, (
+                f"{case.id} {part or '(main)'}: no pair declared (Faster or Lighter, or context_pairs)"
+            )
+
+
+def test_a_context_pair_names_the_comparisons_variants():
+    with pytest.raises(ValueError, match="context pair"):
+        Case(
+            id="x.context",
+            tier=3,
+            claim="c",
+            source="003",
+            make_inputs=lambda size, dtype, device, seed: (),
+            variants={"a": naive(lambda: None)},
+            oracle=lambda: None,
+            tolerance={torch.float32: Tol(0.0, 0.0)},
+            context_pairs=(("b", "a"),),
+        )
+
+
 def test_one_id_per_module():
     """A module declares one catalogue ID, so a reader finds a technique's claims, variants and
     checks in one file (a topic with several IDs is a package, cases/a/b.py per ID)."""

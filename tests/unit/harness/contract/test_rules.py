@@ -25,15 +25,32 @@ def test_a_role_expands_to_its_variants_and_a_name_to_itself():
     assert rules.expand("missing", ROLES) == []
 
 
-def test_compared_pairs_follow_the_rule_else_optimized_over_naive_else_the_library_as_context():
+def test_compared_pairs_are_the_rules_else_the_declared_context_and_never_guessed_from_roles():
     assert rules.compared_pairs(rules.Faster(fast="fused", slow="gather"), ROLES) == [
         ("fused", "gather", "rule")
     ]
-    # a rule naming variants this comparison lacks: optimized over every naive way
-    assert rules.compared_pairs(rules.Faster(fast="x", slow="y"), ROLES) == [
+    # A role in a rule expands to its variants.
+    assert rules.compared_pairs(rules.Faster(fast="optimized", slow="naive"), ROLES) == [
         ("fused", "loop", "rule"),
         ("fused", "gather", "rule"),
     ]
-    assert rules.compared_pairs(rules.FromFindings(), {"loop": "naive", "cdist": "library"}) == [
+    # Memory rules name the pairs where no speed rule does.
+    assert rules.compared_pairs(rules.Lighter(light="fused", heavy="loop"), ROLES) == [
+        ("fused", "loop", "rule")
+    ]
+    # A rule naming variants this comparison lacks, or one deciding by findings: the declared
+    # context pairs, and nothing where none is declared (the optimized and library variants are
+    # not paired with the naive ones by their roles).
+    assert rules.compared_pairs(rules.Faster(fast="x", slow="y"), ROLES) == []
+    assert rules.compared_pairs(rules.FromFindings(), ROLES) == []
+    assert rules.compared_pairs(rules.FromFindings(), ROLES, context=[("cdist", "loop")]) == [
         ("cdist", "loop", "context")
     ]
+    assert rules.compared_pairs(rules.FromFindings(), ROLES, context=[("library", "naive")]) == [
+        ("cdist", "loop", "context"),
+        ("cdist", "gather", "context"),
+    ]
+    # The rule's pairs win over the context where both name variants here.
+    assert rules.compared_pairs(
+        rules.Faster(fast="fused", slow="loop"), ROLES, context=[("cdist", "loop")]
+    ) == [("fused", "loop", "rule")]

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cases import attention, distance, layout, memory, rnn, sparse
+from cases import attention, distance, layout, memory, sparse
 from cases.conv import dilated, im2col, pooling, shapes, transposed
 from cases.parallel import dp_vs_ddp
 from cases.precision import tf32
+from cases.rnn import hidden_detach
 from harness.point import marks
 from plan import CheckPoint, VariantPoint
 
@@ -56,7 +57,7 @@ IEEE_FP32_CASES = [
     shapes.SHAPES,
     pooling.POOLING,
     layout.CASE,
-    rnn.HIDDEN_DETACH,
+    hidden_detach.HIDDEN_DETACH,
     distance.CASE,
     sparse.CASE,
     dp_vs_ddp.CASE,
