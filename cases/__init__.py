@@ -3,7 +3,7 @@
 Cases are found by scanning this package for module-level `Case` objects; importing a module
 has no side effects beyond defining them. Every ID whose notes show code gets one more check,
 ``notes_snippets``: the notes' snippets of that ID compiled and run as written
-(`cases._lib.snippets`), their failures the notes' errata; it names no claim.
+(`notes.run`), their failures the notes' errata; it names no claim.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
-from cases._lib import snippets
-from cases.spec import Case
+from cases.spec import Case, Check
+from notes.classify import judge_snippets
+from notes.map import SNIPPETS
+from notes.run import results_for
 
 SNIPPETS_CHECK = "notes_snippets"
 
@@ -45,10 +47,22 @@ def all_cases() -> tuple[Case, ...]:
     return tuple(sorted((_with_snippets(c) for c in found.values()), key=lambda c: c.id))
 
 
+def snippets_check(case_id: str) -> Check | None:
+    """A `Check` running the ID's snippets (its notes once per process); None if it has none."""
+    if not any(e.id == case_id for e in SNIPPETS.values()):
+        return None
+
+    def check_notes_snippets(device):
+        return judge_snippets(case_id, results_for(case_id))
+
+    check_notes_snippets.__name__ = check_notes_snippets.__qualname__ = "check_notes_snippets"
+    return Check(check_notes_snippets, devices=("cpu",), claim=None)
+
+
 def _with_snippets(case: Case) -> Case:
     """The case with its notes' snippets as one more check (the same for every ID, so declared once
     here rather than in each of the 45 declarations)."""
-    check = snippets.snippets_check(case.id)
+    check = snippets_check(case.id)
     if check is None or SNIPPETS_CHECK in case.checks:
         return case
     return dataclasses.replace(case, checks={**case.checks, SNIPPETS_CHECK: check})

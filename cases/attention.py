@@ -46,7 +46,7 @@ def notes_code(first_line: str, repairs: tuple = ()) -> dict:
     """The 004 code block that starts with `first_line`, read from the note file and executed (with
     `repairs`, (pattern, replacement) regexes for slips the notes' snippets check records): the
     names it defines."""
-    from cases._lib.notes_text import note_path
+    from notes.text import note_path
 
     lines = note_path("004").read_text(encoding="utf-8").splitlines()
     start = next(n for n, line in enumerate(lines) if line.strip().startswith(first_line))

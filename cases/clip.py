@@ -45,7 +45,7 @@ def _notes_function():
     """001's `clip_grad_norm_`, compiled from the note file itself (docstring and all), with the one
     name it uses and never defines supplied: `inf`, which torch's copy imported from `torch._six`
     (gone: the snippets check lists it, 001:399). Nothing else is repaired."""
-    from cases._lib import snippets
+    from notes import parse as snippets
 
     (snippet,) = [s for s in snippets.all_snippets() if s.locator == NOTES_SNIPPET]
     scope = {"torch": torch, "inf": math.inf}

@@ -14,7 +14,6 @@ import dataclasses
 
 import torch
 
-from cases._lib import notes_text
 from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import (
@@ -33,6 +32,7 @@ from cases.spec import (
     optimized,
 )
 from harness.contract.rules import AllOf, Faster, Lighter
+from notes import text as notes_text
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 

@@ -26,7 +26,6 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from cases._lib.deprecation import is_deprecation
 from cases._lib.inputs import generator
 from cases._lib.timing import best_time
 from cases.spec import UNIT_ROUNDOFF as U
@@ -46,6 +45,7 @@ from cases.spec import (
 )
 from harness import measure
 from harness.contract.rules import FromFindings
+from notes.deprecation import is_deprecation
 
 FP32 = torch.float32
 

@@ -46,7 +46,7 @@ def notes_layernorm() -> type:
     """004's LayerNorm class, read from the note file (its "> " quote markers removed) with its
     docstring line indented like the body: the IndentationError as written is the notes' snippets
     check's erratum."""
-    from cases._lib.notes_text import note_path
+    from notes.text import note_path
 
     lines = note_path("004").read_text(encoding="utf-8").splitlines()
     start = next(n for n, line in enumerate(lines) if line.strip() == "> # step by step LayerNorm")

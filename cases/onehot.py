@@ -163,7 +163,7 @@ def judge_scatter_formula(examples: int, mismatches: list, dims: list[int], run:
 
 def _notes_block(first_line: str) -> str:
     """The 004 code block that starts with `first_line`, read from the note file."""
-    from cases._lib.notes_text import note_path
+    from notes.text import note_path
 
     lines = note_path("004").read_text(encoding="utf-8").splitlines()
     start = next(n for n, line in enumerate(lines) if line.strip().startswith(first_line))

@@ -17,11 +17,11 @@ import time
 import pytest
 import torch
 
-from cases._lib import notes_text
 from cases.spec import Role
 from harness.measure import faulted_pages
 from harness.point import variant_benchmark
 from harness.point.variant_benchmark import NotMeasured, WrongAnswer
+from notes import text as notes_text
 from plan import fresh_build, fresh_spec, oversize_reason, select_points, variant_at
 from suite import options
 from suite.progress_plugin import progress

@@ -20,7 +20,7 @@ TIME_STEP = INPUT_SIZE = 28
 
 
 def notes_lines() -> list[str]:
-    from cases._lib.notes_text import note_path
+    from notes.text import note_path
 
     return note_path("001").read_text(encoding="utf-8").splitlines()
 

@@ -15,8 +15,8 @@ import functools
 import torch
 from torch.autograd import Function
 
-from cases._lib import snippets
 from cases.spec import UNIT_ROUNDOFF, Case, Check, Claim, ClaimKind, Finding, Verdict
+from notes import parse as snippets
 
 NOTES_SNIPPET = "001#4"  # the same code is 000's; snippet_map keys both to this case
 

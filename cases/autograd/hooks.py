@@ -13,8 +13,8 @@ import warnings
 import torch
 from torch import nn
 
-from cases._lib.deprecation import is_deprecation
 from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
+from notes.deprecation import is_deprecation
 
 
 class TwoOps(nn.Module):

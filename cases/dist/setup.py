@@ -18,7 +18,7 @@ import warnings
 
 import torch
 
-from cases._lib.deprecation import is_deprecation
+from notes.deprecation import is_deprecation
 from cases._lib.dist_launches import LaunchRecord, Runs
 from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 from harness.contract.rules import FromFindings

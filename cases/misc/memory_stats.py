@@ -14,8 +14,8 @@ import warnings
 
 import torch
 
-from cases._lib.deprecation import is_deprecation
 from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
+from notes.deprecation import is_deprecation
 
 # Outside the device seam on purpose (tests/unit/properties/test_device_seam.py reads this): the
 # notes' calls are what is checked, so the case calls them by the notes' names.

@@ -21,7 +21,7 @@ def notes_classes() -> dict:
     """004's net1 and net2 from the note file as written, with its one slip repaired: the C comment
     `//Sequential` after the class line (a SyntaxError, the notes' snippets check's erratum) read
     as `#Sequential`."""
-    from cases._lib.notes_text import note_path
+    from notes.text import note_path
 
     lines = note_path("004").read_text(encoding="utf-8").splitlines()
     i = next(n for n, line in enumerate(lines) if line.startswith("class net1(nn.Module):"))

@@ -238,7 +238,7 @@ def judge_freezing(
 def _notes_block(prefix: str, first: str, last: str) -> str:
     """The notes' code from the line that starts with `first` to the line that starts with `last`,
     as the note file has it (its tab indent included)."""
-    from cases._lib.notes_text import note_path
+    from notes.text import note_path
 
     lines = note_path(prefix).read_text(encoding="utf-8").splitlines()
     i = next(n for n, line in enumerate(lines) if line.startswith(first))

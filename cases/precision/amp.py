@@ -23,7 +23,6 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
-from cases._lib.deprecation import is_deprecation
 from cases._lib.init import perturb_norms
 from cases._lib.inputs import generator
 from cases.spec import UNIT_ROUNDOFF as U
@@ -42,6 +41,7 @@ from cases.spec import (
     optimized,
 )
 from harness.contract.rules import AllOf, AnyOf, FromFindings, NotFaster, NotLighter
+from notes.deprecation import is_deprecation
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 CLASSES = 16

@@ -137,7 +137,7 @@ class Erratum:
     notes' exact words at fault) and what was observed instead (`evidence`). ``file`` and ``line``
     say where (the note file's prefix, "003", and the 1-based line the quote starts on): one fault
     is one erratum, keyed by them, however many checks see it. A case may name the file; the line
-    is found from the quote (`cases._lib.notes_text.keyed`); 0 where the quote is not the notes'."""
+    is found from the quote (`notes.text.keyed`); 0 where the quote is not the notes'."""
 
     kind: ErratumKind
     quote: str

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import cases
-from cases._lib import notes_text
 from harness.contract.record import LEGACY_KINDS
+from notes import text as notes_text
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("errata")]
 

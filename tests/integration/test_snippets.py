@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from cases._lib import snippets as sn
-from cases._lib.snippet_map import SNIPPETS
+import cases
 from harness.contract.record import ErratumKind
+from notes import __main__ as notes_main
+from notes import classify, run
+from notes.map import SNIPPETS
 
 # The notes' snippets run once for the module (note_results): under `-n auto --dist loadgroup` (the
 # test command) every test of this module goes to the same worker.
@@ -58,7 +60,7 @@ EXPECTED_ERRATA = {
 
 @pytest.fixture(scope="module")
 def note_results():
-    by_note = sn.run_notes(["000", "001", "002", "003", "004"])
+    by_note = run.run_notes(["000", "001", "002", "003", "004"])
     return {r["locator"]: r for rs in by_note.values() for r in rs}
 
 
@@ -77,14 +79,14 @@ def test_only_code_is_run_or_read_as_the_notes_code(note_results):
     for loc, r in note_results.items():
         if r["class"] != "code":
             assert not any(r.get(k) for k in ("compile_error", "error", "static", "deprecations")), loc
-            assert sn.errata_of(r) == [], loc
+            assert classify.errata_of(r) == [], loc
 
 
 @pytest.mark.integration
 def test_the_errata_found(note_results):
     found = {}
     for r in note_results.values():
-        for e in sn.errata_of(r):
+        for e in classify.errata_of(r):
             assert e.where not in found, f"two errata on {e.where}"
             found[e.where] = e.kind.value
     if not note_results["000#11"]["ran"]:  # tensorboard not installed: the import fails otherwise
@@ -97,14 +99,14 @@ def test_the_errata_found(note_results):
 
 @pytest.mark.integration
 def test_snippets_check_judges_the_ids_snippets(note_results):
-    finding = sn.snippets_check("parallel.average_gradient").fn("cpu")
+    finding = cases.snippets_check("parallel.average_gradient").fn("cpu")
     assert [(e.kind, e.where) for e in finding.errata] == [
         (ErratumKind.REMOVED_API, "000:136"),
         (ErratumKind.REMOVED_API, "001:176"),
     ]
-    clip = sn.snippets_check("clip.grad_norm").fn("cpu")
+    clip = cases.snippets_check("clip.grad_norm").fn("cpu")
     assert clip.errata == () and "001#15 source" in clip.evidence
-    text = sn.summary()
+    text = notes_main.summary()
     assert "snippets found: 116" in text and "code compile failures: 9" in text
     assert (
         "by class: code: 76, transcript: 3, source: 12, signature: 3, pseudo: 5, shell: 4, text: 13" in text

@@ -41,7 +41,7 @@ def test_distance_snippets_shape_slips_are_errata_and_the_repaired_forms_decide(
 
 
 def test_distance_claims_carry_their_reading_apart_from_the_quote():
-    from cases._lib import notes_text
+    from notes import text as notes_text
 
     for claim in distance.CASE.claims:
         assert notes_text.not_verbatim(claim.quote, claim.file) == [], claim.id

@@ -13,10 +13,12 @@ from tests import paths
 ROOT = paths.ROOT
 # package → the packages of this project it must never import
 FORBIDDEN = {
-    "harness": {"cases", "plan", "suite", "reports"},
+    "harness": {"notes", "cases", "plan", "suite", "reports"},
+    # The notes engine sits between the harness's contract and the cases, which read the notes from it.
+    "notes": {"cases", "plan", "suite", "reports"},
     "cases": {"plan", "suite", "reports"},
     "plan": {"suite", "reports"},
-    "reports": {"cases", "plan", "suite", "torch", "pytest"},
+    "reports": {"notes", "cases", "plan", "suite", "torch", "pytest"},
 }
 
 
@@ -124,7 +126,7 @@ GLUE = (
 
 
 def _mirrored_test(path: Path) -> Path | None:
-    """The unit-test file a module of harness/, plan/, reports/ or the glue has: `tests/unit/` then
+    """The unit-test file a module of harness/, notes/, plan/, reports/ or the glue has: `tests/unit/` then
     its own path with `test_` before its name; a package's face (`__init__.py`) that defines
     something is tested in `test_<package>.py` beside its rooms' tests, `__main__.py` in
     `test_main.py`; a face that only re-exports needs none."""
@@ -141,7 +143,7 @@ def _mirrored_test(path: Path) -> Path | None:
 
 
 def _modules() -> list[Path]:
-    found = [p for layer in ("harness", "plan", "reports") for p in (ROOT / layer).rglob("*.py")]
+    found = [p for layer in ("harness", "notes", "plan", "reports") for p in (ROOT / layer).rglob("*.py")]
     return sorted(found + [ROOT / "suite" / f"{name}.py" for name in GLUE])
 
 
@@ -161,7 +163,7 @@ def test_the_glue_list_is_every_module_of_suite_but_its_tests():
 
 # ---- no import circle, call-time imports included -------------------------------------------------
 
-PACKAGES = ("harness", "cases", "plan", "suite", "reports")
+PACKAGES = ("harness", "notes", "cases", "plan", "suite", "reports")
 
 
 def _module_name(path: Path) -> str:

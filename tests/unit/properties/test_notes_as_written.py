@@ -12,8 +12,8 @@ import re
 import pytest
 
 import cases
-from cases._lib import notes_text
 from harness.contract.record import LEGACY_KINDS, Claim, ClaimKind, Erratum, ErratumKind
+from notes import text as notes_text
 from tests import paths
 
 CASES = {c.id: c for c in cases.all_cases()}

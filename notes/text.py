@@ -8,7 +8,6 @@ sentence) count as one space, and Markdown's backslash escapes (``\\(``, ``\\_``
 character they escape. Nothing else is loosened: an inserted bracket, a changed word, a dropped
 character is not the notes' words.
 
-Not a case module (underscore: the `cases` scan skips it).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from pathlib import Path
 
 from harness.contract.claims import Finding
 
-NOTES_DIR = Path(__file__).resolve().parents[1] / "notes"
+NOTES_DIR = Path(__file__).resolve().parent / "files"
 FRAGMENT_JOINER = " … "
 PREFIXES = ("000", "001", "002", "003", "004")
 

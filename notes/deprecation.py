@@ -6,7 +6,6 @@ convention for user-facing removals), and some APIs say "deprecated" in a plain 
 torch, where the APIs are more deprecated. Every check that reads deprecations asks this one
 function.
 
-Not a case module (underscore: the `cases` scan skips it).
 """
 
 from __future__ import annotations

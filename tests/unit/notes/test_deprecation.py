@@ -1,4 +1,4 @@
-"""A deprecation is heard whatever category carries it (cases/_lib/deprecation.py)."""
+"""A deprecation is heard whatever category carries it (notes/deprecation.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from cases._lib.deprecation import deprecations, is_deprecation
+from notes.deprecation import deprecations, is_deprecation
 
 
 @pytest.mark.parametrize(
