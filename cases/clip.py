@@ -47,7 +47,7 @@ def _notes_function():
     (gone: the snippets check lists it, 001:399). Nothing else is repaired."""
     from notes import parse as snippets
 
-    (snippet,) = [s for s in snippets.all_snippets() if s.locator == NOTES_SNIPPET]
+    snippet = snippets.snippet(NOTES_SNIPPET)
     scope = {"torch": torch, "inf": math.inf}
     exec(compile(snippet.source, snippet.filename, "exec"), scope)  # noqa: S102 - the notes' text
     return scope["clip_grad_norm_"]

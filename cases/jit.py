@@ -45,6 +45,7 @@ from cases.spec import (
 )
 from harness import measure
 from harness.contract.rules import FromFindings
+from notes import parse
 from notes.deprecation import is_deprecation
 
 FP32 = torch.float32
@@ -342,46 +343,9 @@ def judge_deprecation(deprecated: list[str], message: str | dict[str, str], vers
     )
 
 
-NOTES_NESTED = """
-class MyDecisionGate(torch.nn.Module):
-    def forward(self, x):
-        return x if x.sum() > 0 else -x
-
-class MyCell(torch.nn.Module):
-    def __init__(self, dg):
-        super(MyCell, self).__init__()
-        self.dg = dg
-        self.linear = torch.nn.Linear(4, 4)
-    def forward(self, x, h):
-        new_h = torch.tanh(self.dg(self.linear(x)) + h)
-        return new_h, new_h
-
-x, h = torch.rand(3, 4), torch.rand(3, 4)
-scripted_gate = torch.jit.script(MyDecisionGate())
-class MyRNNLoop(torch.nn.Module):
-    def __init__(self):
-        super(MyRNNLoop, self).__init__()
-        self.cell = torch.jit.trace(MyCell(scripted_gate), (x, h))
-    def forward(self, xs):
-        h, y = torch.zeros(3, 4), torch.zeros(3, 4)
-        for i in range(xs.size(0)):
-            y, h = self.cell(xs[i], h)
-        return y, h
-rnn_loop = torch.jit.script(MyRNNLoop())
-
-class WrapRNN(torch.nn.Module):
-    def __init__(self):
-        super(WrapRNN, self).__init__()
-        self.loop = torch.jit.script(MyRNNLoop())
-
-    def forward(self, xs):
-        y, h = self.loop(xs)
-        return torch.relu(y)
-
-traced = torch.jit.trace(WrapRNN(), (torch.rand(10, 3, 4)))
-traced.save(PATH)
-loaded = torch.jit.load(PATH)
-"""
+# 003's nested example, read from the note as written; its save and load go to the check's own
+# folder instead of the working directory (the one repair: the path).
+NOTES_NESTED = parse.snippet("003#7").source.replace("'wrapped_rnn.pt'", "PATH")
 
 
 class NumpyStep(nn.Module):

@@ -45,6 +45,7 @@ from cases.spec import (
 )
 from harness import measure
 from harness.contract.rules import AllOf, FromFindings, Lighter
+from notes import parse
 
 FP32 = torch.float32
 P_DROP = 0.1
@@ -432,14 +433,8 @@ def judge_outputs(seen: dict) -> Finding:
     return Finding(Verdict.FAILS, base + what)
 
 
-NOTES_TOY = """
-class toy(nn.Module):
-  def __init__(self):
-    self.net = nn.Linear(10,10)
-  def forward(self,x):
-    x = checkpoint(self.net,x)
-    return x
-"""
+# 004's `toy`, read from the note as written (with its checkpoint import).
+NOTES_TOY = parse.snippet("004#2").source
 
 
 def check_notes_toy(device):

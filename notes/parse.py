@@ -239,6 +239,24 @@ def all_snippets() -> tuple[Snippet, ...]:
     return tuple(s for path in note_files() for s in extract(path))
 
 
+def snippet(locator: str) -> Snippet:
+    """The notes' snippet at `locator` (``"003#8"``: note prefix, block index), as written, for a case
+    that runs the notes' own code. Refused where the notes changed under it: the map's guard (its
+    first line, `notes.map`) must still match, so an edited note fails here instead of running
+    other code in its place."""
+    from notes.map import SNIPPETS, guard_matches
+
+    found = [s for s in all_snippets() if s.locator == locator]
+    if len(found) != 1 or locator not in SNIPPETS:
+        raise KeyError(f"no snippet {locator!r} in the notes' files and map")
+    if not guard_matches(SNIPPETS[locator], found[0].first_line):
+        raise ValueError(
+            f"snippet {locator} starts {found[0].first_line!r}, not {SNIPPETS[locator].first!r}: the notes "
+            "changed; map the snippet again (notes/map.py)"
+        )
+    return found[0]
+
+
 def note_file(prefix: str) -> Path:
     (path,) = [p for p in note_files() if p.name.startswith(prefix)]
     return path

@@ -25,9 +25,7 @@ NOTES_SNIPPET = "001#4"  # the same code is 000's; snippet_map keys both to this
 def notes_classes() -> tuple[type, type]:
     """The notes' `BinarizedF` and `Binarized`, compiled from their snippet as a user pastes it
     (with the `Function` import the notes take as given)."""
-    (snippet,) = [s for s in snippets.all_snippets() if s.locator == NOTES_SNIPPET]
-    if snippet.first_line != "class BinarizedF(Function):":
-        raise AssertionError(f"{NOTES_SNIPPET} is no longer the notes' BinarizedF: {snippet.first_line!r}")
+    snippet = snippets.snippet(NOTES_SNIPPET)
     namespace: dict = {}
     exec("import torch\nfrom torch.autograd import Function\n", namespace)
     exec(compile(snippet.source, snippet.filename, "exec"), namespace)

@@ -41,6 +41,7 @@ from cases.spec import (
     optimized,
 )
 from harness.contract.rules import AllOf, AnyOf, FromFindings, NotFaster, NotLighter
+from notes import parse
 from notes.deprecation import is_deprecation
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
@@ -473,23 +474,8 @@ def judge_fp16_needs_scaler(unscaled: float, scaled: float, truth: float) -> Fin
     )
 
 
-NOTES_USAGE = """
-use_amp = True
-optimizer = torch.optim.SGD(model.parameters(), lr=0.001)
-scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
-
-for epoch in range(epochs):
-    for input, target in zip(data, targets):
-        with torch.cuda.amp.autocast(enabled=use_amp):
-            output = net(input)
-            loss = loss_fn(output, target)
-        scaler.scale(loss).backward()
-        # scaler.unscale_(optimizer)
-        # torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-        scaler.step(optimizer)
-        scaler.update()
-        opt.zero_grad()
-"""
+# 003's usage example (its GradScaler block), read from the note as written.
+NOTES_USAGE = parse.snippet("003#8").source
 
 
 def check_notes_usage(device):

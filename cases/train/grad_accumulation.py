@@ -26,6 +26,7 @@ from cases.spec import (
     Verdict,
 )
 from harness import measure
+from notes import parse
 
 K, MICRO, D_IN = 4, 8, 10
 U32 = UNIT_ROUNDOFF[torch.float32]
@@ -64,15 +65,8 @@ def _copy(net):
     return copy.deepcopy(net)
 
 
-# notes 004, as written.
-NOTES_SOURCE = """\
-def MinibatchAccumulation(traindata,labels,epochoptimizer,criterion,net):
-    optimizer.zero_grad()
-    for i in range(len(traindata)):
-        loss = criterion(net(traindata[i],labels[i]))
-        loss.backward()
-    optimizer.step()
-"""
+# notes 004's MinibatchAccumulation, read from the note as written.
+NOTES_SOURCE = parse.snippet("004#23").source
 NOTES_FIXED_SOURCE = NOTES_SOURCE.replace("epochoptimizer", "optimizer").replace(
     "criterion(net(traindata[i],labels[i]))", "criterion(net(traindata[i]),labels[i])"
 )
