@@ -41,9 +41,6 @@ class Role(str, enum.Enum):
     COMPILED = "compiled"  # torch.compile of a naive variant, made by the suite (harness.measure.compiled)
 
 
-ROLE_NAMES = tuple(r.value for r in Role)
-
-
 UNIT_ROUNDOFF = {
     torch.float64: 2.0**-53,
     torch.float32: 2.0**-24,
@@ -251,7 +248,7 @@ class Comparison:
             if missing:
                 raise ValueError(f"{where}: no tolerance for {missing}")
         for fast, slow in self.context_pairs:
-            unknown = [n for n in (fast, slow) if n not in self.variants and n not in ROLE_NAMES]
+            unknown = [n for n in (fast, slow) if n not in self.variants and n not in _rules.ROLES]
             if unknown:
                 raise ValueError(
                     f"{where}: context pair ({fast}, {slow}) names {unknown}, not its variants or a role"
