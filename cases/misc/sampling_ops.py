@@ -361,6 +361,9 @@ def judge_nan_reductions(sums: dict[str, float], listed_exist: bool, torch_twins
     )
 
 
+# Inline code in 004's prose (items 38 and 33), not a fenced snippet `notes.parse` could hand out: the
+# quote is the notes' words; the code beside it is that line made runnable (the signature as a def,
+# the cast on an array).
 NOTES_SPELLINGS = {
     "`torch.multinomial(input,num_samples,replacement-False) -> LongTensor`": (
         "def multinomial(input, num_samples, replacement-False): pass"
