@@ -24,11 +24,11 @@ WHERE = "catalogue ID `a.b` is declared in cases/a.py or cases/a/b.py"
 
 
 def _case_modules():
-    """Every module that may declare cases: not the private helpers (`_lib`), the declaration
-    module (`spec`) or subprocess entry points (`*_worker`)."""
+    """Every module that may declare cases: not the private rooms (`_lib`, the helpers; `_launch`,
+    what starts processes, its workers among it) or the declaration module (`spec`)."""
     for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
         parts = info.name.split(".")[1:]
-        if any(p.startswith("_") for p in parts) or parts == ["spec"] or parts[-1].endswith("_worker"):
+        if any(p.startswith("_") for p in parts) or parts == ["spec"]:
             continue
         yield info.name
 

@@ -38,20 +38,19 @@ from cases.spec import (
 )
 from harness import measure
 from harness.contract.rules import FromFindings
+from notes import parse
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
+# 004's snippets: the sequence mask (`def subsequent_mask(size):`) and the attention function
+# (`# tensor.masked_fill(mask,value)` ... `def attention(query, key, value, mask=None, dropout=None):`).
+NOTES_SUBSEQUENT_MASK, NOTES_ATTENTION = "004#10", "004#11"
 
 
-def notes_code(first_line: str, repairs: tuple = ()) -> dict:
-    """The 004 code block that starts with `first_line`, read from the note file and executed (with
-    `repairs`, (pattern, replacement) regexes for slips the notes' snippets check records): the
-    names it defines."""
-    from notes.text import note_path
-
-    lines = note_path("004").read_text(encoding="utf-8").splitlines()
-    start = next(n for n, line in enumerate(lines) if line.strip().startswith(first_line))
-    end = next(n for n in range(start, len(lines)) if lines[n].strip().startswith("```"))
-    code = "\n".join(lines[start:end])
+def notes_code(locator: str, repairs: tuple = ()) -> dict:
+    """The notes' snippet at `locator`, read from the notes package and executed (with `repairs`,
+    (pattern, replacement) regexes for slips the notes' snippets check records): the names it
+    defines."""
+    code = parse.snippet_text(locator)
     for pattern, replacement in repairs:
         code = re.sub(pattern, replacement, code)
     scope = {"np": np, "torch": torch, "math": math, "F": F}
@@ -62,7 +61,7 @@ def notes_code(first_line: str, repairs: tuple = ()) -> dict:
 def subsequent_mask(size):
     """The notes' sequence mask, run from the note file: (1, size, size) bool, True on and below
     the diagonal."""
-    return notes_code("def subsequent_mask(size):")["subsequent_mask"](size)
+    return notes_code(NOTES_SUBSEQUENT_MASK)["subsequent_mask"](size)
 
 
 def combined_mask(lengths, size, device):
@@ -414,9 +413,7 @@ def check_notes_snippet(device):
     """004's `attention` run from the note file, its broken line joined (the SyntaxError is the
     notes' snippets check's erratum), on the shapes its comments give: (30, 8, 10, 64) queries
     against (30, 8, 11, 64) keys and values."""
-    attention = notes_code(
-        "# tensor.masked_fill(mask,value)", repairs=((r"/\s*\n\s*math\.sqrt", "/ math.sqrt"),)
-    )["attention"]
+    attention = notes_code(NOTES_ATTENTION, repairs=((r"/\s*\n\s*math\.sqrt", "/ math.sqrt"),))["attention"]
     g = torch.Generator().manual_seed(3)
     q = torch.randn(30, 8, 10, 64, generator=g).to(device)
     k, v = (torch.randn(30, 8, 11, 64, generator=g).to(device) for _ in range(2))

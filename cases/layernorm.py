@@ -38,20 +38,17 @@ from cases.spec import (
     naive,
 )
 from harness.contract.rules import FromFindings
+from notes import parse
 
 FP32 = torch.float32
+NOTES_LAYERNORM = "004#7"
 
 
 def notes_layernorm() -> type:
-    """004's LayerNorm class, read from the note file (its "> " quote markers removed) with its
-    docstring line indented like the body: the IndentationError as written is the notes' snippets
-    check's erratum."""
-    from notes.text import note_path
-
-    lines = note_path("004").read_text(encoding="utf-8").splitlines()
-    start = next(n for n, line in enumerate(lines) if line.strip() == "> # step by step LayerNorm")
-    end = next(n for n in range(start, len(lines)) if lines[n].strip() == "> ```")
-    code = "\n".join(line[2:] if line.startswith("> ") else line.lstrip(">") for line in lines[start:end])
+    """004's LayerNorm class (`# step by step LayerNorm`, a block quoted in the note), read from the
+    notes package with its docstring line indented like the body: the IndentationError as written
+    is the notes' snippets check's erratum."""
+    code = parse.snippet_text(NOTES_LAYERNORM)
     code = code.replace('\n   """input', '\n        """input')
     scope = {"torch": torch, "nn": torch.nn}
     exec(code, scope)  # noqa: S102 - the notes' own text

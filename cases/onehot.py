@@ -29,6 +29,7 @@ from cases.spec import (
     optimized,
 )
 from harness.contract.rules import FromFindings
+from notes import parse
 
 FP32 = torch.float32
 
@@ -161,21 +162,15 @@ def judge_scatter_formula(examples: int, mismatches: list, dims: list[int], run:
     )
 
 
-def _notes_block(first_line: str) -> str:
-    """The 004 code block that starts with `first_line`, read from the note file."""
-    from notes.text import note_path
-
-    lines = note_path("004").read_text(encoding="utf-8").splitlines()
-    start = next(n for n, line in enumerate(lines) if line.strip().startswith(first_line))
-    end = next(n for n in range(start, len(lines)) if lines[n].strip().startswith("```"))
-    return "\n".join(lines[start:end])
+# 004 item 14's snippet: `label = torch.tensor([0,1,0,2,3,2]).view(len(label),-1)` ... scatter_.
+NOTES_SCATTER = "004#15"
 
 
 def check_notes_snippet(device):
     """004 item 14's snippet, read from the note file and run with `label` defined before its first
     line (the NameError as written, and `label_size` defined nowhere, are the notes' snippets
     check's erratum) and label_size = 4: first as written, then with a float src."""
-    snippet = _notes_block("label = torch.tensor([0,1,0,2,3,2]).view(len(label),-1)")
+    snippet = parse.snippet_text(NOTES_SCATTER)
     slips = []
     scope = {"torch": torch, "label_size": 4, "label": torch.tensor([0, 1, 0, 2, 3, 2])}
     try:

@@ -295,7 +295,7 @@ class Case(Comparison):
     # checks, variants and rule nodes that name it.
     claims: tuple[Claim, ...] = ()
     # The outcomes a launched point records under its own name (suite/test_distributed.py,
-    # `cases._lib.dist_launches.LaunchRecord`: e.g. ``spawn_tcp``, or the point's own name
+    # `cases._launch.dist_launches.LaunchRecord`: e.g. ``spawn_tcp``, or the point's own name
     # where it records no finding or is skipped) → the claim each decides.
     launched: Mapping[str, str] = field(default_factory=dict)
 

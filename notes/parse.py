@@ -10,11 +10,6 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
 
 NOTES_DIR = Path(__file__).resolve().parent / "files"
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -255,6 +250,24 @@ def snippet(locator: str) -> Snippet:
             "changed; map the snippet again (notes/map.py)"
         )
     return found[0]
+
+
+def snippet_text(locator: str, first: str | None = None, last: str | None = None) -> str:
+    """The text of the notes' snippet at `locator` (guarded as `snippet` is), from its line that
+    starts with `first` through its line that starts with `last` (both stripped; the whole snippet
+    by default): the part of a snippet a case runs, found by what the notes wrote rather than by
+    line numbers that an edit above it would shift."""
+    lines = snippet(locator).source.splitlines()
+    start = 0 if first is None else _line_starting(lines, first, 0, locator)
+    end = len(lines) if last is None else _line_starting(lines, last, start, locator) + 1
+    return "\n".join(lines[start:end]) + "\n"
+
+
+def _line_starting(lines: list[str], text: str, start: int, locator: str) -> int:
+    found = next((n for n in range(start, len(lines)) if lines[n].strip().startswith(text)), None)
+    if found is None:
+        raise ValueError(f"snippet {locator} has no line starting {text!r}: the notes changed")
+    return found
 
 
 def note_file(prefix: str) -> Path:

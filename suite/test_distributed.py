@@ -1,5 +1,5 @@
 """Distributed cases: one test per launched point, its points from the plan (`plan.launches`). The
-launches (`cases._lib.dist_launches.Runs`, through `harness.run.launch`; cached for the session, so a
+launches (`cases._launch.dist_launches.Runs`, through `harness.run.launch`; cached for the session, so a
 run is shared by the tests that read it) and their judging (`launched_*` beside each case:
 `cases.parallel.*`, `cases.dist`) are plain Python; this module parametrises, hands pytest the
 judgement's finding and benchmark row, and fails a test whose launch failed with every rank's output.
@@ -20,8 +20,8 @@ import functools
 
 import pytest
 
-from cases._lib import launch_faults
-from cases._lib.dist_launches import TIMEOUT_S, LaunchRecord, Runs
+from cases._launch import launch_faults
+from cases._launch.dist_launches import TIMEOUT_S, LaunchRecord, Runs
 from cases.dist import setup as dist_setup
 from cases.parallel import allreduce, average_gradient, dp_vs_ddp
 from harness.host import load

@@ -1,4 +1,4 @@
-"""Hand-made rank files of a launched training run (what `cases._lib.launched_training` reads from
+"""Hand-made rank files of a launched training run (what `cases._launch.launched_training` reads from
 each rank), for the distributed cases' judge tests: no process is launched."""
 
 from __future__ import annotations

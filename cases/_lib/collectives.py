@@ -1,5 +1,5 @@
 """All-reduce algorithms and their cost (`parallel.allreduce`, `parallel.manual_dp`): the naive,
-master and ring forms over a process group (run inside `cases.dist_worker`'s ranks), d2l's sum
+master and ring forms over a process group (run inside `cases._launch.dist_worker`'s ranks), d2l's sum
 over a list of tensors in one process, the float64 truth any of them is checked against, and the
 α–β model fitted to their times.
 

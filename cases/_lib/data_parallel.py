@@ -1,5 +1,5 @@
 """What every data-parallel run trains and what it is held to (the `parallel.*` cases and
-`cases.dist_worker`): a seeded MLP and batch, the single-device training that is the truth, the
+`cases._launch.dist_worker`): a seeded MLP and batch, the single-device training that is the truth, the
 fp32 bounds of a sharded run against it, and gradient averaging by hand, as the notes write it and
 with the call the installed torch has.
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from notes import parse
+
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 
 
@@ -19,18 +21,9 @@ def randn(shape, g, dtype, device, scale=1.0):
 TIME_STEP = INPUT_SIZE = 28
 
 
-def notes_lines() -> list[str]:
-    from notes.text import note_path
-
-    return note_path("001").read_text(encoding="utf-8").splitlines()
-
-
-def notes_block(first_line: str) -> list[str]:
-    """The lines of the 001 code block that starts with `first_line`, up to its closing fence."""
-    lines = notes_lines()
-    start = next(n for n, line in enumerate(lines) if line.strip().startswith(first_line))
-    end = next(n for n in range(start, len(lines)) if lines[n].strip().startswith("```"))
-    return lines[start:end]
+# 001's snippets (000 repeats them word for word): the classifier, the regression's forward, the
+# train loop that repacks the hidden state.
+CLASSIFIER, REGRESSION_FORWARD, TRAIN_LOOP = "001#1", "001#2", "001#3"
 
 
 def notes_network(input_size: int, hidden_size: int, output_size: int) -> nn.Module:
@@ -40,9 +33,8 @@ def notes_network(input_size: int, hidden_size: int, output_size: int) -> nn.Mod
     comment says; its head line `self.out = nn.Linear(input_size, output_size)` as written; and the
     regression forward as written, returning `hidden_state` where it says `h_state` (a name the
     notes never define there: the notes' snippets check's erratum)."""
-    classifier = notes_block("self.rnn = nn.LSTM(")
-    head = next(line.strip() for line in classifier if line.strip().startswith("self.out = "))
-    forward = notes_block("def forward(self,x,hidden_state):")
+    head = parse.snippet_text(CLASSIFIER, "self.out = ", "self.out = ").strip()
+    forward = parse.snippet_text(REGRESSION_FORWARD, "def forward(self,x,hidden_state):").splitlines()
     forward = [line.replace("dim=1), h_state", "dim=1), hidden_state") for line in forward]
     code = "\n".join(
         [

@@ -2,8 +2,8 @@
 
 The set-up facts that need several processes (a call before init, env:// under torchrun, tcp://
 under mp.spawn, new_group, DDP's initial broadcast, rank-0 save and reload, destroy_process_group)
-are observed by `cases.dist_worker`, and the notes' `--local_rank` parser under their launcher by
-`cases.dist_launch_worker`, both launched through `cases._lib.dist_launches` (`launched_*`, for
+are observed by `cases._launch.dist_worker`, and the notes' `--local_rank` parser under their launcher by
+`cases._launch.dist_launch_worker`, both launched through `cases._launch.dist_launches` (`launched_*`, for
 `suite/test_distributed.py`) and judged here (`judge_*`, from the ranks' JSON). What one process
 can show is checked here: 004's `mp.spawn(main, args=(world_size), ...)` (it spawns its own),
 000's TCP parser into init_process_group, the notes' lines as written.
@@ -19,7 +19,7 @@ import warnings
 import torch
 
 from notes.deprecation import is_deprecation
-from cases._lib.dist_launches import LaunchRecord, Runs
+from cases._launch.dist_launches import LaunchRecord, Runs
 from cases.spec import Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
 from harness.contract.rules import FromFindings
 
@@ -71,7 +71,7 @@ def judge_launch_deprecated(warning: str) -> Finding:
 
 
 def setup_problems(facts: dict, world: int) -> list[str]:
-    """What one rank saw (`cases.dist_worker.setup_facts`) that the notes' set-up recipe says should
+    """What one rank saw (`cases._launch.dist_worker.setup_facts`) that the notes' set-up recipe says should
     not happen; empty when every step did what they say."""
     problems = []
     if facts.get("before_init_error") == "":
@@ -228,7 +228,7 @@ def check_torchrun_omp_threads(device):
             outs[nproc].mkdir()
             port = launch.free_port()
             cmd = launch.torchrun_command(
-                "cases.dist_launch_worker",
+                "cases._launch.dist_launch_worker",
                 ["--out", str(outs[nproc])],
                 nproc=nproc,
                 port=port,
@@ -392,7 +392,7 @@ def check_spawn_args(device):
 
     import torch.multiprocessing as mp
 
-    from cases import dist_worker
+    from cases._launch import dist_worker
 
     world_size = 2
     errors = {}

@@ -13,20 +13,18 @@ import torch
 from torch import nn
 
 from cases.spec import Case, Check, Claim, ClaimKind, Finding, Verdict
+from notes import parse
 
 N = 4
+# 004's net1 (`class net1(nn.Module):#ModuleList`) and net2, one snippet.
+NOTES_CLASSES = "004#8"
 
 
 def notes_classes() -> dict:
-    """004's net1 and net2 from the note file as written, with its one slip repaired: the C comment
+    """004's net1 and net2 from the notes package as written, with its one slip repaired: the C comment
     `//Sequential` after the class line (a SyntaxError, the notes' snippets check's erratum) read
     as `#Sequential`."""
-    from notes.text import note_path
-
-    lines = note_path("004").read_text(encoding="utf-8").splitlines()
-    i = next(n for n, line in enumerate(lines) if line.startswith("class net1(nn.Module):"))
-    j = next(n for n in range(i, len(lines)) if lines[n].startswith("```"))
-    code = "\n".join(lines[i:j]).replace(
+    code = parse.snippet_text(NOTES_CLASSES).replace(
         "class net2(nn.Module)://Sequential", "class net2(nn.Module):#Sequential"
     )
     scope = {"nn": nn}

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from cases.spec import UNIT_ROUNDOFF, Case, Check, Claim, ClaimKind, Erratum, ErratumKind, Finding, Verdict
+from notes import parse
 
 U32 = UNIT_ROUNDOFF[torch.float32]
 
@@ -235,15 +236,9 @@ def judge_freezing(
     )
 
 
-def _notes_block(prefix: str, first: str, last: str) -> str:
-    """The notes' code from the line that starts with `first` to the line that starts with `last`,
-    as the note file has it (its tab indent included)."""
-    from notes.text import note_path
-
-    lines = note_path(prefix).read_text(encoding="utf-8").splitlines()
-    i = next(n for n, line in enumerate(lines) if line.startswith(first))
-    j = next(n for n in range(i, len(lines)) if lines[n].startswith(last))
-    return "\n".join(lines[i : j + 1]) + "\n"
+# 001's two apply() snippets: `class Model(nn.Module):` ... `model.apply(init_weight)`, and
+# `# given a function, and applies it to all submodules` ... `net.appply(init_weights)`.
+NOTES_APPLY, NOTES_APPLY_SECOND = "001#18", "001#19"
 
 
 def _raised(code: str, scope: dict) -> str | None:
@@ -257,12 +252,12 @@ def _raised(code: str, scope: dict) -> str | None:
 
 def check_apply_init(device):
     # 001's first apply() snippet, top to bottom as pasted: Model, init_weight, model.apply.
-    first = _notes_block("001", "class Model(nn.Module):", "model.apply(init_weight)")
+    first = parse.snippet_text(NOTES_APPLY)
     scope = {"nn": nn, "torch": torch}
     as_written = _raised(first, scope)
     # Its second one, with the misspelt `net.appply` read as `net.apply` (an erratum of the notes'
     # snippets check): the same fill_ outside no_grad.
-    second = _notes_block("001", "# given a function, and applies it to all submodules", "net.appply(")
+    second = parse.snippet_text(NOTES_APPLY_SECOND, last="net.appply(")
     second_raised = _raised(second.replace("net.appply(", "net.apply("), {"nn": nn, "torch": torch})
     # The same init function run inside torch.no_grad(), the form the apply() docs use.
     net = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2)).to(device)

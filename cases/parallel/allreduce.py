@@ -2,7 +2,7 @@
 bytes sent per rank, time against message size, and the α–β model that says how each scales.
 
 In-process here: d2l's `allreduce` over replicas equals the float64 sum. Launched
-(`cases._lib.dist_launches`, for `suite/test_distributed.py`): the four algorithms of
+(`cases._launch.dist_launches`, for `suite/test_distributed.py`): the four algorithms of
 `cases._lib.collectives` over gloo ranks at each message size, read into one table
 (`allreduce_table`), checked (`check_allreduce`) and turned into the cost model's row and finding
 (`launched_cost_model`, `allreduce_cost_model`) and one row per algorithm (`launched_sweep`,
@@ -16,9 +16,9 @@ from statistics import median
 
 import torch
 
+from cases._launch.dist_launches import LaunchRecord, Runs
 from cases._lib.collectives import bus_bandwidth, d2l_allreduce, fit_alpha_beta, model_time
 from cases._lib.data_parallel import U32, replica_devices
-from cases._lib.dist_launches import LaunchRecord, Runs
 from cases.spec import Case, Check, Claim, ClaimKind, Finding, Verdict
 from harness.contract import gain
 from harness.contract.rules import FromFindings

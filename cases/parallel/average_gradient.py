@@ -3,7 +3,7 @@ backward, then divide by the world size, against DDP.
 
 In-process here: the notes' `all_reduce_multigpu` call as written (a one-process gloo group) and
 the averaged gradient against the float64 full-batch one (from the shared equivalence launch).
-Launched (`cases._lib.dist_launches`, for `suite/test_distributed.py`): the averaged gradient
+Launched (`cases._launch.dist_launches`, for `suite/test_distributed.py`): the averaged gradient
 against DDP's on every rank (`launched_average_gradient`, `average_gradient_vs_ddp`).
 """
 
@@ -15,9 +15,15 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from cases._launch.dist_launches import LaunchRecord, Runs
+from cases._launch.launched_training import (
+    equivalence_bound,
+    equivalence_ranks,
+    step_times,
+    train_row,
+    trained,
+)
 from cases._lib.data_parallel import make_batch, make_mlp, notes_average_gradient
-from cases._lib.dist_launches import LaunchRecord, Runs
-from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times, train_row, trained
 from cases.spec import Case, Check, Claim, ClaimKind, Finding, Verdict
 from harness.contract.rules import FromFindings
 

@@ -4,7 +4,7 @@ bucketed all-reduce overlapped with backward.
 
 In-process here: what DataParallel does with the GPUs this process sees (or none), DDP against
 float64 full-batch training (from the shared equivalence launch), and the notes'
-`device_ids=list(range(n))`. Launched (`cases._lib.dist_launches`, for `suite/test_distributed.py`):
+`device_ids=list(range(n))`. Launched (`cases._launch.dist_launches`, for `suite/test_distributed.py`):
 DDP at each world size (`launched_ddp`, its scaling `ddp_scaling`), DataParallel on every GPU
 (`launched_dataparallel`) and DDP on two simulated nodes (`launched_two_nodes`, `two_nodes_vs_one`).
 """
@@ -20,10 +20,16 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from cases._lib import isolated as _isolated
+from cases._launch import isolated as _isolated
+from cases._launch.dist_launches import LaunchRecord, Runs
+from cases._launch.launched_training import (
+    equivalence_bound,
+    equivalence_ranks,
+    step_times,
+    train_row,
+    trained,
+)
 from cases._lib.data_parallel import U32, make_batch, make_mlp, tensor_errors, train_tolerance
-from cases._lib.dist_launches import LaunchRecord, Runs
-from cases._lib.launched_training import equivalence_bound, equivalence_ranks, step_times, train_row, trained
 from cases._lib.precision import ieee_fp32
 from cases.spec import Case, Check, Claim, ClaimKind, Finding, Verdict
 from harness.contract import gain

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from cases._lib.inputs import generator
-from cases._lib.notes_rnn import INPUT_SIZE, notes_block, notes_network, randn
+from cases._lib.notes_rnn import INPUT_SIZE, TRAIN_LOOP, notes_network, randn
 from cases._lib.precision import ieee_fp32
 from cases.spec import UNIT_ROUNDOFF as U
 from cases.spec import (
@@ -34,6 +34,7 @@ from cases.spec import (
 from harness import measure
 from harness.contract.rules import AllOf, Faster, FromFindings, Lighter
 from harness.measure import device as harness_device
+from notes import parse
 
 FP32, BF16, FP16 = torch.float32, torch.bfloat16, torch.float16
 
@@ -205,7 +206,7 @@ def check_notes_train_loop(device):
     torch.manual_seed(0)
     x = torch.randn(2, 5, INPUT_SIZE, device=device)
     net = notes_network(INPUT_SIZE, INPUT_SIZE, 1).to(device)
-    code = "\n".join(notes_block("h_state = None"))
+    code = parse.snippet_text(TRAIN_LOOP)
     try:
         exec(code, {"rnn": net, "x": x})  # noqa: S102 - the notes' own text
         notes_error = ""

@@ -1,6 +1,6 @@
 """Untimed work started ahead of the tests that read it, a few at a time, in background threads.
 
-Why: a launch of `cases.dist_worker` that times nothing (the set-up facts under torchrun, mp.spawn
+Why: a launch of `cases._launch.dist_worker` that times nothing (the set-up facts under torchrun, mp.spawn
 and the notes' launcher; the launcher's fault scenarios) spends most of its wall time in single
 process phases: torchrun importing torch (4.5 s on the 2-core EPYC), then its ranks importing it,
 then, for the hanging rank, 15 s of waiting for the timeout. One after another they took 70 s of a

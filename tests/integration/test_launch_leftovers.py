@@ -6,7 +6,7 @@ now keeps them in its own folder, which goes with pytest's temporary folders."""
 
 import pytest
 
-from cases._lib.dist_launches import WORKER
+from cases._launch.dist_launches import WORKER
 from harness.run import launch
 
 
@@ -18,10 +18,10 @@ def test_torchrun_the_notes_launcher_and_mp_spawn_leave_nothing_in_the_temp_fold
     one_rank = {"nproc": 1, "timeout_s": 120.0}
     runs = {
         "torchrun": launch.torchrun(
-            "cases.dist_launch_worker", [], out_dir=tmp_path / "torchrun", **one_rank
+            "cases._launch.dist_launch_worker", [], out_dir=tmp_path / "torchrun", **one_rank
         ),
         "torch.distributed.launch": launch.legacy_launch(
-            "cases.dist_launch_worker", [], out_dir=tmp_path / "legacy", **one_rank
+            "cases._launch.dist_launch_worker", [], out_dir=tmp_path / "legacy", **one_rank
         ),
         "mp.spawn": launch.python_module(
             WORKER,

@@ -1,4 +1,4 @@
-"""Hardware premises in fresh processes (harness/machine/premises.py, cases/_lib/isolated.py): the
+"""Hardware premises in fresh processes (harness/machine/premises.py, cases/_launch/isolated.py): the
 DataParallel CPU question where no GPU is visible, invalid weights sent to a fresh process where a
 device assert is possible, an isolated call returning what it raised and surviving a dying child."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cases._lib import isolated as _isolated
+from cases._launch import isolated as _isolated
 from cases.misc import sampling_ops as sampling
 from cases.parallel import dp_vs_ddp
 from cases.spec import Verdict

@@ -250,7 +250,7 @@ def test_killing_pytest_during_a_launch_leaves_no_torchrun_or_rank(tmp_path):
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 120
-    while sum("cases.dist_worker" in cmd for _, cmd in _marked(marker)) < 2:
+    while sum("cases._launch.dist_worker" in cmd for _, cmd in _marked(marker)) < 2:
         assert proc.poll() is None and time.monotonic() < deadline, "the ranks never started"
         time.sleep(0.1)
     assert any("torch.distributed.run" in cmd for _, cmd in _marked(marker))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from notes import parse
 
 SNIPPETS_FOUND = parse.all_snippets()
@@ -68,3 +70,38 @@ def test_classes_from_the_text():
     # Code: a call of bare names is a call, not a signature; one `//` slip among code is code's typo.
     assert parse.class_of_text(_snippet("model.apply(init_weight)\n")) == "code"
     assert parse.class_of_text(_snippet("class A(nn.Module)://Seq\n  pass\nx = 1\n")) == "code"
+
+
+# ---- a snippet read by its identity ---------------------------------------------------------------
+
+
+def test_a_snippet_is_found_by_its_locator_as_written():
+    layernorm = parse.snippet("004#7")
+    assert layernorm.first_line == "# step by step LayerNorm"  # a quoted block: its "> " markers gone
+    assert 'class LayerNorm(nn.Module):\n    "Construct' in layernorm.source
+
+
+def test_a_snippet_whose_first_line_changed_is_refused(monkeypatch):
+    edited = [
+        s if s.locator != "004#15" else parse.Snippet(s.file, s.index, s.line, s.tag, s.language, "y = 1\n")
+        for s in parse.all_snippets()
+    ]
+    monkeypatch.setattr(parse, "all_snippets", lambda: tuple(edited))
+    with pytest.raises(ValueError, match="the notes changed"):
+        parse.snippet("004#15")
+    with pytest.raises(KeyError):
+        parse.snippet("004#999")
+
+
+def test_snippet_text_is_the_whole_snippet_or_the_lines_between_two_it_names():
+    whole = parse.snippet_text("001#19")
+    assert whole == parse.snippet("001#19").source
+    part = parse.snippet_text("001#19", "def init_weights(m):", "net.appply(")
+    assert part.startswith("def init_weights(m):\n\tif isinstance(m, nn.Linear):")  # its tab indent kept
+    assert part.endswith("net.appply(init_weights)\n") and part in whole
+    assert (
+        parse.snippet_text("001#1", "self.out = ", "self.out = ")
+        == "self.out = nn.Linear(input_size, output_size)\n"
+    )
+    with pytest.raises(ValueError, match="no line starting 'model.fit"):
+        parse.snippet_text("001#19", last="model.fit(")

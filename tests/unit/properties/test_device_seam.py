@@ -18,7 +18,7 @@ SEAM = "harness/measure/device.py"
 # What still calls torch.cuda directly, outside the seam and the CUDA-only modules: the notes'
 # torch.cuda.amp objects (cases/precision/amp.py, 4), the notes' device-count expression for DDP's
 # device_ids (cases/parallel/dp_vs_ddp.py) and a rank's torch.cuda.set_device
-# (cases/dist_worker.py). A new direct call raises it: route the call through the seam instead,
+# (cases/_launch/dist_worker.py). A new direct call raises it: route the call through the seam instead,
 # or declare the module CUDA-only with its reason.
 MAX_OUTSIDE = 6
 

@@ -126,10 +126,11 @@ GLUE = (
 
 
 def _mirrored_test(path: Path) -> Path | None:
-    """The unit-test file a module of harness/, notes/, plan/, reports/ or the glue has: `tests/unit/` then
-    its own path with `test_` before its name; a package's face (`__init__.py`) that defines
-    something is tested in `test_<package>.py` beside its rooms' tests, `__main__.py` in
-    `test_main.py`; a face that only re-exports needs none."""
+    """The unit-test file a module of harness/, notes/, cases/ (its helpers and launch machinery
+    included), plan/, reports/ or the glue has: `tests/unit/` then its own path with `test_` before
+    its name; a package's face (`__init__.py`) that defines something is tested in
+    `test_<package>.py` beside its rooms' tests, `__main__.py` in `test_main.py`; a face that only
+    re-exports needs none."""
     rel = path.relative_to(ROOT)
     folder = ROOT / "tests" / "unit" / rel.parent
     if path.name == "__init__.py":
@@ -143,7 +144,9 @@ def _mirrored_test(path: Path) -> Path | None:
 
 
 def _modules() -> list[Path]:
-    found = [p for layer in ("harness", "notes", "plan", "reports") for p in (ROOT / layer).rglob("*.py")]
+    found = [
+        p for layer in ("harness", "notes", "cases", "plan", "reports") for p in (ROOT / layer).rglob("*.py")
+    ]
     return sorted(found + [ROOT / "suite" / f"{name}.py" for name in GLUE])
 
 

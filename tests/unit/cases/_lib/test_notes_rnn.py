@@ -1,4 +1,4 @@
-"""`cases/_lib/notes_rnn.py`: the notes' network is built from the note file as written (an LSTM
+"""`cases/_lib/notes_rnn.py`: the notes' network is built from their snippets as written (an LSTM
 with the notes' head), and its forward runs on the notes' shapes."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from cases._lib import notes_rnn as notes_network
+from notes import parse
 
 
 def test_the_notes_network_is_their_lstm_with_their_head():
@@ -16,9 +17,10 @@ def test_the_notes_network_is_their_lstm_with_their_head():
     assert (net.out.in_features, net.out.out_features) == (notes_network.INPUT_SIZE, 1)
 
 
-def test_a_notes_block_runs_from_its_first_line_to_its_closing_fence():
-    block = notes_network.notes_block("self.rnn = nn.LSTM(")
-    assert block[0].strip().startswith("self.rnn = nn.LSTM(") and not any("```" in line for line in block)
+def test_the_snippets_read_are_the_notes_classifier_regression_forward_and_train_loop():
+    assert parse.snippet_text(notes_network.CLASSIFIER).startswith("self.rnn = nn.LSTM(")
+    assert "def forward(self,x,hidden_state):" in parse.snippet_text(notes_network.REGRESSION_FORWARD)
+    assert parse.snippet_text(notes_network.TRAIN_LOOP).startswith("h_state = None")
 
 
 def test_randn_is_seeded_and_scaled():

@@ -66,7 +66,7 @@ def _launch(out_dir, rows: list[dict], returncodes=(0,), prefix="train"):
 
 
 class _Runs:
-    """`cases._lib.dist_launches.Runs`' training launches, read from hand-written rank files."""
+    """`cases._launch.dist_launches.Runs`' training launches, read from hand-written rank files."""
 
     def __init__(self, root, returncodes=(0,)):
         self.root, self.returncodes = root, returncodes

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cases._lib import isolated as _isolated
+from cases._launch import isolated as _isolated
 from cases.misc import sampling_ops as sampling
 from cases.parallel import dp_vs_ddp
 from cases.precision import tf32

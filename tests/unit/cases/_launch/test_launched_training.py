@@ -6,8 +6,8 @@ import copy
 import pytest
 import torch
 
+from cases._launch import launched_training as LT
 from cases._lib import data_parallel as DP
-from cases._lib import launched_training as LT
 from tests.rank_files import train_rows
 
 

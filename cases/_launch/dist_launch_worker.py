@@ -2,7 +2,7 @@
 its environment, written to ``OUT/notes_launch-rank<R>.json``.
 
 Launched two ways. Under the notes' `python -m torch.distributed.launch`
-(`cases._lib.dist_launches.Runs.notes_launch`, judged by `cases.dist.setup.launched_notes_launch`),
+(`cases._launch.dist_launches.Runs.notes_launch`, judged by `cases.dist.setup.launched_notes_launch`),
 which adds ``--local-rank=R`` to argv. Under torchrun from a parent without OMP_NUM_THREADS
 (`cases.dist.setup.check_torchrun_omp_threads`), which adds no argument. Each rank tries the notes'
 parser (``add_argument("--local_rank")``) as written and records whether it parsed or how it

@@ -1,4 +1,4 @@
-"""The launches of `cases.dist_worker` that the distributed cases are judged from, and what judging
+"""The launches of `cases._launch.dist_worker` that the distributed cases are judged from, and what judging
 one gives back.
 
 `Runs` knows the worker's command line: which task, with which arguments, how many ranks, where
@@ -17,12 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from cases._lib.launched_training import TRAIN_SIZES
+from cases._launch.launched_training import TRAIN_SIZES
 from harness.contract.claims import Finding
 from harness.contract.record import BenchmarkInfo
 from harness.run import launch
 
-WORKER = "cases.dist_worker"
+WORKER = "cases._launch.dist_worker"
 TIMEOUT_S = 180.0
 
 
@@ -87,9 +87,9 @@ class Runs:
         return launch.python_module(WORKER, args, out_dir=out_dir, timeout_s=TIMEOUT_S)
 
     def notes_launch(self, world: int, out_dir: Path) -> launch.Launch:
-        """What the notes' launcher hands each rank (`cases.dist_launch_worker`)."""
+        """What the notes' launcher hands each rank (`cases._launch.dist_launch_worker`)."""
         return launch.legacy_launch(
-            "cases.dist_launch_worker", [], nproc=world, out_dir=out_dir, timeout_s=TIMEOUT_S
+            "cases._launch.dist_launch_worker", [], nproc=world, out_dir=out_dir, timeout_s=TIMEOUT_S
         )
 
     def fault(

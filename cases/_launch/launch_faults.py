@@ -1,5 +1,5 @@
 """The launcher's guarantees, which every distributed judgement relies on, shown on launches of
-`cases.dist_worker fault` (two ranks meeting in one all-reduce): a busy preferred port is
+`cases._launch.dist_worker fault` (two ranks meeting in one all-reduce): a busy preferred port is
 replaced by a free one; a rank that raises ends the launch at once, with its traceback in the
 message; a rank that hangs is killed at the timeout. Every process the launch started is gone
 afterwards. Each scenario raises AssertionError with what it saw when a guarantee broke.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from cases._lib.dist_launches import Runs
+from cases._launch.dist_launches import Runs
 from harness.run import launch
 
 

@@ -2,7 +2,7 @@
 judging side: the sizes the suite launches, the equivalence launch both cases' checks share, and
 what every training mode's rank files must show before its step times count (`trained`).
 
-`cases.dist_worker` writes one JSON per rank (one dict per rank, in rank order); a wrong launch is
+`cases._launch.dist_worker` writes one JSON per rank (one dict per rank, in rank order); a wrong launch is
 an AssertionError with its message (`harness.run.launch.LaunchFailed` where it did not finish), never a
 verdict. A benchmark row is (the
 `harness.contract.record.BenchmarkInfo` fields, its extra keys, the per-step seconds pytest-benchmark
@@ -32,7 +32,7 @@ EQUIVALENCE_WORLD = 2
 
 @functools.lru_cache(maxsize=1)
 def equivalence_ranks() -> tuple[dict, ...]:
-    """`cases.dist_worker equivalence` under torchrun, 2 gloo ranks on CPU (a few seconds, mostly
+    """`cases._launch.dist_worker equivalence` under torchrun, 2 gloo ranks on CPU (a few seconds, mostly
     process start-up); launched once and read by both checks that need it."""
     import shutil
     import tempfile
@@ -45,7 +45,7 @@ def equivalence_ranks() -> tuple[dict, ...]:
         args = ["equivalence", "--device", "cpu"]
         args += [a for k, v in EQUIVALENCE_SIZE.items() for a in (f"--{k}", str(v))]
         run = launch.torchrun(
-            "cases.dist_worker", args, nproc=EQUIVALENCE_WORLD, out_dir=out, timeout_s=120.0
+            "cases._launch.dist_worker", args, nproc=EQUIVALENCE_WORLD, out_dir=out, timeout_s=120.0
         )
         assert run.ok, f"equivalence launch: {run.describe()}"
         rows = tuple(run.results("equivalence"))

@@ -9,7 +9,7 @@ fork), started through `harness.run.launch` (timeout, every process reaped, outp
 answer before it exits and leaves with `os._exit`, so a CUDA context torn down after an assert
 cannot turn an answer already recorded into a crash.
 
-    python -m cases._lib.isolated MODULE:FUNCTION ARGS_JSON --out DIR --slot I
+    python -m cases._launch.isolated MODULE:FUNCTION ARGS_JSON --out DIR --slot I
 
 Not a case module (underscore: the `cases` scan skips it).
 """

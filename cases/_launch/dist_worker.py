@@ -1,14 +1,14 @@
 """The distributed worker: one process per rank, launched by torchrun (or mp.spawn for `spawn`).
 
-    python -m torch.distributed.run --nproc-per-node=2 -m cases.dist_worker train --out DIR
-    python -m cases.dist_worker spawn --out DIR          (starts its own ranks with mp.spawn)
+    python -m torch.distributed.run --nproc-per-node=2 -m cases._launch.dist_worker train --out DIR
+    python -m cases._launch.dist_worker spawn --out DIR          (starts its own ranks with mp.spawn)
 
 Tasks: ``train`` (DDP / manual gradient averaging / DataParallel against full-batch training),
 ``allreduce`` (four algorithms × message sizes), ``equivalence`` (manual averaging and DDP
 against float64 full-batch training), ``setup`` (process-group set-up facts), ``spawn`` (mp.spawn
 + tcp:// init, 000's ``args=(world_size,)``), ``fault`` (a rank that raises or
-hangs). Each rank writes ``DIR/<task>-rank<R>.json``. `cases._lib.dist_launches` launches it (and
-`cases._lib.launched_training` for ``equivalence``); the judges of `cases.parallel` and
+hangs). Each rank writes ``DIR/<task>-rank<R>.json``. `cases._launch.dist_launches` launches it (and
+`cases._launch.launched_training` for ``equivalence``); the judges of `cases.parallel` and
 `cases.dist.setup` reads those files.
 
 Backend from the device: NCCL with one GPU per process (LOCAL_RANK), gloo on CPU. Timings are
@@ -409,7 +409,7 @@ def temp_files_in(folder: Path):
 def task_spawn(a) -> None:
     import torch.multiprocessing as mp
 
-    from cases import dist_worker as me  # pickled by its importable name, not __main__
+    from cases._launch import dist_worker as me  # pickled by its importable name, not __main__
 
     init_method = f"tcp://127.0.0.1:{launch.free_port()}"
     mp.spawn(me._spawn_entry, args=(a.world, init_method, a.out, a.device), nprocs=a.world, join=True)
@@ -435,7 +435,7 @@ def task_fault(a) -> None:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m cases.dist_worker")
+    parser = argparse.ArgumentParser(prog="python -m cases._launch.dist_worker")
     sub = parser.add_subparsers(dest="task", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--out", required=True, help="directory for the per-rank JSON files")
