@@ -82,8 +82,8 @@ Memory: peak bytes are counted (allocator statistics, replayed allocation events
 so the memory saving (slow peak / fast peak) fails when it shrank by more than the tolerance,
 without a significance test.
 
-Which pairs: every case that times anything is gated on the pairs its run recorded as timed (its
-rule's, else the context pairs the case declares: harness.contract.rules.compared_pairs), so a case
+Which pairs: every case that times anything is gated on the pairs its run recorded as timed (those
+its rule names and the context pairs it declares: harness.contract.declared.timed_pairs), so a case
 judged by its findings that times the library against the notes' way is gated too.
 
 Exit status: 0 all holds; 1 a correctness check failed in the current run, a pair regressed, a
