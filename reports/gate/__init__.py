@@ -1,9 +1,9 @@
 """``python -m reports gate``: did this run regress against the stored baseline?
 
-What is compared: the speedup of each case's claimed pair (its rule's fast variant over its slow
-one, default optimized over naive) measured *within* each run. A machine that is uniformly slower
-today (another job, a cooler CPU) slows both variants and leaves the speedup alone, so the gate is
-portable between runners of one kind, where absolute times are not.
+What is compared: the speedup of each pair a case declares (its rule's fast variant over its slow
+one, and its context pairs), as its run recorded them, measured *within* each run. A machine that
+is uniformly slower today (another job, a cooler CPU) slows both variants and leaves the speedup
+alone, so the gate is portable between runners of one kind, where absolute times are not.
 
 Each run gives one number per pair, its log speed-up y: the median of its paired rounds' log
 ratios where it timed the pair side by side (``pairs``, schema 3: the ratios cancel what the two
