@@ -95,14 +95,24 @@ class Group:
         """(fast, slow, against) for the pairs its run recorded as timed for this part, of the
         variants measured here (a file that recorded none: harness.contract.unrecorded_pairs), then
         each fast variant over the library and the compiled twins' pairs."""
+        rule = getattr(case, "verdict", None)
         if getattr(case, "timed", ()):
             out = [
                 (f, s, a)
                 for f, s, a in case.timed_in(self.key["part"] or "")
                 if f in self.roles and s in self.roles
             ]
+            # A recorded pair the recorded rule names the other way round (a file whose rule was
+            # changed, a claim that the naive way wins) is read that way too, from the same rounds
+            # turned over in `build`.
+            recorded = {(f, s) for f, s, _ in out}
+            out += [
+                (f, s, a)
+                for f, s, a in rules.named_pairs(rules.named_specs(rule), self.roles, "rule")
+                if (s, f) in recorded and (f, s) not in recorded
+            ]
         else:
-            out = unrecorded_pairs.as_timed_then(getattr(case, "verdict", None), self.roles)
+            out = unrecorded_pairs.as_timed_then(rule, self.roles)
         # In declaration order: a set's order moved with the hash seed, and summary.csv's rows with it.
         for fast in dict.fromkeys(f for f, _, _ in out):
             for lib in rules.expand("library", self.roles):

@@ -119,6 +119,16 @@ def test_the_reports_read_the_pairs_the_run_declared(tmp_path):
     assert set(zip(declared_rows["fast"], declared_rows["slow"], declared_rows["against"])) == {
         ("lib_v", "naive_v", "context"),
     }
+    # A recorded pair that the recorded rule names the other way round is read that way too.
+    doc["cases"]["distance.pairwise"]["rule"] = {"rule": "Faster", "fast": "naive_v", "slow": "lib_v"}
+    path.write_text(json.dumps(doc))
+    results = load.load([path])
+    table = summary.build(results.rows, results.cases, results.pairs)
+    declared_rows = table[table["against"].isin(["rule", "context"])]
+    assert set(zip(declared_rows["fast"], declared_rows["slow"], declared_rows["against"])) == {
+        ("lib_v", "naive_v", "context"),
+        ("naive_v", "lib_v", "rule"),
+    }
 
 
 def _fake_gpu_run(tmp_path, timed) -> load.Results:
