@@ -228,8 +228,9 @@ class Comparison:
     uncompilable: Mapping[str, str] = field(default_factory=dict)
     # Pairs timed side by side that decide no claim, (fast, slow) variant names or roles: a better
     # way the catalogue adds beside the notes' own (the library over the notes' loop), reported and
-    # gated. Read only where the case's rule names no pair of this comparison's variants
-    # (harness.contract.rules.compared_pairs): a comparison times what its rule or these name.
+    # gated. A comparison times these and the pairs its case's rule names among its variants
+    # (harness.contract.rules.compared_pairs), nothing else: one with two or more variants and
+    # neither is refused (`Case`).
     context_pairs: Sequence[tuple[str, str]] = ()
     # Edge-case inputs the variants are checked on besides the seeded random ones (`InputFamily`);
     # none by default. Checked by tests/integration/test_seeds_and_edges.py, never timed.
@@ -288,7 +289,9 @@ class Case(Comparison):
     source: str
     checks: Mapping[str, Check] = field(default_factory=dict)
     requires: tuple[str, ...] = ()
-    verdict: Any = None  # a harness.contract.rules rule; None: Faster() with variants, else FromFindings()
+    # A harness.contract.rules rule; None: FromFindings(). Its Faster/NotFaster/Lighter nodes are also
+    # the declaration of the pairs that decide a claim (harness.contract.rules.compared_pairs).
+    verdict: Any = None
     gate_tolerance: float | None = None  # per-case override of the gate's allowed drop
     parts: Mapping[str, Comparison] = field(default_factory=dict)
     # The notes' claims this ID judges (CATALOG.md: "Claims are the unit"); each is decided by the
@@ -311,7 +314,25 @@ class Case(Comparison):
             part._validate(f"{self.id} part {name}")
         if not self.variants and not self.checks and not self.parts:
             raise ValueError(f"{self.id}: a case needs variants to time or checks to run")
+        self._validate_pairs()
         self._validate_claims()
+
+    def _validate_pairs(self) -> None:
+        """The timed pairs are declared, never guessed: every name the rule's nodes give is a
+        variant (or a role), and every comparison of two or more variants times a declared pair."""
+        variants = {n for comparison in self.comparisons().values() for n in comparison.variants}
+        named = {n for spec in _rules.named_specs(self.verdict) for n in spec}
+        unknown = sorted(named - variants - set(ROLE_NAMES))
+        if unknown:
+            raise ValueError(f"{self.id}: the verdict rule names {unknown}, not its variants or a role")
+        for part, comparison in self.comparisons().items():
+            roles = {name: v.role.value for name, v in comparison.variants.items()}
+            if len(roles) > 1 and not _rules.compared_pairs(self.verdict, roles, comparison.context_pairs):
+                raise ValueError(
+                    f"{self.id}{' part ' + part if part else ''}: {len(roles)} variants and no pair "
+                    "declared to time them side by side: name it in the verdict rule (Faster, Lighter) "
+                    "or in context_pairs"
+                )
 
     def _validate_claims(self) -> None:
         ids = [c.id for c in self.claims]

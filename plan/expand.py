@@ -69,8 +69,8 @@ def variant_points(profile: str, devices, compile_scope: str = "auto", capacity=
 
 
 def pair_points(profile: str, devices) -> list[PairPoint]:
-    """Every pair the case declares (harness.contract.declared.timed_pairs: its rule's, else
-    optimized or library over naive) at every size, dtype and device both sides run in: where the
+    """Every pair the case declares (harness.contract.declared.timed_pairs: those its rule names
+    and its context pairs) at every size, dtype and device both sides run in: where the
     gain turns with size, every size says so. The results record the same declaration, which the
     summary and the gate read."""
     points = []

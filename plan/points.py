@@ -108,7 +108,7 @@ class VariantPoint:
 class PairPoint:
     """Two variants of one comparison at one size, dtype and device, timed side by side (rounds
     alternating between them, harness.measure.interleave): the point a verdict's speed-up is read from.
-    ``fast``/``slow`` are the names the case's rule gives the sides (harness.contract.rules.compared_pairs);
+    ``fast``/``slow`` are the sides as the case declares the pair (harness.contract.rules.compared_pairs);
     each side is also a `VariantPoint` (its inputs, oracle and tolerance)."""
 
     case: Case

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from harness.contract import gain, rules
+from harness.contract import gain, rules, unrecorded_pairs
 from harness.contract.record import KEY_COLUMNS, compiled_source
 from reports import load, stats
 
@@ -78,20 +78,6 @@ def faulted_columns(fast_s: float, slow_s: float, busy: str = "") -> dict:
     }
 
 
-def _pairs_inferred_from_roles(rule, roles: dict[str, str]) -> list[tuple[str, str, str]]:
-    """The pairs of a results file written before runs recorded what they time side by side
-    (``cases[id].timed``), read as the suite then timed them: the rule's pairs, else every optimized
-    variant over every naive one (context where the rule decides by findings), else the library over
-    the naive way as context. Only such files get pairs from roles: a run now records its pairs, and
-    a case declares them (harness.contract.rules.compared_pairs)."""
-    kind = "context" if isinstance(rule, rules.FromFindings) else "rule"
-    return (
-        rules.compared_pairs(rule, roles)
-        or rules.named_pairs([("optimized", "naive")], roles, kind)
-        or rules.named_pairs([("library", "naive")], roles, "context")
-    )
-
-
 class Group:
     """The variants measured for one machine × case × size × dtype × device, rounds pooled."""
 
@@ -106,20 +92,27 @@ class Group:
         self.runs: set = set()  # the runs its rows came from
 
     def pairs(self, case) -> list[tuple[str, str, str]]:
-        """(fast, slow, against) for the pairs the case declared (as its run recorded them; derived
-        from the rule for files written before), then each fast variant over the library."""
-        timed = case.timed_in(self.key["part"] or "") if getattr(case, "timed", ()) else None
-        ruled = rules.compared_pairs(getattr(case, "verdict", None) if case is not None else None, self.roles)
-        if timed is not None:
-            out = [(f, s, a) for f, s, a in timed if f in self.roles and s in self.roles]
-            # A recorded rule naming a pair the other way round (a claim that the naive way wins)
-            # reads the same timed rounds, turned over in `build`.
-            seen = {(f, s) for f, s, _ in out}
-            out += [(f, s, a) for f, s, a in ruled if a == "rule" and (f, s) not in seen]
+        """(fast, slow, against) for the pairs its run recorded as timed for this part, of the
+        variants measured here (a file that recorded none: harness.contract.unrecorded_pairs), then
+        each fast variant over the library and the compiled twins' pairs."""
+        rule = getattr(case, "verdict", None)
+        if getattr(case, "timed", ()):
+            out = [
+                (f, s, a)
+                for f, s, a in case.timed_in(self.key["part"] or "")
+                if f in self.roles and s in self.roles
+            ]
+            # A recorded pair the recorded rule names the other way round (a file whose rule was
+            # changed, a claim that the naive way wins) is read that way too, from the same rounds
+            # turned over in `build`.
+            recorded = {(f, s) for f, s, _ in out}
+            out += [
+                (f, s, a)
+                for f, s, a in rules.named_pairs(rules.named_specs(rule), self.roles, "rule")
+                if (s, f) in recorded and (f, s) not in recorded
+            ]
         else:
-            out = _pairs_inferred_from_roles(
-                getattr(case, "verdict", None) if case is not None else None, self.roles
-            )
+            out = unrecorded_pairs.as_timed_then(rule, self.roles)
         # In declaration order: a set's order moved with the hash seed, and summary.csv's rows with it.
         for fast in dict.fromkeys(f for f, _, _ in out):
             for lib in rules.expand("library", self.roles):

@@ -163,8 +163,8 @@ def _pairs(case, n, dtype, device, variants, slow, n_rounds, rng, sigma) -> list
                 "case": case,
                 "fast": fast_name,
                 "slow": slow_name,
-                # As the plan times them (harness.contract.rules.compared_pairs): the rule's pair, and the
-                # library over the naive way as context.
+                # As a case declaring both would have them timed (harness.contract.rules.compared_pairs):
+                # the rule's pair, and the library over the naive way as context.
                 "against": "rule" if role == "optimized" else "context",
                 "size": {"n": n},
                 "size_label": f"n{n}",

@@ -13,9 +13,9 @@ from harness.contract import catalogue, record, rules
 
 
 def rule_of(case):
-    """The verdict rule a case is judged by: its own, else Faster() where it times variants, else
-    what its findings say."""
-    return case.verdict or (rules.Faster() if case.variants else rules.FromFindings())
+    """The verdict rule a case is judged by: its own, else what its findings say (a case without a
+    rule times only the context pairs it declares, which decide nothing)."""
+    return case.verdict or rules.FromFindings()
 
 
 def devices_of(case) -> tuple[str, ...]:
@@ -35,9 +35,9 @@ def declares_cuda(case) -> bool:
 
 
 def timed_pairs(case) -> tuple[record.TimedPair, ...]:
-    """The pairs `case` times side by side, per comparison part, declared once: the pairs its rule
-    names, else the part's declared context pairs (harness.contract.rules.compared_pairs). The plan
-    times these, the results record them, and the summary and the gate read them from the
+    """The pairs `case` times side by side, per comparison part, as it declares them: the pairs its
+    rule's nodes name and the part's context pairs (harness.contract.rules.compared_pairs). The
+    plan times these, the results record them, and the summary and the gate read them from the
     results, so the three never work the pair out apart."""
     rule = rule_of(case)
     out = []

@@ -467,7 +467,8 @@ def _per_side(value, where: str, signed: bool = False) -> dict[str, float]:
 @dataclass(frozen=True)
 class CaseInfo:
     """A catalogue ID as the run declared it. ``rule`` is the effective verdict rule (a case
-    without one is judged by Faster() when it times variants, else by its findings)."""
+    without one is judged by its findings; runs before pairs were declared recorded Faster() for
+    one that timed variants)."""
 
     id: str
     tier: int | None
@@ -486,7 +487,7 @@ class CaseInfo:
     claims: tuple[Claim, ...] = ()
     # The pairs the case times side by side, declared once (harness.contract.declared.timed_pairs)
     # and read by the plan, the summary and the gate alike; empty in files written before they
-    # were recorded, whose readers derive them from the rule as then.
+    # were recorded, read as timed then (harness.contract.unrecorded_pairs.as_timed_then).
     timed: tuple[TimedPair, ...] = ()
 
     @property

@@ -7,10 +7,11 @@ of one machine and device, so the rule lives with the claim and the statistics l
 numbers. ``fast``/``slow``/``light``/``heavy`` name a variant, or a role ("naive", "optimized",
 "library") meaning every variant with that role.
 
-Without a rule: a case with variants is judged by ``Faster()``; one with only checks by
-``FromFindings()``. Whatever the rule, every check's finding on the technique is a part of the
-claim beside it (a finding that fails makes the technique fail; reports.verdicts.judge); the notes'
-errata a check finds never are. A gain counts only beyond the band harness.contract.gain sets.
+Without a rule a case is judged by ``FromFindings()``. The rule's nodes are also the declaration
+of the pairs a case times side by side (`compared_pairs`): nothing is guessed from the variants'
+roles. Whatever the rule, every check's finding on the technique is a part of the claim beside it
+(a finding that fails makes the technique fail; reports.verdicts.judge); the notes' errata a check
+finds never are. A gain counts only beyond the band harness.contract.gain sets.
 """
 
 from __future__ import annotations
@@ -138,6 +139,12 @@ def expand(spec: str, roles: dict[str, str]) -> list[str]:
     return [spec] if spec in roles else []
 
 
+def named_specs(rule):
+    """(fast, slow) of every pair a rule's nodes name, as written (variant names or roles): the speed
+    nodes' (Faster, NotFaster) in the rule's order, then the memory nodes' (Lighter)."""
+    return [(r.fast, r.slow) for r in speed_rules(rule)] + [(r.light, r.heavy) for r in memory_rules(rule)]
+
+
 def named_pairs(specs, roles: dict[str, str], kind: str) -> list[tuple[str, str, str]]:
     """(fast, slow, `kind`) for each (fast, slow) spec, a spec a variant name or a role (`expand`)."""
     out: list[tuple[str, str, str]] = []
@@ -150,13 +157,12 @@ def named_pairs(specs, roles: dict[str, str], kind: str) -> list[tuple[str, str,
 
 
 def compared_pairs(rule, roles: dict[str, str], context=()) -> list[tuple[str, str, str]]:
-    """(fast, slow, against) variant names a comparison is timed as, from what the case declares
-    and nothing else: the pairs its speed rules name (``against`` "rule"); where it has none, the
-    pairs its memory rules name (a case whose variants are different models must not be paired
-    across models); where the rule names none of this comparison's variants, its declared
-    `context` pairs ((fast, slow) names or roles: a better way the catalogue adds, reported and
-    gated but deciding no verdict, ``against`` "context"). ``roles``: the comparison's variant name
-    → role. A comparison that declares neither has no pair (an empty list: nothing is guessed from
-    the variants' roles)."""
-    specs = [(r.fast, r.slow) for r in speed_rules(rule)] or [(r.light, r.heavy) for r in memory_rules(rule)]
-    return named_pairs(specs, roles, "rule") or named_pairs(context, roles, "context")
+    """(fast, slow, against) of the pairs a comparison is timed as, exactly as its case declares
+    them: every pair its rule's nodes name among this comparison's variants (``against`` "rule";
+    a node naming another part's variants names none here), then every pair of its `context`
+    ((fast, slow): a better way the catalogue adds, reported and gated, deciding no claim;
+    ``against`` "context"). ``roles``: the comparison's variant name → role. Nothing is inferred:
+    a comparison that declares no pair has none (cases.spec.Case refuses one that times variants)."""
+    ruled = named_pairs(named_specs(rule), roles, "rule")
+    seen = {(f, s) for f, s, _ in ruled}
+    return ruled + [p for p in named_pairs(context, roles, "context") if (p[0], p[1]) not in seen]

@@ -1,9 +1,9 @@
 """``python -m reports gate``: did this run regress against the stored baseline?
 
-What is compared: the speedup of each case's claimed pair (its rule's fast variant over its slow
-one, default optimized over naive) measured *within* each run. A machine that is uniformly slower
-today (another job, a cooler CPU) slows both variants and leaves the speedup alone, so the gate is
-portable between runners of one kind, where absolute times are not.
+What is compared: the speedup of each pair a case declares (its rule's fast variant over its slow
+one, and its context pairs), as its run recorded them, measured *within* each run. A machine that
+is uniformly slower today (another job, a cooler CPU) slows both variants and leaves the speedup
+alone, so the gate is portable between runners of one kind, where absolute times are not.
 
 Each run gives one number per pair, its log speed-up y: the median of its paired rounds' log
 ratios where it timed the pair side by side (``pairs``, schema 3: the ratios cancel what the two
@@ -82,8 +82,8 @@ Memory: peak bytes are counted (allocator statistics, replayed allocation events
 so the memory saving (slow peak / fast peak) fails when it shrank by more than the tolerance,
 without a significance test.
 
-Which pairs: every case that times anything is gated on the pairs its run recorded as timed (its
-rule's, else the context pairs the case declares: harness.contract.rules.compared_pairs), so a case
+Which pairs: every case that times anything is gated on the pairs its run recorded as timed (those
+its rule names and the context pairs it declares: harness.contract.declared.timed_pairs), so a case
 judged by its findings that times the library against the notes' way is gated too.
 
 Exit status: 0 all holds; 1 a correctness check failed in the current run, a pair regressed, a

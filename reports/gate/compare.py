@@ -281,8 +281,9 @@ def compare(
 
 def _timed_pairs(results: load.Results, known, groups: dict) -> set[tuple]:
     """Every (case, size, "dtype device", "fast ÷ slow") a run timed as the gate compares it: the
-    gated pairs of its solo rows, and the pairs it timed side by side as the rule names them (the
-    rule's pairs where the point has any, else the context ones: harness.contract.rules.compared_pairs)."""
+    gated pairs of its solo rows (the pairs its run recorded: `gated_pairs`), and the rule's pairs
+    it timed side by side where the point has any, else the context ones (files whose rounds hold a
+    library-over-naive context pair beside the rule's pair that the run gated alone)."""
     found = set()
     pairs = results.pairs
     if pairs is not None and not pairs.empty:

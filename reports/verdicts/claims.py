@@ -89,11 +89,10 @@ def _at(r) -> str:
 
 
 def _covers(node, pair_name: str, roles: dict) -> bool:
+    """Whether a pair test ("fast/slow") is one of the pairs a claimed node's speed nodes name."""
     fast, _, slow = pair_name.partition("/")
-    return any(
-        fast in rules.expand(r.fast, roles) and slow in rules.expand(r.slow, roles)
-        for r in rules.speed_rules(node)
-    )
+    specs = [(r.fast, r.slow) for r in rules.speed_rules(node)]
+    return (fast, slow) in {(f, s) for f, s, _ in rules.named_pairs(specs, roles, "rule")}
 
 
 def _describe(node) -> str:

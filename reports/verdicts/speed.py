@@ -42,8 +42,13 @@ def with_interval(row) -> str:
 
 
 def _speed_rows(rule, summary: pd.DataFrame, roles: dict) -> pd.DataFrame:
-    fast, slow = set(rules.expand(rule.fast, roles)), set(rules.expand(rule.slow, roles))
-    return summary[summary["fast"].isin(fast) & summary["slow"].isin(slow)]
+    """The summary's rows (the pairs the run recorded, harness.contract.declared.timed_pairs) of the
+    pairs a speed node names (a role in an old file's rule: its variants, harness.contract.rules)."""
+    named = {(f, s) for f, s, _ in rules.named_pairs([(rule.fast, rule.slow)], roles, "rule")}
+    mask = pd.Series(
+        [pair in named for pair in zip(summary["fast"], summary["slow"])], index=summary.index, dtype=bool
+    )
+    return summary[mask]
 
 
 def _flags(row, *prefixes: str) -> str:

@@ -5,8 +5,9 @@ import torch
 
 import cases as cases_package
 from cases import all_cases
-from cases.spec import Case, Check, Tol, naive
-from harness.contract import catalogue
+from cases.spec import Case, Check, Comparison, Tol, naive, optimized
+from harness.contract import catalogue, declared, record, rules
+from harness.contract.rules import Faster, FromFindings
 from tests import paths
 
 SHARED_CATALOG = paths.ROOT.parent / "shared" / "CATALOG.md"
@@ -43,12 +44,49 @@ def test_every_catalogue_id_has_a_case():
     assert not missing, f"{len(missing)} catalogue IDs have no case: {', '.join(missing)}"
 
 
+COMPARED = dict(
+    make_inputs=lambda size, dtype, device, seed: (),
+    variants={"a": naive(lambda: None), "b": optimized(lambda: None)},
+    oracle=lambda: None,
+    tolerance={torch.float32: Tol(0.0, 0.0)},
+)
+
+
+def _timed_case(**kw) -> Case:
+    return Case(**{"id": "x.pairs", "tier": 3, "claim": "c", "source": "003", **COMPARED, **kw})
+
+
+def test_a_comparison_that_times_variants_without_a_declared_pair_is_refused():
+    """Two variants and no pair named by the rule or the context: refused where the case is
+    declared (nothing pairs the optimized variant with the naive one by their roles)."""
+    with pytest.raises(ValueError, match="no pair declared"):
+        _timed_case()
+    with pytest.raises(ValueError, match="no pair declared"):
+        _timed_case(verdict=FromFindings())
+    # A rule naming the case's own pair names none of a part's variants.
+    other = {**COMPARED, "variants": {"c": naive(lambda: None), "d": optimized(lambda: None)}}
+    with pytest.raises(ValueError, match="part p: 2 variants and no pair declared"):
+        _timed_case(verdict=Faster("b", "a"), parts={"p": Comparison(**other)})
+    # Declared either way, it is accepted and timed as declared.
+    ruled = _timed_case(
+        verdict=Faster("b", "a"), parts={"p": Comparison(**other, context_pairs=(("d", "c"),))}
+    )
+    assert declared.timed_pairs(ruled) == (
+        record.TimedPair("", "b", "a", "rule"),
+        record.TimedPair("p", "d", "c", "context"),
+    )
+    context = _timed_case(context_pairs=(("b", "a"),))
+    assert declared.timed_pairs(context) == (record.TimedPair("", "b", "a", "context"),)
+
+
+def test_a_rule_names_the_cases_variants():
+    with pytest.raises(ValueError, match=r"the verdict rule names \['c'\]"):
+        _timed_case(verdict=Faster("c", "a"))
+
+
 def test_every_timed_comparison_declares_its_pairs():
     """Each comparison with two or more variants times the pairs its case declares (its rule's
-    Faster/Lighter nodes, else its `context_pairs`), never pairs guessed from the variants' roles:
-    a comparison that declares none would be timed as nothing."""
-    from harness.contract import declared, rules
-
+    Faster/Lighter nodes and its `context_pairs`), never pairs guessed from the variants' roles."""
     for case in all_cases():
         rule = declared.rule_of(case)
         for part, comparison in case.comparisons().items():
@@ -63,17 +101,7 @@ def test_every_timed_comparison_declares_its_pairs():
 
 def test_a_context_pair_names_the_comparisons_variants():
     with pytest.raises(ValueError, match="context pair"):
-        Case(
-            id="x.context",
-            tier=3,
-            claim="c",
-            source="003",
-            make_inputs=lambda size, dtype, device, seed: (),
-            variants={"a": naive(lambda: None)},
-            oracle=lambda: None,
-            tolerance={torch.float32: Tol(0.0, 0.0)},
-            context_pairs=(("b", "a"),),
-        )
+        _timed_case(context_pairs=(("c", "a"),))
 
 
 def test_one_id_per_module():

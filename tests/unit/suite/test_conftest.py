@@ -37,6 +37,7 @@ def test_variant_oracle_and_tolerance_override_the_case_and_inputs_are_shared():
             "a": naive(lambda x: 2 * x),
             "b": optimized(lambda x: x * x, oracle=squared, tolerance=tight),
         },
+        context_pairs=(("b", "a"),),
         tolerance={torch.float32: Tol(1e-5, 1e-5)},
         sizes={"quick": [{"n": 3}]},
     )

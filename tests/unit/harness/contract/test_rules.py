@@ -25,7 +25,7 @@ def test_a_role_expands_to_its_variants_and_a_name_to_itself():
     assert rules.expand("missing", ROLES) == []
 
 
-def test_compared_pairs_are_the_rules_else_the_declared_context_and_never_guessed_from_roles():
+def test_compared_pairs_are_what_the_rule_and_the_context_name_and_never_guessed_from_roles():
     assert rules.compared_pairs(rules.Faster(fast="fused", slow="gather"), ROLES) == [
         ("fused", "gather", "rule")
     ]
@@ -34,15 +34,22 @@ def test_compared_pairs_are_the_rules_else_the_declared_context_and_never_guesse
         ("fused", "loop", "rule"),
         ("fused", "gather", "rule"),
     ]
-    # Memory rules name the pairs where no speed rule does.
+    # Memory rules name pairs as the speed rules do, after them; a pair named twice is timed once.
     assert rules.compared_pairs(rules.Lighter(light="fused", heavy="loop"), ROLES) == [
         ("fused", "loop", "rule")
     ]
-    # A rule naming variants this comparison lacks, or one deciding by findings: the declared
-    # context pairs, and nothing where none is declared (the optimized and library variants are
-    # not paired with the naive ones by their roles).
+    both = rules.AllOf((rules.Lighter(light="cdist", heavy="loop"), rules.Faster(fast="fused", slow="loop")))
+    assert rules.compared_pairs(both, ROLES) == [("fused", "loop", "rule"), ("cdist", "loop", "rule")]
+    assert rules.compared_pairs(
+        rules.AllOf((rules.Faster(fast="fused", slow="loop"), rules.Lighter(light="fused", heavy="loop"))),
+        ROLES,
+    ) == [("fused", "loop", "rule")]
+    # A rule naming variants this comparison lacks, or one deciding by findings, names nothing
+    # here; nothing is timed but the declared context (the optimized and library variants are not
+    # paired with the naive ones by their roles).
     assert rules.compared_pairs(rules.Faster(fast="x", slow="y"), ROLES) == []
     assert rules.compared_pairs(rules.FromFindings(), ROLES) == []
+    assert rules.compared_pairs(None, ROLES) == []
     assert rules.compared_pairs(rules.FromFindings(), ROLES, context=[("cdist", "loop")]) == [
         ("cdist", "loop", "context")
     ]
@@ -50,7 +57,8 @@ def test_compared_pairs_are_the_rules_else_the_declared_context_and_never_guesse
         ("cdist", "loop", "context"),
         ("cdist", "gather", "context"),
     ]
-    # The rule's pairs win over the context where both name variants here.
+    # Both declarations are read, the rule's first (no precedence: neither stands in for the other);
+    # a context pair that is also the rule's is the rule's.
     assert rules.compared_pairs(
-        rules.Faster(fast="fused", slow="loop"), ROLES, context=[("cdist", "loop")]
-    ) == [("fused", "loop", "rule")]
+        rules.Faster(fast="fused", slow="loop"), ROLES, context=[("cdist", "loop"), ("fused", "loop")]
+    ) == [("fused", "loop", "rule"), ("cdist", "loop", "context")]
