@@ -322,7 +322,7 @@ class Case(Comparison):
         variant (or a role), and every comparison of two or more variants times a declared pair."""
         variants = {n for comparison in self.comparisons().values() for n in comparison.variants}
         named = {n for spec in _rules.named_specs(self.verdict) for n in spec}
-        unknown = sorted(named - variants - set(ROLE_NAMES))
+        unknown = sorted(named - variants - set(_rules.ROLES))
         if unknown:
             raise ValueError(f"{self.id}: the verdict rule names {unknown}, not its variants or a role")
         for part, comparison in self.comparisons().items():
