@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.contract import record, results_schema, rounds
+from harness.contract import record, results_schema, rounds, upgrade
 
 
 class ResultsError(Exception):
@@ -382,6 +382,7 @@ def from_documents(documents) -> Results:
         if not isinstance(torch_info, dict):
             raise ResultsError(f"{path}: machine_info.torch is not an object")
         try:
+            doc = upgrade.to_current(doc)
             suite_part = record.read_run(doc)
         except record.RecordError as exc:
             raise ResultsError(f"{path}: {exc}") from None
@@ -402,7 +403,8 @@ def from_documents(documents) -> Results:
             profile=suite_part.info.profile,
             machine_info=torch_info,
             commit=(doc.get("commit_info") or {}).get("id", ""),
-            schema_version=suite_part.info.schema_version,
+            # The version the file was written in, which the upgrade on reading does not change.
+            schema_version=doc["suite"].get("upgraded_from", suite_part.info.schema_version),
             partial=suite_part.info.partial,
             partial_reason=suite_part.info.partial_reason,
             delta_floor=suite_part.info.delta_floor,

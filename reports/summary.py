@@ -17,8 +17,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from harness.contract import gain, rules, unrecorded_pairs
-from harness.contract.record import KEY_COLUMNS, compiled_source
+from harness.contract import gain, rules
+from harness.contract.record import KEY_COLUMNS
 from reports import load, stats
 
 SUMMARY_COLUMNS = [
@@ -93,26 +93,23 @@ class Group:
 
     def pairs(self, case) -> list[tuple[str, str, str]]:
         """(fast, slow, against) for the pairs its run recorded as timed for this part, of the
-        variants measured here (a file that recorded none: harness.contract.unrecorded_pairs), then
-        each fast variant over the library and the compiled twins' pairs."""
-        rule = getattr(case, "verdict", None)
-        if getattr(case, "timed", ()):
-            out = [
-                (f, s, a)
-                for f, s, a in case.timed_in(self.key["part"] or "")
-                if f in self.roles and s in self.roles
-            ]
-            # A recorded pair the recorded rule names the other way round (a file whose rule was
-            # changed, a claim that the naive way wins) is read that way too, from the same rounds
-            # turned over in `build`.
-            recorded = {(f, s) for f, s, _ in out}
-            out += [
-                (f, s, a)
-                for f, s, a in rules.named_pairs(rules.named_specs(rule), self.roles, "rule")
-                if (s, f) in recorded and (f, s) not in recorded
-            ]
-        else:
-            out = unrecorded_pairs.as_timed_then(rule, self.roles)
+        variants measured here (a file written before runs recorded them: as harness.contract.upgrade
+        reads it), then each fast variant over the library and the compiled twins' pairs."""
+        rule = getattr(case, "rule", None)
+        out = [
+            (f, s, a)
+            for f, s, a in (case.timed_in(self.key.get("part") or "") if case is not None else ())
+            if f in self.roles and s in self.roles
+        ]
+        # A recorded pair the recorded rule names the other way round (a file whose rule was
+        # changed, a claim that the naive way wins) is read that way too, from the same rounds
+        # turned over in `build`.
+        recorded = {(f, s) for f, s, _ in out}
+        out += [
+            (f, s, a)
+            for f, s, a in rules.named_pairs(rules.named_specs(rule), self.roles, "rule")
+            if (s, f) in recorded and (f, s) not in recorded
+        ]
         # In declaration order: a set's order moved with the hash seed, and summary.csv's rows with it.
         for fast in dict.fromkeys(f for f, _, _ in out):
             for lib in rules.expand("library", self.roles):
@@ -121,8 +118,7 @@ class Group:
         # torch.compile of the naive way: compiled vs naive, and the trick vs the compiled naive.
         naive = rules.expand("naive", self.roles)
         for comp in rules.expand("compiled", self.roles):
-            # Files written before the twin's source was recorded: read from the suite's naming.
-            source = self.sources.get(comp) or compiled_source(comp, naive)
+            source = self.sources.get(comp)
             if source not in naive:  # its naive way was not timed here (too big, failed, deselected)
                 continue
             out.append((comp, source, "compiled"))

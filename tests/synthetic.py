@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from harness.contract import declared, record, rules
 from reports import load
 
 MACHINE = {
@@ -148,7 +149,32 @@ def result(
         doc["pairs"] = pairs
     if cases_info is not None:
         doc["cases"] = cases_info
+        if schema_version == record.SCHEMA_VERSION:
+            doc["cases"] = _with_timed_pairs(cases_info, variants)
     return doc
+
+
+def _with_timed_pairs(cases_info: dict, variants) -> dict:
+    """The declarations as a current run records them (harness.contract.declared.case_infos), where
+    a test's declaration left them out: each case's timed pairs, the ones its rule names among
+    `variants` (harness.contract.rules.compared_pairs), and a case without claims as its one claim
+    (harness.contract.declared.as_one_claim)."""
+    roles = {name: role for name, role, _ in variants}
+    out = {}
+    for case_id, info in cases_info.items():
+        info = dict(info)
+        rule = record.rule_from_data(info["rule"]) if info.get("rule") else None
+        if not info.get("timed"):
+            info["timed"] = [
+                record.TimedPair("", fast, slow, against).to_data()
+                for fast, slow, against in rules.compared_pairs(rule, roles)
+            ]
+        if not info.get("claims") and info.get("declared", True):
+            words = str(info.get("claim") or case_id)
+            rule, claim = declared.as_one_claim(rule, words, str(info.get("source") or ""))
+            info.update(rule=record.rule_to_data(rule), claims=[claim.to_data()])
+        out[case_id] = info
+    return out
 
 
 def _pairs(case, n, dtype, device, variants, slow, n_rounds, rng, sigma) -> list[dict]:

@@ -18,6 +18,39 @@ def rule_of(case):
     return case.verdict or rules.FromFindings()
 
 
+# The claim a case that declares none is judged as: its catalogue claim, as a whole.
+WHOLE_CASE = "whole_case"
+
+
+def as_one_claim(rule, words: str, source: str, *, findings_count: bool = True) -> tuple:
+    """(rule, claim): a case that declares no claims as the one claim it is judged as, its
+    catalogue `words` decided by its whole rule, with every check's finding beside it where
+    `findings_count` (results written before version 3 mixed the notes' errata into their
+    findings, so their rule alone decided: harness.contract.upgrade). An AllOf of one part reads
+    as the part."""
+    rule = rule if rule is not None else rules.FromFindings()
+    findings = _reads_findings(rule)
+    parts = (rule,) if findings or not findings_count else (rule, rules.FromFindings())
+    speed, memory = list(rules.speed_rules(rule)), list(rules.memory_rules(rule))
+    kinds = record.ClaimKind
+    kind = kinds.SPEED if speed else kinds.MEMORY if memory else kinds.BEHAVIOUR
+    claim = record.Claim(
+        id=WHOLE_CASE,
+        quote=words,
+        file=source,
+        kind=kind,
+        reading="the case's claim as a whole, decided by its rule"
+        + (" and every check's finding" if findings or len(parts) > 1 else ""),
+    )
+    return rules.AllOf(parts, claim=WHOLE_CASE), claim
+
+
+def _reads_findings(rule) -> bool:
+    if isinstance(rule, rules.FromFindings):
+        return True
+    return isinstance(rule, (rules.AllOf, rules.AnyOf)) and any(_reads_findings(r) for r in rule.rules)
+
+
 def devices_of(case) -> tuple[str, ...]:
     """The device types a case has points on: its checks' and, where it times variants, its
     comparisons' (a device is listed once, in the order cpu, cuda)."""
@@ -55,17 +88,21 @@ def case_infos(cases) -> dict[str, record.CaseInfo]:
     out = {}
     for case in cases:
         entry = entries.get(case.id)
+        rule, claims = rule_of(case), case.decided_claims()
+        if not claims:
+            rule, claim = as_one_claim(rule, case.claim or case.id, case.source)
+            claims = (claim,)
         out[case.id] = record.CaseInfo(
             id=case.id,
             tier=case.tier,
             technique=entry.technique if entry else "",
             claim=case.claim,
             source=case.source,
-            rule=rule_of(case),
+            rule=rule,
             gate_tolerance=case.gate_tolerance,
             uncompilable={n: why for c in (case, *case.parts.values()) for n, why in c.uncompilable.items()},
             devices=devices_of(case),
-            claims=case.decided_claims(),
+            claims=claims,
             timed=timed_pairs(case),
         )
     for cid, entry in entries.items():

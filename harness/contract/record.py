@@ -19,13 +19,12 @@ A results file is pytest-benchmark's JSON plus:
   memory) plus measurement details (timing mode, warnings, case metrics).
 
 Schema versions: 1 is every file written before this module (no ``suite.schema_version``, no
-``cases``): it still loads, and its cases are judged by the default rules. 2 added nothing a
-reader needs beyond 1's. 3 is this one: a finding carries the notes' errata apart from its verdict
-on the technique (`Erratum`), and ``pairs`` holds the interleaved timings of each compared pair
-(`PairTiming`). Files of version 2 still load: their findings have no errata, so a note error
-they found shows only in their verdict, as it was judged then. 4 adds each case's ``claims`` (the
-notes' claims, each with the checks and variants that decide it; rule nodes name theirs): a file
-of version 3 has none, and its IDs are judged per case, as they were then.
+``cases``). 2 added nothing a reader needs beyond 1's. 3: a finding carries the notes' errata
+apart from its verdict on the technique (`Erratum`), and ``pairs`` holds the interleaved timings
+of each compared pair (`PairTiming`). 4 adds each case's ``claims`` (the notes' claims, each with
+the checks and variants that decide it; rule nodes name theirs) and ``timed`` pairs. Files of
+versions 1-3 are upgraded to this one when read (`harness.contract.upgrade`), so these records
+describe the current version only.
 """
 
 from __future__ import annotations
@@ -482,12 +481,12 @@ class CaseInfo:
     uncompilable: Mapping[str, str] = field(default_factory=dict)
     # The device types any of its points runs on (empty: not recorded, files before it was).
     devices: tuple[str, ...] = ()
-    # The notes' claims and what decides each (empty: a file written before claims were the unit,
-    # judged per case as it was then).
+    # The notes' claims and what decides each (a case that declares none is one claim:
+    # harness.contract.declared.as_one_claim).
     claims: tuple[Claim, ...] = ()
     # The pairs the case times side by side, declared once (harness.contract.declared.timed_pairs)
     # and read by the plan, the summary and the gate alike; empty in files written before they
-    # were recorded, read as timed then (harness.contract.unrecorded_pairs.as_timed_then).
+    # were recorded, read as timed then (harness.contract.upgrade).
     timed: tuple[TimedPair, ...] = ()
 
     @property

@@ -27,7 +27,7 @@ from reports.verdicts.judgement import (
     verdict_of_parts,
 )
 from reports.verdicts.outcomes import red_line, skip_reasons
-from reports.verdicts.rule import default_rule, evaluate
+from reports.verdicts.rule import evaluate, rule_of
 
 WRONG_ANSWER = "WrongAnswer"  # harness.point.variant_benchmark's error: a variant outside its tolerance
 
@@ -112,13 +112,13 @@ def by_claims(case, rows, summary, outcomes, errors, errata) -> Judgement:
     """The technique from its claims (CATALOG.md, "Claims are the unit"; "Nothing red reads holds")."""
     outcomes = outcomes.assign(part=outcomes["part"].fillna("") if "part" in outcomes else "")
     roles = dict(zip(rows["variant"], rows["role"]))
-    rule = default_rule(case, rows)
+    rule = rule_of(case)
     nodes: dict[str, list] = {}
     for node in rules.claimed(rule):
         nodes.setdefault(node.claim, []).append(node)
     pairs = outcomes[outcomes["kind"] == "pair"]
     judged, claimed_tests = [], set()
-    for claim in case.claims:
+    for claim in getattr(case, "claims", ()):
         parts, by = [], []
         for name in claim.checks:
             parts += _check_parts(name, outcomes)

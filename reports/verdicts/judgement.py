@@ -33,7 +33,7 @@ class Judgement:
     evidence: str
     errors: tuple[str, ...] = ()  # the failed suite tests, one line each with the message
     errata: tuple = ()  # harness.contract.claims.Erratum: the notes as written, apart from the verdict
-    claims: tuple[ClaimJudgement, ...] = ()  # empty for files written before claims were the unit
+    claims: tuple[ClaimJudgement, ...] = ()  # empty for an ID no run declared
 
     def claims_with(self, *verdicts: str) -> int:
         return sum(1 for c in self.claims if c.verdict in verdicts)

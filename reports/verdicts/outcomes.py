@@ -7,6 +7,8 @@ import pandas as pd
 
 
 def skip_reasons(outcomes: pd.DataFrame) -> str:
+    if "reason" not in outcomes:
+        return ""
     reasons = outcomes.loc[outcomes["outcome"] == "skipped", "reason"].dropna()
     reasons = [r for r in dict.fromkeys(reasons) if r]
     return "; ".join(reasons[:3]) + ("; …" if len(reasons) > 3 else "")

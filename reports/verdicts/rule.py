@@ -17,6 +17,7 @@ from reports.verdicts.judgement import (
     any_of,
 )
 from reports.verdicts.memory import lighter, not_lighter
+from reports.verdicts.outcomes import skip_reasons
 from reports.verdicts.speed import faster, not_faster
 
 
@@ -25,7 +26,9 @@ def from_findings(rule, outcomes: pd.DataFrame) -> Judgement:
         (outcomes["kind"] == "check") & outcomes["verdict"].notna() & (outcomes["outcome"] == "passed")
     ]
     if found.empty:
-        return Judgement(NOT_MEASURED, "no check reached a verdict")
+        skipped = skip_reasons(outcomes[outcomes["kind"] == "check"])
+        why = f" (skipped: {skipped})" if skipped else ""
+        return Judgement(NOT_MEASURED, "no check reached a verdict" + why)
     verdicts = set(found["verdict"])
     lines = [f"{r.name} ({r.device}): {r.verdict}: {r.evidence}" for r in found.itertuples()]
     for kind in (FAILS, COULD_NOT_JUDGE, DEPENDS, HOLDS):
@@ -52,15 +55,6 @@ def evaluate(rule, summary, rows, outcomes, roles) -> Judgement:
     return Judgement(NOT_MEASURED, f"unknown rule {type(rule).__name__}")
 
 
-def default_rule(case, rows: pd.DataFrame):
-    """The rule the run recorded for the case; for a file that recorded none (schema 1), Faster()
-    where variants were timed, else the findings."""
-    if case is not None and case.verdict is not None:
-        return case.verdict
-    return rules.Faster() if not rows.empty else rules.FromFindings()
-
-
-def reads_findings(rule) -> bool:
-    if isinstance(rule, rules.FromFindings):
-        return True
-    return isinstance(rule, (rules.AllOf, rules.AnyOf)) and any(reads_findings(r) for r in rule.rules)
+def rule_of(case):
+    """The rule the run recorded for the case; a case without one is judged by its findings."""
+    return case.rule if case is not None and case.rule is not None else rules.FromFindings()

@@ -11,15 +11,15 @@ from reports.verdicts.judgement import Judgement
 
 
 def catalogue_of(results) -> list[record.CaseInfo]:
-    """Every catalogue ID the runs recorded, in catalogue order; files written before the results
-    recorded their cases (schema 1) fall back on the catalogue shipped beside the reports."""
-    recorded = results.cases_of()
-    if recorded:
-        return sorted(recorded.values(), key=lambda c: (c.tier or 9, c.id))
-    return [
-        record.CaseInfo(id=e.id, tier=e.tier, technique=e.technique, source=e.source)
-        for e in catalogue.load()
-    ]
+    """Every catalogue ID the runs recorded, and every ID of the shipped catalogue they did not (a
+    run of an older catalogue, a file written before runs recorded their cases), in catalogue order:
+    a report lists each, saying where it is not in these results."""
+    recorded = dict(results.cases_of())
+    for e in catalogue.load():
+        recorded.setdefault(
+            e.id, record.CaseInfo(id=e.id, tier=e.tier, technique=e.technique, source=e.source)
+        )
+    return sorted(recorded.values(), key=lambda c: (c.tier or 9, c.id))
 
 
 def _warm(frame: pd.DataFrame) -> pd.DataFrame:
@@ -40,8 +40,6 @@ def judge_all(results, table: pd.DataFrame, entries) -> dict[tuple[str, str], Ju
     sum_by = {k: g for k, g in table.groupby(["machine", "case"], sort=False)}
     out_by = {k: g for k, g in outcomes.groupby(["machine", "case"], sort=False)}
     empty_rows, empty_sum, empty_out = rows.iloc[:0], table.iloc[:0], outcomes.iloc[:0]
-    # A machine's runs written before errata had their own place (schema < 3) are judged as then.
-    modern = runs.groupby("machine")["schema_version"].min().ge(3).to_dict() if not runs.empty else {}
     judged = {}
     for machine in dict.fromkeys(runs["machine"]):
         for case_id in ids + [c for c in seen if c not in ids]:
@@ -54,7 +52,6 @@ def judge_all(results, table: pd.DataFrame, entries) -> dict[tuple[str, str], Ju
                 rows_by.get(key, empty_rows),
                 sum_by.get(key, empty_sum),
                 out_by.get(key, empty_out),
-                findings_count=modern.get(machine, True),
             )
             if case_id not in ids:
                 judgement = Judgement(

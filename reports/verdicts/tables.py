@@ -76,7 +76,7 @@ def verdicts_table(judged: dict, entries, measured: dict | None = None) -> pd.Da
                         for e in j.errata
                     ),
                     "failed_tests": len(j.errors),
-                    # Blank for results judged per case (files written before claims were the unit).
+                    # Blank where a judgement has no claims (an ID no run declared).
                     "claims": len(j.claims) if j.claims else None,
                     "claims_measured": j.claims_measured if j.claims else None,
                     "claims_holding": j.claims_with(HOLDS) if j.claims else None,

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.contract import catalogue, gain, record, rules
+from harness.contract import catalogue, declared, gain, record, rules
 from reports import build, load, summary, verdicts
 from reports.__main__ import main
 from tests import paths, quiet, synthetic
@@ -88,7 +88,8 @@ def test_not_measured_sections_give_the_reason(tmp_path):
 def test_unknown_case_and_html_escaping(tmp_path):
     nasty = '<script>alert("x")</script>'
     doc = synthetic.result(
-        cases=("gone.case",), variants=((nasty, "naive", 3.0), ("fast_v", "optimized", 1.0))
+        cases=("gone.case", "distance.pairwise"),
+        variants=((nasty, "naive", 3.0), ("fast_v", "optimized", 1.0)),
     )
     page = build.build([write(tmp_path / "r.json", doc)], tmp_path / "out").read_text()
     assert '<section class="unknown" id="gone.case">' in page and "unknown case" in page
@@ -103,11 +104,11 @@ def test_machines_are_never_mixed(tmp_path):
         cuda_version="12.8",
         gpu={"count": 1, "name": "NVIDIA H200"},
     )
-    a = write(tmp_path / "cpu.json", synthetic.result(cases=("x.case",), seed=1))
+    a = write(tmp_path / "cpu.json", synthetic.result(cases=("distance.pairwise",), seed=1))
     b = write(
         tmp_path / "gpu.json",
         synthetic.result(
-            cases=("x.case",),
+            cases=("distance.pairwise",),
             seed=2,
             machine=gpu,
             variants=(("naive_v", "naive", 40.0), ("fast_v", "optimized", 1.0)),
@@ -146,22 +147,26 @@ def load_ratio(slow, fast, seed):
 
 def _tables(factor_fast=1.0, factor_slow=4.0, sigma=0.04, fail=None, findings=(), peak=True):
     doc = synthetic.result(
-        cases=("x.case",),
+        cases=("distance.pairwise",),
         variants=(("slow_v", "naive", factor_slow), ("fast_v", "optimized", factor_fast)),
         sigma=sigma,
         outcomes=list(findings) + ([fail] if fail else []),
         peak=peak,
     )
-    res = load.Results(*_frames(doc))
-    table = summary.build(res.rows, {})
+    res = _results(doc)
+    table = summary.build(res.rows, res.cases)
     return res.rows, table, res.outcomes
 
 
-def _frames(doc):
+def _results(doc):
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        r = load.load([write(Path(tmp) / "r.json", doc)])
+        return load.load([write(Path(tmp) / "r.json", doc)])
+
+
+def _frames(doc):
+    r = _results(doc)
     return r.rows, r.outcomes, r.runs
 
 
@@ -169,7 +174,9 @@ def _judge(rule, **kw):
     rows, table, outcomes = _tables(**kw)
     roles = dict(zip(rows["variant"], rows["role"]))
     if kw.get("fail"):
-        return verdicts.judge(record.CaseInfo(id="x.case", tier=1, rule=rule), rows, table, outcomes)
+        rule, claim = declared.as_one_claim(rule, "fast_v is faster", "")
+        case = record.CaseInfo(id="distance.pairwise", tier=1, rule=rule, claims=(claim,))
+        return verdicts.judge(case, rows, table, outcomes)
     return verdicts.evaluate(rule, table, rows, outcomes, roles)
 
 
@@ -208,7 +215,7 @@ def test_lighter_and_not_faster_and_all_of():
 
 def _finding(verdict, evidence="measured 3 things"):
     return {
-        "case": "x.case",
+        "case": "distance.pairwise",
         "kind": "check",
         "check": f"c_{verdict}",
         "device": "cpu",
@@ -226,7 +233,7 @@ def test_from_findings_and_failed_checks():
     assert _judge(rules.FromFindings(), findings=[_finding("holds"), _finding("fails")]).verdict == "fails"
     assert _judge(rules.FromFindings(), findings=[_finding(None)]).verdict == "not measured"
     failed = {
-        "case": "x.case",
+        "case": "distance.pairwise",
         "kind": "check",
         "check": "oracle",
         "device": "cpu",
@@ -238,8 +245,9 @@ def test_from_findings_and_failed_checks():
     # Nothing red reads holds: a gain that holds beside a red test cannot be judged as holding.
     assert judged.verdict == "could not judge" and "off by 3" in judged.evidence
     assert len(judged.errors) == 1 and "oracle cpu failed: AssertionError: off by 3" in judged.errors[0]
+    # A red test that decides no claim leaves the technique undecided, never not measured.
     alone = _judge(rules.FromFindings(), fail=failed)
-    assert alone.verdict == "not measured" and alone.errors
+    assert alone.verdict == "could not judge" and alone.errors
 
 
 # ---- bad input: exit 2, one line naming the file, nothing written ------------------------------
@@ -359,7 +367,7 @@ def test_roofline_fractions_when_ceilings_are_recorded(tmp_path):
         synthetic.MACHINE,
         ceilings={"cpu": {"fp32_flops": 2e12, "bf16_flops": 4e12, "copy_bytes_per_s": 5e10}},
     )
-    doc = synthetic.result(cases=("x.case",), machine=machine)
+    doc = synthetic.result(cases=("distance.pairwise",), machine=machine)
     page = build.build([write(tmp_path / "r.json", doc)], tmp_path / "out").read_text()
     results = pd.read_csv(tmp_path / "out" / "results.csv")
     assert np.allclose(results["flops_fraction"], results["flops"] / results["median_s"] / 2e12)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from harness.contract import record, rules
 from reports import versions
 from tests import synthetic
 
@@ -17,6 +18,7 @@ VARIANTS = (("naive_v", "naive", 4.0), ("fast_v", "optimized", 1.0))
 # the planted ID sits at the median.
 SIGMAS = np.exp(np.random.default_rng(59).normal(np.log(0.021), 1.2, len(IDS)))
 SIGMAS[0] = 0.021
+DECLARED = {i: record.CaseInfo(id=i, tier=1, rule=rules.Faster()).to_data() for i in IDS}
 RUNS = 6  # per version: what `python -m suite.versions --alternations 6` makes
 
 
@@ -24,7 +26,15 @@ def _run(seed: int, rng, slow: float = 1.0) -> dict:
     """One process's run of every ID: tight rounds (2%), and each ID's speed-up moved by its own
     factor exp(N(0, σ_ID)) for this process; `slow` on the first ID's fast variant."""
     doc = synthetic.result(
-        cases=IDS, variants=VARIANTS, sizes=(512,), paired=True, n_rounds=15, sigma=0.02, seed=seed
+        cases=IDS,
+        variants=VARIANTS,
+        sizes=(512,),
+        paired=True,
+        n_rounds=15,
+        sigma=0.02,
+        seed=seed,
+        schema_version=record.SCHEMA_VERSION,
+        cases_info=DECLARED,
     )
     factor = {case: float(np.exp(rng.normal(0.0, s))) for case, s in zip(IDS, SIGMAS)}
     factor[IDS[0]] *= slow

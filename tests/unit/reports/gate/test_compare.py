@@ -5,8 +5,6 @@ nothing."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from harness.contract import record, rules
@@ -28,15 +26,22 @@ def test_a_variant_that_allocates_nothing_is_compared_not_crashed(tmp_path, caps
 
 
 def test_case_tolerance_overrides_the_default(tmp_path):
-    @dataclass
-    class Noisy:
-        gate_tolerance: float
-        verdict: object = None
-
     b = load.load([pooled(tmp_path, "b", [synthetic.result(seed=1), synthetic.result(seed=3)])])
     c = load.load([write(tmp_path / "c.json", synthetic.result(seed=2, slow={"fast_v": 1.3}))])
     assert gate.exit_code(gate.compare(b, c, tolerance=0.10)) == 1
-    assert gate.exit_code(gate.compare(b, c, tolerance=0.10, known={"distance.pairwise": Noisy(0.5)})) == 0
+    # The same runs, the case declaring a tolerance of its own (as its runs record it).
+    noisy = {
+        "distance.pairwise": record.CaseInfo("distance.pairwise", 1, rule=rules.Faster(), gate_tolerance=0.5)
+    }
+    declared = dict(
+        schema_version=record.SCHEMA_VERSION, cases_info={k: v.to_data() for k, v in noisy.items()}
+    )
+    docs = [synthetic.result(seed=s, **declared) for s in (1, 3)]
+    b = load.load([pooled(tmp_path, "b_noisy", docs)])
+    c = load.load(
+        [write(tmp_path / "c_noisy.json", synthetic.result(seed=2, slow={"fast_v": 1.3}, **declared))]
+    )
+    assert gate.exit_code(gate.compare(b, c, tolerance=0.10)) == 0
 
 
 def test_rechecks_join_the_current_side(tmp_path, capsys):

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness.contract import record, rules
 from reports import gate, load
 from reports.gate.model import _spread
 from tests import paths, synthetic
@@ -35,7 +36,7 @@ def _resampled(results: load.Results, rng, slow: dict | None = None) -> load.Res
         rng.choice(d, d.size) * slow.get(v, slow.get(r, 1.0))
         for d, v, r in zip(rows["data"], rows["variant"], rows["role"])
     ]
-    return load.Results(rows, results.outcomes, results.runs)
+    return load.Results(rows, results.outcomes, results.runs, results.cases)
 
 
 def _real_pairs(results: load.Results) -> load.Results:
@@ -44,7 +45,7 @@ def _real_pairs(results: load.Results) -> load.Results:
     optimized. The rounds, their noise and their outliers are real; only the pairing is new."""
     rows = results.rows
     rows = rows[[d.size >= 5 and _spread(d) <= gate.UNJUDGEABLE_SPREAD for d in rows["data"]]]
-    parts = []
+    parts, cases = [], {}
     for size, group in rows.groupby("size_label"):
         group = group.sort_values("median_s", ascending=False)
         for i, j in itertools.combinations(range(len(group)), 2):
@@ -52,7 +53,16 @@ def _real_pairs(results: load.Results) -> load.Results:
             pair["case"] = f"aa.{size}.{i}{j}"
             pair["role"] = ["naive", "optimized"]
             parts.append(pair)
-    return load.Results(pd.concat(parts, ignore_index=True), results.outcomes.iloc[:0], results.runs)
+            slow, fast = pair["variant"]
+            # Declared as a run records it: the faster sample timed against the slower one.
+            for machine in pair["machine"].unique():
+                cases.setdefault(machine, {})[f"aa.{size}.{i}{j}"] = record.CaseInfo(
+                    id=f"aa.{size}.{i}{j}",
+                    tier=None,
+                    rule=rules.Faster(),
+                    timed=(record.TimedPair("", fast, slow),),
+                )
+    return load.Results(pd.concat(parts, ignore_index=True), results.outcomes.iloc[:0], results.runs, cases)
 
 
 def test_a_a_false_alarm_rate_from_real_rounds():
@@ -93,7 +103,9 @@ def _two_runs(results: load.Results, rng) -> load.Results:
     the resampling's alone."""
     a, b = _resampled(results, rng), _resampled(results, rng)
     b.rows["run"] = b.rows["run"] + ".again"
-    return load.Results(pd.concat([a.rows, b.rows], ignore_index=True), a.outcomes, results.runs)
+    return load.Results(
+        pd.concat([a.rows, b.rows], ignore_index=True), a.outcomes, results.runs, results.cases
+    )
 
 
 @pytest.mark.parametrize("slowdown", [1.10, 1.25, 1.50])

@@ -118,11 +118,11 @@ def test_a_claimed_check_that_finds_the_claim_false_fails_it(tmp_path):
     assert claims.loc["raises", "verdict"] == "fails" and judged["technique_verdict"] == "fails"
 
 
-def test_a_file_judged_per_case_with_a_red_test_does_not_read_holds(tmp_path):
+def test_a_case_without_claims_is_one_claim_and_a_red_test_keeps_it_from_holds(tmp_path):
     judged, claims = _report(
         tmp_path, [_red_variant("lib_v", "RuntimeError")], claims=(), rule=rules.Faster()
     )
-    assert claims.empty
+    assert list(claims.index) == ["whole_case"] and claims.loc["whole_case", "verdict"] == "holds"
     assert judged["technique_verdict"] == "could not judge"
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from cases import all_cases
-from harness.contract import record
+from harness.contract import record, rules
 from reports import verdicts
 
 
@@ -87,15 +87,18 @@ def test_a_pair_not_compiled_carries_its_reason_into_the_results_and_the_report(
 
 def test_a_twins_source_is_read_from_the_record_not_its_name():
     """The report pairs a compiled twin with the naive variant its record names (`compiled_from`,
-    set by the plan); only a file written before that field reads it from the twin's name, which
-    cannot say which of two naive variants `compiled` compiles."""
+    set by the plan; a file written before that field has it from the upgrade on reading), never
+    from the twin's name, which cannot say which of two naive variants `compiled` compiles."""
     from reports import summary
 
     group = summary.Group({})
     group.roles = {"loop": "naive", "gather": "naive", "fused": "optimized", "compiled": "compiled"}
     assert not any(against == "compiled" for _, _, against in group.pairs(None))  # the name is ambiguous
     group.sources = {"compiled": "gather"}
-    compiled_pairs = {(fast, slow) for fast, slow, against in group.pairs(None) if against == "compiled"}
+    case = record.CaseInfo(
+        "x.case", 2, rule=rules.Faster("fused", "gather"), timed=(record.TimedPair("", "fused", "gather"),)
+    )
+    compiled_pairs = {(fast, slow) for fast, slow, against in group.pairs(case) if against == "compiled"}
     assert ("compiled", "gather") in compiled_pairs and ("fused", "compiled") in compiled_pairs
     assert not any(slow == "loop" and fast == "compiled" for fast, slow in compiled_pairs)
     del group.roles["gather"]  # the naive way it compiles was not timed at this size: nothing to pair

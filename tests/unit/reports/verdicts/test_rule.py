@@ -1,6 +1,6 @@
 """A case's recorded rule evaluated (reports/verdicts/rule.py): the findings read by the worst verdict
-a passed check reached, the rule's nodes combined as the rule says, the rule a file without one is
-judged by."""
+a passed check reached, the rule's nodes combined as the rule says, a case without a rule judged by
+its findings."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 
 from harness.contract import record, rules
 from reports.verdicts.judgement import DEPENDS, FAILS, HOLDS, NOT_MEASURED
-from reports.verdicts.rule import default_rule, evaluate, from_findings, reads_findings
+from reports.verdicts.rule import evaluate, from_findings, rule_of
 
 
 def _found(*verdicts, outcome="passed") -> pd.DataFrame:
@@ -39,12 +39,10 @@ def test_the_rules_nodes_combine_as_the_rule_says():
         == HOLDS
     )
     assert evaluate(object(), empty, no_rows, found, {}).evidence == "unknown rule object"
-    assert reads_findings(both) and not reads_findings(rules.AllOf(rules=(rules.Faster(),)))
 
 
-def test_a_file_that_recorded_no_rule_is_judged_by_its_timings_else_its_findings():
-    timed = pd.DataFrame([dict(variant="v")])
-    assert default_rule(None, timed) == rules.Faster()
-    assert default_rule(None, timed.iloc[:0]) == rules.FromFindings()
+def test_a_case_without_a_rule_is_judged_by_its_findings():
+    assert rule_of(None) == rules.FromFindings()
+    assert rule_of(record.CaseInfo(id="x", tier=1)) == rules.FromFindings()
     recorded = rules.Lighter()
-    assert default_rule(record.CaseInfo(id="x", tier=1, rule=recorded), timed) == recorded
+    assert rule_of(record.CaseInfo(id="x", tier=1, rule=recorded)) == recorded

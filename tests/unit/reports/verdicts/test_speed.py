@@ -11,7 +11,7 @@ import pandas as pd
 from harness.contract import record, rules
 from reports import build, load
 from tests import synthetic
-from tests.judged_report import CASE, NAIVE_AND_FAST, declared, report
+from tests.judged_report import CASE, NAIVE_AND_FAST, claims_of, declared, report
 
 
 def test_a_paired_gain_beyond_the_band_holds(tmp_path):
@@ -42,7 +42,8 @@ def test_a_clear_gain_timed_on_a_busy_machine_still_counts(tmp_path):
     summary, busy = report(tmp_path, paired=True, busy="a spinner got 50% of its core")
     assert quiet["technique_verdict"] == "holds"
     assert busy["technique_verdict"] == "holds"
-    assert "busy" in busy["technique_evidence"] and "clears the band" in busy["technique_evidence"]
+    (said,) = claims_of(tmp_path, paired=True, busy="a spinner got 50% of its core")["evidence"]
+    assert "busy" in said and "clears the band" in said
     assert set(summary.loc[summary["against"] == "rule", "gain"]) == {"faster"}  # the numbers stay
 
 
@@ -58,13 +59,17 @@ def test_bitwise_identical_sides_of_a_premised_claim_depend_on_the_premise(tmp_p
 def test_where_a_gain_turns_with_size_is_said(tmp_path):
     """fast_v's advantage shrinks to nothing at the largest size: the evidence names the sizes."""
     doc = synthetic.result(
-        cases=(CASE,), variants=NAIVE_AND_FAST, paired=True, sizes=(128, 256), n_rounds=200
+        cases=(CASE,),
+        variants=NAIVE_AND_FAST,
+        paired=True,
+        sizes=(128, 256),
+        n_rounds=200,
+        schema_version=record.SCHEMA_VERSION,
+        cases_info=declared(rules.Faster()),
     )
     for pair in doc["pairs"]:
         if pair["size_label"] == "n256":
             pair["fast_s"] = pair["slow_s"]  # no difference at n=256
-    doc["suite"]["schema_version"] = record.SCHEMA_VERSION
-    doc["cases"] = declared(rules.Faster())
     verdicts = build.tables(load.from_documents([("turns.json", doc)])).verdicts
     judged = pd.read_csv(io.StringIO(verdicts.to_csv(index=False))).set_index("case").loc[CASE]
     assert judged["technique_verdict"] == "fails"

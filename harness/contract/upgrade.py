@@ -1,0 +1,147 @@
+"""Results documents of older schema versions upgraded to the current one when they are read, once,
+before anything else reads them (as asv's ``update_to_2`` does for its results): every reader after
+this module sees one schema, so no reader keeps a branch for an older one.
+
+What each version lacks, and what it is read as (`harness.contract.record` says what each added):
+
+* 1 recorded no ``cases``: the catalogue shipped with the suite names them, and each was judged by
+  ``Faster()`` where its variants were timed, else by its checks' findings.
+* 1-3 recorded no ``timed`` pairs: the pairs are the ones the suite then worked out from the rule
+  and the variants' roles (`timed_then`).
+* 1-3 recorded no ``claims``: each case was judged as one claim, by its recorded rule, and from
+  version 3 on by every check's finding beside it (before 3, findings mixed the notes' errata into
+  their verdict, so the rule alone decided). The upgrade writes that down as the one claim a
+  case without claims is (`harness.contract.declared.as_one_claim`), its findings beside the rule
+  only where they counted; the judge then reads it as it reads any claim.
+* A compiled twin's naive source (``compiled_from``) was not recorded before 4: it is read from
+  the suite's naming (`record.compiled_source`).
+
+Plain Python on plain data: a document in, a new document out (the input is not changed).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Mapping
+
+from harness.contract import catalogue, declared, record, rules
+from harness.contract.claims import RecordError
+
+# The first version whose findings kept the notes' errata apart from their verdict.
+FINDINGS_COUNT_FROM = 3
+
+
+def version_of(doc: Mapping) -> int:
+    """The schema version a document was written in (1 where it names none), refused where it is
+    not a version this reader knows."""
+    suite = doc.get("suite") if isinstance(doc.get("suite"), Mapping) else {}
+    version = suite.get("schema_version", record.LEGACY_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool) or version < record.LEGACY_VERSION:
+        raise RecordError(
+            f"results schema version {version!r:.30} is not a version number (1 to {record.SCHEMA_VERSION})"
+        )
+    if version > record.SCHEMA_VERSION:
+        raise RecordError(
+            f"results schema version {version!r} is newer than this reader's ({record.SCHEMA_VERSION}); "
+            f"update the suite to read it"
+        )
+    return version
+
+
+def to_current(doc: Mapping) -> Mapping:
+    """`doc` in the current schema: itself where it is already, else an upgraded copy whose
+    ``suite.upgraded_from`` names the version it was written in."""
+    version = version_of(doc)
+    if version == record.SCHEMA_VERSION:
+        return doc
+    doc = copy.deepcopy(dict(doc))
+    suite = dict(doc.get("suite") or {})
+    benchmarks = [b.get("extra_info") or {} for b in doc.get("benchmarks") or () if isinstance(b, Mapping)]
+    outcomes = [o for o in doc.get("outcomes") or () if isinstance(o, Mapping)]
+    cases = doc.get("cases") or {}
+    if not isinstance(cases, Mapping):
+        raise RecordError("'cases' is not an object")
+    cases = {cid: dict(entry) for cid, entry in cases.items()} or _shipped_cases(benchmarks, outcomes)
+    for case_id, entry in cases.items():
+        mine = [b for b in benchmarks if b.get("case") == case_id]
+        if not entry.get("timed"):
+            entry["timed"] = _timed_then(entry.get("rule"), mine)
+        if not entry.get("claims"):
+            rule = record.rule_from_data(entry["rule"]) if entry.get("rule") else None
+            words = str(entry.get("claim") or entry.get("technique") or case_id)
+            rule, claim = declared.as_one_claim(
+                rule, words, str(entry.get("source") or ""), findings_count=version >= FINDINGS_COUNT_FROM
+            )
+            entry.update(rule=record.rule_to_data(rule), claims=[claim.to_data()])
+        _name_compiled_sources(mine)
+    doc["cases"] = cases
+    suite.update(schema_version=record.SCHEMA_VERSION, upgraded_from=version)
+    doc["suite"] = suite
+    return doc
+
+
+def _shipped_cases(benchmarks, outcomes) -> dict[str, dict]:
+    """Version 1's cases: those it mentions, as the shipped catalogue has them, each with the rule
+    it was judged by (Faster() where its variants were timed, else its findings). An ID the
+    catalogue does not have stays unrecorded, reported as an unknown case."""
+    timed = {b.get("case") for b in benchmarks}
+    mentioned = {b.get("case") for b in benchmarks} | {o.get("case") for o in outcomes}
+    return {
+        e.id: {
+            "id": e.id,
+            "tier": e.tier,
+            "technique": e.technique,
+            "source": e.source,
+            "rule": record.rule_to_data(rules.Faster() if e.id in timed else rules.FromFindings()),
+        }
+        for e in catalogue.load()
+        if e.id in mentioned
+    }
+
+
+def _timed_then(rule_data, benchmarks) -> list[dict]:
+    """The pairs a case was timed as before runs recorded them, per part: from the rule and the
+    roles of the variants timed in that part (`timed_then`)."""
+    rule = record.rule_from_data(rule_data) if rule_data else None
+    by_part: dict[str, dict[str, str]] = {}
+    for b in benchmarks:
+        if isinstance(b.get("variant"), str):
+            by_part.setdefault(str(b.get("part") or ""), {})[b["variant"]] = str(b.get("role") or "")
+    return [
+        {"part": part, "fast": fast, "slow": slow, "against": against}
+        for part, roles in by_part.items()
+        for fast, slow, against in timed_then(rule, roles)
+    ]
+
+
+def timed_then(rule, roles: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(fast, slow, against) as the suite timed them before pairs were declared: the pairs the
+    rule's speed nodes name; where it has none, its memory nodes'; where those name no variant of
+    `roles` (no rule, or one naming another part's variants), every optimized variant over every
+    naive one (context where the rule decides by its findings); else the library over the naive
+    way, as context. ``rule``: the case's recorded rule (None where the file recorded none);
+    ``roles``: variant name → role of the variants measured together."""
+    specs = [(r.fast, r.slow) for r in rules.speed_rules(rule)] or [
+        (r.light, r.heavy) for r in rules.memory_rules(rule)
+    ]
+    kind = "context" if isinstance(rule, rules.FromFindings) else "rule"
+    return (
+        rules.named_pairs(specs, roles, "rule")
+        or rules.named_pairs([("optimized", "naive")], roles, kind)
+        or rules.named_pairs([("library", "naive")], roles, "context")
+    )
+
+
+def _name_compiled_sources(benchmarks) -> None:
+    """A compiled twin's naive source, where its file did not record it: from the suite's naming,
+    among the naive variants timed in its part."""
+    naive: dict[str, list[str]] = {}
+    for b in benchmarks:
+        if b.get("role") == "naive":
+            naive.setdefault(str(b.get("part") or ""), []).append(str(b.get("variant")))
+    for b in benchmarks:
+        name = b.get("variant")
+        if isinstance(name, str) and name.startswith("compiled") and not b.get("compiled_from"):
+            source = record.compiled_source(name, dict.fromkeys(naive.get(str(b.get("part") or ""), ())))
+            if source:
+                b["compiled_from"] = source
