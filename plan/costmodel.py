@@ -2,7 +2,7 @@
 inside its rounds (harness/contract/rounds.py: the pilot and the plan, the
 peak-memory pass, the CUDA host-vs-device probe) times the call, plus the host's cost per round.
 
-Used to estimate a run before it is made (`python -m plan.estimate`), e.g. the full GPU profile
+Used to estimate a run before it is made (`python -m suite.estimate`), e.g. the full GPU profile
 from an earlier GPU run's per-call medians, where no GPU is at hand to run it. Plain Python.
 
 What it cannot know, and takes as parameters with the evidence for their defaults: the fixed cost

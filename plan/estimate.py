@@ -1,12 +1,12 @@
 """Estimate how long a suite run takes before making it, e.g. the full GPU profile where no GPU is
 at hand:
 
-    python -m plan.estimate --gpus 1 --reference reports/reference/h100-2026-11-23/points.csv \\
+    python -m suite.estimate --gpus 1 --reference reports/reference/h100-2026-11-23/points.csv \\
         -- -m gpu --benchmark-only --profile full --device cuda
 
 or, on a machine that has run the suite before, from its own results (compile times included):
 
-    python -m plan.estimate --reference results/gpu.json.gz -- -m gpu --benchmark-only
+    python -m suite.estimate --reference results/gpu.json.gz -- -m gpu --benchmark-only
 
 The plan is the run's own collection (the pytest arguments after ``--``), priced for a machine of
 ``--gpus`` GPUs (default: this one's): tests that need a GPU cost nothing on a machine without
@@ -24,27 +24,20 @@ evidence for them.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import csv
 import gzip
 import io
 import json
 import math
 import re
-import sys
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 from harness.contract import results_schema
-from harness.machine import premises
-from harness.point.marks import NOT_A_BENCHMARK
 from harness.run.progress import COMPILE_PACE_S
-from plan import costmodel, point_of
+from plan import costmodel
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -249,72 +242,6 @@ class Planned:
     point: object = None  # the plan point it was parametrised with (plan.VariantPoint, ...), if any
 
 
-class _Plan:
-    def __init__(self):
-        self.items: list[Planned] = []
-
-    @pytest.hookimpl(wrapper=True)  # after every plugin's own collection_finish (suite.recorder's)
-    def pytest_collection_finish(self, session):
-        result = yield
-        self.items = [
-            Planned(
-                i.nodeid,
-                frozenset(m.name for m in i.iter_markers()),
-                any(
-                    str(m.kwargs.get("reason", "")).startswith(NOT_A_BENCHMARK)
-                    for m in i.iter_markers("skip")
-                ),
-                case=(dict(i.user_properties).get("point") or {}).get("case", ""),
-                test=getattr(i, "originalname", i.name),
-                point=point_of(i),
-            )
-            for i in session.items
-        ]
-        return result
-
-
-OUTPUT_OPTIONS = ("--results", "--benchmark-json", "--history")  # each takes a value
-OUTPUT_FLAGS = ("--no-history",)
-
-
-def without_outputs(pytest_args) -> list[str]:
-    """The run's arguments less the files it would write: collecting the plan writes nothing (it
-    once replaced the results file it named with an empty run, and appended that to the history)."""
-    out, skip = [], False
-    for arg in pytest_args:
-        if skip:
-            skip = False
-        elif arg in OUTPUT_OPTIONS:
-            skip = True
-        elif not arg.startswith(tuple(f"{o}=" for o in OUTPUT_OPTIONS)) and arg not in OUTPUT_FLAGS:
-            out.append(arg)
-    return out
-
-
-def collect(pytest_args) -> list[Planned]:
-    """The run's own collection, in this process, with each test's markers: a test marked
-    `multigpu` is skipped on a machine of fewer GPUs, whatever the machine collecting it has."""
-    pytest_args = without_outputs(pytest_args)
-    plan = _Plan()
-    with contextlib.redirect_stdout(io.StringIO()) as printed:
-        code = pytest.main(
-            [
-                str(ROOT / "suite"),
-                "--rootdir",
-                str(ROOT),
-                "--collect-only",
-                "-q",
-                "-p",
-                "no:randomly",
-                *pytest_args,
-            ],
-            plugins=[plan],
-        )
-    if code not in (0, 5) or not plan.items:
-        raise SystemExit(f"collection failed (pytest exit {int(code)}): {printed.getvalue().strip()[-500:]}")
-    return plan.items
-
-
 def pytest_args_for(pytest_args: list[str], gpus: int) -> list[str]:
     """The run's pytest arguments as the machine it is for would take them: without ``--device``
     a run defaults to the devices present, so on a machine of `gpus` ≥ 1 it has CUDA points this
@@ -462,123 +389,3 @@ def estimate(plan: list[Planned], reference, args, compiles=None) -> dict[str, T
     for (case, *_), call_s in group_call.items():
         by_case[case].oracle_s += args.group_s + args.oracle_factor * call_s
     return dict(by_case)
-
-
-def _option(kind: type, low: float, *, above: bool, what: str):
-    """An argparse type: a finite `kind` above (or at least) `low`, else a usage error naming the
-    range. argparse took --gpus -1 and --memory-gib -5 and priced a run that cannot happen."""
-
-    def value(text: str):
-        try:
-            number = kind(text)
-        except ValueError:
-            number = math.nan
-        if not (math.isfinite(number) and (number > low if above else number >= low)):
-            raise argparse.ArgumentTypeError(f"{text!r}: use {what}")
-        return number
-
-    value.__name__ = kind.__name__  # argparse names the type in its own messages
-    return value
-
-
-SECONDS = _option(float, 0.0, above=True, what="a positive, finite number of seconds")
-COST = _option(float, 0.0, above=False, what="a finite number ≥ 0")
-GIB = _option(float, 0.0, above=True, what="a positive, finite number of GiB")
-GPUS = _option(int, 0, above=False, what="a whole number of GPUs ≥ 0")
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m plan.estimate",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--reference",
-        action="append",
-        default=[],
-        help="points CSV (id,median_s,spread), a suite results JSON (.json, .json.gz) or a saved log "
-        "(default: DEFAULT_REFERENCE, the CI machine's run, and the H100 run's where --gpus is 1 or more)",
-    )
-    parser.add_argument(
-        "--cap-s", type=SECONDS, default=1.0, help="per-point round cap (--benchmark-max-time)"
-    )
-    parser.add_argument(
-        "--fixed-s",
-        type=COST,
-        default=None,
-        help="per timed point outside its calls (default by the point's device: FIXED_S)",
-    )
-    parser.add_argument("--group-s", type=COST, default=0.05, help="per group: garbage collection, inputs")
-    parser.add_argument(
-        "--oracle-factor", type=COST, default=4.0, help="float64 oracle / fastest variant's call"
-    )
-    parser.add_argument(
-        "--check-s", type=COST, default=None, help="per check (default by the check's device: CHECK_S)"
-    )
-    parser.add_argument(
-        "--launch-s",
-        type=COST,
-        default=None,
-        help="per process launch, the distributed tests' (default by the launch's device: LAUNCH_S)",
-    )
-    parser.add_argument(
-        "--compile-s",
-        type=COST,
-        default=None,
-        help="per torch.compile (default mode), the jit compile test's too (default by the "
-        "compile's device: COMPILE_S)",
-    )
-    parser.add_argument("--autotune-s", type=COST, default=120.0, help="per max-autotune compile")
-    parser.add_argument("--memory-gib", type=GIB, default=80.0, help="the device's memory (an H100: 80)")
-    parser.add_argument(
-        "--gpus",
-        type=GPUS,
-        default=None,
-        help="GPUs on the machine the run is for (default: this machine's): tests that need a GPU "
-        "skip at 0, multigpu tests below 2",
-    )
-    parser.add_argument(
-        "--default-call-s", type=SECONDS, default=1e-3, help="a point with no reference at all"
-    )
-    parser.add_argument("--default-spread", type=COST, default=0.02)
-    parser.add_argument("pytest_args", nargs="*", help="the run's pytest arguments, after --")
-    args = parser.parse_args(argv)
-    if args.gpus is None:
-        args.gpus = premises.gpu_count()
-    defaulted = not args.reference
-    if defaulted:
-        args.reference = [DEFAULT_REFERENCE["cpu"], *([DEFAULT_REFERENCE["cuda"]] if args.gpus else [])]
-    try:  # before the plan is collected: a bad file is found in a second, not after the collection
-        reference, compiles = read_references(args.reference)
-    except BadReference as exc:
-        print(f"plan.estimate: {exc}", file=sys.stderr)
-        return 2
-    by_case = estimate(collect(pytest_args_for(args.pytest_args, args.gpus)), reference, args, compiles)
-    print(f"{'case':28} " + " ".join(f"{header:>10}" for header in COLUMNS.values()))
-    total = Totals()
-    for case, t in [*sorted(by_case.items()), ("total", total)]:
-        if case != "total":
-            for name in COLUMNS:
-                setattr(total, name, getattr(total, name) + getattr(t, name))
-        print(
-            f"{case:28} "
-            + " ".join(
-                f"{getattr(t, c):10.1f}" if c.endswith("_s") else f"{getattr(t, c):10d}" for c in COLUMNS
-            )
-        )
-    print(
-        "points: timed points priced; no-ref: of those, the ones the reference lacked (scaled from "
-        f"another size, else {args.default_call_s:g} s a call)\nskipped: not run on a machine of "
-        f"{args.gpus} GPU(s) of {args.memory_gib:g} GiB (--gpus, --memory-gib), or not compilable"
-    )
-    if defaulted:
-        named = ", ".join(str(Path(p).relative_to(ROOT)) for p in args.reference)
-        print(f"reference: {named} (the default; --reference a results file of this machine prices closer)")
-    without = total.total - total.compile_s
-    print(f"estimate: {total.total / 60:.1f} min; without compiles {without / 60:.1f} min")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

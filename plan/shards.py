@@ -15,7 +15,7 @@ suite/pair_rounds.py, and share its inputs and oracle), or one test of anything 
 a launch of worker processes, a topic test).
 
 The manifest's hash is the hash of the planned node IDs, sorted: it names the plan, whatever N.
-Plain Python: no pytest (`suite/shard_plugin.py` is the glue, `plan.manifest` the command).
+Plain Python: no pytest (`suite/shard_plugin.py` is the glue, `suite.manifest` the command).
 """
 
 from __future__ import annotations

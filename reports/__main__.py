@@ -92,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     merge.add_argument(
         "--manifest",
-        help="the manifest written before the fan-out (python -m plan.manifest): every planned point "
+        help="the manifest written before the fan-out (python -m suite.manifest): every planned point "
         "in exactly one shard, checked both ways",
     )
     history = sub.add_parser("history", help="the history of runs: add results files, find change points")

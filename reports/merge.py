@@ -87,7 +87,7 @@ def read_shard(path) -> Shard:
 
 
 def read_manifest(path) -> dict:
-    """A manifest written by ``python -m plan.manifest``; ResultsError naming the file otherwise."""
+    """A manifest written by ``python -m suite.manifest``; ResultsError naming the file otherwise."""
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

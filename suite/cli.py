@@ -1,6 +1,6 @@
 """``torch-technique-suite report|gate|estimate``: the suite's commands under one name.
 
-The same as ``python -m reports build``, ``python -m reports gate`` and ``python -m plan.estimate``
+The same as ``python -m reports build``, ``python -m reports gate`` and ``python -m suite.estimate``
 (which keep working); this only dispatches, so each command's options, messages and exit status
 are its own.
 """
@@ -13,7 +13,7 @@ USAGE = (
     "usage: torch-technique-suite {report,gate,estimate} ...\n"
     "  report RESULTS... [--out DIR]   results JSON -> CSV, plots, index.html (python -m reports build)\n"
     "  gate --baseline B --current C   regression gate (python -m reports gate)\n"
-    "  estimate -- PYTEST_ARGS         a run's duration before it is made (python -m plan.estimate)"
+    "  estimate -- PYTEST_ARGS         a run's duration before it is made (python -m suite.estimate)"
 )
 
 
@@ -25,7 +25,7 @@ def main(argv=None) -> int:
 
         return reports_main(["build" if command in ("report", "build") else "gate", *argv[1:]])
     if command == "estimate":
-        from plan.estimate import main as estimate_main
+        from suite.estimate import main as estimate_main
 
         return estimate_main(argv[1:]) or 0
     print(USAGE, file=sys.stderr)

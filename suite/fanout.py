@@ -4,7 +4,7 @@
     python -m suite.fanout --executor local --shards 2 -- -k "shape.ops or onehot.encode"
 
 One job per shard (``pytest suite --shard K/N``, a submitit job array on Slurm), the manifest
-written first (python -m plan.manifest), each shard's results in ``--out`` as
+written first (python -m suite.manifest), each shard's results in ``--out`` as
 ``shard-K-of-N-attemptA.json``; a shard that died or was cut short (no results, or ``partial``) is
 submitted again as the next attempt, up to ``--retries`` times; then
 ``python -m reports merge --manifest`` puts them together into ``--out``/merged.json, refusing
@@ -154,13 +154,13 @@ def main(argv=None) -> int:
         import submitit  # noqa: F401
     except ImportError:
         parser.error("submitit is not installed: pip install 'torch-technique-suite[fanout]'")
-    from plan import manifest as plan_manifest
     from reports import merge
+    from suite import manifest as suite_manifest
 
     out_dir = args.out.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    manifest = plan_manifest.build(pytest_args, args.shards)
+    manifest = suite_manifest.build(pytest_args, args.shards)
     manifest_path = out_dir / "manifest.json"
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     empty = [k for k in range(1, args.shards + 1) if k not in set(manifest["points"].values())]

@@ -38,7 +38,7 @@ def test_bad_shard_is_a_usage_error(bad):
 @pytest.mark.integration
 def test_manifest_matches_the_shards_collection(tmp_path):
     manifest = tmp_path / "m.json"
-    done = run("-m", "plan.manifest", "--shards", "3", "--out", str(manifest), "-k", SELECTION)
+    done = run("-m", "suite.manifest", "--shards", "3", "--out", str(manifest), "-k", SELECTION)
     assert done.returncode == 0, done.stderr
     doc = json.loads(manifest.read_text())
     for k in (1, 2, 3):

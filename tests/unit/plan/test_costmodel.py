@@ -14,7 +14,7 @@ from tests import paths
 def _collected(*pytest_args):
     """The plan of one selection, collected once (pytest's collection of the suite takes ~1.5 s)
     for the tests that price it under several machine descriptions."""
-    from plan.estimate import collect
+    from suite.collection import collect
 
     return tuple(collect(list(pytest_args)))
 
@@ -114,7 +114,8 @@ def test_a_results_json_calibrates_calls_and_compiles(tmp_path):
     import json
     from argparse import Namespace
 
-    from plan.estimate import collect, estimate, read_results
+    from plan.estimate import estimate, read_results
+    from suite.collection import collect
 
     twin = "distance.pairwise-compiled-n1024-m1024-d256-float32-cpu"
     stats = {"median": 0.01, "iqr": 0.001349}

@@ -110,9 +110,12 @@ def test_no_module_sits_at_the_top_of_the_harness_and_the_contract_is_torch_free
 # the pytest glue modules of suite/ (its test_*.py are the suite itself, tested by running it)
 GLUE = (
     "cli",
+    "collection",
     "conftest",
+    "estimate",
     "fanout",
     "isolation_plugin",
+    "manifest",
     "options",
     "pair_rounds",
     "persist",

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from plan import manifest as plan_manifest
 from suite import fanout
+from suite import manifest as suite_manifest
 from tests.unit.reports.test_merge import manifest, shard_doc
 
 pytest.importorskip("submitit")
@@ -39,7 +39,7 @@ def test_a_dead_shard_is_retried_and_the_merge_takes_the_latest_complete_attempt
 ):
     executor = FakeExecutor(die_once={2})
     monkeypatch.setattr(fanout, "executor_for", lambda args, folder: executor)
-    monkeypatch.setattr(plan_manifest, "build", lambda args, n: manifest(n=n))
+    monkeypatch.setattr(suite_manifest, "build", lambda args, n: manifest(n=n))
     code = fanout.main(["--executor", "local", "--shards", "3", "--out", str(tmp_path), "--", "-k", "x"])
     out = capsys.readouterr().out
     assert code == 0, out
@@ -52,7 +52,7 @@ def test_a_dead_shard_is_retried_and_the_merge_takes_the_latest_complete_attempt
 def test_a_shard_that_stays_dead_is_refused(tmp_path, monkeypatch, capsys):
     executor = FakeExecutor(die_once={2})
     monkeypatch.setattr(fanout, "executor_for", lambda args, folder: executor)
-    monkeypatch.setattr(plan_manifest, "build", lambda args, n: manifest(n=n))
+    monkeypatch.setattr(suite_manifest, "build", lambda args, n: manifest(n=n))
     code = fanout.main(["--executor", "local", "--shards", "3", "--retries", "0", "--out", str(tmp_path)])
     assert code == 3
     assert "shard 2/3 incomplete" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""plan/manifest.py: the manifest written before a fan-out: every collected test with its shard,
+"""suite/manifest.py: the manifest written before a fan-out: every collected test with its shard,
 the plan's hash, the run's arguments less --shard."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import plan
-from plan import estimate, manifest, shards
+from plan import estimate, shards
+from suite import collection, manifest
 
 
 def planned():
@@ -24,7 +25,7 @@ def test_without_shard():
 
 def test_build_deals_the_collection(monkeypatch, tmp_path, capsys):
     seen = []
-    monkeypatch.setattr(estimate, "collect", lambda args: seen.append(args) or planned())
+    monkeypatch.setattr(collection, "collect", lambda args: seen.append(args) or planned())
     assert (
         manifest.main(["--shards", "3", "--out", str(tmp_path / "m.json"), "--", "-k", "x", "--shard", "1/3"])
         == 0

@@ -1,10 +1,10 @@
 """Write the manifest of a sharded run before fanning it out:
 
-    python -m plan.manifest --shards 4 --out results/manifest.json -- -k "shape.ops or onehot.encode"
+    python -m suite.manifest --shards 4 --out results/manifest.json -- -k "shape.ops or onehot.encode"
 
-The run's own collection (the pytest arguments, as `pytest suite` would take them), dealt into N
-shards by the plan's cost model (plan/shards.py): each planned node ID with its shard, the priced
-seconds per shard and the manifest's hash, which every shard's results record and
+The run's own collection (suite.collection: the pytest arguments, as `pytest suite` would take
+them), dealt into N shards by the plan's cost model (plan/shards.py): each planned node ID with its
+shard, the priced seconds per shard and the manifest's hash, which every shard's results record and
 `python -m reports merge --manifest` checks both ways (every planned point in exactly one shard).
 Collect on the kind of machine the shards run on, or name ``--device``: a run's devices default to
 those present.
@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from plan import shards
+from suite import collection
 
 
 def without_shard(pytest_args) -> list[str]:
@@ -33,10 +34,8 @@ def without_shard(pytest_args) -> list[str]:
 
 
 def build(pytest_args, n: int) -> dict:
-    from plan import estimate
-
     pytest_args = without_shard(pytest_args)
-    planned = estimate.collect(pytest_args)
+    planned = collection.collect(pytest_args)
     cap_s = 1.0
     for i, arg in enumerate(pytest_args):
         if arg == "--benchmark-max-time" and i + 1 < len(pytest_args):
@@ -55,7 +54,7 @@ def build(pytest_args, n: int) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m plan.manifest",
+        prog="python -m suite.manifest",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
