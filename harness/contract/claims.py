@@ -4,19 +4,16 @@ notes' slips of the pen, each an `Erratum` of an `ErratumKind`). The records of 
 carry them (`harness.contract.record`); the cases declare with them (`cases.spec`); the reports
 judge in their words.
 
-`RecordError` is here because the vocabulary is the bottom of the contract: every reader of a
-results document raises it, these first.
+Each record travels as JSON through `harness.contract.codec`: its fields say how.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Mapping
 
-
-class RecordError(ValueError):
-    """A results document that does not fit the schema; the message is one line."""
+from harness.contract import codec, values
+from harness.contract.codec import RecordError  # noqa: F401  (the contract's readers raise it)
 
 
 class Verdict(str, enum.Enum):
@@ -55,17 +52,17 @@ class Claim:
     it too. They are filled from the declaration (harness.contract.declared) so that a results file
     judges its claims by what the run declared, not by today's code."""
 
-    id: str
-    quote: str
-    file: str
-    kind: ClaimKind
-    checks: tuple[str, ...] = ()
-    variants: tuple[str, ...] = ()
-    reading: str = ""
+    id: str = codec.field(read=values.text, missing="")
+    quote: str = codec.field(read=values.text, missing="")
+    file: str = codec.field(read=values.text, missing="")
+    kind: ClaimKind = codec.field(read=values.member_of(ClaimKind))
+    checks: tuple[str, ...] = codec.field(read=values.texts, default=())
+    variants: tuple[str, ...] = codec.field(read=values.texts, default=())
+    reading: str = codec.field(read=values.text_or_empty, default="")
     # What the checks judge in place of the notes' own object (another module, launcher or input
     # range), named; a claim judged on a stand-in never reads `holds` (CATALOG.md: it reads
     # `depends`, naming it). "" where the checks judge the notes' own code and words.
-    stand_in: str = ""
+    stand_in: str = codec.field(read=values.text_or_empty, omit=True, default="")
 
     def __post_init__(self):
         if not self.id or not self.id.replace("_", "").isalnum():
@@ -76,34 +73,11 @@ class Claim:
             object.__setattr__(self, "kind", ClaimKind(self.kind))
 
     def to_data(self) -> dict:
-        return {
-            "id": self.id,
-            "quote": self.quote,
-            "file": self.file,
-            "kind": self.kind.value,
-            "checks": list(self.checks),
-            "variants": list(self.variants),
-            "reading": self.reading,
-            **({"stand_in": self.stand_in} if self.stand_in else {}),
-        }
+        return codec.encode(self)
 
     @classmethod
-    def from_data(cls, data: Mapping) -> Claim:
-        if not isinstance(data, Mapping):
-            raise RecordError(f"a claim is not an object: {data!r:.80}")
-        try:
-            return cls(
-                id=str(data.get("id", "")),
-                quote=str(data.get("quote", "")),
-                file=str(data.get("file", "")),
-                kind=ClaimKind(data.get("kind")),
-                checks=tuple(str(c) for c in data.get("checks") or ()),
-                variants=tuple(str(v) for v in data.get("variants") or ()),
-                reading=str(data.get("reading") or ""),
-                stand_in=str(data.get("stand_in") or ""),
-            )
-        except ValueError as e:
-            raise RecordError(f"claim {data.get('id')!r}: {e}") from None
+    def from_data(cls, data, where: str = "claim") -> Claim:
+        return codec.decode(cls, data, where)
 
 
 class ErratumKind(str, enum.Enum):
@@ -139,11 +113,11 @@ class Erratum:
     is one erratum, keyed by them, however many checks see it. A case may name the file; the line
     is found from the quote (`notes.text.keyed`); 0 where the quote is not the notes'."""
 
-    kind: ErratumKind
-    quote: str
-    evidence: str
-    file: str = ""
-    line: int = 0
+    kind: ErratumKind = codec.field(read=values.member_of(ErratumKind))
+    quote: str = codec.field(read=values.text, missing="")
+    evidence: str = codec.field(read=values.text, missing="")
+    file: str = codec.field(read=values.text_or_empty, omit=True, default="")
+    line: int = codec.field(read=values.line, omit=True, default=0)
 
     @property
     def key(self) -> tuple:
@@ -155,35 +129,11 @@ class Erratum:
         return f"{self.file}:{self.line}" if self.line else ""
 
     def to_data(self) -> dict:
-        data = {"kind": self.kind.value, "quote": self.quote, "evidence": self.evidence}
-        if self.file:
-            data["file"] = self.file
-        if self.line:
-            data["line"] = self.line
-        return data
+        return codec.encode(self)
 
     @classmethod
-    def from_data(cls, data: Mapping) -> Erratum:
-        if not isinstance(data, Mapping):
-            raise RecordError(f"an erratum is not an object: {data!r:.80}")
-        kind = data.get("kind")
-        try:
-            line = data.get("line") or 0
-            if isinstance(line, bool) or not isinstance(line, int) or line < 0:
-                raise RecordError(f"erratum line {line!r:.30} is not a line number")
-            return cls(
-                ErratumKind(kind),
-                str(data.get("quote", "")),
-                str(data.get("evidence", "")),
-                str(data.get("file") or ""),
-                line,
-            )
-        except ValueError as e:
-            if isinstance(e, RecordError):
-                raise
-            raise RecordError(
-                f"erratum kind {kind!r} is not one of {[k.value for k in ErratumKind]}"
-            ) from None
+    def from_data(cls, data, where: str = "erratum") -> Erratum:
+        return codec.decode(cls, data, where)
 
 
 @dataclass(frozen=True)
@@ -194,35 +144,17 @@ class Finding:
     erratum never decides the verdict: a removed API in a snippet is listed, and the technique
     is judged on what the notes teach, done right."""
 
-    verdict: Verdict | None
-    evidence: str
-    errata: tuple[Erratum, ...] = ()
+    verdict: Verdict | None = codec.field(read=values.member_of(Verdict, null=True), missing=None)
+    evidence: str = codec.field(read=values.text, missing="")
+    errata: tuple[Erratum, ...] = codec.field(records=Erratum, omit=True, default=())
 
     def __post_init__(self):
         if self.verdict is None and not self.evidence and not self.errata:
             raise ValueError("a finding needs a verdict, evidence or errata")
 
     def to_data(self) -> dict:
-        data = {
-            "verdict": self.verdict.value if self.verdict is not None else None,
-            "evidence": self.evidence,
-        }
-        if self.errata:
-            data["errata"] = [e.to_data() for e in self.errata]
-        return data
+        return codec.encode(self)
 
     @classmethod
-    def from_data(cls, data: Mapping) -> Finding:
-        if not isinstance(data, Mapping):
-            raise RecordError(f"a finding is not an object: {data!r:.80}")
-        verdict = data.get("verdict")
-        errata = data.get("errata") or []
-        if not isinstance(errata, list):
-            raise RecordError("a finding's errata is not a list")
-        try:
-            verdict = Verdict(verdict) if verdict is not None else None
-        except ValueError:
-            raise RecordError(
-                f"finding verdict {verdict!r} is not one of {[v.value for v in Verdict]}"
-            ) from None
-        return cls(verdict, str(data.get("evidence", "")), tuple(Erratum.from_data(e) for e in errata))
+    def from_data(cls, data, where: str = "finding") -> Finding:
+        return codec.decode(cls, data, where)

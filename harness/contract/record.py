@@ -30,11 +30,10 @@ describe the current version only.
 from __future__ import annotations
 
 import hashlib
-import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
-from harness.contract import gain
+from harness.contract import codec, gain, values
 from harness.contract import rules as rule_types
 
 # The claim vocabulary (`harness.contract.claims`), which these records carry: named here too, so a
@@ -57,10 +56,24 @@ LEGACY_VERSION = 1
 OUTCOMES = ("passed", "failed", "skipped")
 
 
-def _column(place: int, **default):
+def _column(place: int, **spec):
     """A field of `PointKey` that places a point in the results' tables: `place` is its position in
     `KEY_COLUMNS`, the order every table lists them in."""
-    return field(metadata={"column": place}, **default)
+    return codec.field(metadata={"column": place}, **spec)
+
+
+def _name_key(point) -> str:
+    """A point's name is written under what it names: a check, or a variant (a pair's two)."""
+    return "check" if point.kind == "check" else "variant"
+
+
+# The name of a point's test; "name" is what files of the first schema wrote.
+_NAME = dict(key=_name_key, aliases=("variant", "check", "name"), read=values.text, missing="")
+
+
+def _set(**spec):
+    """A field written only where it is set."""
+    return codec.field(omit=True, **spec)
 
 
 @dataclass(frozen=True)
@@ -69,32 +82,32 @@ class PointKey:
     point (`plan.VariantPoint.key` and its siblings); a test's `Outcome` and a timed point's
     `BenchmarkInfo` are built from it, so nothing reads a node ID or a variant's name back into
     fields. The fields made with `_column` are where a point is, on one machine: the results'
-    tables are keyed and grouped by them (`KEY_COLUMNS`)."""
+    tables are keyed and grouped by them (`KEY_COLUMNS`). Its data holds the fields that are set,
+    in this order, and the device always."""
 
-    case: str = _column(0)
-    kind: str  # "variant" (checked or timed alone), "pair" (two timed side by side) or "check"
-    name: str  # the variant; "fast/slow" for a pair; the check
-    device: str = _column(3)
-    role: str = ""  # a variant's role (naive, optimized, library, compiled)
-    size: Mapping[str, int] = field(default_factory=dict)
-    size_label: str = _column(1, default="")  # the size by its label; the mapping travels beside it
-    dtype: str = _column(2, default="")
-    part: str = ""  # the case's part (cases.spec.Comparison), "" for its own comparison
-    timing_mode: str = ""  # a GPU timing mode other than warm (harness.measure.timing)
-    compiled_from: str = ""  # the naive variant a compiled twin compiles
+    case: str = _column(0, read=values.text)
+    # "variant" (checked or timed alone), "pair" or "check"
+    kind: str = codec.field(read=values.text, missing="")
+    name: str = codec.field(**_NAME)  # the variant; "fast/slow" for a pair; the check
+    role: str = _set(read=values.text, default="")  # a variant's role (naive, optimized, library, compiled)
+    size: Mapping[str, int] = _set(read=values.size, default_factory=dict)
+    # The size by its label; the mapping travels beside it
+    size_label: str = _column(1, read=values.text, omit=True, default="")
+    dtype: str = _column(2, read=values.text, omit=True, default="")
+    # Keyword-only: its data puts it after dtype, yet every point has one.
+    device: str = _column(3, read=values.text, missing="", kw_only=True)
+    # The case's part (cases.spec.Comparison), "" for its own comparison
+    part: str = _set(read=values.text, default="")
+    # A GPU timing mode other than warm (harness.measure.timing)
+    timing_mode: str = _set(read=values.text, default="")
+    compiled_from: str = _set(read=values.text, default="")  # the naive variant a compiled twin compiles
 
     def to_data(self) -> dict:
-        """``{"case", "kind", "variant"|"check", ...}``: the fields that are set, in this order."""
-        data = {
-            "case": self.case,
-            "kind": self.kind,
-            ("check" if self.kind == "check" else "variant"): self.name,
-        }
-        for name in ("role", "size", "size_label", "dtype", "device", "part", "timing_mode", "compiled_from"):
-            value = getattr(self, name)
-            if value or name == "device":
-                data[name] = dict(value) if isinstance(value, Mapping) else value
-        return data
+        return codec.encode(self)
+
+    @classmethod
+    def from_data(cls, data, where: str = "point") -> PointKey:
+        return codec.decode(cls, data, where)
 
     def where(self) -> dict:
         """The fields every record of this point carries (an outcome, a benchmark row, a timed
@@ -107,22 +120,6 @@ class PointKey:
             "device": self.device,
             "part": self.part,
         }
-
-    @classmethod
-    def from_data(cls, data: Mapping) -> PointKey:
-        return cls(
-            case=str(data["case"]),
-            kind=str(data.get("kind", "")),
-            name=str(data.get("variant") or data.get("check") or data.get("name") or ""),
-            device=str(data.get("device", "")),
-            role=str(data.get("role", "")),
-            size=dict(data.get("size") or {}),
-            size_label=str(data.get("size_label", "")),
-            dtype=str(data.get("dtype", "")),
-            part=str(data.get("part", "")),
-            timing_mode=str(data.get("timing_mode", "")),
-            compiled_from=str(data.get("compiled_from", "")),
-        )
 
 
 # Where a point is, on one machine: the columns every table of the reports is keyed and grouped by
@@ -144,57 +141,30 @@ class Outcome:
     suite's own truth, a variant outside its tolerance, a crash): an error of the run, reported
     apart from the verdict on the notes' claim, which only findings and timings decide."""
 
-    case: str
-    kind: str  # "variant" (a variant's check or timing) or "check" (a rule/behaviour check)
-    name: str  # the variant or check name
-    device: str = ""
-    nodeid: str = ""
-    outcome: str = ""
-    reason: str = ""  # why it was skipped, or the failure's message
-    error_type: str = ""  # the exception's class for a failed test, e.g. AssertionError
-    role: str = ""
-    size: Mapping[str, int] = field(default_factory=dict)
-    size_label: str = ""
-    dtype: str = ""
-    timing_mode: str = ""
-    part: str = ""
-    finding: Finding | None = None
-    measured: Mapping[str, Any] | None = None
+    case: str = codec.field(read=values.text)
+    # "variant" (a variant's check or timing) or "check"
+    kind: str = codec.field(read=values.text, missing="")
+    name: str = codec.field(**_NAME)  # the variant or check name
+    device: str = _set(read=values.text, default="")
+    nodeid: str = _set(read=values.text, default="")
+    outcome: str = _set(read=values.one_of(*OUTCOMES), default="")
+    reason: str = _set(read=values.text_or_empty, default="")  # why it was skipped, or the failure's message
+    error_type: str = _set(read=values.text_or_empty, default="")  # the exception's class for a failed test
+    role: str = _set(read=values.text, default="")
+    size: Mapping[str, int] = _set(read=values.size, default_factory=dict)
+    size_label: str = _set(read=values.text, default="")
+    dtype: str = _set(read=values.text, default="")
+    timing_mode: str = _set(read=values.text, default="")
+    part: str = _set(read=values.text, default="")
+    measured: Mapping[str, Any] | None = _set(read=values.obj, default=None)
+    finding: Finding | None = _set(record=Finding, default=None)
 
     def to_data(self) -> dict:
-        data = {
-            "case": self.case,
-            "kind": self.kind,
-            ("check" if self.kind == "check" else "variant"): self.name,
-        }
-        for f in fields(self):
-            if f.name in ("case", "kind", "name", "finding"):
-                continue
-            value = getattr(self, f.name)
-            if value not in ("", None, {}):
-                data[f.name] = dict(value) if isinstance(value, Mapping) else value
-        if self.finding is not None:
-            data["finding"] = self.finding.to_data()
-        return data
+        return codec.encode(self)
 
     @classmethod
-    def from_data(cls, data: Mapping) -> Outcome:
-        if not isinstance(data, Mapping) or not isinstance(data.get("case"), str):
-            raise RecordError("an outcomes[] entry has no case")
-        if data.get("outcome", "passed") not in OUTCOMES:
-            raise RecordError(
-                f"outcome {data.get('outcome')!r:.30} of {data['case']} is not one of {OUTCOMES}"
-            )
-        finding = data.get("finding")
-        return cls.at(
-            PointKey.from_data(data),
-            nodeid=str(data.get("nodeid", "")),
-            outcome=str(data.get("outcome", "")),
-            reason=str(data.get("reason") or ""),
-            error_type=str(data.get("error_type") or ""),
-            finding=Finding.from_data(finding) if finding else None,
-            measured=data.get("measured"),
-        )
+    def from_data(cls, data, where: str = "outcome") -> Outcome:
+        return codec.decode(cls, data, where)
 
     @classmethod
     def at(cls, key: PointKey, **result) -> Outcome:
@@ -248,23 +218,25 @@ class BenchmarkInfo:
     Measurement details (timing mode, warnings, roofline fractions, case metrics) sit beside these
     keys in the same dict and are read back as `extras`."""
 
-    case: str
-    variant: str
-    role: str
-    size: Mapping[str, int]
-    size_label: str
-    dtype: str
-    device: str
-    tier: int | None = None
-    x: str | None = None  # the size parameter on the plots' x axis
-    flops: float | None = None
-    bytes: float | None = None
-    peak_bytes: float | None = None
-    max_abs_err: float | None = None
-    max_rel_err: float | None = None
-    kind: str = "variant"
-    part: str = ""  # the case's part (cases.spec.Comparison), "" for its own comparison
-    compiled_from: str = ""  # a compiled twin's naive variant ("" in files written before it was recorded)
+    case: str = codec.field(read=values.text)
+    variant: str = codec.field(read=values.text, missing="?")
+    role: str = codec.field(read=values.text, missing="")
+    size: Mapping[str, int] = codec.field(read=values.size, missing={})
+    size_label: str = codec.field(read=values.text, missing="")
+    dtype: str = codec.field(read=values.text, missing="")
+    device: str = codec.field(read=values.text, missing="")
+    tier: int | None = codec.field(read=values.tier, default=None)
+    # The size parameter on the plots' x axis
+    x: str | None = codec.field(read=values.text_or_none, default=None)
+    flops: float | None = codec.field(read=values.non_negative, default=None)
+    bytes: float | None = codec.field(read=values.non_negative, default=None)
+    peak_bytes: float | None = codec.field(read=values.non_negative, default=None)
+    max_abs_err: float | None = codec.field(read=values.non_negative, default=None)
+    max_rel_err: float | None = codec.field(read=values.non_negative, default=None)
+    kind: str = codec.field(read=values.text, default="variant")
+    part: str = codec.field(read=values.text, default="")  # the case's part (cases.spec.Comparison)
+    # A compiled twin's naive variant ("" in files written before it was recorded).
+    compiled_from: str = codec.field(read=values.text, default="")
 
     @classmethod
     def of(cls, key: PointKey, **measured) -> BenchmarkInfo:
@@ -274,9 +246,7 @@ class BenchmarkInfo:
         )
 
     def to_data(self) -> dict:
-        return {
-            f.name: (dict(v) if isinstance(v := getattr(self, f.name), Mapping) else v) for f in fields(self)
-        }
+        return codec.encode(self)
 
     @classmethod
     def split(cls, extra_info: Mapping) -> tuple[BenchmarkInfo, dict] | None:
@@ -284,14 +254,8 @@ class BenchmarkInfo:
         Every field the reports read is checked here: RecordError names the first that is wrong."""
         if extra_info.get("case") is None:
             return None
-        names = {f.name for f in fields(cls)}
-        known = {k: v for k, v in extra_info.items() if k in names}
-        known.setdefault("variant", "?")
-        for key in ("role", "size_label", "dtype", "device"):
-            known.setdefault(key, "")
-        known.setdefault("size", {})
-        _check_info(known)
-        return cls(**known), {k: v for k, v in extra_info.items() if k not in names}
+        other = {k: v for k, v in extra_info.items() if k not in STANDARD_EXTRA_KEYS}
+        return codec.decode(cls, extra_info, "extra_info"), other
 
 
 STANDARD_EXTRA_KEYS = frozenset(f.name for f in fields(BenchmarkInfo))
@@ -299,46 +263,6 @@ STANDARD_EXTRA_KEYS = frozenset(f.name for f in fields(BenchmarkInfo))
 # (harness.host.allocator.pin), its ``faulted_pages`` entry (harness.measure.faulted_pages) the other's.
 SETTLED_HEAP = "settled heap"
 FAULTED_PAGES = "pages faulted each call"
-_TEXT = ("case", "variant", "role", "size_label", "dtype", "device", "kind", "part", "compiled_from")
-_COUNTS = ("flops", "bytes", "peak_bytes", "max_abs_err", "max_rel_err")
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _check_info(info: Mapping) -> None:
-    for key in _TEXT:
-        if key in info and not isinstance(info[key], str):
-            raise RecordError(f"extra_info.{key} is not text: {info[key]!r:.60}")
-    size = info.get("size")
-    if not isinstance(size, Mapping) or not all(
-        isinstance(k, str) and _is_number(v) for k, v in size.items()
-    ):
-        raise RecordError(f"extra_info.size is not a mapping of names to numbers: {size!r:.60}")
-    if info.get("tier") is not None and info["tier"] not in (1, 2, 3):
-        raise RecordError(f"extra_info.tier {info['tier']!r:.20} is not 1, 2 or 3")
-    if info.get("x") is not None and not isinstance(info["x"], str):
-        raise RecordError(f"extra_info.x (the size parameter on the x axis) is not text: {info['x']!r:.20}")
-    for key in _COUNTS:
-        value = info.get(key)
-        if value is None:
-            continue
-        if not _is_number(value) or not (0 <= float(value) < float("inf")):
-            raise RecordError(f"extra_info.{key} {value!r:.30} is not a finite non-negative number")
-
-
-def _times(values, where: str) -> tuple[float, ...]:
-    if not isinstance(values, list) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
-    ):
-        raise RecordError(f"{where} is not a list of numbers")
-    if not values:
-        raise RecordError(f"{where} is an empty list: a pair timed no round")
-    times = tuple(float(v) for v in values)
-    if not all(0 < t < float("inf") for t in times):
-        raise RecordError(f"{where} holds a time that is not positive and finite")
-    return times
 
 
 @dataclass(frozen=True)
@@ -358,27 +282,28 @@ class PairTiming:
     harness.measure.graph_figure), and ``graph_skipped`` where a side could not be captured, why.
     Empty on the CPU and in files written before they were recorded."""
 
-    case: str
-    fast: str
-    slow: str
-    size: Mapping[str, int]
-    size_label: str
-    dtype: str
-    device: str
-    fast_s: tuple[float, ...]
-    slow_s: tuple[float, ...]
-    against: str = "rule"  # "rule": the pair the case's rule names; "context": a better way, deciding nothing
-    part: str = ""
-    x: str | None = None
-    identical: bool | None = None
-    noise_floor: float | None = None
-    load: Mapping[str, Any] | None = None
-    iterations: Mapping[str, int] = field(default_factory=dict)
-    timer: str = ""
-    gap_s: Mapping[str, float] = field(default_factory=dict)
-    graph_s: Mapping[str, float] = field(default_factory=dict)
-    graph_calls: Mapping[str, int] = field(default_factory=dict)
-    graph_skipped: Mapping[str, str] = field(default_factory=dict)
+    case: str = codec.field(read=values.text)
+    fast: str = codec.field(read=values.text)
+    slow: str = codec.field(read=values.text)
+    size: Mapping[str, int] = codec.field(read=values.size, missing={})
+    size_label: str = codec.field(read=values.text, missing="")
+    dtype: str = codec.field(read=values.text, missing="")
+    device: str = codec.field(read=values.text, missing="")
+    fast_s: tuple[float, ...] = codec.field(read=values.rounds)
+    slow_s: tuple[float, ...] = codec.field(read=values.rounds)
+    # "rule": the pair the case's rule names; "context": a better way, deciding nothing
+    against: str = codec.field(read=values.one_of("rule", "context"), default="rule")
+    part: str = codec.field(read=values.text, default="")
+    x: str | None = codec.field(read=values.text_or_none, default=None)
+    identical: bool | None = codec.field(read=values.flag_or_none, default=None)
+    noise_floor: float | None = codec.field(read=values.non_negative_float, default=None)
+    load: Mapping[str, Any] | None = codec.field(read=values.obj, default=None)
+    iterations: Mapping[str, int] = codec.field(read=values.mapping, default_factory=dict)
+    timer: str = codec.field(read=values.text_or_empty, default="")
+    gap_s: Mapping[str, float] = codec.field(read=values.offsets_by_side, default_factory=dict)
+    graph_s: Mapping[str, float] = codec.field(read=values.seconds_by_side, default_factory=dict)
+    graph_calls: Mapping[str, int] = codec.field(read=values.counts_by_name, default_factory=dict)
+    graph_skipped: Mapping[str, str] = codec.field(read=values.texts_by_name, default_factory=dict)
 
     def __post_init__(self):
         if len(self.fast_s) != len(self.slow_s):
@@ -397,148 +322,11 @@ class PairTiming:
         return cls(**key.where(), **result)
 
     def to_data(self) -> dict:
-        data = asdict(self)
-        data["fast_s"], data["slow_s"] = list(self.fast_s), list(self.slow_s)
-        return data
+        return codec.encode(self)
 
     @classmethod
-    def from_data(cls, data: Mapping) -> PairTiming:
-        if not isinstance(data, Mapping):
-            raise RecordError("a pairs[] entry is not an object")
-        missing = [k for k in ("case", "fast", "slow", "fast_s", "slow_s") if k not in data]
-        if missing:
-            raise RecordError(f"a pairs[] entry has no {', '.join(missing)}")
-        where = f"pair {data['case']} {data['fast']}/{data['slow']}"
-        fast_s, slow_s = _times(data["fast_s"], f"{where} fast_s"), _times(data["slow_s"], f"{where} slow_s")
-        floor = data.get("noise_floor")
-        if floor is not None and (
-            isinstance(floor, bool)
-            or not isinstance(floor, (int, float))
-            or not math.isfinite(floor)
-            or floor < 0
-        ):
-            raise RecordError(f"{where}: noise_floor is {floor!r:.30}; a noise floor is a finite number ≥ 0")
-        return cls(
-            case=str(data["case"]),
-            fast=str(data["fast"]),
-            slow=str(data["slow"]),
-            size=dict(data.get("size") or {}),
-            size_label=str(data.get("size_label", "")),
-            dtype=str(data.get("dtype", "")),
-            device=str(data.get("device", "")),
-            fast_s=fast_s,
-            slow_s=slow_s,
-            against=str(data.get("against", "rule")),
-            part=str(data.get("part", "")),
-            x=data.get("x"),
-            identical=data.get("identical"),
-            noise_floor=float(floor) if floor is not None else None,
-            load=_object(data.get("load"), f"{where}: load"),
-            iterations=dict(data.get("iterations") or {}),
-            timer=str(data.get("timer") or ""),
-            gap_s=_per_side(data.get("gap_s"), f"{where}: gap_s", signed=True),
-            graph_s=_per_side(data.get("graph_s"), f"{where}: graph_s"),
-            graph_calls={str(k): int(v) for k, v in (data.get("graph_calls") or {}).items()},
-            graph_skipped={str(k): str(v) for k, v in (data.get("graph_skipped") or {}).items()},
-        )
-
-
-def _per_side(value, where: str, signed: bool = False) -> dict[str, float]:
-    """{side: seconds}: finite numbers, positive unless `signed` (a fitted intercept may come out
-    a little below 0 on noise)."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise RecordError(f"{where} is {value!r:.30}, not an object")
-    out = {}
-    for side, seconds in value.items():
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, (int, float))
-            or not math.isfinite(seconds)
-            or (seconds <= 0 and not signed)
-        ):
-            raise RecordError(f"{where}.{side} is {seconds!r:.30}; seconds are a finite number")
-        out[str(side)] = float(seconds)
-    return out
-
-
-@dataclass(frozen=True)
-class CaseInfo:
-    """A catalogue ID as the run declared it. ``rule`` is the effective verdict rule (a case
-    without one is judged by its findings; runs before pairs were declared recorded Faster() for
-    one that timed variants)."""
-
-    id: str
-    tier: int | None
-    technique: str = ""
-    claim: str = ""
-    source: str = ""
-    rule: Any = None  # a harness.contract.rules object
-    declared: bool = True  # False: in the catalogue but no case declares it
-    gate_tolerance: float | None = None
-    # Naive ways torch.compile is not applied to, with why (cases.spec.Comparison.uncompilable).
-    uncompilable: Mapping[str, str] = field(default_factory=dict)
-    # The device types any of its points runs on (empty: not recorded, files before it was).
-    devices: tuple[str, ...] = ()
-    # The notes' claims and what decides each (a case that declares none is one claim:
-    # harness.contract.declared.as_one_claim).
-    claims: tuple[Claim, ...] = ()
-    # The pairs the case times side by side, declared once (harness.contract.declared.timed_pairs)
-    # and read by the plan, the summary and the gate alike; empty in files written before they
-    # were recorded, read as timed then (harness.contract.upgrade).
-    timed: tuple[TimedPair, ...] = ()
-
-    @property
-    def verdict(self):  # the name reports use for a case's rule
-        return self.rule
-
-    def to_data(self) -> dict:
-        data = asdict(self)
-        data["rule"] = rule_to_data(self.rule) if self.rule is not None else None
-        data["claims"] = [c.to_data() for c in self.claims]
-        data["timed"] = [t.to_data() for t in self.timed]
-        return data
-
-    @classmethod
-    def from_data(cls, data: Mapping) -> CaseInfo:
-        if not isinstance(data, Mapping) or "id" not in data:
-            raise RecordError("a cases{} entry has no id")
-        rule = data.get("rule")
-        return cls(
-            id=str(data["id"]),
-            tier=data.get("tier"),
-            technique=str(data.get("technique", "")),
-            claim=str(data.get("claim", "")),
-            source=str(data.get("source", "")),
-            rule=rule_from_data(rule) if rule else None,
-            declared=bool(data.get("declared", True)),
-            gate_tolerance=_fraction(data.get("gate_tolerance"), f"cases[{data['id']}].gate_tolerance"),
-            uncompilable=dict(data.get("uncompilable") or {}),
-            devices=tuple(str(d) for d in data.get("devices") or ()),
-            claims=_claims_from_data(data.get("claims"), str(data["id"])),
-            timed=_timed_from_data(data.get("timed"), str(data["id"])),
-        )
-
-    def timed_in(self, part: str) -> list[tuple[str, str, str]]:
-        """(fast, slow, against) of the pairs the case declared for `part` ("" its own comparison)."""
-        return [(t.fast, t.slow, t.against) for t in self.timed if t.part == part]
-
-
-def _object(value, where: str) -> Mapping | None:
-    if value is not None and not isinstance(value, Mapping):
-        raise RecordError(f"{where} is {value!r:.30}, not an object")
-    return value
-
-
-def _fraction(value, where: str) -> float | None:
-    """A tolerance: None, or a number in (0, 1). NaN would turn the gate off (every comparison with
-    it false), 1 or more allows any drop, 0 or less none at all."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise RecordError(f"{where} is {value!r:.30}; a tolerance is a number in (0, 1)")
-    return float(value)
+    def from_data(cls, data, where: str = "pair") -> PairTiming:
+        return codec.decode(cls, data, where)
 
 
 @dataclass(frozen=True)
@@ -548,69 +336,99 @@ class TimedPair:
     pair, "context": a better way the catalogue adds, reported and gated but deciding nothing on
     its own)."""
 
-    part: str
-    fast: str
-    slow: str
-    against: str = "rule"
+    part: str = codec.field(read=values.text, missing="")
+    fast: str = codec.field(read=values.text)
+    slow: str = codec.field(read=values.text)
+    against: str = codec.field(read=values.one_of("rule", "context"), default="rule")
 
     def to_data(self) -> dict:
-        return asdict(self)
+        return codec.encode(self)
 
     @classmethod
-    def from_data(cls, data, where: str) -> TimedPair:
-        if not isinstance(data, Mapping) or not all(isinstance(data.get(k), str) for k in ("fast", "slow")):
-            raise RecordError(f"{where} is {data!r:.60}; a timed pair names its fast and slow variants")
-        against = data.get("against", "rule")
-        if against not in ("rule", "context"):
-            raise RecordError(f"{where}.against is {against!r:.30}; it is rule or context")
-        return cls(str(data.get("part", "")), data["fast"], data["slow"], against)
+    def from_data(cls, data, where: str = "timed pair") -> TimedPair:
+        return codec.decode(cls, data, where)
 
 
-def _timed_from_data(data, case_id: str) -> tuple[TimedPair, ...]:
+def _rule(data, where: str):
+    """A verdict rule as its data wrote it; none where the case is judged by its findings."""
     if not data:
-        return ()
-    if not isinstance(data, list):
-        raise RecordError(f"cases[{case_id}].timed is not a list")
-    return tuple(TimedPair.from_data(t, f"cases[{case_id}].timed[{i}]") for i, t in enumerate(data))
+        return None
+    try:
+        return rule_from_data(data)
+    except (RecordError, TypeError) as e:  # TypeError: a keyword its rule class lacks
+        raise RecordError(f"{where}: {e}") from None
 
 
-def _claims_from_data(data, case_id: str) -> tuple[Claim, ...]:
-    if not data:
-        return ()
-    if not isinstance(data, list):
-        raise RecordError(f"cases[{case_id}].claims is not a list")
-    claims = tuple(Claim.from_data(c) for c in data)
-    ids = [c.id for c in claims]
-    if len(set(ids)) != len(ids):
-        raise RecordError(f"cases[{case_id}].claims: a claim id repeats ({ids})")
-    return claims
+@dataclass(frozen=True)
+class CaseInfo:
+    """A catalogue ID as the run declared it. ``rule`` is the effective verdict rule (a case
+    without one is judged by its findings; runs before pairs were declared recorded Faster() for
+    one that timed variants)."""
+
+    id: str = codec.field(read=values.text)
+    tier: int | None = codec.field(missing=None)
+    technique: str = codec.field(read=values.text, default="")
+    claim: str = codec.field(read=values.text, default="")
+    source: str = codec.field(read=values.text, default="")
+    # A harness.contract.rules object (written through a lambda: rule_to_data is defined below).
+    rule: Any = codec.field(read=_rule, write=lambda rule: rule_to_data(rule), default=None)
+    # False: in the catalogue but no case declares it
+    declared: bool = codec.field(read=values.truth, default=True)
+    gate_tolerance: float | None = codec.field(read=values.fraction, default=None)
+    # Naive ways torch.compile is not applied to, with why (cases.spec.Comparison.uncompilable).
+    uncompilable: Mapping[str, str] = codec.field(read=values.mapping, default_factory=dict)
+    # The device types any of its points runs on (empty: not recorded, files before it was).
+    devices: tuple[str, ...] = codec.field(read=values.texts, default=())
+    # The notes' claims and what decides each (a case that declares none is one claim:
+    # harness.contract.declared.as_one_claim).
+    claims: tuple[Claim, ...] = codec.field(records=Claim, default=())
+    # The pairs the case times side by side, declared once (harness.contract.declared.timed_pairs)
+    # and read by the plan, the summary and the gate alike; a file written before they
+    # were recorded has them from the upgrade on reading (harness.contract.upgrade).
+    timed: tuple[TimedPair, ...] = codec.field(records=TimedPair, default=())
+
+    def __post_init__(self):
+        ids = [c.id for c in self.claims]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"claims: a claim id repeats ({ids})")
+
+    @property
+    def verdict(self):  # the name reports use for a case's rule
+        return self.rule
+
+    def to_data(self) -> dict:
+        return codec.encode(self)
+
+    @classmethod
+    def from_data(cls, data, where: str = "case") -> CaseInfo:
+        return codec.decode(cls, data, where)
+
+    def timed_in(self, part: str) -> list[tuple[str, str, str]]:
+        """(fast, slow, against) of the pairs the case declared for `part` ("" its own comparison)."""
+        return [(t.fast, t.slow, t.against) for t in self.timed if t.part == part]
 
 
 @dataclass(frozen=True)
 class RunInfo:
-    profile: str = ""
-    devices: tuple[str, ...] = ()
+    profile: str = codec.field(read=values.text, default="")
+    devices: tuple[str, ...] = codec.field(read=values.texts, default=())
     seed: int | None = None
-    partial: bool = False  # cut short (interrupted, time limit): holds only the points that finished
-    partial_reason: str = ""
+    # Cut short (interrupted, time limit): holds only the points that finished.
+    partial: bool = codec.field(read=values.truth, default=False)
+    partial_reason: str = codec.field(read=values.text, default="")
     schema_version: int = SCHEMA_VERSION
     # The catalogue's δ floor when the run was written (harness.contract.gain.DELTA_FLOOR): a file
     # judged again later is judged with it, so a changed floor never re-judges old files silently.
     # 0.05 in files written before it was recorded, the floor then.
-    delta_floor: float = 0.05
+    delta_floor: float = codec.field(read=values.fraction, default=0.05)
     # A shard of a run (pytest suite --shard K/N: K, N, attempt, manifest hash, its node IDs, the
     # machine key; suite/shard_plugin.py), or the shards a merged run came from (reports.merge).
     # Absent (None) in a whole run.
-    shard: Mapping[str, Any] | None = None
-    merged: Mapping[str, Any] | None = None
+    shard: Mapping[str, Any] | None = _set(read=values.obj, default=None)
+    merged: Mapping[str, Any] | None = _set(read=values.obj, default=None)
 
     def to_data(self) -> dict:
-        data = asdict(self)
-        data["devices"] = list(self.devices)
-        for name in ("shard", "merged"):
-            if data[name] is None:
-                del data[name]
-        return data
+        return codec.encode(self)
 
     @classmethod
     def from_data(cls, data: Mapping | None) -> RunInfo:
@@ -625,17 +443,9 @@ class RunInfo:
                 f"results schema version {version!r} is newer than this reader's ({SCHEMA_VERSION}); "
                 f"update the suite to read it"
             )
-        return cls(
-            profile=str(data.get("profile", "")),
-            devices=tuple(data.get("devices") or ()),
-            seed=data.get("seed"),
-            partial=bool(data.get("partial", False)),
-            partial_reason=str(data.get("partial_reason", "")),
-            schema_version=version,
-            delta_floor=_fraction(data.get("delta_floor", 0.05), "suite.delta_floor"),
-            shard=data.get("shard") if isinstance(data.get("shard"), Mapping) else None,
-            merged=data.get("merged") if isinstance(data.get("merged"), Mapping) else None,
-        )
+        # A file written before the floor was recorded was judged with 0.05, the floor then.
+        legacy = {"delta_floor": data.get("delta_floor", 0.05)}
+        return codec.decode(cls, {**data, **legacy, "schema_version": version}, "suite")
 
 
 def manifest_hash(nodeids) -> str:
@@ -711,7 +521,7 @@ def read_run(doc: Mapping) -> Run:
     cases_data = doc.get("cases") or {}
     if not isinstance(cases_data, Mapping):
         raise RecordError("'cases' is not an object")
-    cases = {cid: CaseInfo.from_data(entry) for cid, entry in cases_data.items()}
+    cases = {cid: CaseInfo.from_data(entry, f"cases[{cid}]") for cid, entry in cases_data.items()}
     outcomes_data = doc.get("outcomes") or []
     if not isinstance(outcomes_data, list):
         raise RecordError("'outcomes' is not a list")
@@ -721,6 +531,6 @@ def read_run(doc: Mapping) -> Run:
     return Run(
         info,
         cases,
-        [Outcome.from_data(o) for o in outcomes_data],
-        [PairTiming.from_data(p) for p in pairs_data],
+        [Outcome.from_data(o, f"outcomes[{i}]") for i, o in enumerate(outcomes_data)],
+        [PairTiming.from_data(p, f"pairs[{i}]") for i, p in enumerate(pairs_data)],
     )

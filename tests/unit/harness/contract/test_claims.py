@@ -23,7 +23,7 @@ def test_a_claim_round_trips_and_needs_an_id_and_the_notes_words():
         Claim("no spaces", "q", "001", ClaimKind.SPEED)
     with pytest.raises(ValueError, match="no quote"):
         Claim("a", " ", "001", ClaimKind.SPEED)
-    with pytest.raises(RecordError, match="claim 'a'"):
+    with pytest.raises(RecordError, match=r"claim\.kind is 'louder'"):
         Claim.from_data({"id": "a", "quote": "q", "kind": "louder"})
 
 
@@ -34,7 +34,7 @@ def test_a_finding_round_trips_with_its_errata_and_needs_something_to_say():
     assert _round_trip(Finding(None, "", (erratum,))).verdict is None
     with pytest.raises(ValueError, match="needs a verdict"):
         Finding(None, "")
-    with pytest.raises(RecordError, match="finding verdict 'great'"):
+    with pytest.raises(RecordError, match=r"finding\.verdict is 'great'"):
         Finding.from_data({"verdict": "great"})
 
 
@@ -46,5 +46,5 @@ def test_an_erratum_is_keyed_by_where_it_is_once_located():
     assert _round_trip(loose) == loose and "line" not in loose.to_data()
     with pytest.raises(RecordError, match="not a line number"):
         Erratum.from_data({"kind": "typo", "line": -1})
-    with pytest.raises(RecordError, match="erratum kind 'slip'"):
+    with pytest.raises(RecordError, match=r"erratum\.kind is 'slip'"):
         Erratum.from_data({"kind": "slip"})
