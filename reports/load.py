@@ -404,7 +404,7 @@ def from_documents(documents) -> Results:
             machine_info=torch_info,
             commit=(doc.get("commit_info") or {}).get("id", ""),
             # The version the file was written in, which the upgrade on reading does not change.
-            schema_version=doc["suite"].get("upgraded_from", suite_part.info.schema_version),
+            schema_version=suite_part.info.upgraded_from or suite_part.info.schema_version,
             partial=suite_part.info.partial,
             partial_reason=suite_part.info.partial_reason,
             delta_floor=suite_part.info.delta_floor,

@@ -425,6 +425,9 @@ class RunInfo:
     # machine key; suite/shard_plugin.py), or the shards a merged run came from (reports.merge).
     # Absent (None) in a whole run.
     shard: Mapping[str, Any] | None = _set(read=values.obj, default=None)
+    # The version a document older than this one was written in; it is read through the upgrade
+    # (harness.contract.upgrade), which sets this. Absent (None) in a current document.
+    upgraded_from: int | None = _set(read=values.one_of(*range(LEGACY_VERSION, SCHEMA_VERSION)), default=None)
     merged: Mapping[str, Any] | None = _set(read=values.obj, default=None)
 
     def to_data(self) -> dict:
@@ -434,18 +437,12 @@ class RunInfo:
     def from_data(cls, data: Mapping | None) -> RunInfo:
         data = data or {}
         version = data.get("schema_version", LEGACY_VERSION)
-        if not isinstance(version, int) or isinstance(version, bool) or version < LEGACY_VERSION:
+        if version != SCHEMA_VERSION:
             raise RecordError(
-                f"results schema version {version!r:.30} is not a version number (1 to {SCHEMA_VERSION})"
+                f"results schema version {version!r:.30}: these records are version {SCHEMA_VERSION}'s; "
+                "read an older document through harness.contract.upgrade.to_current"
             )
-        if version > SCHEMA_VERSION:
-            raise RecordError(
-                f"results schema version {version!r} is newer than this reader's ({SCHEMA_VERSION}); "
-                f"update the suite to read it"
-            )
-        # A file written before the floor was recorded was judged with 0.05, the floor then.
-        legacy = {"delta_floor": data.get("delta_floor", 0.05)}
-        return codec.decode(cls, {**data, **legacy, "schema_version": version}, "suite")
+        return codec.decode(cls, data, "suite")
 
 
 def manifest_hash(nodeids) -> str:

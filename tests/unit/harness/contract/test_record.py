@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from cases import all_cases
-from harness.contract import catalogue, codec, record, rules
+from harness.contract import catalogue, codec, record, rules, upgrade
 from tests import paths
 
 ROOT = paths.ROOT
@@ -47,8 +47,11 @@ def test_unknown_rule_and_newer_schema_are_one_line_errors():
     with pytest.raises(record.RecordError, match="unknown verdict rule 'Quicker'"):
         record.rule_from_data({"rule": "Quicker"})
     with pytest.raises(record.RecordError, match="schema version 99 is newer"):
-        record.read_run({"suite": {"schema_version": 99}})
-    assert record.read_run({"suite": {"profile": "quick"}}).info.schema_version == record.LEGACY_VERSION
+        record.read_run(upgrade.to_current({"suite": {"schema_version": 99}}))
+    # The records are the current version's: an older document is read through the upgrade.
+    with pytest.raises(record.RecordError, match="through harness.contract.upgrade.to_current"):
+        record.read_run({"suite": {"profile": "quick"}})
+    assert record.read_run(upgrade.to_current({"suite": {"profile": "quick"}})).info.schema_version == 4
 
 
 def test_a_schema_1_file_still_loads_and_builds(tmp_path):
@@ -150,7 +153,9 @@ COMMITTED = sorted(
 
 
 def _records(doc) -> list[tuple[object, dict]]:
-    """(the record read, the data it was read from) for every record of a results document."""
+    """(the record read, the data it was read from) for every record of a results document, read
+    in the current schema (an older one through the upgrade, as reports.load reads it)."""
+    doc = upgrade.to_current(doc)
     run = record.read_run(doc)
     found = [(run.info, doc.get("suite") or {})]
     found += [(run.cases[cid], data) for cid, data in (doc.get("cases") or {}).items()]
@@ -281,4 +286,4 @@ def test_a_case_whose_claim_ids_repeat_is_refused_where_it_is():
     claim = record.Claim("faster", "q", "001", record.ClaimKind.SPEED).to_data()
     data = {"id": "a.b", "tier": 1, "claims": [claim, claim]}
     with pytest.raises(record.RecordError, match=r"^cases\[a\.b\]: claims: a claim id repeats"):
-        record.read_run({"cases": {"a.b": data}})
+        record.read_run({"suite": {"schema_version": record.SCHEMA_VERSION}, "cases": {"a.b": data}})
