@@ -145,7 +145,7 @@ class Persist:
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: before pytest-benchmark writes, after it wrote
     def pytest_sessionfinish(self, session):
         if not self.ran and self.results is not None:
-            # A session that ran no test (--collect-only, plan.estimate, nothing selected, every
+            # A session that ran no test (--collect-only, suite.estimate, nothing selected, every
             # xdist worker lost) has no results: the file stays as it was, the history untouched.
             result = yield
             self.results.discard()

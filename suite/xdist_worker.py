@@ -12,7 +12,7 @@ it down and the pytest runs it starts are not mistaken for workers.
   (`--benchmark-disable`, `-m "not timing"`), so the thread count changes no figure it checks.
 * **Its mark.** xdist sets PYTEST_XDIST_WORKER in the worker's environment, and pytest-benchmark
   reads it as "xdist is on" and turns timing off: a child run asked to time (`--benchmark-only`),
-  or plan.estimate's collection in this process, would stop with a usage error. The worker reads
+  or suite.collection's collection in this process, would stop with a usage error. The worker reads
   its own role from its config (`workerinput`), so the variables are dropped.
 """
 

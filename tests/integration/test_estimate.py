@@ -1,5 +1,6 @@
-"""The run-time estimate on real selections (plan.estimate, plan.costmodel): it runs on the plan of a real
-selection, and a bad reference from the command line ends without a traceback."""
+"""The run-time estimate on real selections (suite.estimate over plan.estimate and plan.costmodel):
+it runs on the plan of a real selection, and a bad reference from the command line ends without a
+traceback."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ ROOT = paths.ROOT
 
 def _estimate(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "plan.estimate", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "suite.estimate", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
 
 

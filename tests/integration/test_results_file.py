@@ -267,7 +267,7 @@ def test_killing_pytest_during_a_launch_leaves_no_torchrun_or_rank(tmp_path):
 
 @pytest.mark.integration
 def test_a_session_that_runs_no_test_leaves_the_results_and_the_history_alone(tmp_path):
-    """`--collect-only --results X` (as `plan.estimate -- <args>` ran it) replaced a complete X with
+    """`--collect-only --results X` (as `suite.estimate -- <args>` runs it) replaced a complete X with
     an empty document and appended that empty run to the history, which the gate then counted."""
     results = tmp_path / "X.json"
     results.write_text('{"previous": true}')

@@ -12,7 +12,7 @@ from plan.estimate import Planned
 
 @pytest.fixture(scope="module")
 def planned():
-    """The quick CPU plan's timed tests and the distributed launches, as plan.estimate collects them."""
+    """The quick CPU plan's timed tests and the distributed launches, as suite.collection collects them."""
     devices = ("cpu",)
     out = []
     for p in plan.pair_points("quick", devices):
