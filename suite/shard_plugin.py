@@ -24,7 +24,7 @@ def shard_of(config) -> dict | None:
 
 
 def planned(items):
-    """plan.estimate.Planned of the collected items, as plan.estimate collects them."""
+    """plan.estimate.Planned of the collected items, as suite.collection collects them."""
     from plan import point_of
     from plan.estimate import Planned
 

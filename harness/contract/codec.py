@@ -100,7 +100,10 @@ def decode(cls, data, where: str):
         spec = _spec(f)
         key = spec["key"] if isinstance(spec["key"], str) else f.name
         if spec["aliases"]:
-            found = next((k for k in spec["aliases"] if data.get(k)), None)
+            # The first alias with a name in it; an empty one only where none has (every one is
+            # then read, so a wrong type is named rather than skipped).
+            present = [k for k in spec["aliases"] if k in data]
+            found = next((k for k in present if data[k] not in ("", None)), present[0] if present else None)
         else:
             found = key if key in data else None
         if found is not None:
@@ -121,9 +124,9 @@ def decode(cls, data, where: str):
 
 def _read(spec: dict, value, where: str):
     if spec["record"] is not None:
-        return decode(spec["record"], value, where) if value else None
+        return decode(spec["record"], value, where) if value is not None else None
     if spec["records"] is not None:
-        if not value:
+        if value is None:
             return ()
         if not isinstance(value, list):
             raise RecordError(f"{where} is not a list")

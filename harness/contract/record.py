@@ -67,8 +67,8 @@ def _name_key(point) -> str:
     return "check" if point.kind == "check" else "variant"
 
 
-# The name of a point's test; "name" is what files of the first schema wrote.
-_NAME = dict(key=_name_key, aliases=("variant", "check", "name"), read=values.text, missing="")
+# The name of a point's test (files of the first schema wrote "name": harness.contract.upgrade).
+_NAME = dict(key=_name_key, aliases=("variant", "check"), read=values.text, missing="")
 
 
 def _set(**spec):
@@ -366,7 +366,7 @@ class CaseInfo:
     one that timed variants)."""
 
     id: str = codec.field(read=values.text)
-    tier: int | None = codec.field(missing=None)
+    tier: int | None = codec.field(read=values.tier, missing=None)
     technique: str = codec.field(read=values.text, default="")
     claim: str = codec.field(read=values.text, default="")
     source: str = codec.field(read=values.text, default="")
@@ -412,7 +412,7 @@ class CaseInfo:
 class RunInfo:
     profile: str = codec.field(read=values.text, default="")
     devices: tuple[str, ...] = codec.field(read=values.texts, default=())
-    seed: int | None = None
+    seed: int | None = codec.field(read=values.whole_or_none, default=None)
     # Cut short (interrupted, time limit): holds only the points that finished.
     partial: bool = codec.field(read=values.truth, default=False)
     partial_reason: str = codec.field(read=values.text, default="")

@@ -4,10 +4,12 @@ this module sees one schema, so no reader keeps a branch for an older one.
 
 What each version lacks, and what it is read as (`harness.contract.record` says what each added):
 
-* 1 recorded no ``cases``: the catalogue shipped with the suite names them, and each was judged by
-  ``Faster()`` where its variants were timed, else by its checks' findings.
-* 1-3 recorded no ``timed`` pairs: the pairs are the ones the suite then worked out from the rule
-  and the variants' roles (`timed_then`).
+* 1 recorded no ``cases``: the catalogue shipped with the suite names the ones it mentions (an ID
+  it does not have is recorded undeclared: an unknown case), and named an outcome's test
+  ``name``. A case that recorded no rule was judged by ``Faster()`` where its variants were
+  timed, else by its checks' findings.
+* 1-3 recorded no ``timed`` pairs (nor did version 4 before they were added to it): the pairs
+  are the ones the suite then worked out from the rule and the variants' roles (`timed_then`).
 * 1-3 recorded no ``claims``: each case was judged as one claim, by its recorded rule, and from
   version 3 on by every check's finding beside it (before 3, findings mixed the notes' errata into
   their verdict, so the rule alone decided). The upgrade writes that down as the one claim a
@@ -49,60 +51,85 @@ def version_of(doc: Mapping) -> int:
 
 
 def to_current(doc: Mapping) -> Mapping:
-    """`doc` in the current schema: itself where it is already, else an upgraded copy whose
-    ``suite.upgraded_from`` names the version it was written in."""
+    """`doc` in the current schema: itself where it is already, else an upgraded copy (whose
+    ``suite.upgraded_from`` names the version it was written in, where that is older)."""
     version = version_of(doc)
-    if version == record.SCHEMA_VERSION:
+    cases = doc.get("cases") or {}
+    if not isinstance(cases, Mapping) or not all(isinstance(e, Mapping) for e in cases.values()):
+        raise RecordError("'cases' is not an object of case objects")
+    recorded = all("timed" in e and "claims" in e for e in cases.values())
+    if version == record.SCHEMA_VERSION and recorded:
         return doc
     doc = copy.deepcopy(dict(doc))
     suite = dict(doc.get("suite") or {})
     benchmarks = [b.get("extra_info") or {} for b in doc.get("benchmarks") or () if isinstance(b, Mapping)]
     outcomes = [o for o in doc.get("outcomes") or () if isinstance(o, Mapping)]
-    cases = doc.get("cases") or {}
-    if not isinstance(cases, Mapping):
-        raise RecordError("'cases' is not an object")
+    if version == record.LEGACY_VERSION:
+        _name_outcomes(outcomes)
     cases = {cid: dict(entry) for cid, entry in cases.items()} or _shipped_cases(benchmarks, outcomes)
     for case_id, entry in cases.items():
-        mine = [b for b in benchmarks if b.get("case") == case_id]
-        if not entry.get("timed"):
-            entry["timed"] = _timed_then(entry.get("rule"), mine)
-        if not entry.get("claims"):
-            rule = record.rule_from_data(entry["rule"]) if entry.get("rule") else None
-            words = str(entry.get("claim") or entry.get("technique") or case_id)
-            rule, claim = declared.as_one_claim(
-                rule, words, str(entry.get("source") or ""), findings_count=version >= FINDINGS_COUNT_FROM
-            )
-            entry.update(rule=record.rule_to_data(rule), claims=[claim.to_data()])
-        _name_compiled_sources(mine)
+        if version < record.SCHEMA_VERSION:  # nothing of these was recorded then, whatever the entry holds
+            entry = {k: v for k, v in entry.items() if k not in ("timed", "claims") or v}
+            cases[case_id] = entry
+        _fill(case_id, entry, benchmarks, findings_count=version >= FINDINGS_COUNT_FROM)
     doc["cases"] = cases
-    suite.update(schema_version=record.SCHEMA_VERSION, upgraded_from=version)
+    suite["schema_version"] = record.SCHEMA_VERSION
+    if version < record.SCHEMA_VERSION:
+        suite["upgraded_from"] = version
     doc["suite"] = suite
     return doc
 
 
+def _fill(case_id: str, entry: dict, benchmarks, *, findings_count: bool) -> None:
+    """What a case entry written before runs recorded it lacks: the rule it was judged by where it
+    recorded none (Faster() where its variants were timed, else its findings), the pairs it timed
+    (`_timed_then`), the one claim it was judged as, a compiled twin's source."""
+    mine = [b for b in benchmarks if b.get("case") == case_id]
+    try:
+        rule = record.rule_from_data(entry["rule"]) if entry.get("rule") else None
+    except TypeError as exc:  # a node with a field no rule has, named in one line
+        raise RecordError(f"cases[{case_id}].rule: {exc}") from None
+    if rule is None and mine:
+        rule = rules.Faster()
+    if "timed" not in entry:
+        entry["timed"] = _timed_then(rule, mine)
+    if "claims" not in entry:
+        words = str(entry.get("claim") or entry.get("technique") or case_id)
+        rule, claim = declared.as_one_claim(
+            rule, words, str(entry.get("source") or ""), findings_count=findings_count
+        )
+        entry.update(rule=record.rule_to_data(rule), claims=[claim.to_data()])
+    _name_compiled_sources(mine)
+
+
+def _name_outcomes(outcomes) -> None:
+    """Version 1 named an outcome's test ``name``; it is its ``check`` or its ``variant``."""
+    for o in outcomes:
+        if "name" in o and "variant" not in o and "check" not in o:
+            o["check" if o.get("kind") == "check" else "variant"] = o.pop("name")
+
+
 def _shipped_cases(benchmarks, outcomes) -> dict[str, dict]:
-    """Version 1's cases: those it mentions, as the shipped catalogue has them, each with the rule
-    it was judged by (Faster() where its variants were timed, else its findings). An ID the
-    catalogue does not have stays unrecorded, reported as an unknown case."""
-    timed = {b.get("case") for b in benchmarks}
-    mentioned = {b.get("case") for b in benchmarks} | {o.get("case") for o in outcomes}
-    return {
-        e.id: {
-            "id": e.id,
-            "tier": e.tier,
-            "technique": e.technique,
-            "source": e.source,
-            "rule": record.rule_to_data(rules.Faster() if e.id in timed else rules.FromFindings()),
-        }
-        for e in catalogue.load()
-        if e.id in mentioned
-    }
+    """Version 1's cases: those it mentions, as the shipped catalogue has them; an ID the catalogue
+    does not have is recorded undeclared (the report names it an unknown case)."""
+    mentioned = dict.fromkeys(
+        c
+        for c in [*(b.get("case") for b in benchmarks), *(o.get("case") for o in outcomes)]
+        if isinstance(c, str)
+    )
+    entries = {e.id: e for e in catalogue.load()}
+    out = {}
+    for case_id in [*(e for e in entries if e in mentioned), *(c for c in mentioned if c not in entries)]:
+        e = entries.get(case_id)
+        out[case_id] = {"id": case_id, "tier": e.tier if e else None, "declared": e is not None}
+        if e:
+            out[case_id].update(technique=e.technique, source=e.source)
+    return out
 
 
-def _timed_then(rule_data, benchmarks) -> list[dict]:
+def _timed_then(rule, benchmarks) -> list[dict]:
     """The pairs a case was timed as before runs recorded them, per part: from the rule and the
     roles of the variants timed in that part (`timed_then`)."""
-    rule = record.rule_from_data(rule_data) if rule_data else None
     by_part: dict[str, dict[str, str]] = {}
     for b in benchmarks:
         if isinstance(b.get("variant"), str):

@@ -47,8 +47,12 @@ def texts(value, where: str) -> tuple[str, ...]:
 
 
 def truth(value, where: str) -> bool:
-    """A yes/no, read as Python reads truth: older writers wrote it unchecked."""
-    return bool(value)
+    """A yes/no: true or false (null reads as false, as an absent key does)."""
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise RecordError(f"{where} is {value!r:.30}, not true or false")
+    return value
 
 
 def flag_or_none(value, where: str) -> bool | None:
@@ -119,8 +123,14 @@ def counts_by_name(value, where: str) -> dict[str, int]:
     return out
 
 
+def whole_or_none(value, where: str) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise RecordError(f"{where} is {value!r:.30}, not a whole number or null")
+    return value
+
+
 def tier(value, where: str) -> int | None:
-    if value is not None and value not in (1, 2, 3):
+    if value is not None and (isinstance(value, bool) or value not in (1, 2, 3)):
         raise RecordError(f"{where} is {value!r:.20}, not 1, 2 or 3")
     return value
 

@@ -109,3 +109,17 @@ def test_a_document_that_does_not_fit_is_a_record_error_saying_where(data, messa
 
 def test_a_value_is_plain_json():
     assert codec.plain({"a": (1, Colour.RED, Leaf(3))}) == {"a": [1, "red", {"n": 3}]}
+
+
+def test_an_empty_value_of_the_wrong_type_is_refused_not_read_as_absent():
+    from harness.contract import record
+
+    outcome = {"case": "x.y", "kind": "check", "check": "c", "outcome": "passed"}
+    with pytest.raises(RecordError, match=r"^here\.finding"):
+        record.Outcome.from_data({**outcome, "finding": []}, "here")
+    case = {"id": "x.y", "tier": 1}
+    for key, bad in (("claims", {}), ("timed", "")):
+        with pytest.raises(RecordError, match=rf"^here\.{key} is not a list"):
+            record.CaseInfo.from_data({**case, key: bad}, "here")
+    with pytest.raises(RecordError, match=r"^here\.check"):
+        record.Outcome.from_data({**outcome, "check": 0}, "here")

@@ -34,6 +34,14 @@ def test_a_current_document_is_passed_through_and_an_unknown_version_refused():
         doc["suite"]["schema_version"] = bad
         with pytest.raises(RecordError, match="schema version"):
             upgrade.to_current(doc)
+    doc["suite"]["schema_version"] = record.SCHEMA_VERSION
+    doc["cases"]["distance.pairwise"] = []
+    with pytest.raises(RecordError, match="'cases' is not an object of case objects"):
+        upgrade.to_current(doc)
+    doc["cases"]["distance.pairwise"] = {"id": "distance.pairwise", "rule": {"rule": "Faster", "speedup": 2}}
+    doc["suite"]["schema_version"] = 3
+    with pytest.raises(RecordError, match=r"^cases\[distance.pairwise\]\.rule: .*speedup"):
+        upgrade.to_current(doc)
 
 
 def test_version_1_records_the_cases_it_mentions_with_the_rule_it_was_judged_by():
@@ -97,3 +105,47 @@ def test_a_compiled_twin_is_named_by_the_naive_way_it_compiles():
     doc["benchmarks"].append(twin)
     up = upgrade.to_current(doc)
     assert up["benchmarks"][-1]["extra_info"]["compiled_from"] == "loop"
+
+
+def test_a_version_4_file_written_before_pairs_were_recorded_gets_them_and_stays_version_4():
+    info = record.CaseInfo("distance.pairwise", 1, rule=rules.Faster("fused", "loop")).to_data()
+    del info["timed"]
+    up = upgrade.to_current(_doc(record.SCHEMA_VERSION, {"distance.pairwise": info}))
+    run = record.read_run(up)
+    assert run.cases["distance.pairwise"].timed_in("") == [("fused", "loop", "rule")]
+    assert run.info.upgraded_from is None and run.info.schema_version == record.SCHEMA_VERSION
+
+
+def test_a_version_3_file_is_timed_as_its_rule_named_then():
+    info = {"distance.pairwise": record.CaseInfo("distance.pairwise", 1, rule=rules.Faster()).to_data()}
+    doc = synthetic.result(
+        cases=("distance.pairwise",), variants=VARIANTS, schema_version=3, cases_info=info, paired=True
+    )
+    assert {(p["fast"], p["against"]) for p in doc["pairs"]} == {("fused", "rule"), ("cdist", "context")}
+    up = upgrade.to_current(doc)
+    assert record.read_run(up).cases["distance.pairwise"].timed_in("") == [("fused", "loop", "rule")]
+
+
+def test_a_case_that_recorded_no_rule_was_judged_by_faster_where_timed():
+    info = {"distance.pairwise": {"id": "distance.pairwise", "tier": 1, "rule": None}}
+    case = record.read_run(upgrade.to_current(_doc(3, info))).cases["distance.pairwise"]
+    assert case.rule == rules.AllOf((rules.Faster(), rules.FromFindings()), claim=declared.WHOLE_CASE)
+    assert case.timed_in("") == [("fused", "loop", "rule")]
+
+
+def test_version_1_names_its_outcomes_and_keeps_an_unknown_case_as_judged_then():
+    from reports import build, load
+
+    doc = synthetic.result(cases=("gone.case",), variants=VARIANTS, n_rounds=20)
+    for o in doc["outcomes"]:
+        o["name"] = o.pop("variant")
+    up = upgrade.to_current(doc)
+    assert all("name" not in o and o["variant"] for o in up["outcomes"])
+    gone = record.read_run(up).cases["gone.case"]
+    assert not gone.declared and gone.tier is None
+    tables = build.tables(load.from_documents([("v1.json", doc)]))
+    # Not one of the catalogue's, judged as it was then: Faster() on its timings.
+    assert "gone.case" not in {e.id for e in tables.entries}
+    (judged,) = [j for (m, c), j in tables.judged.items() if c == "gone.case"]
+    assert judged.verdict == "holds" and judged.evidence.startswith("unknown case")
+    assert {("fused", "loop")} <= set(zip(tables.summary["fast"], tables.summary["slow"]))

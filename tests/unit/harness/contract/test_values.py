@@ -18,7 +18,9 @@ FITS = [
     (values.text_or_none, None, None),
     (values.texts, ["a", "b"], ("a", "b")),
     (values.texts, None, ()),
-    (values.truth, 1, True),
+    (values.truth, True, True),
+    (values.truth, None, False),
+    (values.whole_or_none, 3, 3),
     (values.flag_or_none, None, None),
     (values.one_of("rule", "context"), "context", "context"),
     (values.member_of(ClaimKind), "speed", ClaimKind.SPEED),
@@ -84,3 +86,17 @@ DOES_NOT_FIT = [
 def test_a_value_that_does_not_fit_is_named_and_said_what_it_should_be(read, value, message):
     with pytest.raises(RecordError, match=message):
         read(value, "f")
+
+
+def test_yes_no_whole_numbers_and_tiers_take_their_own_type_only():
+    assert values.truth(True, "w") is True and values.truth(None, "w") is False
+    for bad in ("false", "no", 0, 1):
+        with pytest.raises(RecordError, match=r"^w is .*not true or false"):
+            values.truth(bad, "w")
+    assert values.whole_or_none(7, "w") == 7 and values.whole_or_none(None, "w") is None
+    for bad in (True, 1.5, "7"):
+        with pytest.raises(RecordError, match="not a whole number"):
+            values.whole_or_none(bad, "w")
+    for bad in (True, "2", 4):
+        with pytest.raises(RecordError, match="not 1, 2 or 3"):
+            values.tier(bad, "w")
