@@ -5,6 +5,7 @@ compile it without the flags."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from cases._lib import precision
@@ -14,20 +15,25 @@ def _tf32() -> tuple[bool, bool]:
     return bool(torch.backends.cuda.matmul.allow_tf32), bool(torch.backends.cudnn.allow_tf32)
 
 
-def _tf32_on(monkeypatch) -> None:
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+@pytest.fixture
+def tf32_on():
+    """TF32 on in cuBLAS and cuDNN for the test, as it was after it. Set and restored by assignment:
+    these flags are properties of torch's backend modules, which a newer pytest's monkeypatch takes
+    for attributes it added and deletes at teardown (AttributeError)."""
+    saved = _tf32()
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def test_off_cuda_nothing_is_set(monkeypatch):
-    _tf32_on(monkeypatch)
+def test_off_cuda_nothing_is_set(monkeypatch, tf32_on):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with precision.ieee_context():
         assert _tf32() == (True, True)
 
 
-def test_on_cuda_tf32_is_off_inside_and_restored_after(monkeypatch):
-    _tf32_on(monkeypatch)
+def test_on_cuda_tf32_is_off_inside_and_restored_after(monkeypatch, tf32_on):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     with precision.ieee_context():
         assert _tf32() == (False, False)
