@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.contract import rules
+from harness.contract import declared, rules
 from reports.verdicts.judgement import (
     COULD_NOT_JUDGE,
     DEPENDS,
@@ -56,5 +56,6 @@ def evaluate(rule, summary, rows, outcomes, roles) -> Judgement:
 
 
 def rule_of(case):
-    """The rule the run recorded for the case; a case without one is judged by its findings."""
-    return case.rule if case is not None and case.rule is not None else rules.FromFindings()
+    """The rule the run recorded for the case (harness.contract.declared.rule_of: a case without one
+    is judged by its findings), and the findings' for an ID no run recorded."""
+    return declared.rule_of(case) if case is not None else rules.FromFindings()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import gzip
 import json
 import math
 import time
@@ -71,17 +70,8 @@ def test_each_rule_keyword_is_its_rule_classes_field():
 # ---- what exists fits ---------------------------------------------------------------------------
 
 
-def _document(path) -> dict:
-    raw = path.read_bytes()
-    return json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-
-
-COMMITTED = sorted(
-    p
-    for folder in (ROOT / "tests" / "data", ROOT / "reports" / "reference")
-    for p in [*folder.rglob("*.json"), *folder.rglob("*.json.gz")]
-    if "benchmarks" in _document(p)
-)
+_document = paths.read_document
+COMMITTED = paths.COMMITTED_RESULTS
 
 
 def test_there_are_committed_results_files():
