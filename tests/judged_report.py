@@ -20,7 +20,7 @@ def declared(rule) -> dict:
     return {CASE: record.CaseInfo(id=CASE, tier=2, claim="fast_v is faster", rule=rule).to_data()}
 
 
-def _tables(rule, schema, kw) -> build.Tables:
+def report(tmp_path: Path, rule=rules.Faster(), schema=record.SCHEMA_VERSION, **kw):
     doc = synthetic.result(
         cases=(CASE,),
         variants=kw.pop("variants", NAIVE_AND_FAST),
@@ -28,18 +28,9 @@ def _tables(rule, schema, kw) -> build.Tables:
         cases_info=declared(rule),
         **kw,
     )
-    return build.tables(load.from_documents([("run.json", doc)]))
-
-
-def report(tmp_path: Path, rule=rules.Faster(), schema=record.SCHEMA_VERSION, **kw):
-    judged = _tables(rule, schema, kw)
+    judged = build.tables(load.from_documents([("run.json", doc)]))
     summary, verdicts = as_written(judged.summary), as_written(judged.verdicts).set_index("case")
     return summary, verdicts.loc[CASE]
-
-
-def claims_of(tmp_path: Path, rule=rules.Faster(), schema=record.SCHEMA_VERSION, **kw) -> pd.DataFrame:
-    """The claims table of the same report: where a case's claims carry their evidence."""
-    return as_written(_tables(rule, schema, kw).claims)
 
 
 def as_written(table: pd.DataFrame) -> pd.DataFrame:

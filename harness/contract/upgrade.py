@@ -4,10 +4,10 @@ this module sees one schema, so no reader keeps a branch for an older one.
 
 What each version lacks, and what it is read as (`harness.contract.record` says what each added):
 
-* 1 recorded no ``cases``: the catalogue shipped with the suite names the ones it mentions (an ID
-  it does not have is recorded undeclared: an unknown case), and named an outcome's test
-  ``name``. A case that recorded no rule was judged by ``Faster()`` where its variants were
-  timed, else by its checks' findings.
+* 1 recorded no ``cases``: it ran against the catalogue shipped with the suite, whose every ID it
+  records (an ID it mentions that the catalogue does not have is recorded undeclared: an unknown
+  case), and named an outcome's test ``name``. A case that recorded no rule was judged by
+  ``Faster()`` where its variants were timed, else by its checks' findings.
 * 1-3 recorded no ``timed`` pairs (nor did version 4 before they were added to it): the pairs
   are the ones the suite then worked out from the rule and the variants' roles (`timed_then`).
 * 1-3 recorded no ``claims``: each case was judged as one claim, by its recorded rule, and from
@@ -110,8 +110,9 @@ def _name_outcomes(outcomes) -> None:
 
 
 def _shipped_cases(benchmarks, outcomes) -> dict[str, dict]:
-    """Version 1's cases: those it mentions, as the shipped catalogue has them; an ID the catalogue
-    does not have is recorded undeclared (the report names it an unknown case)."""
+    """Version 1's cases: the shipped catalogue's, every one (a report lists those the file has no
+    results for as not in these results); an ID it mentions that the catalogue does not have is
+    recorded undeclared (the report names it an unknown case)."""
     mentioned = dict.fromkeys(
         c
         for c in [*(b.get("case") for b in benchmarks), *(o.get("case") for o in outcomes)]
@@ -119,7 +120,7 @@ def _shipped_cases(benchmarks, outcomes) -> dict[str, dict]:
     )
     entries = {e.id: e for e in catalogue.load()}
     out = {}
-    for case_id in [*(e for e in entries if e in mentioned), *(c for c in mentioned if c not in entries)]:
+    for case_id in [*entries, *(c for c in mentioned if c not in entries)]:
         e = entries.get(case_id)
         out[case_id] = {"id": case_id, "tier": e.tier if e else None, "declared": e is not None}
         if e:

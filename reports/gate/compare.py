@@ -153,9 +153,12 @@ def compare(
     # The pairs and tolerances a case is gated on are those its baseline recorded (runs already on
     # main, harness.contract.record): what the run under test declares about itself (a wider
     # tolerance, the sides swapped) cannot loosen its own gate; where it differs, the pair is not
-    # judged and the line names the difference.
+    # judged and the line names the difference. A case the baseline has no results for is new:
+    # its declaration there (a run of part of the catalogue records all of it) gates nothing.
     declared_now = current.cases_of()
-    known = known if known is not None else {**declared_now, **baseline.cases_of()}
+    if known is None:
+        ran_before = _cases(baseline)
+        known = {**declared_now, **{k: c for k, c in baseline.cases_of().items() if k in ran_before}}
     base_machine, cur_machine = _machine(baseline, names[0]), _machine(current, names[1])
     _one_commit(current, names[1])
     if not (_cases(baseline) & _cases(current)):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import pandas as pd
 
 from harness.contract import rules
+from harness.contract.declared import WHOLE_CASE
 from harness.contract.record import WITHIN_CASE
 from reports.verdicts.judgement import (
     COULD_NOT_JUDGE,
@@ -197,6 +198,14 @@ def technique_of(judged: list[ClaimJudgement], outcomes, claimed_tests: set, err
     held = [c.claim.id for c in judged if c.verdict == HOLDS]
     if held:
         lines.append("holds: " + ", ".join(held))
-    if unclaimed:
-        lines.append(f"red tests that decide no claim: {len(unclaimed)}, e.g. {unclaimed[0]}")
-    return Judgement(verdict, "; ".join(lines), errors, errata, tuple(judged))
+    red = [f"red tests that decide no claim: {len(unclaimed)}, e.g. {unclaimed[0]}"] if unclaimed else []
+    if [c.claim.id for c in judged] == [WHOLE_CASE]:
+        # A case that declares no claims of its own (each case of a file written before claims
+        # were the unit) is its one judgement: the technique reads it directly, and claims.csv,
+        # which lists the notes' claims the suite tells apart, has no row for it. Where nothing of
+        # it ran here, why not is the evidence.
+        evidence = judged[0].evidence
+        if verdict == NOT_MEASURED and not (outcomes["outcome"] == "passed").any():
+            evidence = skip_reasons(outcomes) or "no results on this machine"
+        return Judgement(verdict, "; ".join([evidence, *red]), errors, errata)
+    return Judgement(verdict, "; ".join(lines + red), errors, errata, tuple(judged))

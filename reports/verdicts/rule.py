@@ -17,7 +17,6 @@ from reports.verdicts.judgement import (
     any_of,
 )
 from reports.verdicts.memory import lighter, not_lighter
-from reports.verdicts.outcomes import skip_reasons
 from reports.verdicts.speed import faster, not_faster
 
 
@@ -26,9 +25,7 @@ def from_findings(rule, outcomes: pd.DataFrame) -> Judgement:
         (outcomes["kind"] == "check") & outcomes["verdict"].notna() & (outcomes["outcome"] == "passed")
     ]
     if found.empty:
-        skipped = skip_reasons(outcomes[outcomes["kind"] == "check"])
-        why = f" (skipped: {skipped})" if skipped else ""
-        return Judgement(NOT_MEASURED, "no check reached a verdict" + why)
+        return Judgement(NOT_MEASURED, "no check reached a verdict")
     verdicts = set(found["verdict"])
     lines = [f"{r.name} ({r.device}): {r.verdict}: {r.evidence}" for r in found.itertuples()]
     for kind in (FAILS, COULD_NOT_JUDGE, DEPENDS, HOLDS):

@@ -11,17 +11,14 @@ from reports.verdicts.judgement import Judgement
 
 
 def catalogue_of(results) -> list[record.CaseInfo]:
-    """The catalogue a report lists, by tier, then ID: every ID of the shipped catalogue, as the
-    runs recorded it where they did (a run of an older catalogue, or a file written before runs
-    recorded their cases, leaves the rest "not in these results"), and every other ID the runs
-    recorded as declared. An ID recorded undeclared that the catalogue does not have is an
-    unknown case, judged but listed apart."""
+    """The catalogue a report lists, by tier, then ID: every ID the runs recorded as declared or
+    the shipped catalogue has (a file written before runs recorded their cases records the shipped
+    catalogue: harness.contract.upgrade). An ID recorded undeclared that the catalogue does not
+    have is an unknown case, judged but listed apart."""
+    shipped = {e.id for e in catalogue.load()}
     recorded = results.cases_of()
-    shipped = {e.id: e for e in catalogue.load()}
-    out = {cid: case for cid, case in recorded.items() if case.declared or cid in shipped}
-    for cid, e in shipped.items():
-        out.setdefault(cid, record.CaseInfo(id=e.id, tier=e.tier, technique=e.technique, source=e.source))
-    return sorted(out.values(), key=lambda c: (c.tier or 9, c.id))
+    out = [case for cid, case in recorded.items() if case.declared or cid in shipped]
+    return sorted(out, key=lambda c: (c.tier or 9, c.id))
 
 
 def _warm(frame: pd.DataFrame) -> pd.DataFrame:

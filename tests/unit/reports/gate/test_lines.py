@@ -4,6 +4,7 @@ saving fail, a noisy drop is neither, a new case is reported, another machine is
 
 from __future__ import annotations
 
+from harness.contract import record, rules
 from tests import synthetic
 from tests.gate_cli import run_gate
 from tests.synthetic import pooled, write
@@ -87,6 +88,32 @@ def test_new_case_is_reported_not_failed(tmp_path, capsys):
     code, out, _ = run_gate(capsys, "--baseline", b, "--current", c)
     assert code == 0
     assert "| conv.im2col | n128 |" in out and "| new |" in out
+
+
+def test_a_case_the_baseline_declared_but_did_not_run_is_new_under_the_current_declaration(tmp_path, capsys):
+    """A run of part of the catalogue records all of it: its declaration of a case it has no results
+    for (here another gate tolerance) neither gates that case nor reads as declared otherwise."""
+
+    def declared(tolerance):
+        return {
+            cid: record.CaseInfo(id=cid, tier=1, rule=rules.Faster(), gate_tolerance=tol).to_data()
+            for cid, tol in (("distance.pairwise", 0.1), ("conv.im2col", tolerance))
+        }
+
+    b = pooled(
+        tmp_path,
+        "b",
+        [
+            synthetic.result(cases=("distance.pairwise",), seed=s, schema_version=4, cases_info=declared(0.5))
+            for s in (1, 3, 4)
+        ],
+    )
+    c = synthetic.result(
+        cases=("distance.pairwise", "conv.im2col"), seed=2, schema_version=4, cases_info=declared(0.1)
+    )
+    code, out, _ = run_gate(capsys, "--baseline", b, "--current", write(tmp_path / "c.json", c))
+    assert code == 0, out
+    assert "| conv.im2col | n128 |" in out and "| new |" in out and "declares gate tolerance" not in out
 
 
 def test_other_machine_is_incomparable_never_passed(tmp_path, capsys):

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from harness.contract import record, rules
 from harness.contract.record import Claim, ClaimKind
 from reports import load, summary, verdicts
@@ -118,12 +120,19 @@ def test_a_claimed_check_that_finds_the_claim_false_fails_it(tmp_path):
     assert claims.loc["raises", "verdict"] == "fails" and judged["technique_verdict"] == "fails"
 
 
-def test_a_case_without_claims_is_one_claim_and_a_red_test_keeps_it_from_holds(tmp_path):
+def test_a_case_without_claims_is_judged_whole_and_a_red_test_keeps_it_from_holds(tmp_path):
+    """A case that declares no claims (each case of a file written before claims) is judged as one
+    claim, by its rule, and read as the technique's verdict: claims.csv, the notes' claims told
+    apart, has no row for it."""
+    judged, claims = _report(tmp_path, claims=(), rule=rules.Faster())
+    assert claims.empty and judged["technique_verdict"] == "holds"
+    assert judged["technique_evidence"].startswith("fast_v vs naive_v at ")
+    assert pd.isna(judged["claims"])
     judged, claims = _report(
         tmp_path, [_red_variant("lib_v", "RuntimeError")], claims=(), rule=rules.Faster()
     )
-    assert list(claims.index) == ["whole_case"] and claims.loc["whole_case", "verdict"] == "holds"
-    assert judged["technique_verdict"] == "could not judge"
+    assert claims.empty and judged["technique_verdict"] == "could not judge"
+    assert "red tests that decide no claim: 1" in judged["technique_evidence"]
 
 
 def test_a_claim_judged_on_a_stand_in_never_reads_holds(tmp_path):
