@@ -54,6 +54,9 @@ def test_version_1_records_the_shipped_catalogue_with_the_rule_each_case_was_jud
     # The catalogue it ran against: the shipped one, every ID (those it has no results for are
     # listed as not in these results).
     assert sorted(run.cases) == sorted(e.id for e in catalogue.load())
+    listed = run.cases["conv.im2col"]  # no result for it: listed, nothing declared
+    assert listed.rule is None and listed.claims == () and listed.timed == () and listed.tier == 2
+    assert upgrade.to_current(up) is up  # read once: an upgraded document is current
     timed, checked = run.cases["distance.pairwise"], run.cases["layout.contiguous"]
     # Timed variants were judged by Faster(), the rest by their findings; each case is one claim.
     assert timed.rule == rules.AllOf((rules.Faster(),), claim=declared.WHOLE_CASE)
@@ -105,8 +108,10 @@ def test_a_compiled_twin_is_named_by_the_naive_way_it_compiles():
     twin = copy.deepcopy(doc["benchmarks"][0])
     twin["extra_info"].update(variant="compiled", role="compiled")
     doc["benchmarks"].append(twin)
+    before = copy.deepcopy(doc)
     up = upgrade.to_current(doc)
     assert up["benchmarks"][-1]["extra_info"]["compiled_from"] == "loop"
+    assert doc == before  # what the upgrade writes is its own copy; the input is not changed
 
 
 def test_a_version_4_file_written_before_pairs_were_recorded_gets_them_and_stays_version_4():
