@@ -12,6 +12,7 @@ complete; 2 bad input; 3 the shards do not make one run (each problem named: rep
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sqlite3
 import sys
@@ -23,7 +24,11 @@ from reports.load import ResultsError
 DEFAULT_OUT = Path("reports") / "out"  # under the current directory, never inside the installed package
 
 
+@functools.cache
 def _parser() -> argparse.ArgumentParser:
+    """The command line, built once per process: argparse asks the terminal's size and the
+    locale's translations for every argument it adds (3 of the 4 ms of a refused file's run),
+    and the tests call `main` some two thousand times. Parsing leaves the parser as it was."""
     parser = argparse.ArgumentParser(prog="python -m reports", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="results JSON → results.csv, summary.csv, PNGs, index.html")

@@ -7,6 +7,7 @@ from, where a workspace holds that beside the repository.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,4 +67,11 @@ def parse(text: str) -> list[Entry]:
 
 
 def load(path: Path = CATALOG_PATH) -> list[Entry]:
-    return parse(path.read_text(encoding="utf-8"))
+    return list(_parsed(path.read_text(encoding="utf-8")))
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(text: str) -> tuple[Entry, ...]:
+    """`parse`, once per text: every report, plan and upgrade reads the catalogue (5 ms a parse),
+    and one process of the tests reads it hundreds of times. The entries are frozen."""
+    return tuple(parse(text))

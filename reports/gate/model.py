@@ -70,15 +70,16 @@ def _quartiles(sample: np.ndarray) -> tuple[float, float, float]:
     return out[0], out[1], out[2]
 
 
-def _spread(sample: np.ndarray) -> float:
-    q1, median, q3 = _quartiles(sample)
+def _spread(sample: np.ndarray, quartiles: tuple[float, float, float] | None = None) -> float:
+    q1, median, q3 = quartiles or _quartiles(sample)
     return float((q3 - q1) / median) if median > 0 else math.inf
 
 
-def _median_var(logs: np.ndarray) -> float:
+def _median_var(logs: np.ndarray, quartiles: tuple[float, float, float] | None = None) -> float:
     """Variance of the median of these log times or log ratios: π/2·σ²/n for a normal σ, σ taken
-    from the IQR (÷ 1.349) so that a few outlying rounds do not set it."""
-    q1, _, q3 = _quartiles(logs)
+    from the IQR (÷ 1.349) so that a few outlying rounds do not set it. ``quartiles``: the logs'
+    own, where the caller has them already."""
+    q1, _, q3 = quartiles or _quartiles(logs)
     return math.pi / 2 * ((q3 - q1) / 1.349) ** 2 / logs.size
 
 
@@ -157,13 +158,13 @@ class Runs:
             if run in paired:
                 logs, busy = paired[run]
                 logs = np.concatenate(logs)
-                q1, median, q3 = _quartiles(logs)
+                quartiles = q1, median, q3 = _quartiles(logs)
                 out.append(
                     RunSpeedup(
                         run,
                         # gain.paired_ratio's point over this run's rounds: summary.csv's speed-up
                         median,
-                        _median_var(logs),
+                        _median_var(logs, quartiles),
                         logs.size,
                         float(np.exp(q3 - q1) - 1),
                         busy,
@@ -172,13 +173,14 @@ class Runs:
                 )
             elif run in slow_rows:
                 f, s = fast_rows[run], slow_rows[run]
+                qf, qs = _quartiles(f), _quartiles(s)
                 out.append(
                     RunSpeedup(
                         run,
-                        math.log(_quartiles(s)[1]) - math.log(_quartiles(f)[1]),
+                        math.log(qs[1]) - math.log(qf[1]),
                         _median_var(np.log(s)) + _median_var(np.log(f)),
                         min(f.size, s.size),
-                        max(_spread(f), _spread(s)),
+                        max(_spread(f, qf), _spread(s, qs)),
                         "",
                     )
                 )

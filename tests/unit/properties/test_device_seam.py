@@ -26,6 +26,8 @@ MAX_OUTSIDE = 6
 def cuda_calls(source: str) -> int:
     """Occurrences of ``torch.cuda.`` as code: NAME . NAME . tokens, so text in comments, strings
     and docstrings is not counted."""
+    if "cuda" not in source:  # no such tokens without the word: most modules skip the tokenizer
+        return 0
     tokens = [
         t.string
         for t in tokenize.generate_tokens(io.StringIO(source).readline)
@@ -36,6 +38,8 @@ def cuda_calls(source: str) -> int:
 
 def cuda_only_reason(source: str) -> str | None:
     """The module-level ``CUDA_ONLY = "..."`` string, or None."""
+    if "CUDA_ONLY" not in source:
+        return None
     for node in ast.parse(source).body:
         if (
             isinstance(node, ast.Assign)

@@ -4,6 +4,7 @@ below the cases and reports reading only the results. An import that runs back u
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -265,7 +266,9 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+@functools.cache
 def project_graph() -> dict[str, set[str]]:
+    """The project's import graph, read once per process (three tests read it; none changes it)."""
     files = [p for package in PACKAGES for p in (ROOT / package).rglob("*.py")]
     sources = {_module_name(p): p.read_text(encoding="utf-8") for p in files}
     return import_graph(sources, {_module_name(p) for p in files if p.name == "__init__.py"})

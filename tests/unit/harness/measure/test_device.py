@@ -309,34 +309,27 @@ def test_the_fake_device_leaves_the_launch_gap_inside_a_round_and_runs_host_boun
     assert clock() - t0 == pytest.approx(GAP + 40e-6, rel=1e-6)
 
 
-def test_a_47x_pair_reads_within_2_percent_of_47x_with_a_20us_launch_gap():
+@pytest.fixture(scope="module")
+def timed():
+    """The 47x pair timed once on a fake device with the 20 µs gap: the three tests below read it."""
     fake = FakeDevice(launch_latency=GAP)
     with harness_device.installed(fake):
-        timed = pair_benchmark.run(
-            _pair(fake, FAST, SLOW), cap_s=0.05, min_rounds=5, noise_floor=lambda: None
-        )
+        return pair_benchmark.run(_pair(fake, FAST, SLOW), cap_s=0.05, min_rounds=5, noise_floor=lambda: None)
+
+
+def test_a_47x_pair_reads_within_2_percent_of_47x_with_a_20us_launch_gap(timed):
     ratio = gain.paired_ratio(timed.slow_s, timed.fast_s)
     assert ratio.point == pytest.approx(47, rel=0.02), f"{ratio.point:.2f}x, iterations {timed.iterations}"
 
 
-def test_a_cuda_round_holds_at_least_2_ms_of_device_time_sized_from_several_calls():
+def test_a_cuda_round_holds_at_least_2_ms_of_device_time_sized_from_several_calls(timed):
     """Sized from one call, which carries the gap (53 µs for 33 µs of work), the fast side's round
     held 10 calls: 0.33 ms of work, 6% of it gap."""
-    fake = FakeDevice(launch_latency=GAP)
-    with harness_device.installed(fake):
-        timed = pair_benchmark.run(
-            _pair(fake, FAST, SLOW), cap_s=0.05, min_rounds=5, noise_floor=lambda: None
-        )
     assert timed.iterations["matmul"] * FAST >= 2e-3 and timed.iterations["broadcast"] * SLOW >= 2e-3
     assert timed.iterations["matmul"] * FAST < 2e-3 + FAST, "sized from the gap-free per-call time"
 
 
-def test_the_in_window_gap_is_fitted_over_1_to_32_calls_and_recorded_with_the_pair():
-    fake = FakeDevice(launch_latency=GAP)
-    with harness_device.installed(fake):
-        timed = pair_benchmark.run(
-            _pair(fake, FAST, SLOW), cap_s=0.05, min_rounds=5, noise_floor=lambda: None
-        )
+def test_the_in_window_gap_is_fitted_over_1_to_32_calls_and_recorded_with_the_pair(timed):
     assert timed.gap_s == pytest.approx({"matmul": GAP, "broadcast": GAP}, rel=1e-3)
     again = record.PairTiming.from_data(timed.to_data())
     assert again.gap_s == timed.gap_s
