@@ -72,16 +72,17 @@ def to_current(doc: Mapping) -> Mapping:
     outcomes = [o for o in doc.get("outcomes") or () if isinstance(o, Mapping)]
     if version == record.LEGACY_VERSION:
         _name_outcomes(outcomes)
-    cases = {cid: dict(entry) for cid, entry in cases.items()} or _shipped_cases(benchmarks, outcomes)
+    cases, listed = (
+        ({cid: dict(entry) for cid, entry in cases.items()}, {})
+        if cases
+        else _shipped_cases(benchmarks, outcomes)
+    )
     for case_id, entry in cases.items():
-        if entry.get("listed_only"):  # version 1's catalogue entry it has no results for
-            del entry["listed_only"]
-            continue
         if version < record.SCHEMA_VERSION:  # nothing of these was recorded then, whatever the entry holds
             entry = {k: v for k, v in entry.items() if k not in ("timed", "claims") or v}
             cases[case_id] = entry
         _fill(case_id, entry, benchmarks, findings_count=version >= FINDINGS_COUNT_FROM)
-    doc["cases"] = cases
+    doc["cases"] = {**cases, **listed}
     suite["schema_version"] = record.SCHEMA_VERSION
     if version < record.SCHEMA_VERSION:
         suite["upgraded_from"] = version
@@ -125,26 +126,28 @@ def _name_outcomes(outcomes) -> None:
             o["check" if o.get("kind") == "check" else "variant"] = o.pop("name")
 
 
-def _shipped_cases(benchmarks, outcomes) -> dict[str, dict]:
-    """Version 1's cases: the shipped catalogue's, every one; an ID it mentions that the catalogue
-    does not have is recorded undeclared (the report names it an unknown case). One it has no
-    results for is listed only (a report says it is not in these results): nothing decided it, so
-    it is recorded with no rule, pairs or claims (`listed_only` marks it for `to_current`)."""
+def _shipped_cases(benchmarks, outcomes) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Version 1's cases, (those it mentions, those it lists only): the shipped catalogue's, every
+    one, and any ID it mentions that the catalogue does not have, recorded undeclared (the report
+    names it an unknown case). One it has no results for is listed only (a report says it is not in
+    these results): nothing decided it, so it is recorded with no rule, pairs or claims."""
     mentioned = dict.fromkeys(
         c
         for c in [*(b.get("case") for b in benchmarks), *(o.get("case") for o in outcomes)]
         if isinstance(c, str)
     )
     entries = {e.id: e for e in catalogue.load()}
-    out = {}
+    cases, listed = {}, {}
     for case_id in [*entries, *(c for c in mentioned if c not in entries)]:
         e = entries.get(case_id)
-        out[case_id] = {"id": case_id, "tier": e.tier if e else None, "declared": e is not None}
+        entry = {"id": case_id, "tier": e.tier if e else None, "declared": e is not None}
         if e:
-            out[case_id].update(technique=e.technique, source=e.source)
-        if case_id not in mentioned:
-            out[case_id].update(timed=[], claims=[], listed_only=True)
-    return out
+            entry.update(technique=e.technique, source=e.source)
+        if case_id in mentioned:
+            cases[case_id] = entry
+        else:
+            listed[case_id] = {**entry, "timed": [], "claims": []}
+    return cases, listed
 
 
 def _timed_then(rule, benchmarks) -> list[dict]:

@@ -190,14 +190,6 @@ def technique_of(judged: list[ClaimJudgement], outcomes, claimed_tests: set, err
         verdict = HOLDS
     else:
         verdict = DEPENDS
-    # The claims that make the verdict what it is come first; the ones that hold are named only.
-    order = [FAILS, COULD_NOT_JUDGE, DEPENDS, NOT_MEASURED]
-    lines = [f"{verdict} — {counted}"]
-    for kind in order:
-        lines += [f"{c.claim.id}: {kind}, {c.evidence}" for c in judged if c.verdict == kind]
-    held = [c.claim.id for c in judged if c.verdict == HOLDS]
-    if held:
-        lines.append("holds: " + ", ".join(held))
     red = [f"red tests that decide no claim: {len(unclaimed)}, e.g. {unclaimed[0]}"] if unclaimed else []
     if [c.claim.id for c in judged] == [WHOLE_CASE]:
         # A case that declares no claims of its own (each case of a file written before claims
@@ -208,4 +200,11 @@ def technique_of(judged: list[ClaimJudgement], outcomes, claimed_tests: set, err
         if verdict == NOT_MEASURED and not (outcomes["outcome"] == "passed").any():
             evidence = skip_reasons(outcomes) or "no results on this machine"
         return Judgement(verdict, "; ".join([evidence, *red]), errors, errata)
+    # The claims that make the verdict what it is come first; the ones that hold are named only.
+    lines = [f"{verdict} — {counted}"]
+    for kind in [FAILS, COULD_NOT_JUDGE, DEPENDS, NOT_MEASURED]:
+        lines += [f"{c.claim.id}: {kind}, {c.evidence}" for c in judged if c.verdict == kind]
+    held = [c.claim.id for c in judged if c.verdict == HOLDS]
+    if held:
+        lines.append("holds: " + ", ".join(held))
     return Judgement(verdict, "; ".join(lines + red), errors, errata, tuple(judged))
